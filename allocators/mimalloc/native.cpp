@@ -1,0 +1,118 @@
+// mimalloc: mi_process_info, mi_option_get, mi_collect (found with dlsym, never linked).
+#include "allocators/dlsym.h"
+#include "allocators/native_backends.h"
+
+#include <mimalloc.h>
+
+#include <iterator>
+#include <string>
+#include <utility>
+
+namespace allocmark::allocators {
+namespace {
+
+// MI_MALLOC_VERSION / mi_version(): major*100 + minor*10 + patch (2.0.9 -> 209, 1.7.9 -> 179).
+std::string format_version(int v) {
+  return std::to_string(v / 100) + "." + std::to_string((v % 100) / 10) + "." + std::to_string(v % 10);
+}
+
+// The mi_option_t enumerators of the header allocmark is built against, by the name mimalloc
+// reads them under (environment MIMALLOC_<NAME>). The numbering changes between mimalloc versions,
+// so it is only valid for a library whose mi_version() equals MI_MALLOC_VERSION.
+#if MI_MALLOC_VERSION / 10 == 20  // the 2.0.x header
+#define ALLOCMARK_MI_OPTION(name) {#name, mi_option_##name}
+constexpr std::pair<const char*, mi_option_t> kOptions[] = {
+    ALLOCMARK_MI_OPTION(show_errors),
+    ALLOCMARK_MI_OPTION(show_stats),
+    ALLOCMARK_MI_OPTION(verbose),
+    ALLOCMARK_MI_OPTION(eager_commit),
+    ALLOCMARK_MI_OPTION(deprecated_eager_region_commit),
+    ALLOCMARK_MI_OPTION(deprecated_reset_decommits),
+    ALLOCMARK_MI_OPTION(large_os_pages),
+    ALLOCMARK_MI_OPTION(reserve_huge_os_pages),
+    ALLOCMARK_MI_OPTION(reserve_huge_os_pages_at),
+    ALLOCMARK_MI_OPTION(reserve_os_memory),
+    ALLOCMARK_MI_OPTION(deprecated_segment_cache),
+    ALLOCMARK_MI_OPTION(page_reset),
+    ALLOCMARK_MI_OPTION(abandoned_page_decommit),
+    ALLOCMARK_MI_OPTION(deprecated_segment_reset),
+    ALLOCMARK_MI_OPTION(eager_commit_delay),
+    ALLOCMARK_MI_OPTION(decommit_delay),
+    ALLOCMARK_MI_OPTION(use_numa_nodes),
+    ALLOCMARK_MI_OPTION(limit_os_alloc),
+    ALLOCMARK_MI_OPTION(os_tag),
+    ALLOCMARK_MI_OPTION(max_errors),
+    ALLOCMARK_MI_OPTION(max_warnings),
+    ALLOCMARK_MI_OPTION(max_segment_reclaim),
+    ALLOCMARK_MI_OPTION(allow_decommit),
+    ALLOCMARK_MI_OPTION(segment_decommit_delay),
+    ALLOCMARK_MI_OPTION(decommit_extend_delay),
+    ALLOCMARK_MI_OPTION(destroy_on_exit),
+};
+#undef ALLOCMARK_MI_OPTION
+static_assert(std::size(kOptions) == _mi_option_last, "mimalloc.h has options this table lacks");
+constexpr bool kHaveOptionTable = true;
+#else
+constexpr std::pair<const char*, mi_option_t> kOptions[1] = {};
+constexpr bool kHaveOptionTable = false;
+#endif
+
+// On Linux mimalloc 2.0.x fills these from its own counters and getrusage: current_rss is only its
+// committed-bytes estimate (== current_commit), peak_rss is ru_maxrss (true peak RSS),
+// page_faults is ru_majflt (major faults only).
+nlohmann::json read_stats() {
+  nlohmann::json s = nlohmann::json::object();
+  auto* info = find_symbol<decltype(mi_process_info)>("mi_process_info");
+  if (info == nullptr) return s;
+  std::size_t elapsed = 0, user = 0, system = 0, current_rss = 0, peak_rss = 0, current_commit = 0,
+              peak_commit = 0, page_faults = 0;
+  info(&elapsed, &user, &system, &current_rss, &peak_rss, &current_commit, &peak_commit, &page_faults);
+  s["current_rss"] = current_rss;
+  s["peak_rss"] = peak_rss;
+  s["current_commit"] = current_commit;
+  s["peak_commit"] = peak_commit;
+  s["page_faults"] = page_faults;
+  return s;
+}
+
+// mimalloc counts no lock contention.
+nlohmann::json read_contention() { return nlohmann::json::object(); }
+
+nlohmann::json read_options() {
+  nlohmann::json o = nlohmann::json::object();
+  auto* version = find_symbol<decltype(mi_version)>("mi_version");
+  auto* get = find_symbol<decltype(mi_option_get)>("mi_option_get");
+  if (version == nullptr || get == nullptr) return o;
+  const int v = version();
+  if (v == MI_MALLOC_VERSION && !kHaveOptionTable) {
+    o["unverified"] = "allocmark has no option table for mimalloc " + format_version(v);
+    return o;
+  }
+  if (v != MI_MALLOC_VERSION) {
+    o["unverified"] = "mimalloc version " + format_version(v) +
+                      " differs from the header allocmark was built against (" +
+                      format_version(MI_MALLOC_VERSION) + ")";
+    return o;
+  }
+  for (const auto& [name, option] : kOptions) o[name] = get(option);
+  return o;
+}
+
+bool purge() {
+  auto* collect = find_symbol<decltype(mi_collect)>("mi_collect");
+  if (collect == nullptr) return false;
+  collect(true);
+  return true;
+}
+
+std::string version() {
+  auto* v = find_symbol<decltype(mi_version)>("mi_version");
+  return v != nullptr ? format_version(v()) : "";
+}
+
+}  // namespace
+
+const NativeApi kMimallocApi{"mimalloc", &read_stats, &read_contention, &read_options, &purge,
+                             &version};
+
+}  // namespace allocmark::allocators

@@ -1,0 +1,167 @@
+#include "harness/matrix/config.h"
+
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+namespace allocmark::matrix {
+namespace {
+
+std::string where(const std::string& path, const toml::node& node) {
+  const auto& src = node.source();
+  std::ostringstream out;
+  out << path << ":" << src.begin.line << ":" << src.begin.column;
+  return out.str();
+}
+
+[[noreturn]] void fail(const std::string& path, const toml::node& node, const std::string& what) {
+  throw ConfigError(where(path, node) + ": " + what);
+}
+
+void reject_unknown_keys(const std::string& path, const toml::table& table, const std::string& section,
+                         const std::set<std::string>& allowed) {
+  for (const auto& [key, value] : table) {
+    if (allowed.count(std::string(key.str()))) continue;
+    std::string choices;
+    for (const auto& a : allowed) choices += (choices.empty() ? "" : ", ") + a;
+    fail(path, value, "unknown key '" + std::string(key.str()) + "' in " + section + " (valid: " + choices + ")");
+  }
+}
+
+std::string scalar_text(const std::string& path, const toml::node& node, const std::string& what) {
+  if (auto s = node.as_string()) return s->get();
+  if (auto i = node.as_integer()) return std::to_string(i->get());
+  if (auto f = node.as_floating_point()) {
+    std::ostringstream out;
+    out << f->get();
+    return out.str();
+  }
+  if (auto b = node.as_boolean()) return b->get() ? "1" : "0";
+  fail(path, node, what + " must be a string, number or boolean");
+}
+
+std::vector<std::string> string_list(const std::string& path, const toml::node& node, const std::string& key) {
+  const auto* arr = node.as_array();
+  if (!arr) fail(path, node, "'" + key + "' must be a list of strings");
+  std::vector<std::string> out;
+  for (const auto& item : *arr) {
+    if (!item.is_string()) fail(path, item, "'" + key + "' must be a list of strings");
+    out.push_back(item.as_string()->get());
+  }
+  return out;
+}
+
+template <class T>
+T number(const std::string& path, const toml::node& node, const std::string& key, T min) {
+  std::optional<double> v;
+  if (auto i = node.as_integer()) v = static_cast<double>(i->get());
+  if (auto f = node.as_floating_point(); f && std::is_floating_point_v<T>) v = f->get();
+  if (!v) fail(path, node, "'" + key + "' must be " + (std::is_floating_point_v<T> ? "a number" : "an integer"));
+  if (*v < static_cast<double>(min)) fail(path, node, "'" + key + "' must be at least " + std::to_string(min));
+  return static_cast<T>(*v);
+}
+
+void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFile& out) {
+  reject_unknown_keys(path, t, "[matrix]",
+                      {"allocators", "workloads", "threads", "reps", "size", "timeout_s", "sample_ms",
+                       "max_timeline_points", "pin_threads"});
+  if (auto n = t.get("allocators")) out.allocators = string_list(path, *n, "allocators");
+  if (auto n = t.get("workloads")) out.workloads = string_list(path, *n, "workloads");
+  if (auto n = t.get("threads")) {
+    const auto* arr = n->as_array();
+    if (!arr) fail(path, *n, "'threads' must be a list of integers");
+    for (const auto& item : *arr) out.threads.push_back(number<int>(path, item, "threads", 1));
+  }
+  if (auto n = t.get("reps")) out.reps = number<int>(path, *n, "reps", 1);
+  if (auto n = t.get("size")) {
+    if (!n->is_string() || (n->as_string()->get() != "quick" && n->as_string()->get() != "full"))
+      fail(path, *n, "'size' must be \"quick\" or \"full\"");
+    out.size = n->as_string()->get();
+  }
+  if (auto n = t.get("timeout_s")) out.timeout_s = number<double>(path, *n, "timeout_s", 0.001);
+  if (auto n = t.get("sample_ms")) out.sample_ms = number<int>(path, *n, "sample_ms", 1);
+  if (auto n = t.get("max_timeline_points")) out.max_timeline_points = number<int>(path, *n, "max_timeline_points", 2);
+  if (auto n = t.get("pin_threads")) {
+    if (!n->is_boolean()) fail(path, *n, "'pin_threads' must be true or false");
+    out.pin_threads = n->as_boolean()->get();
+  }
+}
+
+void parse_allocator_defs(const std::string& path, const toml::node& node, MatrixFile& out) {
+  const auto* defs = node.as_table();
+  if (!defs) fail(path, node, "[allocators] must hold one table per allocator, e.g. [allocators.\"jemalloc:bg\"]");
+  for (const auto& [key, value] : *defs) {
+    std::string name(key.str());
+    const auto* t = value.as_table();
+    if (!t) fail(path, value, "allocator '" + name + "' must be a table");
+    reject_unknown_keys(path, *t, "allocator '" + name + "'", {"backend", "kind", "library", "env", "description"});
+    AllocatorDef def;
+    def.name = name;
+    def.origin = where(path, value);
+    if (t->contains("backend") && t->contains("kind"))
+      fail(path, value, "allocator '" + name + "' sets both 'backend' and 'kind'; they mean the same, keep one");
+    const toml::node* backend = t->get("backend") ? t->get("backend") : t->get("kind");
+    if (!backend || !backend->is_string())
+      fail(path, value, "allocator '" + name + "' needs backend = \"glibc|jemalloc|tcmalloc|mimalloc|generic\"");
+    def.backend = backend->as_string()->get();
+    if (auto lib = t->get("library")) {
+      if (!lib->is_string()) fail(path, *lib, "'library' must be a path string");
+      def.library = lib->as_string()->get();
+      if (def.library.empty()) fail(path, *lib, "'library' is empty");
+    }
+    if (auto env = t->get("env")) {
+      const auto* et = env->as_table();
+      if (!et) fail(path, *env, "'env' must be a table of NAME = \"value\"");
+      for (const auto& [ek, ev] : *et) def.env[std::string(ek.str())] = scalar_text(path, ev, "env value");
+    }
+    if (auto d = t->get("description"); d && d->is_string()) def.description = d->as_string()->get();
+    out.allocator_defs[name] = def;
+  }
+}
+
+}  // namespace
+
+MatrixFile load_matrix_file(const std::string& path, bool variants_only) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream out;
+    const auto& b = e.source().begin;
+    if (b.line == 0)
+      out << path << ": " << e.description();
+    else
+      out << path << ":" << b.line << ":" << b.column << ": " << e.description();
+    throw ConfigError(out.str());
+  }
+  MatrixFile out;
+  out.path = path;
+  if (variants_only)
+    reject_unknown_keys(path, root, "a variants file", {"allocators"});
+  else
+    reject_unknown_keys(path, root, "a matrix file", {"matrix", "params", "allocators"});
+  if (auto m = root.get("matrix")) {
+    if (!m->is_table()) fail(path, *m, "[matrix] must be a table");
+    parse_matrix_table(path, *m->as_table(), out);
+  }
+  if (auto p = root.get("params")) {
+    if (!p->is_table()) fail(path, *p, "[params] must hold one table per workload, e.g. [params.size_mix]");
+    for (const auto& [wk, wv] : *p->as_table()) {
+      if (!wv.is_table()) fail(path, wv, "[params." + std::string(wk.str()) + "] must be a table");
+      out.params_origin[std::string(wk.str())] = where(path, wv);
+      for (const auto& [k, v] : *wv.as_table())
+        out.params[std::string(wk.str())][std::string(k.str())] =
+            Located{scalar_text(path, v, "parameter '" + std::string(k.str()) + "'"), where(path, v)};
+    }
+  }
+  if (auto a = root.get("allocators")) parse_allocator_defs(path, *a, out);
+  return out;
+}
+
+std::string config_dir() {
+  if (const char* dir = std::getenv("ALLOCMARK_CONFIG_DIR"); dir && *dir) return dir;
+  return ALLOCMARK_DEFAULT_CONFIG_DIR;
+}
+
+}  // namespace allocmark::matrix

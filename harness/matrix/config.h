@@ -1,0 +1,58 @@
+// Matrix configuration: TOML files (configs/*.toml) plus command-line overrides, validated in full
+// before any cell runs. Every error names the file, line and column (or the flag) and the valid
+// choices; the CLI turns a ConfigError into exit code 2.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace allocmark::matrix {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An allocator as a matrix names it: a backend, optionally another library of that kind, and the
+// environment that configures it. Built-in variants are data in configs/variants.toml.
+struct AllocatorDef {
+  std::string name;      // "jemalloc:bg"
+  std::string backend;   // "jemalloc"
+  std::string library;   // explicit library path; "" means the backend's system library
+  std::map<std::string, std::string> env;
+  std::string description;
+  std::string origin;    // "configs/variants.toml:12:1", for messages
+};
+
+// A value from a file, with where it came from, so a later check can point at it.
+struct Located {
+  std::string value;
+  std::string origin;  // "path:line:column"
+};
+
+struct MatrixFile {
+  std::string path;
+  std::vector<std::string> allocators, workloads;
+  std::vector<int> threads;
+  std::optional<int> reps;
+  std::optional<std::string> size;
+  std::optional<double> timeout_s;
+  std::optional<int> sample_ms;
+  std::optional<int> max_timeline_points;
+  std::optional<bool> pin_threads;
+  // [params.<workload>] key = value, values kept as text and checked against the workload's specs.
+  std::map<std::string, std::map<std::string, Located>> params;
+  std::map<std::string, std::string> params_origin;  // workload -> where its [params.*] table is
+  std::map<std::string, AllocatorDef> allocator_defs;
+};
+
+// Parses a matrix or variants file. `variants_only`: only [allocators.*] tables are allowed.
+MatrixFile load_matrix_file(const std::string& path, bool variants_only = false);
+
+// Where configs/ lives: $ALLOCMARK_CONFIG_DIR, else the source tree the binary was built from.
+std::string config_dir();
+
+}  // namespace allocmark::matrix

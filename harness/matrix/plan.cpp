@@ -1,0 +1,283 @@
+#include "harness/matrix/plan.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include "allocators/backends.h"
+#include "workloads/workload.h"
+
+namespace allocmark::matrix {
+namespace {
+
+namespace wl = allocmark::workloads;
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+std::string fnv1a_hex(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(buf, 10);
+}
+
+std::string param_names(const wl::WorkloadInfo& w) {
+  std::vector<std::string> names;
+  for (const auto& p : w.params) names.push_back(p.name);
+  return join(names);
+}
+
+std::vector<std::string> runnable_workload_names() {
+  std::vector<std::string> names;
+  for (const auto& w : wl::registered_workloads())
+    if (!w.diagnostic) names.push_back(w.name);
+  return names;
+}
+
+std::vector<std::string> all_workload_names() {
+  std::vector<std::string> names;
+  for (const auto& w : wl::registered_workloads()) names.push_back(w.name);
+  return names;
+}
+
+const wl::ParamSpec* find_param(const wl::WorkloadInfo& w, const std::string& name) {
+  for (const auto& p : w.params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+void set_param(const wl::WorkloadInfo& w, std::map<std::string, std::string>& values, const std::string& name,
+               const std::string& value, const std::string& origin) {
+  const auto* spec = find_param(w, name);
+  if (!spec)
+    throw ConfigError(origin + ": unknown parameter '" + name + "' for workload " + w.name + " (valid: " +
+                      param_names(w) + ")");
+  if (auto problem = wl::check_param_value(*spec, value); !problem.empty())
+    throw ConfigError(origin + ": " + w.name + "." + name + ": " + problem);
+  values[name] = value;
+}
+
+}  // namespace
+
+std::string Cell::key() const {
+  std::string identity = allocator.library + "\n";
+  for (const auto& [k, v] : allocator.env) identity += k + "=" + v + "\n";
+  for (const auto& [k, v] : params) identity += k + "=" + v + "\n";
+  return allocator.name + "/" + workload + "/t" + std::to_string(threads) + "/r" + std::to_string(rep) + "/" +
+         fnv1a_hex(identity);
+}
+
+std::string Cell::label() const {
+  return allocator.name + " " + workload + " t" + std::to_string(threads) + " r" + std::to_string(rep);
+}
+
+ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std::string, AllocatorDef>& defs,
+                                    const std::string& context) {
+  namespace al = allocmark::allocators;
+  AllocatorDef def;
+  if (auto it = defs.find(name); it != defs.end()) {
+    def = it->second;
+  } else if (al::find_backend(name) && name != "generic") {
+    def.name = name;
+    def.backend = name;
+    def.origin = context;
+  } else {
+    std::vector<std::string> choices;
+    for (const auto& b : al::backends())
+      if (b.name != "generic") choices.push_back(b.name);
+    for (const auto& [n, d] : defs) choices.push_back(n);
+    throw ConfigError(context + ": unknown allocator '" + name + "' (valid: " + join(choices) + ")");
+  }
+  const al::Backend* backend = al::find_backend(def.backend);
+  if (!backend)
+    throw ConfigError(def.origin + ": allocator '" + name + "' has unknown backend '" + def.backend +
+                      "' (valid: " + al::backend_names() + ")");
+  ResolvedAllocator out{def.name, def.backend, "", def.env, def.description, false};
+  for (const auto& [k, v] : def.env)
+    if (!al::is_allocator_env(k))
+      throw ConfigError(def.origin + ": allocator '" + name + "' sets " + k +
+                        ", which is not an allocator setting (MALLOC_*, GLIBC_TUNABLES, TCMALLOC_*, MIMALLOC_*, NUMAP_*)");
+  if (def.env.count("LD_PRELOAD"))
+    throw ConfigError(def.origin + ": allocator '" + name + "' sets LD_PRELOAD; name the library with library = \"...\"");
+  if (!def.library.empty()) {
+    std::string path = def.library;
+    if (path.find('/') == std::string::npos) {  // a bare soname: look for it like the backend's own
+      auto found = al::locate_library(path);
+      if (!found)
+        throw ConfigError(def.origin + ": allocator '" + name + "': library " + path + " not found in " +
+                          join(al::library_dirs()));
+      path = *found;
+    }
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      throw ConfigError(def.origin + ": allocator '" + name + "': library " + path + " does not exist or is not a file");
+    if (def.backend == "glibc")
+      throw ConfigError(def.origin + ": allocator '" + name + "': backend glibc takes no library (it is the C library)");
+    out.library = path;
+    out.user_library = def.library.find('/') != std::string::npos;
+    return out;
+  }
+  if (def.backend == "generic")
+    throw ConfigError(def.origin + ": allocator '" + name + "' of backend generic needs library = \"/path/to/lib.so\"");
+  for (const auto& soname : backend->sonames) {
+    if (auto found = al::locate_library(soname)) {
+      out.library = *found;
+      return out;
+    }
+  }
+  if (!backend->sonames.empty())
+    throw ConfigError(context + ": allocator '" + name + "': " + backend->sonames.front() + " not found in " +
+                      join(al::library_dirs()) + " (install Debian's " + backend->debian_package + ")");
+  return out;  // glibc
+}
+
+Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variants, const Overrides& flags) {
+  namespace al = allocmark::allocators;
+  Plan plan;
+  std::map<std::string, AllocatorDef> defs = variants.allocator_defs;
+  std::string file_ctx = file ? file->path : "defaults";
+  if (file)
+    for (const auto& [n, d] : file->allocator_defs) defs[n] = d;
+
+  // Settings: defaults, then the file, then flags.
+  Settings& s = plan.settings;
+  if (file) {
+    s.size = file->size.value_or(s.size);
+    s.reps = file->reps.value_or(s.reps);
+    s.timeout_s = file->timeout_s.value_or(s.timeout_s);
+    s.sample_ms = file->sample_ms.value_or(s.sample_ms);
+    s.max_timeline_points = file->max_timeline_points.value_or(s.max_timeline_points);
+    s.pin_threads = file->pin_threads.value_or(s.pin_threads);
+  }
+  s.size = flags.size.value_or(s.size);
+  s.reps = flags.reps.value_or(s.reps);
+  s.timeout_s = flags.timeout_s.value_or(s.timeout_s);
+  s.sample_ms = flags.sample_ms.value_or(s.sample_ms);
+  s.pin_threads = flags.pin_threads.value_or(s.pin_threads);
+  if (s.size != "quick" && s.size != "full") throw ConfigError("--size: '" + s.size + "' is not quick or full");
+  if (s.reps < 1) throw ConfigError("--reps: must be at least 1");
+  if (s.timeout_s <= 0) throw ConfigError("--timeout: must be positive");
+  if (s.sample_ms < 1) throw ConfigError("--sample-ms: must be at least 1");
+
+  // Allocators: flags, else the file, else every backend that is installed.
+  std::vector<std::string> allocator_names;
+  std::string allocator_ctx;
+  bool defaulted = false;
+  if (flags.allocators) {
+    allocator_names = *flags.allocators;
+    allocator_ctx = "--allocators";
+  } else if (file && !file->allocators.empty()) {
+    allocator_names = file->allocators;
+    allocator_ctx = file->path + " [matrix] allocators";
+  } else {
+    for (const auto& b : al::backends())
+      if (b.name != "generic") allocator_names.push_back(b.name);
+    allocator_ctx = "default allocators";
+    defaulted = true;
+  }
+  if (allocator_names.empty()) throw ConfigError(allocator_ctx + ": no allocator named");
+  std::set<std::string> seen;
+  for (const auto& name : allocator_names) {
+    if (!seen.insert(name).second) throw ConfigError(allocator_ctx + ": allocator '" + name + "' is named twice");
+    try {
+      plan.allocators.push_back(resolve_allocator(name, defs, allocator_ctx));
+    } catch (const ConfigError& e) {
+      if (!defaulted) throw;
+      plan.notes.push_back(std::string("skipped: ") + e.what());
+    }
+  }
+
+  // Workloads.
+  std::vector<std::string> workload_names;
+  std::string workload_ctx;
+  if (flags.workloads) {
+    workload_names = *flags.workloads;
+    workload_ctx = "--workloads";
+  } else if (file && !file->workloads.empty()) {
+    workload_names = file->workloads;
+    workload_ctx = file->path + " [matrix] workloads";
+  } else {
+    workload_names = runnable_workload_names();
+    workload_ctx = "default workloads";
+  }
+  if (workload_names.empty()) throw ConfigError(workload_ctx + ": no workload named");
+  for (const auto& name : workload_names)
+    if (!wl::find_workload(name))
+      throw ConfigError(workload_ctx + ": unknown workload '" + name + "' (valid: " + join(all_workload_names()) + ")");
+
+  std::vector<int> threads = flags.threads ? *flags.threads : (file && !file->threads.empty() ? file->threads : std::vector<int>{1, 2});
+  for (int t : threads)
+    if (t < 1 || t > 1024) throw ConfigError("threads: " + std::to_string(t) + " is outside 1..1024");
+
+  // Parameters: the size preset's defaults, then [params.*], then --set.
+  if (file)
+    for (const auto& [w, values] : file->params)
+      if (!wl::find_workload(w))
+        throw ConfigError(file->params_origin.at(w) + ": [params." + w + "] names unknown workload '" + w +
+                          "' (valid: " + join(all_workload_names()) + ")");
+  std::map<std::string, std::map<std::string, std::string>> params;
+  for (const auto& name : workload_names) {
+    const auto& w = *wl::find_workload(name);
+    auto& values = params[name];
+    for (const auto& p : w.params) values[p.name] = s.size == "full" ? p.full : p.quick;
+    if (file)
+      if (auto it = file->params.find(name); it != file->params.end())
+        for (const auto& [k, v] : it->second) set_param(w, values, k, v.value, v.origin);
+  }
+  for (const auto& set : flags.sets) {
+    std::string ctx = "--set " + set;
+    auto eq = set.find('='), dot = set.find('.');
+    if (eq == std::string::npos || dot == std::string::npos || dot > eq)
+      throw ConfigError(ctx + ": expected workload.param=value");
+    std::string w = set.substr(0, dot), key = set.substr(dot + 1, eq - dot - 1), value = set.substr(eq + 1);
+    const auto* info = wl::find_workload(w);
+    if (!info) throw ConfigError(ctx + ": unknown workload '" + w + "' (valid: " + join(all_workload_names()) + ")");
+    if (!params.count(w)) throw ConfigError(ctx + ": workload '" + w + "' is not in this matrix (" + join(workload_names) + ")");
+    set_param(*info, params[w], key, value, ctx);
+  }
+  for (const auto& name : workload_names) {
+    const auto& w = *wl::find_workload(name);
+    if (w.validate)
+      if (auto problem = w.validate(wl::Params(params[name])); !problem.empty())
+        throw ConfigError("workload " + name + ": " + problem);
+  }
+
+  // Repetitions outermost, allocators innermost: slow drift on a shared machine then spreads over
+  // every allocator instead of landing on one.
+  for (int rep = 1; rep <= s.reps; ++rep)
+    for (const auto& w : workload_names)
+      for (int t : threads)
+        for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, w, t, rep, params[w]});
+  return plan;
+}
+
+nlohmann::json Plan::as_json() const {
+  nlohmann::json j;
+  j["size"] = settings.size;
+  j["reps"] = settings.reps;
+  j["timeout_s"] = settings.timeout_s;
+  j["sample_ms"] = settings.sample_ms;
+  j["max_timeline_points"] = settings.max_timeline_points;
+  j["pin_threads"] = settings.pin_threads;
+  j["notes"] = notes;
+  for (const auto& a : allocators)
+    j["allocators"].push_back({{"name", a.name}, {"backend", a.backend}, {"library", a.library}, {"env", a.env}});
+  std::set<std::string> wl_seen;
+  std::set<int> th_seen;
+  for (const auto& c : cells) {
+    if (wl_seen.insert(c.workload).second) j["workloads"].push_back({{"name", c.workload}, {"params", c.params}});
+    th_seen.insert(c.threads);
+  }
+  j["threads"] = std::vector<int>(th_seen.begin(), th_seen.end());
+  j["cells"] = cells.size();
+  return j;
+}
+
+}  // namespace allocmark::matrix

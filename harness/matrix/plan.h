@@ -1,0 +1,72 @@
+// Expansion of a matrix (file + flags + built-in variants) into the list of cells to run, with
+// every name, library and parameter checked first: a plan either is complete and valid or the
+// build throws ConfigError and nothing runs.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/matrix/config.h"
+
+namespace allocmark::matrix {
+
+// Axes and settings given on the command line; each replaces the file's value when present.
+struct Overrides {
+  std::optional<std::vector<std::string>> allocators, workloads;
+  std::optional<std::vector<int>> threads;
+  std::optional<int> reps;
+  std::optional<std::string> size;
+  std::optional<double> timeout_s;
+  std::optional<int> sample_ms;
+  std::optional<bool> pin_threads;
+  std::vector<std::string> sets;  // "workload.param=value"
+};
+
+struct ResolvedAllocator {
+  std::string name, backend;
+  std::string library;  // absolute path to preload; "" for glibc (nothing preloaded)
+  std::map<std::string, std::string> env;
+  std::string description;
+  bool user_library = false;  // named by path in a config rather than found on the system
+};
+
+struct Cell {
+  ResolvedAllocator allocator;
+  std::string workload;
+  int threads = 1;
+  int rep = 0;
+  std::map<std::string, std::string> params;  // every parameter, defaults applied
+  // Identity for --resume: the same cell with the same parameters and environment.
+  std::string key() const;
+  std::string label() const;  // "jemalloc:bg size_mix t2 r1"
+};
+
+struct Settings {
+  std::string size = "quick";
+  int reps = 3;
+  double timeout_s = 300;
+  int sample_ms = 10;
+  int max_timeline_points = 2000;
+  bool pin_threads = true;
+};
+
+struct Plan {
+  std::vector<Cell> cells;
+  std::vector<ResolvedAllocator> allocators;  // distinct, in matrix order
+  Settings settings;
+  std::vector<std::string> notes;  // e.g. a default backend skipped because it is not installed
+  nlohmann::json as_json() const;  // the matrix as run, for meta.json
+};
+
+// `file` is the matrix file if one was given; `variants` the built-in variants file.
+Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variants, const Overrides& flags);
+
+// Resolves one allocator name against the variant definitions and the backends; throws ConfigError.
+ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std::string, AllocatorDef>& defs,
+                                    const std::string& context);
+
+}  // namespace allocmark::matrix

@@ -1,0 +1,112 @@
+#include "harness/matrix/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+using namespace allocmark::matrix;
+
+namespace {
+MatrixFile variants() {
+  return load_matrix_file(std::string(std::getenv("ALLOCMARK_SOURCE_DIR")) + "/configs/variants.toml", true);
+}
+std::string error_of(const std::optional<MatrixFile>& file, const Overrides& o) {
+  try {
+    build_plan(file, variants(), o);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+Overrides axes(std::vector<std::string> a, std::vector<std::string> w, std::vector<int> t) {
+  Overrides o;
+  o.allocators = a;
+  o.workloads = w;
+  o.threads = t;
+  return o;
+}
+}  // namespace
+
+TEST(Plan, ExpandsRepsOutermostAndAllocatorsInnermost) {
+  Overrides o = axes({"glibc", "jemalloc:bg"}, {"size_mix"}, {1, 2});
+  o.reps = 2;
+  Plan p = build_plan(std::nullopt, variants(), o);
+  ASSERT_EQ(p.cells.size(), 2u * 2u * 2u);
+  EXPECT_EQ(p.cells[0].label(), "glibc size_mix t1 r1");
+  EXPECT_EQ(p.cells[1].label(), "jemalloc:bg size_mix t1 r1");
+  EXPECT_EQ(p.cells[2].label(), "glibc size_mix t2 r1");
+  EXPECT_EQ(p.cells[4].rep, 2);
+  EXPECT_EQ(p.cells[1].allocator.backend, "jemalloc");
+  EXPECT_EQ(p.cells[1].allocator.env.at("MALLOC_CONF"), "background_thread:true");
+  EXPECT_NE(p.cells[1].allocator.library.find("libjemalloc.so.2"), std::string::npos);
+  EXPECT_EQ(p.cells[0].allocator.library, "");
+}
+
+TEST(Plan, SizePresetThenFileThenSetOverride) {
+  Overrides o = axes({"glibc"}, {"size_mix"}, {1});
+  EXPECT_EQ(build_plan(std::nullopt, variants(), o).cells[0].params.at("live_mib"), "64");
+  o.size = "full";
+  EXPECT_EQ(build_plan(std::nullopt, variants(), o).cells[0].params.at("live_mib"), "1024");
+  MatrixFile f;
+  f.path = "m.toml";
+  f.params["size_mix"]["live_mib"] = {"8", "m.toml:3:1"};
+  EXPECT_EQ(build_plan(f, variants(), o).cells[0].params.at("live_mib"), "8");
+  o.sets = {"size_mix.live_mib=16"};
+  EXPECT_EQ(build_plan(f, variants(), o).cells[0].params.at("live_mib"), "16");
+}
+
+TEST(Plan, KeyChangesWithParamsAndEnvButNotWithOrder) {
+  Overrides o = axes({"glibc"}, {"size_mix"}, {1});
+  std::string k1 = build_plan(std::nullopt, variants(), o).cells[0].key();
+  EXPECT_EQ(k1, build_plan(std::nullopt, variants(), o).cells[0].key());
+  o.sets = {"size_mix.ops=5"};
+  EXPECT_NE(k1, build_plan(std::nullopt, variants(), o).cells[0].key());
+}
+
+TEST(Plan, BadNamesAreErrorsWithChoices) {
+  std::string e = error_of(std::nullopt, axes({"jemaloc"}, {"size_mix"}, {1}));
+  EXPECT_NE(e.find("unknown allocator 'jemaloc'"), std::string::npos) << e;
+  EXPECT_NE(e.find("jemalloc:bg"), std::string::npos) << e;
+  e = error_of(std::nullopt, axes({"glibc"}, {"sizemix"}, {1}));
+  EXPECT_NE(e.find("unknown workload 'sizemix'"), std::string::npos) << e;
+  EXPECT_NE(e.find("size_mix"), std::string::npos) << e;
+  Overrides o = axes({"glibc"}, {"size_mix"}, {1});
+  o.sets = {"size_mix.live=3"};
+  e = error_of(std::nullopt, o);
+  EXPECT_NE(e.find("unknown parameter 'live'"), std::string::npos) << e;
+  EXPECT_NE(e.find("live_mib"), std::string::npos) << e;
+  o.sets = {"size_mix.live_mib=lots"};
+  EXPECT_NE(error_of(std::nullopt, o).find("not an integer"), std::string::npos);
+  o.sets = {"size_mix.sizes=16-8:1"};
+  EXPECT_NE(error_of(std::nullopt, o).find("sizes"), std::string::npos);
+  o.sets = {"nonsense"};
+  EXPECT_NE(error_of(std::nullopt, o).find("workload.param=value"), std::string::npos);
+  EXPECT_NE(error_of(std::nullopt, axes({"glibc", "glibc"}, {"size_mix"}, {1})).find("twice"), std::string::npos);
+}
+
+TEST(Plan, FileErrorsPointIntoTheFile) {
+  MatrixFile f;
+  f.path = "m.toml";
+  f.params["size_mix"]["bogus"] = {"1", "m.toml:7:1"};
+  std::string e = error_of(f, axes({"glibc"}, {"size_mix"}, {1}));
+  EXPECT_NE(e.find("m.toml:7:1"), std::string::npos) << e;
+  MatrixFile g;
+  g.path = "g.toml";
+  g.allocator_defs["mine"] = AllocatorDef{"mine", "jemalloc", "/nonexistent/libjemalloc.so.2", {}, "", "g.toml:4:1"};
+  e = error_of(g, axes({"mine"}, {"size_mix"}, {1}));
+  EXPECT_NE(e.find("g.toml:4:1"), std::string::npos) << e;
+  EXPECT_NE(e.find("does not exist"), std::string::npos) << e;
+  g.allocator_defs["mine"] = AllocatorDef{"mine", "jemalloc", "", {{"PATH", "/x"}}, "", "g.toml:4:1"};
+  EXPECT_NE(error_of(g, axes({"mine"}, {"size_mix"}, {1})).find("not an allocator setting"), std::string::npos);
+  g.allocator_defs["mine"] = AllocatorDef{"mine", "nosuch", "", {}, "", "g.toml:4:1"};
+  EXPECT_NE(error_of(g, axes({"mine"}, {"size_mix"}, {1})).find("unknown backend 'nosuch'"), std::string::npos);
+}
+
+TEST(Plan, DefaultsCoverEveryNonDiagnosticWorkload) {
+  Overrides o;
+  o.allocators = std::vector<std::string>{"glibc"};
+  Plan p = build_plan(std::nullopt, variants(), o);
+  for (const auto& c : p.cells) EXPECT_NE(c.workload, "fault_inject");
+  EXPECT_EQ(p.settings.reps, 3);
+  EXPECT_EQ(p.cells.size() % 3, 0u);
+}

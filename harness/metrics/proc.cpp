@@ -1,0 +1,99 @@
+#include "harness/metrics/proc.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace allocmark::metrics {
+namespace {
+
+// Reads a whole small /proc file into buf (NUL-terminated); returns bytes read or -1.
+ssize_t read_small_file(const char* path, char* buf, std::size_t size) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  std::size_t used = 0;
+  while (used + 1 < size) {
+    ssize_t n = ::read(fd, buf + used, size - 1 - used);
+    if (n < 0) {
+      ::close(fd);
+      return -1;
+    }
+    if (n == 0) break;
+    used += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  buf[used] = '\0';
+  return static_cast<ssize_t>(used);
+}
+
+void proc_path(char* out, std::size_t size, pid_t pid, const char* file) {
+  if (pid == 0)
+    std::snprintf(out, size, "/proc/self/%s", file);
+  else
+    std::snprintf(out, size, "/proc/%d/%s", static_cast<int>(pid), file);
+}
+
+const long kPageSize = ::sysconf(_SC_PAGESIZE);
+
+}  // namespace
+
+bool parse_status_kib(const char* text, const char* key, uint64_t& kib) {
+  std::size_t key_len = std::strlen(key);
+  for (const char* line = text; line && *line; line = std::strchr(line, '\n') ? std::strchr(line, '\n') + 1 : nullptr) {
+    if (std::strncmp(line, key, key_len) == 0 && line[key_len] == ':') {
+      char* end = nullptr;
+      unsigned long long value = std::strtoull(line + key_len + 1, &end, 10);
+      if (end == line + key_len + 1) return false;
+      kib = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parse_statm_resident_pages(const char* text, uint64_t& pages) {
+  char* end = nullptr;
+  std::strtoull(text, &end, 10);  // size
+  if (end == text) return false;
+  const char* second = end;
+  unsigned long long resident = std::strtoull(second, &end, 10);
+  if (end == second) return false;
+  pages = resident;
+  return true;
+}
+
+bool read_mem_status(pid_t pid, MemStatus& out) {
+  char path[64];
+  char buf[4096];
+  proc_path(path, sizeof path, pid, "status");
+  if (read_small_file(path, buf, sizeof buf) <= 0) return false;
+  uint64_t rss_kib = 0, hwm_kib = 0;
+  if (!parse_status_kib(buf, "VmRSS", rss_kib) || !parse_status_kib(buf, "VmHWM", hwm_kib)) return false;
+  out.rss_bytes = rss_kib * 1024;
+  out.hwm_bytes = hwm_kib * 1024;
+  return true;
+}
+
+bool reset_peak_rss() {
+  int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, "5", 1) == 1;
+  ::close(fd);
+  return ok;
+}
+
+bool read_statm_rss(pid_t pid, uint64_t& rss_bytes) {
+  char path[64];
+  char buf[256];
+  proc_path(path, sizeof path, pid, "statm");
+  if (read_small_file(path, buf, sizeof buf) <= 0) return false;
+  uint64_t pages = 0;
+  if (!parse_statm_resident_pages(buf, pages)) return false;
+  rss_bytes = pages * static_cast<uint64_t>(kPageSize);
+  return true;
+}
+
+}  // namespace allocmark::metrics

@@ -1,0 +1,28 @@
+// /proc readers. The worker calls these at phase edges, so they allocate nothing: fixed buffers,
+// raw open/read, no iostreams.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+namespace allocmark::metrics {
+
+struct MemStatus {
+  uint64_t rss_bytes = 0;  // VmRSS
+  uint64_t hwm_bytes = 0;  // VmHWM: peak RSS since start or the last clear_refs reset
+};
+
+// Reads /proc/<pid>/status (pid 0: self). False if the file or a field is missing.
+bool read_mem_status(pid_t pid, MemStatus& out);
+// Resets the kernel's RSS high-water mark of this process to its current RSS (clear_refs 5).
+// False where the kernel refuses (then VmHWM keeps its value since process start).
+bool reset_peak_rss();
+// Resident bytes of a process from /proc/<pid>/statm: cheaper than status, for the parent sampler.
+bool read_statm_rss(pid_t pid, uint64_t& rss_bytes);
+
+// Parsers, exposed for tests. `text` is NUL-terminated.
+bool parse_status_kib(const char* text, const char* key, uint64_t& kib);
+bool parse_statm_resident_pages(const char* text, uint64_t& pages);
+
+}  // namespace allocmark::metrics

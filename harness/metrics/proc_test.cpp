@@ -1,0 +1,58 @@
+#include "harness/metrics/proc.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+using namespace allocmark::metrics;
+
+TEST(ProcParse, FindsStatusFieldsInKib) {
+  const char* text = "Name:\tx\nVmPeak:\t  9000 kB\nVmHWM:\t    1234 kB\nVmRSS:\t     567 kB\n";
+  uint64_t kib = 0;
+  ASSERT_TRUE(parse_status_kib(text, "VmHWM", kib));
+  EXPECT_EQ(kib, 1234u);
+  ASSERT_TRUE(parse_status_kib(text, "VmRSS", kib));
+  EXPECT_EQ(kib, 567u);
+  EXPECT_FALSE(parse_status_kib(text, "VmSwap", kib));
+  // A key that is a prefix of another must not match it.
+  EXPECT_FALSE(parse_status_kib("VmRSSx:\t1 kB\n", "VmRSS", kib));
+}
+
+TEST(ProcParse, StatmResidentIsSecondField) {
+  uint64_t pages = 0;
+  ASSERT_TRUE(parse_statm_resident_pages("2000 350 100 5 0 60 0\n", pages));
+  EXPECT_EQ(pages, 350u);
+  EXPECT_FALSE(parse_statm_resident_pages("2000\n", pages));
+}
+
+TEST(ProcRead, SelfStatusAndStatmAgreeRoughly) {
+  MemStatus st;
+  ASSERT_TRUE(read_mem_status(0, st));
+  EXPECT_GT(st.rss_bytes, 0u);
+  EXPECT_GE(st.hwm_bytes, st.rss_bytes);
+  uint64_t statm = 0;
+  ASSERT_TRUE(read_statm_rss(getpid(), statm));
+  EXPECT_GT(statm, 0u);
+}
+
+// The measurement rule the harness rests on: after a reset, VmHWM follows a new peak and falls back
+// to the current RSS on the next reset.
+TEST(ProcRead, PeakResetTracksNewPeak) {
+  if (!reset_peak_rss()) GTEST_FAIL() << "clear_refs is not writable here; peak RSS per phase cannot be exact";
+  const std::size_t size = 64 << 20;
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  MemStatus before;
+  ASSERT_TRUE(read_mem_status(0, before));
+  std::memset(p, 1, size);
+  munmap(p, size);
+  MemStatus after;
+  ASSERT_TRUE(read_mem_status(0, after));
+  EXPECT_GE(after.hwm_bytes, before.rss_bytes + size - (4u << 20));
+  ASSERT_TRUE(reset_peak_rss());
+  MemStatus reset;
+  ASSERT_TRUE(read_mem_status(0, reset));
+  EXPECT_LT(reset.hwm_bytes, after.hwm_bytes - (32u << 20));
+}

@@ -1,0 +1,77 @@
+#include "harness/results/machine.h"
+
+#include <gnu/libc-version.h>
+#include <numa.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace allocmark::results {
+namespace {
+
+std::string read_trimmed(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// "always [madvise] never" -> "madvise"
+std::string bracketed(const std::string& text) {
+  auto open = text.find('['), close = text.find(']');
+  if (open == std::string::npos || close == std::string::npos) return text;
+  return text.substr(open + 1, close - open - 1);
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "";
+}
+
+}  // namespace
+
+nlohmann::json machine_info() {
+  nlohmann::json j;
+  utsname u{};
+  uname(&u);
+  j["host"] = u.nodename;
+  j["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.version;
+  j["arch"] = u.machine;
+  j["cpu_model"] = cpu_model();
+  j["cpus_online"] = sysconf(_SC_NPROCESSORS_ONLN);
+  j["cpus_usable"] = std::thread::hardware_concurrency();
+  j["memory_bytes"] = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  j["page_size"] = sysconf(_SC_PAGESIZE);
+  j["thp_enabled"] = bracketed(read_trimmed("/sys/kernel/mm/transparent_hugepage/enabled"));
+  j["thp_defrag"] = bracketed(read_trimmed("/sys/kernel/mm/transparent_hugepage/defrag"));
+  j["overcommit_memory"] = read_trimmed("/proc/sys/vm/overcommit_memory");
+  j["glibc_version"] = gnu_get_libc_version();
+  nlohmann::json numa;
+  if (numa_available() >= 0) {
+    int nodes = numa_max_node() + 1;
+    numa["nodes"] = nodes;
+    for (int a = 0; a < nodes; ++a) {
+      nlohmann::json row = nlohmann::json::array();
+      for (int b = 0; b < nodes; ++b) row.push_back(numa_distance(a, b));
+      numa["distances"].push_back(row);
+      long long free_bytes = 0;
+      numa["node_memory_bytes"].push_back(numa_node_size64(a, &free_bytes));
+    }
+  } else {
+    numa["nodes"] = 1;
+    numa["note"] = "libnuma: NUMA not available on this kernel";
+  }
+  j["numa"] = numa;
+  return j;
+}
+
+}  // namespace allocmark::results

@@ -1,0 +1,73 @@
+#include "harness/results/results_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace allocmark::results;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+std::string fresh_dir(const std::string& name) {
+  std::string d = ::testing::TempDir() + "/results_test_" + name;
+  fs::remove_all(d);
+  return d;
+}
+json record(const std::string& key, const std::string& status = "ok") {
+  return {{"key", key},      {"allocator", "glibc"}, {"backend", "glibc"}, {"workload", "size_mix"},
+          {"threads", 1},    {"rep", 1},             {"status", status},   {"idle_rss_bytes", 1000},
+          {"phases", json::array({{{"name", "fill"}, {"peak_rss_bytes", 3000}, {"peak_live_bytes", 1000}, {"ops_per_s", 5.0}}})}};
+}
+}  // namespace
+
+TEST(ResultsDir, AppendsOneLinePerCellAndResumesFromKeys) {
+  std::string d = fresh_dir("append");
+  {
+    ResultsDir dir(d, false);
+    dir.append(record("a"));
+    dir.append(record("b", "crashed"));
+  }
+  EXPECT_THROW(ResultsDir(d, false), ResultsError);
+  ResultsDir again(d, true);
+  EXPECT_EQ(again.done_keys(), (std::set<std::string>{"a", "b"}));
+  EXPECT_EQ(load_records(d).size(), 2u);
+}
+
+TEST(ResultsDir, ResumeDropsALineCutShort) {
+  std::string d = fresh_dir("cut");
+  {
+    ResultsDir dir(d, false);
+    dir.append(record("a"));
+  }
+  std::ofstream(d + "/results.jsonl", std::ios::app) << R"({"key":"b","status":"o)";
+  ResultsDir again(d, true);
+  EXPECT_EQ(again.done_keys(), (std::set<std::string>{"a"}));
+  again.append(record("c"));
+  auto recs = load_records(d);
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[1]["key"], "c");
+}
+
+TEST(ResultsDir, SummaryCsvHasARowPerPhaseAndQuotesErrors) {
+  json failed = record("f", "failed");
+  failed["phases"] = json::array();
+  failed["error"] = "exit code 3: preload did not take, \"quoted\"";
+  std::string csv = summary_csv({record("a"), failed});
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = csv.find('\n', start)) != std::string::npos; start = nl + 1)
+    lines.push_back(csv.substr(start, nl - start));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].rfind("allocator,backend,workload,threads,rep,status,phase,", 0), 0u);
+  EXPECT_NE(lines[1].find(",fill,"), std::string::npos);
+  EXPECT_NE(lines[1].find(",2,"), std::string::npos) << "(3000-1000)/1000 = 2";
+  EXPECT_NE(lines[2].find("\"exit code 3: preload did not take, \"\"quoted\"\"\""), std::string::npos) << lines[2];
+}
+
+TEST(ResultsDir, LoadingAFolderWithoutResultsIsAnError) {
+  std::string d = fresh_dir("empty");
+  fs::create_directories(d);
+  EXPECT_THROW(load_records(d), ResultsError);
+}

@@ -1,0 +1,29 @@
+#include "harness/results/show.h"
+
+#include <gtest/gtest.h>
+
+using namespace allocmark::results;
+using nlohmann::json;
+
+TEST(Show, MedianOfOddAndEven) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
+}
+
+TEST(Show, TableHasMedianSpreadAndFailures) {
+  std::vector<json> recs;
+  for (int rep = 1; rep <= 3; ++rep)
+    recs.push_back({{"allocator", "jemalloc"}, {"workload", "size_mix"}, {"threads", 2}, {"status", "ok"},
+                    {"idle_rss_bytes", 0},
+                    {"phases", json::array({{{"name", "churn"}, {"peak_rss_bytes", rep * 1048576.0},
+                                             {"peak_live_bytes", 1048576.0}, {"ops_per_s", 1000.0 * rep}}})}});
+  recs.push_back({{"allocator", "bad"}, {"workload", "size_mix"}, {"threads", 2}, {"status", "crashed"},
+                  {"error", "killed by signal 11"}, {"phases", json::array()}});
+  std::string t = render_table(recs);
+  EXPECT_NE(t.find("2.0 [1.0-3.0]"), std::string::npos) << t;
+  EXPECT_NE(t.find("2.00 [1.00-3.00]"), std::string::npos) << t;
+  EXPECT_NE(t.find("2.0k [1.0k-3.0k]"), std::string::npos) << t;
+  EXPECT_NE(t.find("3 ok"), std::string::npos) << t;
+  EXPECT_NE(t.find("1 crashed"), std::string::npos) << t;
+  EXPECT_NE(t.find("killed by signal 11"), std::string::npos) << t;
+}

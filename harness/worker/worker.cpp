@@ -1,0 +1,267 @@
+// allocmark-worker: runs one cell (one workload, one thread count, one allocator already preloaded
+// by the driver) and reports over file descriptor 3, one JSON object per line.
+//
+// Measurement discipline: everything the harness needs (threads, buffers, the workload's own
+// tables) exists before a phase starts; inside a phase the harness makes no allocation and no
+// syscall except the barrier's futex. Reports are formatted after the phase has been measured.
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "allocators/backends.h"
+#include "allocators/native_api.h"
+#include "harness/metrics/proc.h"
+#include "harness/worker/preload_check.h"
+#include "workloads/workload.h"
+
+namespace {
+
+using nlohmann::json;
+namespace wl = allocmark::workloads;
+namespace metrics = allocmark::metrics;
+
+constexpr int kReportFd = 3;
+
+int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+double seconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
+
+void report(const json& event) {
+  std::string line = event.dump() + "\n";
+  const char* p = line.data();
+  std::size_t left = line.size();
+  while (left > 0) {
+    ssize_t n = ::write(kReportFd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the driver went away; nothing more to say
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+[[noreturn]] void fail(const std::string& error, int code = 3) {
+  std::fprintf(stderr, "allocmark-worker: %s\n", error.c_str());
+  report({{"event", "error"}, {"error", error}});
+  std::exit(code);
+}
+
+// The allocator's own API for this backend, or none (generic libraries expose nothing we know).
+const allocmark::allocators::NativeApi* native_for(const std::string& backend) {
+  try {
+    return &allocmark::allocators::native_api(backend);
+  } catch (const std::out_of_range&) {
+    return nullptr;
+  }
+}
+
+json native_snapshot(const allocmark::allocators::NativeApi* api) {
+  if (!api) return json::object();
+  return api->read_stats();
+}
+
+// N threads that run each phase in lock step with the main thread. Created once per cell.
+class PhaseCrew {
+ public:
+  PhaseCrew(wl::Workload& workload, wl::LiveBytes& live, int threads, bool pin)
+      : workload_(workload), live_(live), threads_(threads) {
+    pthread_barrier_init(&start_, nullptr, threads + 1);
+    pthread_barrier_init(&end_, nullptr, threads + 1);
+    ops_.assign(threads, 0);
+    std::vector<int> cpus = allowed_cpus();
+    for (int i = 0; i < threads; ++i) {
+      crew_.emplace_back([this, i] { loop(i); });
+      if (pin && !cpus.empty()) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpus[i % cpus.size()], &set);
+        pthread_setaffinity_np(crew_.back().native_handle(), sizeof set, &set);
+      }
+    }
+  }
+  ~PhaseCrew() {
+    phase_ = -1;
+    pthread_barrier_wait(&start_);
+    for (auto& t : crew_) t.join();
+    pthread_barrier_destroy(&start_);
+    pthread_barrier_destroy(&end_);
+  }
+  // Releases every thread into `phase` and returns when all of them finished it.
+  void run(int phase) {
+    phase_ = phase;
+    pthread_barrier_wait(&start_);
+    pthread_barrier_wait(&end_);
+  }
+  uint64_t total_ops() const {
+    uint64_t sum = 0;
+    for (auto v : ops_) sum += v;
+    return sum;
+  }
+
+  static std::vector<int> allowed_cpus() {
+    cpu_set_t set;
+    std::vector<int> cpus;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    return cpus;
+  }
+
+ private:
+  void loop(int index) {
+    wl::ThreadContext ctx{index, threads_, live_.local(index)};
+    for (;;) {
+      pthread_barrier_wait(&start_);
+      int phase = phase_;
+      if (phase < 0) return;
+      ops_[index] = workload_.run_phase(static_cast<std::size_t>(phase), ctx);
+      pthread_barrier_wait(&end_);
+    }
+  }
+
+  wl::Workload& workload_;
+  wl::LiveBytes& live_;
+  int threads_;
+  int phase_ = 0;  // written by the main thread before the start barrier, which orders it
+  std::vector<uint64_t> ops_;
+  std::vector<std::thread> crew_;
+  pthread_barrier_t start_, end_;
+};
+
+json run_probe(const json& spec) {
+  std::string backend = spec.at("backend");
+  std::string served = allocmark::worker::library_serving("malloc");
+  json out{{"event", "probe"}, {"library", served}};
+  if (auto problem = allocmark::worker::check_served_by(served, spec.value("library", "")); !problem.empty())
+    out["error"] = problem;
+  const auto* info = allocmark::allocators::find_backend(backend);
+  if (info && !info->signature_symbol.empty()) {
+    std::string sig = allocmark::worker::library_serving(info->signature_symbol.c_str());
+    if (sig != served)
+      out["error"] = "not a " + backend + " library: " + info->signature_symbol +
+                     (sig.empty() ? " is not exported" : " comes from " + sig);
+  }
+  if (const auto* api = native_for(backend)) {
+    out["version"] = api->version();
+    out["options"] = api->read_options();
+  }
+  return out;
+}
+
+int run_cell(const json& spec) {
+  const std::string backend = spec.at("backend");
+  const std::string workload_name = spec.at("workload");
+  const int threads = spec.at("threads");
+  const bool pin = spec.value("pin_threads", true);
+
+  std::string served = allocmark::worker::library_serving("malloc");
+  if (auto problem = allocmark::worker::check_served_by(served, spec.value("library", "")); !problem.empty())
+    fail(problem);
+  const auto* api = native_for(backend);
+  report({{"event", "start"}, {"library", served}, {"pid", getpid()}, {"t_ns", now_ns()},
+          {"version", api ? api->version() : ""}, {"options", api ? api->read_options() : json::object()}});
+
+  const wl::WorkloadInfo* info = wl::find_workload(workload_name);
+  if (!info) fail("unknown workload " + workload_name);
+  wl::Params params(spec.at("params").get<std::map<std::string, std::string>>());
+  std::unique_ptr<wl::Workload> workload = info->make(params, threads);
+  wl::LiveBytes live(threads);
+  PhaseCrew crew(*workload, live, threads, pin);
+
+  metrics::MemStatus idle{};
+  metrics::read_mem_status(0, idle);
+  report({{"event", "baseline"}, {"idle_rss_bytes", idle.rss_bytes}, {"t_ns", now_ns()},
+          {"alloc_stats", native_snapshot(api)}});
+
+  const auto& phases = workload->phases();
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    report({{"event", "phase_begin"}, {"phase", phases[i]}, {"t_ns", now_ns()}});
+    rusage ru0{}, ru1{};
+    metrics::MemStatus end{};
+    live.reset_peak();
+    int64_t live_start = live.current();
+    getrusage(RUSAGE_SELF, &ru0);
+    bool exact = metrics::reset_peak_rss();
+    int64_t t0 = now_ns();
+    crew.run(static_cast<int>(i));
+    int64_t t1 = now_ns();
+    getrusage(RUSAGE_SELF, &ru1);
+    bool read_ok = metrics::read_mem_status(0, end);
+
+    double wall = (t1 - t0) / 1e9;
+    uint64_t ops = crew.total_ops();
+    json phase{
+        {"name", phases[i]},
+        {"wall_s", wall},
+        {"ops", ops},
+        {"ops_per_s", wall > 0 ? ops / wall : 0.0},
+        {"peak_rss_bytes", read_ok ? json(end.hwm_bytes) : json(nullptr)},
+        {"peak_rss_exact", exact && read_ok},
+        {"end_rss_bytes", read_ok ? json(end.rss_bytes) : json(nullptr)},
+        {"start_live_bytes", live_start},
+        {"peak_live_bytes", std::max(live.peak(), live_start)},
+        {"end_live_bytes", live.current()},
+        {"minor_faults", ru1.ru_minflt - ru0.ru_minflt},
+        {"major_faults", ru1.ru_majflt - ru0.ru_majflt},
+        {"voluntary_ctx_switches", ru1.ru_nvcsw - ru0.ru_nvcsw},
+        {"involuntary_ctx_switches", ru1.ru_nivcsw - ru0.ru_nivcsw},
+        {"user_s", seconds(ru1.ru_utime) - seconds(ru0.ru_utime)},
+        {"sys_s", seconds(ru1.ru_stime) - seconds(ru0.ru_stime)},
+        {"t_begin_ns", t0},
+        {"t_end_ns", t1},
+    };
+    if (api) {
+      phase["alloc_stats"] = api->read_stats();
+      phase["contention"] = api->read_contention();
+    }
+    report({{"event", "phase_end"}, {"phase", phase}});
+  }
+  workload->teardown();
+  json done{{"event", "done"}, {"t_ns", now_ns()}};
+  if (api) {
+    done["alloc_stats"] = api->read_stats();
+    done["contention"] = api->read_contention();
+    done["options"] = api->read_options();
+  }
+  report(done);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3 || (std::strcmp(argv[1], "--cell") != 0 && std::strcmp(argv[1], "--probe") != 0)) {
+    std::fprintf(stderr,
+                 "usage: allocmark-worker --cell JSON | --probe JSON\n"
+                 "Started by `allocmark run`, with the allocator preloaded and a report pipe on fd 3.\n");
+    return 2;
+  }
+  json spec;
+  try {
+    spec = json::parse(argv[2]);
+  } catch (const std::exception& e) {
+    fail(std::string("bad cell description: ") + e.what(), 2);
+  }
+  if (std::strcmp(argv[1], "--probe") == 0) {
+    report(run_probe(spec));
+    return 0;
+  }
+  try {
+    return run_cell(spec);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
