@@ -25,7 +25,9 @@ void reject_unknown_keys(const std::string& path, const toml::table& table, cons
     if (allowed.count(std::string(key.str()))) continue;
     std::string choices;
     for (const auto& a : allowed) choices += (choices.empty() ? "" : ", ") + a;
-    fail(path, value, "unknown key '" + std::string(key.str()) + "' in " + section + " (valid: " + choices + ")");
+    std::ostringstream at;
+    at << path << ":" << key.source().begin.line << ":" << key.source().begin.column;
+    throw ConfigError(at.str() + ": unknown key '" + std::string(key.str()) + "' in " + section + " (valid: " + choices + ")");
   }
 }
 
@@ -108,6 +110,7 @@ void parse_allocator_defs(const std::string& path, const toml::node& node, Matri
     if (auto lib = t->get("library")) {
       if (!lib->is_string()) fail(path, *lib, "'library' must be a path string");
       def.library = lib->as_string()->get();
+      def.library_origin = where(path, *lib);
       if (def.library.empty()) fail(path, *lib, "'library' is empty");
     }
     if (auto env = t->get("env")) {

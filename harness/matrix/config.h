@@ -25,6 +25,7 @@ struct AllocatorDef {
   std::map<std::string, std::string> env;
   std::string description;
   std::string origin;    // "configs/variants.toml:12:1", for messages
+  std::string library_origin;  // where `library` is set
 };
 
 // A value from a file, with where it came from, so a later check can point at it.

@@ -108,16 +108,17 @@ ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std:
     throw ConfigError(def.origin + ": allocator '" + name + "' sets LD_PRELOAD; name the library with library = \"...\"");
   if (!def.library.empty()) {
     std::string path = def.library;
+    const std::string& at = def.library_origin.empty() ? def.origin : def.library_origin;
     if (path.find('/') == std::string::npos) {  // a bare soname: look for it like the backend's own
       auto found = al::locate_library(path);
       if (!found)
-        throw ConfigError(def.origin + ": allocator '" + name + "': library " + path + " not found in " +
+        throw ConfigError(at + ": allocator '" + name + "': library " + path + " not found in " +
                           join(al::library_dirs()));
       path = *found;
     }
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-      throw ConfigError(def.origin + ": allocator '" + name + "': library " + path + " does not exist or is not a file");
+      throw ConfigError(at + ": allocator '" + name + "': library " + path + " does not exist or is not a file");
     if (def.backend == "glibc")
       throw ConfigError(def.origin + ": allocator '" + name + "': backend glibc takes no library (it is the C library)");
     out.library = path;

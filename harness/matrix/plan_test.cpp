@@ -92,13 +92,13 @@ TEST(Plan, FileErrorsPointIntoTheFile) {
   EXPECT_NE(e.find("m.toml:7:1"), std::string::npos) << e;
   MatrixFile g;
   g.path = "g.toml";
-  g.allocator_defs["mine"] = AllocatorDef{"mine", "jemalloc", "/nonexistent/libjemalloc.so.2", {}, "", "g.toml:4:1"};
+  g.allocator_defs["mine"] = AllocatorDef{"mine", "jemalloc", "/nonexistent/libjemalloc.so.2", {}, "", "g.toml:4:1", ""};
   e = error_of(g, axes({"mine"}, {"size_mix"}, {1}));
   EXPECT_NE(e.find("g.toml:4:1"), std::string::npos) << e;
   EXPECT_NE(e.find("does not exist"), std::string::npos) << e;
-  g.allocator_defs["mine"] = AllocatorDef{"mine", "jemalloc", "", {{"PATH", "/x"}}, "", "g.toml:4:1"};
+  g.allocator_defs["mine"] = AllocatorDef{"mine", "jemalloc", "", {{"PATH", "/x"}}, "", "g.toml:4:1", ""};
   EXPECT_NE(error_of(g, axes({"mine"}, {"size_mix"}, {1})).find("not an allocator setting"), std::string::npos);
-  g.allocator_defs["mine"] = AllocatorDef{"mine", "nosuch", "", {}, "", "g.toml:4:1"};
+  g.allocator_defs["mine"] = AllocatorDef{"mine", "nosuch", "", {}, "", "g.toml:4:1", ""};
   EXPECT_NE(error_of(g, axes({"mine"}, {"size_mix"}, {1})).find("unknown backend 'nosuch'"), std::string::npos);
 }
 

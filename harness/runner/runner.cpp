@@ -261,7 +261,9 @@ CellOutcome run_cell(const matrix::Cell& cell, const RunnerOptions& options, int
   if (interrupted) return {record, true};
   if (timed_out) {
     record["status"] = "timeout";
-    record["error"] = "no result within " + std::to_string(options.timeout_s) + " s; killed";
+    char limit[64];
+    std::snprintf(limit, sizeof limit, "%g", options.timeout_s);
+    record["error"] = std::string("no result within ") + limit + " s; killed";
   } else if (WIFSIGNALED(wait_status)) {
     record["status"] = "crashed";
     std::string tail = tail_of_file(log_path, 400);

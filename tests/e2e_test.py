@@ -1,0 +1,249 @@
+"""End-to-end tests: the real allocmark binary, real worker processes, real allocator libraries.
+
+Run by ctest (tests/CMakeLists.txt) with Debian's /usr/bin/python3; standard library only.
+Assertions are about behaviour (statuses, libraries, options, files), never about timings.
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+ALLOCMARK = os.environ["ALLOCMARK_BIN"]
+SMALL = ["--set", "size_mix.live_mib=8", "--set", "size_mix.ops=20000"]
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+
+
+def run(args, timeout=300, **kw):
+    return subprocess.run([ALLOCMARK] + args, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def records(out):
+    with open(os.path.join(out, "results.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+class TempDirTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="allocmark-e2e-")
+        self.tmp = self._tmp.name
+        self.out = os.path.join(self.tmp, "out")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+
+class AllBackends(TempDirTest):
+    def test_tiny_matrix_over_all_four_backends(self):
+        p = run(["run", "--allocators", "glibc,jemalloc,tcmalloc,mimalloc,jemalloc:bg", "--workloads", "size_mix",
+                 "--threads", "1,2", "--reps", "1", "--out", self.out] + SMALL)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        recs = records(self.out)
+        self.assertEqual(len(recs), 10)
+        expected_lib = {"glibc": "libc.so.6", "jemalloc": "libjemalloc.so.2", "tcmalloc": "libtcmalloc.so.4",
+                        "mimalloc": "libmimalloc.so.2"}
+        for r in recs:
+            self.assertEqual(r["status"], "ok", r)
+            self.assertTrue(os.path.basename(r["library"]).startswith(expected_lib[r["backend"]]), r["library"])
+            self.assertEqual([ph["name"] for ph in r["phases"]], ["fill", "churn", "release"])
+            for ph in r["phases"]:
+                self.assertTrue(ph["peak_rss_exact"])
+                self.assertGreaterEqual(ph["peak_rss_bytes"], ph["end_rss_bytes"])
+                self.assertGreater(ph["ops"], 0)
+            # Live accounting: everything allocated was freed by the end of release.
+            self.assertEqual(r["phases"][-1]["end_live_bytes"], 0)
+            self.assertGreater(r["peak_live_bytes"], 4 << 20)
+            self.assertGreater(r["peak_rss_bytes"], r["idle_rss_bytes"])
+            self.assertGreater(len(r["timeline"]), 0)
+        je = [r for r in recs if r["allocator"] == "jemalloc"]
+        self.assertGreater(je[0]["alloc_stats"]["stats.active"], 0)
+        self.assertGreater(je[0]["phases"][1]["alloc_stats"]["stats.active"], 0)
+        self.assertIn("num_ops", je[0]["phases"][1]["contention"])
+        # The variant's environment really reached the worker's allocator.
+        for r in recs:
+            if r["backend"] == "jemalloc":
+                self.assertEqual(r["allocator_options"]["opt.background_thread"], r["allocator"] == "jemalloc:bg")
+        tc = [r for r in recs if r["backend"] == "tcmalloc"][0]
+        self.assertGreater(tc["alloc_stats"]["generic.current_allocated_bytes"], 0)
+        gl = [r for r in recs if r["backend"] == "glibc"][0]
+        self.assertIn("uordblks", gl["alloc_stats"])
+        # Files a user reads.
+        with open(os.path.join(self.out, "meta.json")) as f:
+            meta = json.load(f)
+        self.assertIn("kernel", meta["machine"])
+        self.assertIn("thp_enabled", meta["machine"])
+        self.assertEqual(meta["matrix"]["cells"], 10)
+        versions = {a["name"]: a["version"] for a in meta["allocators"]}
+        self.assertTrue(versions["jemalloc"].startswith("5."))
+        with open(os.path.join(self.out, "summary.csv")) as f:
+            self.assertEqual(len(f.read().strip().splitlines()), 1 + 10 * 3)
+        shown = run(["show", self.out])
+        self.assertEqual(shown.returncode, 0)
+        self.assertIn("jemalloc:bg", shown.stdout)
+
+    def test_variant_options_reach_each_allocator(self):
+        p = run(["run", "--allocators", "glibc:arena1,jemalloc:nodecay,tcmalloc:release,mimalloc:eager",
+                 "--workloads", "size_mix", "--threads", "2", "--reps", "1", "--out", self.out] + SMALL)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        by = {r["allocator"]: r for r in records(self.out)}
+        self.assertEqual(by["glibc:arena1"]["alloc_stats"]["arenas"], 1)
+        self.assertEqual(by["jemalloc:nodecay"]["allocator_options"]["opt.dirty_decay_ms"], 0)
+        self.assertEqual(by["tcmalloc:release"]["allocator_options"]["tcmalloc.aggressive_memory_decommit"], 1)
+        self.assertEqual(by["mimalloc:eager"]["allocator_options"]["decommit_delay"], 0)
+        self.assertEqual(by["mimalloc:eager"]["allocator_options"]["page_reset"], 1)
+
+
+class FailureIsolation(TempDirTest):
+    def test_non_allocator_library_fails_its_cell_only(self):
+        m = self.write("m.toml", f"""
+[matrix]
+allocators = ["glibc", "zlib", "jemalloc"]
+workloads = ["size_mix"]
+threads = [1]
+reps = 1
+[params.size_mix]
+live_mib = 8
+ops = 10000
+[allocators.zlib]
+backend = "generic"
+library = "{LIBDIR}/libz.so.1"
+""")
+        p = run(["run", m, "--out", self.out])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        by = {r["allocator"]: r for r in records(self.out)}
+        self.assertEqual(by["glibc"]["status"], "ok")
+        self.assertEqual(by["jemalloc"]["status"], "ok")
+        self.assertEqual(by["zlib"]["status"], "failed")
+        self.assertIn("preload did not take", by["zlib"]["error"])
+        self.assertIn("libz.so.1", by["zlib"]["error"])
+
+    def test_crash_abort_and_exit_are_recorded_and_the_matrix_goes_on(self):
+        statuses = {}
+        for mode, status, reason in [("segv", "crashed", "signal 11"), ("abort", "crashed", "signal 6"),
+                                     ("exit", "failed", "exit code 7")]:
+            out = os.path.join(self.tmp, mode)
+            p = run(["run", "--allocators", "glibc,jemalloc", "--workloads", "fault_inject,size_mix", "--threads", "1",
+                     "--reps", "1", "--set", f"fault_inject.mode={mode}", "--out", out] + SMALL)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            recs = records(out)
+            self.assertEqual(len(recs), 4)
+            for r in recs:
+                if r["workload"] == "fault_inject":
+                    self.assertEqual(r["status"], status, r)
+                    self.assertIn(reason, r["error"])
+                else:
+                    self.assertEqual(r["status"], "ok", r)
+            statuses[mode] = status
+        self.assertEqual(len(statuses), 3)
+
+    def test_hang_is_killed_at_the_timeout(self):
+        p = run(["run", "--allocators", "glibc", "--workloads", "fault_inject,size_mix", "--threads", "1", "--reps", "1",
+                 "--set", "fault_inject.mode=hang", "--timeout", "2", "--out", self.out] + SMALL)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        by = {r["workload"]: r for r in records(self.out)}
+        self.assertEqual(by["fault_inject"]["status"], "timeout")
+        self.assertEqual(by["size_mix"]["status"], "ok")
+
+    def test_interrupt_keeps_finished_cells_and_resume_runs_only_the_rest(self):
+        args = ["run", "--allocators", "glibc,jemalloc", "--workloads", "size_mix,fault_inject", "--threads", "1",
+                "--reps", "1", "--set", "fault_inject.mode=hang", "--out", self.out] + SMALL
+        proc = subprocess.Popen([ALLOCMARK] + args + ["--timeout", "120"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        path = os.path.join(self.out, "results.jsonl")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if os.path.exists(path) and len(open(path).read().splitlines()) >= 2:
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)  # the first fault_inject cell is now hanging
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertIn("--resume", err)
+        first = records(self.out)
+        self.assertEqual([r["workload"] for r in first], ["size_mix", "size_mix"])
+        p = run(args + ["--timeout", "1"])
+        self.assertEqual(p.returncode, 2, "a folder with results needs --resume")
+        p = run(args + ["--timeout", "1", "--resume"])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        recs = records(self.out)
+        self.assertEqual(len(recs), 4)
+        self.assertEqual(len({r["key"] for r in recs}), 4)
+        self.assertEqual(recs[:2], first)
+        self.assertEqual([r["status"] for r in recs[2:]], ["timeout", "timeout"])
+
+
+class BadInput(TempDirTest):
+    def assert_usage_error(self, args, *needles):
+        p = run(args + ["--out", self.out])
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        for n in needles:
+            self.assertIn(n, p.stderr)
+        self.assertFalse(os.path.exists(self.out), "nothing may be written for bad input")
+
+    def test_unknown_names(self):
+        self.assert_usage_error(["run", "--allocators", "jemalloc,jemaloc", "--workloads", "size_mix"],
+                                "unknown allocator 'jemaloc'", "jemalloc:bg")
+        self.assert_usage_error(["run", "--allocators", "glibc", "--workloads", "sizemix"],
+                                "unknown workload 'sizemix'", "size_mix")
+        self.assert_usage_error(["run", "--allocators", "glibc", "--workloads", "size_mix", "--set", "size_mix.nope=1"],
+                                "unknown parameter 'nope'", "live_mib")
+        self.assert_usage_error(["run", "--allocators", "glibc", "--threads", "1,x"], "--threads", "'x'")
+        self.assert_usage_error(["run", "--bogus-flag"], "bogus")
+
+    def test_malformed_toml_names_line_and_column(self):
+        m = self.write("bad.toml", "[matrix]\nreps = 2\nthreads = [1, \n")
+        self.assert_usage_error(["run", m], "bad.toml:3:")
+        m = self.write("key.toml", "[matrix]\nrep = 2\n")
+        self.assert_usage_error(["run", m], "key.toml:2:1", "unknown key 'rep'")
+        self.assert_usage_error(["run", os.path.join(self.tmp, "missing.toml")], "missing.toml")
+
+    def test_library_that_is_missing_or_not_of_its_kind(self):
+        m = self.write("lib.toml", """
+[matrix]
+allocators = ["old"]
+[allocators.old]
+kind = "jemalloc"
+library = "/opt/jemalloc-4.5/lib/libjemalloc.so.2"
+""")
+        self.assert_usage_error(["run", m], "lib.toml:6:11", "does not exist")
+        m = self.write("kind.toml", f"""
+[matrix]
+allocators = ["fake"]
+[allocators.fake]
+kind = "jemalloc"
+library = "{LIBDIR}/libtcmalloc.so.4"
+""")
+        self.assert_usage_error(["run", m], "not a jemalloc library", "mallctl")
+
+
+class Listing(unittest.TestCase):
+    def test_list_json_has_backends_variants_and_workloads(self):
+        p = run(["list", "--json"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        l = json.loads(p.stdout)
+        names = {a["name"]: a for a in l["allocators"]}
+        for b in ["glibc", "jemalloc", "tcmalloc", "mimalloc"]:
+            self.assertTrue(names[b]["available"], names[b])
+            self.assertTrue(names[b]["version"])
+        self.assertEqual(names["jemalloc:bg"]["env"], {"MALLOC_CONF": "background_thread:true"})
+        sm = [w for w in l["workloads"] if w["name"] == "size_mix"][0]
+        self.assertIn("live_mib", [p["name"] for p in sm["params"]])
+
+    def test_help_on_every_subcommand(self):
+        for sub in ["list", "run", "show"]:
+            p = run([sub, "--help"])
+            self.assertEqual(p.returncode, 0)
+            self.assertIn("--help", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
