@@ -157,7 +157,7 @@ static const bool registered = register_workload({
         {"live_mib", ParamType::Int, "64", "1024", "target live set over all threads, MiB"},
         {"sizes", ParamType::String, "16-256:60,256-4K:30,4K-64K:9,64K-1M:1", "16-256:60,256-4K:30,4K-64K:9,64K-1M:1",
          "size classes LO-HI:WEIGHT, sizes drawn uniformly inside a class"},
-        {"ops", ParamType::Int, "1000000", "20000000", "churn operations per thread"},
+        {"ops", ParamType::Int, "3000000", "20000000", "churn operations per thread"},
         {"remote_free", ParamType::Float, "0.25", "0.25", "fraction of frees done by another thread (threads > 1)"},
         {"touch", ParamType::Int, "1", "1", "1: write every page of each block, as an application would"},
     },

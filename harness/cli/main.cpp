@@ -63,15 +63,15 @@ mx::MatrixFile load_variants() {
   return mx::load_matrix_file(mx::config_dir() + "/variants.toml", /*variants_only=*/true);
 }
 
-json list_json() {
-  json out;
-  auto variants = load_variants();
+// Every backend with its library, version and whether a preload of it really takes.
+json probe_backends() {
+  json out = json::array();
   for (const auto& b : allocmark::allocators::backends()) {
     json entry{{"name", b.name}, {"summary", b.summary}, {"kind", "backend"}};
     if (b.name == "generic") {
       entry["available"] = true;
       entry["note"] = "name a library: [allocators.NAME] backend = \"generic\", library = \"/path/lib.so\"";
-      out["allocators"].push_back(entry);
+      out.push_back(entry);
       continue;
     }
     try {
@@ -85,8 +85,15 @@ json list_json() {
       entry["available"] = false;
       entry["why_not"] = e.what();
     }
-    out["allocators"].push_back(entry);
+    out.push_back(entry);
   }
+  return out;
+}
+
+json list_json() {
+  json out;
+  auto variants = load_variants();
+  out["allocators"] = probe_backends();
   for (const auto& [name, def] : variants.allocator_defs)
     out["allocators"].push_back({{"name", name}, {"kind", "variant"}, {"backend", def.backend}, {"env", def.env},
                                  {"library", def.library}, {"summary", def.description}});
@@ -203,6 +210,7 @@ int cmd_run(const RunFlags& f) {
   json meta{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
             {"machine", rs::machine_info()},
             {"allocators", allocators_meta},
+            {"backends", probe_backends()},
             {"matrix", plan.as_json()},
             {"matrix_file", matrix_path},
             {"started", std::time(nullptr)}};

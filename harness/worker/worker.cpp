@@ -68,6 +68,21 @@ const allocmark::allocators::NativeApi* native_for(const std::string& backend) {
   }
 }
 
+// after - before for every counter, so a phase reports what happened during it; "max_*" fields
+// are high-water marks since process start and stay as they are.
+json counter_delta(const json& after, const json& before) {
+  if (after.is_object()) {
+    json out = json::object();
+    for (const auto& [k, v] : after.items())
+      out[k] = k.rfind("max_", 0) == 0 ? v : counter_delta(v, before.is_object() && before.contains(k) ? before[k] : json());
+    return out;
+  }
+  if (after.is_number_unsigned() && before.is_number_unsigned())
+    return after.get<uint64_t>() >= before.get<uint64_t>() ? after.get<uint64_t>() - before.get<uint64_t>() : 0;
+  if (after.is_number() && before.is_number()) return after.get<double>() - before.get<double>();
+  return after;
+}
+
 json native_snapshot(const allocmark::allocators::NativeApi* api) {
   if (!api) return json::object();
   return api->read_stats();
@@ -189,6 +204,7 @@ int run_cell(const json& spec) {
   const auto& phases = workload->phases();
   for (std::size_t i = 0; i < phases.size(); ++i) {
     report({{"event", "phase_begin"}, {"phase", phases[i]}, {"t_ns", now_ns()}});
+    json contention_before = api ? api->read_contention() : json();
     rusage ru0{}, ru1{};
     metrics::MemStatus end{};
     live.reset_peak();
@@ -225,7 +241,7 @@ int run_cell(const json& spec) {
     };
     if (api) {
       phase["alloc_stats"] = api->read_stats();
-      phase["contention"] = api->read_contention();
+      phase["contention"] = counter_delta(api->read_contention(), contention_before);
     }
     report({{"event", "phase_end"}, {"phase", phase}});
   }
