@@ -63,6 +63,7 @@ class AllBackends(TempDirTest):
             self.assertGreater(r["peak_live_bytes"], 4 << 20)
             self.assertGreater(r["peak_rss_bytes"], r["idle_rss_bytes"])
             self.assertGreater(len(r["timeline"]), 0)
+            self.assertEqual(r["totals"]["ops"], sum(ph["ops"] for ph in r["phases"]))
         je = [r for r in recs if r["allocator"] == "jemalloc"]
         self.assertGreater(je[0]["alloc_stats"]["stats.active"], 0)
         self.assertGreater(je[0]["phases"][1]["alloc_stats"]["stats.active"], 0)
@@ -128,7 +129,7 @@ library = "{LIBDIR}/libz.so.1"
     def test_crash_abort_and_exit_are_recorded_and_the_matrix_goes_on(self):
         statuses = {}
         for mode, status, reason in [("segv", "crashed", "signal 11"), ("abort", "crashed", "signal 6"),
-                                     ("exit", "failed", "exit code 7")]:
+                                     ("exit", "failed", "exit code 7"), ("kill", "crashed", "OOM killer")]:
             out = os.path.join(self.tmp, mode)
             p = run(["run", "--allocators", "glibc,jemalloc", "--workloads", "fault_inject,size_mix", "--threads", "1",
                      "--reps", "1", "--set", f"fault_inject.mode={mode}", "--out", out] + SMALL)
@@ -142,7 +143,7 @@ library = "{LIBDIR}/libz.so.1"
                 else:
                     self.assertEqual(r["status"], "ok", r)
             statuses[mode] = status
-        self.assertEqual(len(statuses), 3)
+        self.assertEqual(len(statuses), 4)
 
     def test_hang_is_killed_at_the_timeout(self):
         p = run(["run", "--allocators", "glibc", "--workloads", "fault_inject,size_mix", "--threads", "1", "--reps", "1",

@@ -21,6 +21,7 @@ class FaultInject final : public Workload {
     if (mode_ == "segv") std::raise(SIGSEGV);
     if (mode_ == "abort") std::abort();
     if (mode_ == "exit") std::_Exit(7);
+    if (mode_ == "kill") std::raise(SIGKILL);  // what the kernel's OOM killer does
     if (mode_ == "hang")
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     void* p = std::malloc(1 << 20);  // "none": one harmless allocation
@@ -36,13 +37,13 @@ const bool registered = register_workload({
     "fault_inject",
     "diagnostic: fails on purpose (segv, abort, exit, hang) to test failure isolation",
     {"run"},
-    {{"mode", ParamType::String, "none", "none", "none | segv | abort | exit | hang"}},
+    {{"mode", ParamType::String, "none", "none", "none | segv | abort | exit | kill | hang"}},
     [](const Params& p, int) { return std::make_unique<FaultInject>(p); },
     [](const Params& p) -> std::string {
       const auto& m = p.text("mode");
-      return m == "none" || m == "segv" || m == "abort" || m == "exit" || m == "hang"
-                 ? ""
-                 : "mode '" + m + "' is not one of none, segv, abort, exit, hang";
+      for (const char* valid : {"none", "segv", "abort", "exit", "kill", "hang"})
+        if (m == valid) return "";
+      return "mode '" + m + "' is not one of none, segv, abort, exit, kill, hang";
     },
     true,
 });

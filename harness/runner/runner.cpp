@@ -244,6 +244,17 @@ CellOutcome run_cell(const matrix::Cell& cell, const RunnerOptions& options, int
     if (p["peak_rss_bytes"].is_number()) peak_rss = std::max<uint64_t>(peak_rss, p["peak_rss_bytes"]);
     peak_live = std::max<int64_t>(peak_live, p.value("peak_live_bytes", int64_t{0}));
   }
+  json totals = json::object();
+  for (const char* k : {"wall_s", "ops", "minor_faults", "major_faults", "voluntary_ctx_switches",
+                        "involuntary_ctx_switches", "user_s", "sys_s"}) {
+    double sum = 0;
+    for (const auto& p : phases) sum += p.value(k, 0.0);
+    totals[k] = sum;
+  }
+  if (!phases.empty()) {
+    totals["ops_per_s"] = totals["wall_s"].get<double>() > 0 ? totals["ops"].get<double>() / totals["wall_s"].get<double>() : 0.0;
+    record["totals"] = totals;
+  }
   record["peak_rss_bytes"] = phases.empty() ? json(nullptr) : json(peak_rss);
   record["peak_live_bytes"] = phases.empty() ? json(nullptr) : json(peak_live);
   if (!phases.empty() && peak_live > 0 && record.contains("idle_rss_bytes")) {
