@@ -167,47 +167,43 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   if (s.timeout_s <= 0) throw ConfigError("--timeout: must be positive");
   if (s.sample_ms < 1) throw ConfigError("--sample-ms: must be at least 1");
 
-  // Allocators: flags, else the file, else every backend that is installed.
-  std::vector<std::string> allocator_names;
-  std::string allocator_ctx;
-  bool defaulted = false;
-  if (flags.allocators) {
-    allocator_names = *flags.allocators;
-    allocator_ctx = "--allocators";
-  } else if (file && !file->allocators.empty()) {
-    allocator_names = file->allocators;
-    allocator_ctx = file->path + " [matrix] allocators";
-  } else {
-    for (const auto& b : al::backends())
-      if (b.name != "generic") allocator_names.push_back(b.name);
-    allocator_ctx = "default allocators";
-    defaulted = true;
-  }
-  if (allocator_names.empty()) throw ConfigError(allocator_ctx + ": no allocator named");
+  // An axis comes from the flags, else the file, else its default; `origin` names which, for errors.
+  struct Axis {
+    std::vector<std::string> names;
+    std::string origin;
+    bool defaulted = false;
+  };
+  auto pick_axis = [&](const std::optional<std::vector<std::string>>& flag, const char* flag_name,
+                       const std::vector<std::string>* from_file, const char* key, std::vector<std::string> defaults) {
+    if (flag) return Axis{*flag, flag_name, false};
+    if (from_file && !from_file->empty()) return Axis{*from_file, file->path + " [matrix] " + key, false};
+    return Axis{std::move(defaults), std::string("default ") + key, true};
+  };
+
+  std::vector<std::string> installed_backends;
+  for (const auto& b : al::backends())
+    if (b.name != "generic") installed_backends.push_back(b.name);
+  Axis allocator_axis = pick_axis(flags.allocators, "--allocators", file ? &file->allocators : nullptr, "allocators",
+                                  installed_backends);
+  const std::string& allocator_ctx = allocator_axis.origin;
+  if (allocator_axis.names.empty()) throw ConfigError(allocator_ctx + ": no allocator named");
   std::set<std::string> seen;
-  for (const auto& name : allocator_names) {
+  for (const auto& name : allocator_axis.names) {
     if (!seen.insert(name).second) throw ConfigError(allocator_ctx + ": allocator '" + name + "' is named twice");
     try {
       plan.allocators.push_back(resolve_allocator(name, defs, allocator_ctx));
     } catch (const ConfigError& e) {
-      if (!defaulted) throw;
+      if (!allocator_axis.defaulted) throw;  // a default backend that is not installed is skipped, with a note
       plan.notes.push_back(std::string("skipped: ") + e.what());
     }
   }
 
-  // Workloads.
-  std::vector<std::string> workload_names;
-  std::string workload_ctx;
-  if (flags.workloads) {
-    workload_names = *flags.workloads;
-    workload_ctx = "--workloads";
-  } else if (file && !file->workloads.empty()) {
-    workload_names = file->workloads;
-    workload_ctx = file->path + " [matrix] workloads";
-  } else {
-    workload_names = runnable_workload_names();
-    workload_ctx = "default workloads";
-  }
+  if (plan.allocators.empty()) throw ConfigError(allocator_ctx + ": none of these allocators is installed (ci/setup.sh installs them)");
+
+  Axis workload_axis = pick_axis(flags.workloads, "--workloads", file ? &file->workloads : nullptr, "workloads",
+                                 runnable_workload_names());
+  const std::vector<std::string>& workload_names = workload_axis.names;
+  const std::string& workload_ctx = workload_axis.origin;
   if (workload_names.empty()) throw ConfigError(workload_ctx + ": no workload named");
   for (const auto& name : workload_names)
     if (!wl::find_workload(name))
