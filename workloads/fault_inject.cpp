@@ -38,7 +38,7 @@ const bool registered = register_workload({
     "diagnostic: fails on purpose (segv, abort, exit, hang) to test failure isolation",
     {"run"},
     {{"mode", ParamType::String, "none", "none", "none | segv | abort | exit | kill | hang"}},
-    [](const Params& p, int) { return std::make_unique<FaultInject>(p); },
+    [](const Params& p, int, const WorkloadEnv&) { return std::make_unique<FaultInject>(p); },
     [](const Params& p) -> std::string {
       const auto& m = p.text("mode");
       for (const char* valid : {"none", "segv", "abort", "exit", "kill", "hang"})

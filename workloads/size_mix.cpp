@@ -161,7 +161,7 @@ static const bool registered = register_workload({
         {"remote_free", ParamType::Float, "0.25", "0.25", "fraction of frees done by another thread (threads > 1)"},
         {"touch", ParamType::Int, "1", "1", "1: write every page of each block, as an application would"},
     },
-    [](const Params& p, int threads) { return std::make_unique<SizeMix>(p, threads); },
+    [](const Params& p, int threads, const WorkloadEnv&) { return std::make_unique<SizeMix>(p, threads); },
     [](const Params& p) -> std::string {
       try {
         SizeDistribution::parse(p.text("sizes"));

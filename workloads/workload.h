@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace allocmark::workloads {
 
 // Live requested bytes, kept per thread and folded into a shared total in batches so that the
@@ -91,6 +93,15 @@ struct ThreadContext {
   LiveBytes::Local& live;
 };
 
+// What the worker offers a workload beyond malloc: services that model an application's own
+// reactions (e.g. purging when RSS crosses a limit). Each may be empty in tests.
+struct WorkloadEnv {
+  // Asks the preloaded allocator to return free memory to the OS; false where it cannot.
+  std::function<bool()> purge;
+  // Current resident bytes of this process (allocation-free /proc read).
+  std::function<uint64_t()> rss_bytes;
+};
+
 class Workload {
  public:
   virtual ~Workload() = default;
@@ -100,6 +111,9 @@ class Workload {
   virtual uint64_t run_phase(std::size_t phase, ThreadContext& ctx) = 0;
   // Frees whatever the phases left alive; runs after the last phase, outside measurement.
   virtual void teardown() {}
+  // Workload-specific figures for a finished phase (reported as the phase's "workload_metrics");
+  // called after the phase was measured, so it may allocate.
+  virtual nlohmann::json phase_metrics(std::size_t phase) { return nlohmann::json::object(); }
 };
 
 struct WorkloadInfo {
@@ -107,7 +121,7 @@ struct WorkloadInfo {
   std::string summary;
   std::vector<std::string> phases;
   std::vector<ParamSpec> params;  // "seed" is added to every workload by the registry
-  std::function<std::unique_ptr<Workload>(const Params&, int threads)> make;
+  std::function<std::unique_ptr<Workload>(const Params&, int threads, const WorkloadEnv&)> make;
   // Checks values whose form a ParamType cannot express; returns "" or what is wrong. Runs in
   // the driver before any cell starts.
   std::function<std::string(const Params&)> validate;

@@ -97,3 +97,42 @@ bool read_statm_rss(pid_t pid, uint64_t& rss_bytes) {
 }
 
 }  // namespace allocmark::metrics
+
+#include <fstream>
+#include <sstream>
+
+namespace allocmark::metrics {
+
+nlohmann::json summarize_maps_text(const std::string& text) {
+  constexpr uint64_t k64MiB = 64ull << 20;
+  uint64_t total = 0, anonymous = 0, heaps64 = 0, anon_bytes = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    ++total;
+    unsigned long long start = 0, end = 0;
+    char perms[8] = {0};
+    unsigned long long offset = 0, inode = 0;
+    char dev[16] = {0};
+    int consumed = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %15s %llu %n", &start, &end, perms, &offset, dev, &inode, &consumed) < 6)
+      continue;
+    std::string path = consumed > 0 && static_cast<std::size_t>(consumed) <= line.size() ? line.substr(consumed) : "";
+    bool anon = inode == 0 && (path.empty() || path == "[heap]");
+    if (!anon) continue;
+    ++anonymous;
+    anon_bytes += end - start;
+    if (path.empty() && start % k64MiB == 0 && perms[0] == 'r') ++heaps64;
+  }
+  return {{"mappings", total}, {"anonymous", anonymous}, {"anonymous_bytes", anon_bytes}, {"aligned_64mib_anonymous", heaps64}};
+}
+
+nlohmann::json summarize_maps() {
+  std::ifstream in("/proc/self/maps");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return summarize_maps_text(ss.str());
+}
+
+}  // namespace allocmark::metrics

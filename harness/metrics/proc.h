@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 
 namespace allocmark::metrics {
 
@@ -24,5 +25,18 @@ bool read_statm_rss(pid_t pid, uint64_t& rss_bytes);
 // Parsers, exposed for tests. `text` is NUL-terminated.
 bool parse_status_kib(const char* text, const char* key, uint64_t& kib);
 bool parse_statm_resident_pages(const char* text, uint64_t& pages);
+
+}  // namespace allocmark::metrics
+
+#include <nlohmann/json.hpp>
+
+namespace allocmark::metrics {
+
+// Counts of this process's mappings from /proc/self/maps: all, anonymous, and glibc-heap-like
+// ones (anonymous, starting on a 64 MiB boundary: glibc reserves each non-main arena's heap as a
+// 64 MiB-aligned 64 MiB region). Called between phases; allocates.
+nlohmann::json summarize_maps();
+// The same from the text of a maps file, for tests.
+nlohmann::json summarize_maps_text(const std::string& text);
 
 }  // namespace allocmark::metrics

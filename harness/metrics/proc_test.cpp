@@ -56,3 +56,18 @@ TEST(ProcRead, PeakResetTracksNewPeak) {
   ASSERT_TRUE(read_mem_status(0, reset));
   EXPECT_LT(reset.hwm_bytes, after.hwm_bytes - (32u << 20));
 }
+
+TEST(Maps, CountsAnonymousAndGlibcHeapLikeMappings) {
+  const char* text =
+      "55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]\n"
+      "7f3c4c000000-7f3c4c021000 rw-p 00000000 00:00 0 \n"
+      "7f3c4c021000-7f3c50000000 ---p 00000000 00:00 0 \n"
+      "7f3c51000000-7f3c51001000 rw-p 00000000 00:00 0 \n"
+      "7f3c52000000-7f3c52100000 r-xp 00000000 fd:01 1234                       /usr/lib/libc.so.6\n";
+  auto s = summarize_maps_text(text);
+  EXPECT_EQ(s["mappings"], 5);
+  EXPECT_EQ(s["anonymous"], 4);
+  EXPECT_EQ(s["aligned_64mib_anonymous"], 1);  // 7f3c4c000000 only: 7f3c51000000 is not 64 MiB aligned
+}
+
+TEST(Maps, SelfHasMappings) { EXPECT_GT(summarize_maps()["mappings"].get<int>(), 5); }

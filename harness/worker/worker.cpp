@@ -192,7 +192,14 @@ int run_cell(const json& spec) {
   const wl::WorkloadInfo* info = wl::find_workload(workload_name);
   if (!info) fail("unknown workload " + workload_name);
   wl::Params params(spec.at("params").get<std::map<std::string, std::string>>());
-  std::unique_ptr<wl::Workload> workload = info->make(params, threads);
+  wl::WorkloadEnv env;
+  if (api) env.purge = [api] { return api->purge(); };
+  env.rss_bytes = [] {
+    uint64_t rss = 0;
+    metrics::read_statm_rss(0, rss);
+    return rss;
+  };
+  std::unique_ptr<wl::Workload> workload = info->make(params, threads, env);
   wl::LiveBytes live(threads);
   PhaseCrew crew(*workload, live, threads, pin);
 
@@ -239,6 +246,8 @@ int run_cell(const json& spec) {
         {"t_begin_ns", t0},
         {"t_end_ns", t1},
     };
+    phase["maps"] = metrics::summarize_maps();
+    if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;
     if (api) {
       phase["alloc_stats"] = api->read_stats();
       phase["contention"] = counter_delta(api->read_contention(), contention_before);
