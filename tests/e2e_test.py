@@ -226,6 +226,26 @@ library = "{LIBDIR}/libtcmalloc.so.4"
         self.assert_usage_error(["run", m], "not a jemalloc library", "mallctl")
 
 
+class EveryWorkload(TempDirTest):
+    """Each non-diagnostic workload finishes its quick preset on two allocators, within a generous
+    per-cell bound (a budget check, not a benchmark), reporting its documented phases in order."""
+
+    def test_quick_preset_runs_with_documented_phases(self):
+        listing = json.loads(run(["list", "--json"]).stdout)
+        workloads = {w["name"]: w["phases"] for w in listing["workloads"] if not w["diagnostic"]}
+        self.assertIn("size_mix", workloads)
+        p = run(["run", "--allocators", "glibc,jemalloc", "--workloads", ",".join(sorted(workloads)), "--threads", "2",
+                 "--reps", "1", "--size", "quick", "--timeout", "120", "--out", self.out], timeout=1800)
+        self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr[-3000:])
+        recs = records(self.out)
+        self.assertEqual(len(recs), 2 * len(workloads))
+        for r in recs:
+            self.assertEqual(r["status"], "ok", r.get("error"))
+            self.assertEqual([ph["name"] for ph in r["phases"]], workloads[r["workload"]])
+            for ph in r["phases"]:
+                self.assertGreaterEqual(ph["end_live_bytes"], 0, (r["workload"], ph["name"]))
+
+
 class Listing(unittest.TestCase):
     def test_list_json_has_backends_variants_and_workloads(self):
         p = run(["list", "--json"])

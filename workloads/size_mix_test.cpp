@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
-#include <thread>
+#include "workloads/testing.h"
 
 using namespace allocmark::workloads;
 
@@ -19,22 +19,9 @@ Params small_params(int64_t seed = 1, double remote = 0.5) {
                  {"seed", std::to_string(seed)}});
 }
 
-// Runs every phase in lock step like the worker does; returns live bytes after each phase.
-std::vector<int64_t> run_all(Workload& w, LiveBytes& live, int threads, std::vector<uint64_t>* ops = nullptr) {
+std::vector<int64_t> run_all(Workload& w, LiveBytes& live, int threads) {
   std::vector<int64_t> after;
-  for (std::size_t phase = 0; phase < w.phases().size(); ++phase) {
-    std::vector<std::thread> crew;
-    std::vector<uint64_t> counts(threads);
-    for (int t = 0; t < threads; ++t)
-      crew.emplace_back([&, t] {
-        ThreadContext ctx{t, threads, live.local(t)};
-        counts[t] = w.run_phase(phase, ctx);
-      });
-    for (auto& t : crew) t.join();
-    if (ops)
-      for (auto c : counts) ops->push_back(c);
-    after.push_back(live.current());
-  }
+  for (const auto& o : testing::run_all_phases(w, live, threads)) after.push_back(o.live_after);
   return after;
 }
 }  // namespace
