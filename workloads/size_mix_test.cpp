@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
-#include "workloads/testing.h"
+#include "workloads/test_support.h"
 
 using namespace allocmark::workloads;
 
@@ -21,7 +21,7 @@ Params small_params(int64_t seed = 1, double remote = 0.5) {
 
 std::vector<int64_t> run_all(Workload& w, LiveBytes& live, int threads) {
   std::vector<int64_t> after;
-  for (const auto& o : testing::run_all_phases(w, live, threads)) after.push_back(o.live_after);
+  for (const auto& o : test_support::run_all_phases(w, live, threads)) after.push_back(o.live_after);
   return after;
 }
 }  // namespace

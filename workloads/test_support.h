@@ -7,7 +7,7 @@
 
 #include "workloads/workload.h"
 
-namespace allocmark::workloads::testing {
+namespace allocmark::workloads::test_support {
 
 struct PhaseOutcome {
   int64_t live_after = 0;     // LiveBytes::current() after the phase
@@ -43,4 +43,4 @@ inline Params preset(const std::string& workload, const std::string& size,
   return Params(values);
 }
 
-}  // namespace allocmark::workloads::testing
+}  // namespace allocmark::workloads::test_support
