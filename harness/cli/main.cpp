@@ -223,7 +223,7 @@ int cmd_run(const RunFlags& f) {
   sigaction(SIGTERM, &sa, nullptr);
 
   rn::RunnerOptions ro{worker, dir.log_dir(), plan.settings.timeout_s, plan.settings.sample_ms,
-                       plan.settings.max_timeline_points, plan.settings.pin_threads};
+                       plan.settings.max_timeline_points, plan.settings.pin_threads, {}};
   const bool tty = ::isatty(2);
   std::size_t total = plan.cells.size(), skipped = 0, ran = 0, not_ok = 0;
   for (const auto& c : plan.cells) skipped += dir.done_keys().count(c.key());
@@ -231,13 +231,20 @@ int cmd_run(const RunFlags& f) {
   if (skipped) std::cerr << fmt::format("allocmark: resuming: {} of {} cells already recorded\n", skipped, total);
   auto t0 = std::chrono::steady_clock::now();
   std::size_t index = 0;
+  const mx::Cell* current = nullptr;
+  // One updating line on a terminal: the cell, time so far, and an estimate from the mean cell time.
+  auto progress = [&] {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string eta = ran ? clock_text(std::max(0.0, elapsed / ran * (todo - ran))) : "--:--";
+    std::cerr << fmt::format("\r\033[K[{}/{}] {}  elapsed {}  eta {}", index, total, current->label(), clock_text(elapsed), eta)
+              << std::flush;
+  };
+  if (tty) ro.on_tick = progress;
   for (const auto& cell : plan.cells) {
     ++index;
     if (dir.done_keys().count(cell.key())) continue;
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::string eta = ran ? clock_text(elapsed / ran * (todo - ran)) : "--:--";
-    if (tty)
-      std::cerr << fmt::format("\r\033[K[{}/{}] {}  elapsed {}  eta {}", index, total, cell.label(), clock_text(elapsed), eta) << std::flush;
+    current = &cell;
+    if (tty) progress();
     rn::CellOutcome outcome = rn::run_cell(cell, ro, static_cast<int>(index));
     if (outcome.interrupted) break;
     dir.append(outcome.record);

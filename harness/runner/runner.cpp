@@ -166,6 +166,7 @@ CellOutcome run_cell(const matrix::Cell& cell, const RunnerOptions& options, int
   int wait_status = 0;
   bool exited = false;
   auto next_sample = Clock::now();
+  auto next_tick = Clock::now() + std::chrono::seconds(1);
 
   while (!exited) {
     auto now = Clock::now();
@@ -176,6 +177,10 @@ CellOutcome run_cell(const matrix::Cell& cell, const RunnerOptions& options, int
     if (!interrupted && g_interrupted.load()) {
       interrupted = true;
       ::kill(-w.pid, SIGKILL);
+    }
+    if (options.on_tick && now >= next_tick) {
+      options.on_tick();
+      next_tick = now + std::chrono::seconds(1);
     }
     if (now >= next_sample) {
       uint64_t rss = 0;

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -22,6 +23,8 @@ struct RunnerOptions {
   int sample_ms = 10;
   int max_timeline_points = 2000;
   bool pin_threads = true;
+  // Called about once a second while a cell runs (for a live progress line); may be empty.
+  std::function<void()> on_tick;
 };
 
 // Set from a SIGINT/SIGTERM handler: the cell in flight is killed and reported as interrupted.
