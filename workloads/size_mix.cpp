@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "workloads/rng.h"
+#include "workloads/touch.h"
 
 namespace allocmark::workloads {
 
@@ -46,19 +47,6 @@ std::size_t SizeDistribution::draw(Rng& rng) const {
     if (x < r.cumulative) return r.lo + rng.below(r.hi - r.lo + 1);
   return ranges_.back().hi;
 }
-
-namespace {
-
-constexpr std::size_t kPage = 4096;
-
-// Writes one byte per page, so the allocator's pages become resident as an application's would.
-inline void touch(void* p, std::size_t size) {
-  auto* bytes = static_cast<volatile unsigned char*>(p);
-  for (std::size_t off = 0; off < size; off += kPage) bytes[off] = 1;
-  bytes[size - 1] = 1;
-}
-
-}  // namespace
 
 SizeMix::SizeMix(const Params& params, int threads)
     : threads_(threads),
@@ -106,7 +94,7 @@ uint64_t SizeMix::replace(ThreadContext& ctx, ThreadState& me, std::size_t slot)
   std::size_t size = sizes_.draw(me.rng);
   void* p = std::malloc(size);
   if (!p) std::abort();  // the worker records the cell as crashed with the reason on stderr
-  if (touch_) touch(p, size);
+  if (touch_) touch_pages(p, size);
   ctx.live.add(static_cast<int64_t>(size));
   b = Block{p, size};
   return 1;
