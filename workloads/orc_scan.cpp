@@ -10,6 +10,7 @@
 // The pattern's cap is the target minus what the pipeline can hold at most, so the live set never
 // exceeds the target and an allocator that returned every free page would show RSS ~= target.
 #include "workloads/orc_scan.h"
+#include "workloads/touch.h"
 
 #include <sched.h>
 
@@ -32,21 +33,6 @@ std::size_t round_page(std::size_t n) { return (n + kPage - 1) / kPage * kPage; 
 uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h;
-}
-
-// Writing one byte per page makes every page resident, as reading data into a buffer would.
-void write_pages(void* p, std::size_t size, unsigned char value) {
-  auto* bytes = static_cast<volatile unsigned char*>(p);
-  for (std::size_t off = 0; off < size; off += kPage) bytes[off] = value;
-  bytes[size - 1] = value;
-}
-
-// A consumer reads what it was handed; the sum keeps the reads from being optimised away.
-unsigned read_pages(const void* p, std::size_t size) {
-  auto* bytes = static_cast<const volatile unsigned char*>(p);
-  unsigned sum = 0;
-  for (std::size_t off = 0; off < size; off += kPage) sum += bytes[off];
-  return sum;
 }
 
 volatile unsigned g_sink;
@@ -202,7 +188,7 @@ void OrcScan::load_stripe(ThreadContext& ctx, ThreadState& me, Stripe& out) {
     size = std::min(size, remaining);
     void* p = std::malloc(size);
     if (!p) std::abort();
-    write_pages(p, size, static_cast<unsigned char>(size >> 12));
+    touch_pages(p, size, static_cast<unsigned char>(size >> 12));
     ctx.live.add(static_cast<int64_t>(size));
     me.trace = mix(me.trace, size);
     out.reads[out.count++] = Buf{p, size};
@@ -276,7 +262,7 @@ void OrcScan::pattern_until(ThreadContext& ctx, ThreadState& me, uint64_t& done,
     make_space(ctx, me, size);
     void* p = std::malloc(size);
     if (!p) std::abort();
-    write_pages(p, size, 1);
+    touch_pages(p, size, 1);
     ctx.live.add(static_cast<int64_t>(size));
     me.trace = mix(me.trace, size);
     me.table[(me.head + me.count) % me.table.size()] = Buf{p, size};
