@@ -30,9 +30,6 @@ enum Phase : std::size_t { kBurst = 0, kSteady = 1, kIdle = 2 };
 
 // Java's default thread stack on x86-64 Linux (-Xss1m); the pool's threads use a fraction of it.
 constexpr std::size_t kPoolStack = 1 << 20;
-// Per slot; a thread whose ring is full waits for its crew thread rather than freeing the object
-// itself, so the share of remote frees is exactly what the seed sequence says.
-constexpr std::size_t kHandoverCapacity = 4096;
 
 int log2_floor(std::size_t v) { return 63 - __builtin_clzll(v); }
 
@@ -104,7 +101,7 @@ ArenaChurn::ArenaChurn(const Params& p, int threads, const WorkloadEnv& env)
     s.rng = Rng(static_cast<uint64_t>(seed) * 1000003 + static_cast<uint64_t>(j));
     s.request.reserve(static_cast<std::size_t>(allocs_max_) + 1);
     s.long_lived.assign(long_cap, Obj{});
-    s.handover.reserve(kHandoverCapacity);
+    s.handover.reserve(static_cast<std::size_t>(p.integer("handover_capacity")));
   }
 }
 
@@ -177,6 +174,8 @@ void ArenaChurn::request(Slot& s) {
   }
   for (const Obj& o : s.request) {
     if (rng.uniform() < remote) {
+      // A full ring makes the thread wait rather than free the object itself, so the share of
+      // remote frees stays what the seed sequence says.
       while (!s.handover.push(o)) {
         ++s.counters.handover_waits;
         sched_yield();
@@ -356,8 +355,8 @@ static const bool registered = register_workload({
     {
         {"pool_per_core", ParamType::Int, "8", "8", "pool threads per online core (glibc's arena limit is 8 per core)"},
         {"pool_threads", ParamType::Int, "0", "0", "pool threads; 0: pool_per_core x online cores"},
-        {"burst_requests", ParamType::Int, "400", "4000", "requests per pool slot in burst (every slot busy); x scale"},
-        {"steady_requests", ParamType::Int, "400", "4000", "requests per active slot in steady; x scale"},
+        {"burst_requests", ParamType::Int, "300", "4000", "requests per pool slot in burst (every slot busy); x scale"},
+        {"steady_requests", ParamType::Int, "300", "4000", "requests per active slot in steady; x scale"},
         {"steady_active", ParamType::Float, "0.5", "0.5", "share of the pool's slots busy in steady (the pool shrank)"},
         {"thread_life_min", ParamType::Int, "10", "50", "requests a pool thread serves before it exits, at least"},
         {"thread_life_max", ParamType::Int, "60", "300", "requests a pool thread serves before it exits, at most"},
@@ -372,8 +371,10 @@ static const bool registered = register_workload({
         {"remote_max", ParamType::Float, "0.5", "0.5", "share of a request's objects freed by another thread, at most"},
         {"long_lived_min", ParamType::Float, "0.01", "0.01", "share of a request's objects that live long, at least"},
         {"long_lived_max", ParamType::Float, "0.05", "0.05", "share of a request's objects that live long, at most"},
-        {"long_lived_per_slot", ParamType::Int, "256", "2048",
+        {"long_lived_per_slot", ParamType::Int, "256", "512",
          "long-lived objects kept per pool slot (oldest freed first); x scale"},
+        {"handover_capacity", ParamType::Int, "256", "256",
+         "objects a slot's threads may leave waiting for the freeing thread; a full ring makes them wait"},
         {"idle_ms", ParamType::Int, "2000", "30000", "length of the idle phase, ms"},
         {"scale", ParamType::Float, "1", "1", "multiplies request counts and the long-lived set"},
     },
@@ -398,6 +399,7 @@ static const bool registered = register_workload({
           p.real("long_lived_max") < p.real("long_lived_min"))
         return "need 0 <= long_lived_min <= long_lived_max <= 1";
       if (p.integer("long_lived_per_slot") < 0) return "long_lived_per_slot must be >= 0";
+      if (p.integer("handover_capacity") < 1) return "handover_capacity must be >= 1";
       if (p.integer("idle_ms") < 0) return "idle_ms must be >= 0";
       if (!(p.real("scale") > 0)) return "scale must be > 0";
       return "";
