@@ -309,7 +309,8 @@ ArenaChurn::Counters ArenaChurn::totals() const {
 }
 
 nlohmann::json ArenaChurn::phase_metrics(std::size_t phase) {
-  Counters now = totals(),& was = reported_;
+  const Counters now = totals();
+  const Counters& was = reported_;
   uint64_t ll_objects = 0;
   for (int j = 0; j < pool_; ++j) ll_objects += slots_[j].ll_count;
   nlohmann::json m{
