@@ -2,6 +2,7 @@
 // so tests can check live-byte accounting and determinism without spawning a worker.
 #pragma once
 
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -15,7 +16,10 @@ struct PhaseOutcome {
   uint64_t ops = 0;           // summed over threads
 };
 
-inline std::vector<PhaseOutcome> run_all_phases(Workload& w, LiveBytes& live, int threads) {
+// `after_phase`, if given, runs once each phase's threads have all finished, before the next starts:
+// the place to read the workload's own bookkeeping or phase_metrics for that phase.
+inline std::vector<PhaseOutcome> run_all_phases(Workload& w, LiveBytes& live, int threads,
+                                                const std::function<void(std::size_t)>& after_phase = {}) {
   std::vector<PhaseOutcome> out;
   for (std::size_t phase = 0; phase < w.phases().size(); ++phase) {
     live.reset_peak();
@@ -30,6 +34,7 @@ inline std::vector<PhaseOutcome> run_all_phases(Workload& w, LiveBytes& live, in
     PhaseOutcome o{live.current(), live.peak(), 0};
     for (auto c : counts) o.ops += c;
     out.push_back(o);
+    if (after_phase) after_phase(phase);
   }
   return out;
 }

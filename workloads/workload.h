@@ -35,6 +35,14 @@ class LiveBytes {
       if (pending_ >= kFlushBytes || pending_ <= -kFlushBytes) flush();
     }
     void flush() { owner_->fold(pending_); pending_ = 0; }
+    // A new Local folding into the same total, for a thread the workload creates itself (a
+    // thread pool): such a thread must not share its creator's Local, which is not thread-safe.
+    // It must flush before it ends, so its delta reaches the total before the phase barrier.
+    Local sibling() const {
+      Local l;
+      l.owner_ = owner_;
+      return l;
+    }
 
    private:
     friend class LiveBytes;
