@@ -499,7 +499,7 @@ uint64_t InsertPhases::build_indexes(ThreadContext& ctx, int client, Counters& c
       trace = trace_mix(trace, key);
       for (int b = 0; b < 8; ++b) rec[2 + b] = static_cast<uint8_t>(key >> (56 - 8 * b));  // big endian: memcmp order
       std::memset(rec + 10, static_cast<int>(row), len - 8);
-      m->records.insert(Rec{rec + 2, len});
+      m->records.insert(Rec{rec + 2, len, key});
       m->used += len + 2;
     }
     ++scanned;
@@ -684,8 +684,8 @@ static const bool registered = register_workload({
     InsertPhases::phase_names(),
     {
         {"scale", ParamType::Float, "1", "1", "multiplies rows, rows_i1 and block_cache"},
-        {"rows", ParamType::Int, "1500000", "400000000", "rows loaded by l.i0, over all tables (full: 8 tables x 50M)"},
-        {"rows_i1", ParamType::Int, "400000", "800000000",
+        {"rows", ParamType::Int, "500000", "400000000", "rows loaded by l.i0, over all tables (full: 8 tables x 50M)"},
+        {"rows_i1", ParamType::Int, "200000", "800000000",
          "rows inserted, and as many deleted, by l.i1 over all tables (full: 8 x 100M)"},
         {"rows_per_commit", ParamType::Int, "100", "100", "rows per commit (one WriteBatch each)"},
         {"entry_min", ParamType::Int, "50", "50", "smallest memtable entry, bytes"},
@@ -693,11 +693,11 @@ static const bool registered = register_workload({
         {"write_buffer", ParamType::Bytes, "8M", "32M", "memtable size (write_buffer_size); arena blocks are min(1M, this/8)"},
         {"max_write_buffers", ParamType::Int, "4", "4", "memtables that may exist (max_write_buffer_number)"},
         {"indexes", ParamType::Int, "3", "3", "secondary indexes created by l.x"},
-        {"merge_buf", ParamType::Bytes, "16M", "64M", "sort buffer per index, twice (rocksdb_merge_buf_size)"},
-        {"combine_read", ParamType::Bytes, "16M", "64M",
+        {"merge_buf", ParamType::Bytes, "4M", "64M", "sort buffer per index, twice (rocksdb_merge_buf_size)"},
+        {"combine_read", ParamType::Bytes, "4M", "64M",
          "merge read budget per index, split over its chunks (rocksdb_merge_combine_read_size)"},
         {"block_bytes", ParamType::Bytes, "8K", "8K", "data block size"},
-        {"block_cache", ParamType::Bytes, "64M", "4G", "block cache capacity (not given by the seed; our choice)"},
+        {"block_cache", ParamType::Bytes, "32M", "4G", "block cache capacity (not given by the seed; our choice)"},
         {"query_rows", ParamType::Int, "10", "10", "rows per range query"},
         {"q_seconds", ParamType::Float, "1", "1800", "length of each q phase"},
         {"q_queries", ParamType::Int, "0", "0", "if > 0, each reader runs this many queries instead of q_seconds (tests)"},
