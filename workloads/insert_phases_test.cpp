@@ -1,0 +1,161 @@
+// insert_phases in-process: live bytes match the workload's own bookkeeping after every phase and
+// go back to nothing, phases come in the benchmark's order, l.x really sorts in several chunks,
+// and one seed gives one operation sequence.
+#include "workloads/insert_phases.h"
+
+#include <gtest/gtest.h>
+#include <malloc.h>
+
+#include "workloads/test_support.h"
+
+using namespace allocmark::workloads;
+
+namespace {
+// Small enough for a test, shaped like the presets: l.x needs several sort chunks per index, the
+// cache is far smaller than the data, memtables switch many times. Queries are counted, not
+// timed, and the rate-limited writer is off, so every phase is deterministic.
+Params small_params(int64_t seed = 1, std::map<std::string, std::string> extra = {}) {
+  std::map<std::string, std::string> o{{"rows", "60000"},       {"rows_i1", "20000"},   {"write_buffer", "256K"},
+                                       {"merge_buf", "256K"},   {"combine_read", "256K"}, {"block_cache", "1M"},
+                                       {"q_queries", "2000"},   {"q_seconds", "0"},     {"q_rate_scale", "0"},
+                                       {"idle_s", "0"},         {"seed", std::to_string(seed)}};
+  for (auto& [k, v] : extra) o[k] = v;
+  return test_support::preset("insert_phases", "quick", o);
+}
+
+struct PhasesRun {
+  std::vector<test_support::PhaseOutcome> phases;
+  std::vector<int64_t> held;  // the workload's own figure after each phase
+};
+
+// Runs phase by phase so the workload's bookkeeping can be read between phases.
+PhasesRun run_all(InsertPhases& w, LiveBytes& live, int threads) {
+  PhasesRun r;
+  for (std::size_t phase = 0; phase < w.phases().size(); ++phase) {
+    live.reset_peak();
+    std::vector<std::thread> crew;
+    std::vector<uint64_t> counts(threads);
+    for (int t = 0; t < threads; ++t)
+      crew.emplace_back([&, t] {
+        ThreadContext ctx{t, threads, live.local(t)};
+        counts[t] = w.run_phase(phase, ctx);
+      });
+    for (auto& t : crew) t.join();
+    test_support::PhaseOutcome o{live.current(), live.peak(), 0};
+    for (auto c : counts) o.ops += c;
+    r.phases.push_back(o);
+    r.held.push_back(w.held_bytes());
+  }
+  return r;
+}
+}  // namespace
+
+TEST(InsertPhases, PhasesInDocumentedOrder) {
+  InsertPhases w(small_params(), 1);
+  EXPECT_EQ(w.phases(), (std::vector<std::string>{"l.i0", "l.x", "idle.x", "l.i1", "q100", "q500", "q1000", "idle.end"}));
+  EXPECT_EQ(find_workload("insert_phases")->phases, w.phases());
+}
+
+TEST(InsertPhases, LiveBytesMatchBookkeepingAfterEveryPhase) {
+  for (int threads : {1, 2, 3}) {
+    InsertPhases w(small_params(), threads);
+    LiveBytes live(threads);
+    PhasesRun r = run_all(w, live, threads);
+    for (std::size_t ph = 0; ph < r.phases.size(); ++ph)
+      EXPECT_EQ(r.phases[ph].live_after, r.held[ph]) << "threads " << threads << " phase " << w.phases()[ph];
+    // The load leaves at most max_write_buffers memtables and no cached block.
+    EXPECT_GT(r.held[InsertPhases::kLoad], 0);
+    EXPECT_LE(r.held[InsertPhases::kLoad], 4 * (256 << 10));
+    // l.x holds two sort buffers per index at once (plus set nodes and cached blocks) and frees them.
+    EXPECT_GT(r.phases[InsertPhases::kIndex].peak_live, 3 * 2 * (256 << 10));
+    EXPECT_LT(r.held[InsertPhases::kIndex], r.phases[InsertPhases::kIndex].peak_live);
+    // Idle phases neither allocate nor free.
+    EXPECT_EQ(r.phases[InsertPhases::kIdleX].live_after, r.phases[InsertPhases::kIndex].live_after);
+    EXPECT_EQ(r.phases[InsertPhases::kIdleEnd].live_after, r.phases[InsertPhases::kQ1000].live_after);
+    EXPECT_EQ(r.phases[InsertPhases::kIdleX].ops, 0u);
+    w.teardown();
+    EXPECT_EQ(w.held_bytes(), 0);
+  }
+}
+
+TEST(InsertPhases, HeapReturnsToWhereItStarted) {
+  // A second accounting, independent of the workload's own: glibc's in-use bytes.
+  struct mallinfo2 before = mallinfo2();
+  {
+    InsertPhases w(small_params(), 2);
+    LiveBytes live(2);
+    run_all(w, live, 2);
+    w.teardown();
+  }
+  struct mallinfo2 after = mallinfo2();
+  int64_t diff = static_cast<int64_t>(after.uordblks + after.hblkhd) - static_cast<int64_t>(before.uordblks + before.hblkhd);
+  EXPECT_LT(std::llabs(diff), 64 << 10);
+}
+
+TEST(InsertPhases, PhasesDoWhatTheBenchmarkDoes) {
+  InsertPhases w(small_params(), 2);
+  LiveBytes live(2);
+  PhasesRun r = run_all(w, live, 2);
+  using P = InsertPhases;
+  EXPECT_EQ(w.counter(P::kLoad, kRowsInserted), 60000u);
+  EXPECT_GT(w.counter(P::kLoad, kFlushes), 5u);  // done by thread 0, the flush thread
+  EXPECT_EQ(w.counter(P::kLoad, kCacheMisses), 0u);
+  // Each index sorts in several chunks, and merges them with combine_read / chunks per chunk.
+  uint64_t chunks = w.counter(P::kIndex, kSortChunks);
+  EXPECT_GE(chunks, 3u * 5);
+  EXPECT_EQ(w.counter(P::kIndex, kMergedRecords), 3u * 60000);
+  EXPECT_LE(w.counter(P::kIndex, kChunkBufferBytes), (256u << 10) / 5);
+  EXPECT_GT(w.counter(P::kIndex, kCacheEvictions), 0u);
+  EXPECT_EQ(w.counter(P::kInsertDelete, kRowsInserted), 20000u);
+  EXPECT_EQ(w.counter(P::kInsertDelete, kRowsDeleted), 20000u);
+  EXPECT_EQ(w.counter(P::kQ100, kQueries), 2000u);
+  EXPECT_GT(w.counter(P::kQ100, kCacheMisses), w.counter(P::kQ100, kCacheHits));
+  EXPECT_EQ(r.phases[P::kQ100].ops, 2000u);
+}
+
+TEST(InsertPhases, RateLimitedWritersWrite) {
+  // Timed q phases with writers: the writer's rows follow the rate (a lower bound only, never a timing).
+  InsertPhases w(small_params(1, {{"q_queries", "0"}, {"q_seconds", "0.2"}, {"q_rate_scale", "1"}}), 2);
+  LiveBytes live(2);
+  PhasesRun r = run_all(w, live, 2);
+  EXPECT_GE(w.counter(InsertPhases::kQ1000, kRowsInserted), 100u);
+  EXPECT_EQ(w.counter(InsertPhases::kQ1000, kRowsDeleted), w.counter(InsertPhases::kQ1000, kRowsInserted));
+  EXPECT_EQ(r.phases[InsertPhases::kIdleEnd].live_after, r.held[InsertPhases::kIdleEnd]);
+}
+
+TEST(InsertPhases, SameSeedSameSequence) {
+  auto trace = [](int64_t seed, int threads) {
+    InsertPhases w(small_params(seed), threads);
+    LiveBytes live(threads);
+    PhasesRun r = run_all(w, live, threads);
+    std::vector<uint64_t> out;
+    for (std::size_t ph = 0; ph < r.phases.size(); ++ph) {
+      out.push_back(w.counter(ph, kTrace));
+      out.push_back(r.phases[ph].ops);
+      // With one client the cache sees one sequence, so even live figures repeat exactly.
+      if (threads <= 2) out.push_back(static_cast<uint64_t>(r.phases[ph].live_after));
+    }
+    return out;
+  };
+  EXPECT_EQ(trace(3, 1), trace(3, 1));
+  EXPECT_NE(trace(3, 1), trace(4, 1));
+  EXPECT_EQ(trace(3, 2), trace(3, 2));
+  EXPECT_EQ(trace(3, 3), trace(3, 3));
+}
+
+TEST(InsertPhases, ScaleMultipliesRows) {
+  InsertPhases w(small_params(1, {{"scale", "0.5"}}), 1);
+  LiveBytes live(1);
+  run_all(w, live, 1);
+  EXPECT_EQ(w.counter(InsertPhases::kLoad, kRowsInserted), 30000u);
+  EXPECT_EQ(w.counter(InsertPhases::kInsertDelete, kRowsDeleted), 10000u);
+}
+
+TEST(InsertPhases, RejectsBadParameters) {
+  const auto* info = find_workload("insert_phases");
+  EXPECT_EQ(info->validate(small_params()), "");
+  EXPECT_NE(info->validate(small_params(1, {{"entry_max", "40"}})), "");
+  EXPECT_NE(info->validate(small_params(1, {{"max_write_buffers", "1"}})), "");
+  EXPECT_NE(info->validate(small_params(1, {{"block_cache", "8K"}})), "");
+  EXPECT_NE(info->validate(small_params(1, {{"scale", "0"}})), "");
+}
