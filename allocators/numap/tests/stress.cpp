@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
   numap::Options o;
   numap::Topology t;
   numap::topology_single(&t, 0);
-  if (getenv("NUMAP_TEST_SPAN") != nullptr) numap::parse_size(getenv("NUMAP_TEST_SPAN"), &o.class_span);
+  if (getenv("STRESS_CLASS_SPAN") != nullptr) numap::parse_size(getenv("STRESS_CLASS_SPAN"), &o.class_span);
   static numap::Heap heap;
   if (!heap.init(o, t, &os)) return 3;
   api::heap = &heap;
