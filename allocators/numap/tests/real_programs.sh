@@ -54,6 +54,29 @@ print(sorted(counts.items())[:5])
 PY
 compare python3 python3 "$work/dicts.py"
 
+# fork from a multithreaded parent: the child allocates while the parent's threads keep going.
+cat >"$work/fork.py" <<'PY'
+import os, threading
+stop = False
+def churn():
+    while not stop:
+        l = [str(i) * 20 for i in range(2000)]
+        del l
+ts = [threading.Thread(target=churn) for _ in range(3)]
+for t in ts: t.start()
+codes = []
+for k in range(20):
+    pid = os.fork()
+    if pid == 0:
+        d = {i: "v" * (i % 300) for i in range(20000)}
+        os._exit(0 if len(d) == 20000 else 1)
+    codes.append(os.waitpid(pid, 0)[1])
+stop = True
+for t in ts: t.join()
+print("children ok:", sum(1 for c in codes if c == 0), "of", len(codes))
+PY
+compare python3-fork python3 "$work/fork.py"
+
 cat >"$work/rows.sql" <<'SQL'
 CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c REAL);
 WITH RECURSIVE cnt(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM cnt WHERE x < 1000000)
