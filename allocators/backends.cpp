@@ -11,6 +11,8 @@ const std::vector<Backend>& backends() {
       {"tcmalloc", "gperftools tcmalloc", {"libtcmalloc.so.4", "libtcmalloc_minimal.so.4"},
        "MallocExtension_GetNumericProperty", "libgoogle-perftools4"},
       {"mimalloc", "Microsoft mimalloc", {"libmimalloc.so.2"}, "mi_version", "libmimalloc2.0"},
+      {"numap", "in-tree NUMA-aware mmap size-class allocator (allocators/numap)",
+       {"libnumap.so", ALLOCMARK_NUMAP_LIBRARY}, "numap_stats", "(built in this tree: make numap)"},
       {"generic", "any other malloc replacement named by library path; no native statistics", {}, "", ""},
   };
   return table;
@@ -40,6 +42,10 @@ std::vector<std::string> library_dirs() {
 }
 
 std::optional<std::string> locate_library(const std::string& soname) {
+  if (!soname.empty() && soname[0] == '/') {  // an absolute path (the in-tree numap build)
+    if (::access(soname.c_str(), R_OK) == 0) return soname;
+    return std::nullopt;
+  }
   for (const auto& dir : library_dirs()) {
     std::string path = dir + "/" + soname;
     if (::access(path.c_str(), R_OK) == 0) return path;

@@ -13,7 +13,7 @@ namespace allocmark::allocators {
 struct Backend {
   std::string name;                    // "jemalloc"
   std::string summary;
-  std::vector<std::string> sonames;    // candidates, most capable first; empty: the C library itself
+  std::vector<std::string> sonames;    // candidates, most capable first (absolute paths allowed); empty: the C library itself
   std::string signature_symbol;        // exported only by this kind ("mallctl"); "" for glibc/generic
   std::string debian_package;          // where the library comes from, for error messages
 };

@@ -9,8 +9,8 @@
 namespace allocmark::allocators {
 
 const NativeApi& native_api(std::string_view backend) {
-  static const std::array<const NativeApi*, 4> kAll = {&kGlibcApi, &kJemallocApi, &kTcmallocApi,
-                                                       &kMimallocApi};
+  static const std::array<const NativeApi*, 5> kAll = {&kGlibcApi, &kJemallocApi, &kTcmallocApi,
+                                                       &kMimallocApi, &kNumapApi};
   for (const NativeApi* api : kAll) {
     if (api->backend == backend) return *api;
   }

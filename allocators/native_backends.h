@@ -9,5 +9,6 @@ extern const NativeApi kGlibcApi;
 extern const NativeApi kJemallocApi;
 extern const NativeApi kTcmallocApi;
 extern const NativeApi kMimallocApi;
+extern const NativeApi kNumapApi;
 
 }  // namespace allocmark::allocators

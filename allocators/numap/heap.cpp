@@ -1,0 +1,763 @@
+#include "allocators/numap/heap.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include <new>
+
+namespace numap {
+namespace {
+
+constexpr std::uint64_t kTwoMiB = 2 << 20;
+
+std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
+std::uint64_t pages_for(std::uint64_t bytes) { return (bytes + kPage - 1) / kPage; }
+
+__thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
+
+pthread_key_t cache_key;
+pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+
+void cache_destructor(void* arg) {
+  auto* tc = static_cast<ThreadCache*>(arg);
+  if (tc->owner != nullptr) tc->owner->flush_cache(tc);
+  tc->owner = nullptr;
+  tc->state = CacheState::kDead;
+}
+
+void make_cache_key() { pthread_key_create(&cache_key, cache_destructor); }
+
+}  // namespace
+
+ThreadCache* thread_cache_tls() { return &tls_cache; }
+
+bool Heap::init(const Options& options, const Topology& topology, Os* os) {
+  opt_ = options;
+  topo_ = topology;
+  os_ = os;
+  numa_ = numa_enabled(topo_, opt_.numa);
+  nparts_ = numa_ ? topo_.count : 1;
+  span_ = opt_.class_span;
+  npage_ = page_class_count(span_);
+  nslots_ = 1 + npage_;
+  arena_bytes_ = static_cast<std::uint64_t>(nparts_) * static_cast<std::uint64_t>(nslots_) * span_;
+
+  // The arena, aligned to the span so that power-of-two chunks are naturally aligned.
+  char* raw = static_cast<char*>(os_->reserve(arena_bytes_ + span_));
+  if (raw == nullptr) return false;
+  char* aligned = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(raw), span_));
+  if (aligned != raw) os_->unmap(raw, static_cast<std::size_t>(aligned - raw));
+  const std::uint64_t tail = span_ - static_cast<std::uint64_t>(aligned - raw);
+  if (tail != 0) os_->unmap(aligned + arena_bytes_, tail);
+  arena_ = aligned;
+
+  // Metadata: node parts, slab headers, slot bitmaps and extents, the huge table; touched lazily.
+  const std::uint64_t slab_chunks = span_ / kSlabBytes;
+  std::uint64_t per_part = round_up(sizeof(NodePart), 64) + round_up(slab_chunks * sizeof(SlabMeta), 64);
+  for (int s = 0; s < nslots_; ++s) {
+    const std::uint64_t chunk = s == kSlabSlot ? kSlabBytes : page_class_size(s - 1);
+    per_part += round_up(Slot::metadata_bytes(span_ / chunk), 64);
+  }
+  meta_bytes_ = round_up(per_part * static_cast<std::uint64_t>(nparts_) + HugeTable::metadata_bytes(), kPage);
+  meta_ = static_cast<char*>(os_->reserve(meta_bytes_));
+  if (meta_ == nullptr) {
+    os_->unmap(arena_, arena_bytes_);
+    return false;
+  }
+  char* m = meta_;
+  part_ = reinterpret_cast<NodePart*>(m);
+  m += round_up(sizeof(NodePart) * static_cast<std::uint64_t>(nparts_), 64);
+  for (int i = 0; i < nparts_; ++i) {
+    NodePart* part = new (&part_[i]) NodePart();
+    part->slab_meta = reinterpret_cast<SlabMeta*>(m);
+    m += round_up(slab_chunks * sizeof(SlabMeta), 64);
+    char* base = arena_ + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(nslots_) * span_;
+    for (int s = 0; s < nslots_; ++s) {
+      const std::uint64_t chunk = s == kSlabSlot ? kSlabBytes : page_class_size(s - 1);
+      const std::uint32_t grain = opt_.thp && chunk % kTwoMiB == 0 ? kTwoMiB / kPage : 1;
+      part->slots[s].init(base + static_cast<std::uint64_t>(s) * span_, chunk, span_ / chunk, grain, m);
+      m += round_up(Slot::metadata_bytes(span_ / chunk), 64);
+      if (grain > 1) os_->advise_huge(base + static_cast<std::uint64_t>(s) * span_, span_, true);
+    }
+    part->capacity = numa_ ? (opt_.node_capacity != 0 ? opt_.node_capacity : topo_.capacity[i]) : opt_.node_capacity;
+    // Bound before first touch: every page of the partition faults in on its node.
+    if (numa_) os_->bind(base, static_cast<std::size_t>(nslots_) * span_, topo_.os_node[i]);
+  }
+  huge_.init(m);
+  if (!opt_.thp) os_->advise_huge(arena_, arena_bytes_, false);
+  return true;
+}
+
+void Heap::destroy() {
+  ThreadCache* tc = thread_cache_tls();
+  if (tc->owner == this) {
+    tc->owner = nullptr;
+    tc->state = CacheState::kNew;
+  }
+  os_->unmap(arena_, arena_bytes_);
+  os_->unmap(meta_, meta_bytes_);
+  arena_ = nullptr;
+}
+
+Heap::Where Heap::locate(const void* p) const {
+  const std::uint64_t off = static_cast<std::uint64_t>(static_cast<const char*>(p) - arena_);
+  const std::uint64_t part_bytes = static_cast<std::uint64_t>(nslots_) * span_;
+  const int part = nparts_ == 1 ? 0 : static_cast<int>(off / part_bytes);
+  const std::uint64_t rem = off - static_cast<std::uint64_t>(part) * part_bytes;
+  const int slot = static_cast<int>(rem / span_);
+  return Where{part, slot, (rem % span_) / part_[part].slots[slot].chunk()};
+}
+
+int Heap::node_for_cpu(int cpu) const {
+  if (!numa_) return 0;
+  int p = topo_.node_of_cpu(cpu);
+  if (p >= nparts_) p = 0;
+  if (topo_.allowed & (1ull << p)) return p;
+  int best = -1;
+  for (int i = 0; i < nparts_; ++i)
+    if ((topo_.allowed & (1ull << i)) && (best < 0 || topo_.distance[p][i] < topo_.distance[p][best])) best = i;
+  return best < 0 ? 0 : best;
+}
+
+int Heap::current_node() { return numa_ ? node_for_cpu(os_->current_cpu()) : 0; }
+
+int Heap::node_of(const void* p) const {
+  if (in_arena(p)) return locate(p).part;
+  return -1;
+}
+
+// ---- capacity -----------------------------------------------------------------------------------
+
+Heap::Charge Heap::charge(int part, std::uint64_t bytes) {
+  const std::uint64_t before = total_mapped_.fetch_add(bytes, std::memory_order_relaxed);
+  if (opt_.capacity != 0 && before + bytes > opt_.capacity) {
+    total_mapped_.fetch_sub(bytes, std::memory_order_relaxed);
+    return Charge::kGlobalFull;
+  }
+  NodePart& np = part_[part];
+  const std::uint64_t nb = np.mapped.fetch_add(bytes, std::memory_order_relaxed);
+  if (np.capacity != 0 && nb + bytes > np.capacity) {
+    np.mapped.fetch_sub(bytes, std::memory_order_relaxed);
+    total_mapped_.fetch_sub(bytes, std::memory_order_relaxed);
+    return Charge::kNodeFull;
+  }
+  return Charge::kOk;
+}
+
+void Heap::uncharge(int part, std::uint64_t bytes) {
+  part_[part].mapped.fetch_sub(bytes, std::memory_order_relaxed);
+  total_mapped_.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+void Heap::note_fallback(int from, int to) {
+  fallback_by_distance_[topo_.distance[from][to]].fetch_add(1, std::memory_order_relaxed);
+  part_[to].fallback_in.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::size_t Heap::purge(std::uint64_t want, int only_part) {
+  purges_.fetch_add(1, std::memory_order_relaxed);
+  std::uint64_t got = 0;
+  PurgeRun runs[32];
+  // Largest classes first: the fewest calls for the most bytes, and the slabs (64 KiB) in their place.
+  for (int c = npage_ - 1; c >= -1; --c) {
+    int slots[2] = {c + 1, -1};
+    if (c >= 0 && page_class_size(c) == kSlabBytes) slots[1] = kSlabSlot;
+    if (c == -1) break;
+    for (int si : slots) {
+      if (si < 0) continue;
+      for (int p = 0; p < nparts_; ++p) {
+        if (only_part >= 0 && p != only_part) continue;
+        Slot& sl = part_[p].slots[si];
+        while (sl.free_mapped() != 0) {
+          const int n = sl.purge_begin(runs, 32, want != 0 ? want - got : 0);
+          if (n == 0) break;
+          std::uint64_t released = 0;
+          for (int r = 0; r < n; ++r) {
+            runs[r].ok = runs[r].bytes == 0 || os_->advise_free(sl.address(runs[r].first), runs[r].bytes);
+            if (runs[r].ok) released += runs[r].bytes;
+          }
+          sl.purge_done(runs, n);
+          uncharge(p, released);
+          sl.mapped_bytes.fetch_sub(released, std::memory_order_relaxed);
+          sl.advised_bytes.fetch_add(released, std::memory_order_relaxed);
+          advised_.fetch_add(released, std::memory_order_relaxed);
+          got += released;
+          if (released == 0) break;  // advice failing: do not spin
+          if (want != 0 && got >= want) return got;
+        }
+      }
+    }
+  }
+  return got;
+}
+
+// ---- page chunks --------------------------------------------------------------------------------
+
+void* Heap::chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part) {
+  maybe_start_decay();
+  const std::uint32_t grain = part_[0].slots[slot].grain_pages();
+  const std::uint64_t need = round_up(pages_for(bytes), grain);
+  int order[kMaxNodes];
+  std::uint64_t free_bytes[kMaxNodes];
+  for (int pass = 0; pass < 2; ++pass) {
+    int n = 1;
+    order[0] = 0;
+    if (numa_) {
+      for (int i = 0; i < nparts_; ++i) {
+        const std::uint64_t cap = part_[i].capacity, used = part_[i].mapped.load(std::memory_order_relaxed);
+        free_bytes[i] = cap == 0 ? ~std::uint64_t{0} : (cap > used ? cap - used : 0);
+      }
+      n = fallback_order(topo_, node, free_bytes, opt_.distance_limit, order);
+    }
+    bool global_full = false, node_full = false;
+    for (int k = 0; k < n && !global_full; ++k) {
+      const int m = order[k];
+      Slot& sl = part_[m].slots[slot];
+      const std::int64_t i = sl.take();
+      if (i < 0) continue;
+      std::uint32_t& ext = sl.extent(static_cast<std::uint64_t>(i));
+      const std::uint64_t had = ext;
+      if (ext < need) {
+        const Charge r = charge(m, (need - ext) * kPage);
+        if (r != Charge::kOk) {
+          sl.give(static_cast<std::uint64_t>(i));
+          (r == Charge::kGlobalFull ? global_full : node_full) = true;
+          continue;
+        }
+        sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
+        ext = static_cast<std::uint32_t>(need);
+      }
+      sl.allocs.fetch_add(1, std::memory_order_relaxed);
+      sl.in_use_bytes.fetch_add(sl.chunk(), std::memory_order_relaxed);
+      if (m != node) note_fallback(node, m);
+      *old_bytes = had * kPage;
+      *out_part = m;
+      return sl.address(static_cast<std::uint64_t>(i));
+    }
+    if (pass == 1) break;
+    if (global_full) {
+      if (purge(need * kPage) == 0) break;
+    } else if (node_full) {
+      if (opt_.beyond_limit == BeyondLimit::kFail) break;
+      if (purge(need * kPage, node) == 0 && purge(need * kPage) == 0) break;
+    } else {
+      break;  // every candidate slot's address space is used up
+    }
+  }
+  enomem_.fetch_add(1, std::memory_order_relaxed);
+  errno = ENOMEM;
+  return nullptr;
+}
+
+void Heap::chunk_free(int part, int slot, std::uint64_t index) {
+  Slot& sl = part_[part].slots[slot];
+  sl.frees.fetch_add(1, std::memory_order_relaxed);
+  sl.in_use_bytes.fetch_sub(sl.chunk(), std::memory_order_relaxed);
+  sl.give(index);
+}
+
+bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes) {
+  Slot& sl = part_[part].slots[slot];
+  const std::uint64_t need = round_up(pages_for(bytes), sl.grain_pages());
+  std::uint32_t& ext = sl.extent(index);
+  if (ext >= need) return true;
+  for (int pass = 0; pass < 2; ++pass) {
+    const Charge r = charge(part, (need - ext) * kPage);
+    if (r == Charge::kOk) {
+      sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
+      ext = static_cast<std::uint32_t>(need);
+      return true;
+    }
+    if (pass == 1 || purge((need - ext) * kPage, r == Charge::kNodeFull ? part : -1) == 0) break;
+  }
+  return false;
+}
+
+// ---- huge ---------------------------------------------------------------------------------------
+
+void* Heap::huge_alloc(std::size_t n, std::size_t align) {
+  if (n > (std::uint64_t{1} << 46)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  const std::uint64_t bytes = round_up(n, kPage);
+  const int node = current_node();
+  Charge r = charge(node, bytes);
+  if (r != Charge::kOk && purge(bytes) > 0) r = charge(node, bytes);
+  if (r != Charge::kOk) {
+    enomem_.fetch_add(1, std::memory_order_relaxed);
+    errno = ENOMEM;
+    return nullptr;
+  }
+  const std::uint64_t extra = align > kPage ? align : 0;
+  char* raw = static_cast<char*>(os_->reserve(bytes + extra));
+  if (raw == nullptr) {
+    uncharge(node, bytes);
+    enomem_.fetch_add(1, std::memory_order_relaxed);
+    errno = ENOMEM;
+    return nullptr;
+  }
+  char* p = raw;
+  if (extra != 0) {
+    p = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(raw), align));
+    if (p != raw) os_->unmap(raw, static_cast<std::size_t>(p - raw));
+    const std::uint64_t tail = extra - static_cast<std::uint64_t>(p - raw);
+    if (tail != 0) os_->unmap(p + bytes, tail);
+  }
+  if (numa_) os_->bind(p, bytes, topo_.os_node[node]);
+  if (!huge_.insert(p, bytes, static_cast<std::uint32_t>(node))) {
+    os_->unmap(p, bytes);
+    uncharge(node, bytes);
+    enomem_.fetch_add(1, std::memory_order_relaxed);
+    errno = ENOMEM;
+    return nullptr;
+  }
+  part_[node].huge_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  huge_live_.fetch_add(1, std::memory_order_relaxed);
+  return p;
+}
+
+void Heap::huge_free(void* p) {
+  std::uint32_t node = 0;
+  const std::uint64_t bytes = huge_.erase(p, &node);
+  if (bytes == 0) fatal("free(): pointer not allocated by numap");
+  huge_live_.fetch_sub(1, std::memory_order_relaxed);
+  os_->unmap(p, bytes);
+  part_[node].huge_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  uncharge(static_cast<int>(node), bytes);
+}
+
+// ---- small objects ------------------------------------------------------------------------------
+
+ThreadCache* Heap::cache() {
+  ThreadCache* tc = thread_cache_tls();
+  if (tc->owner == this) return tc;
+  if (!opt_.tcache || tc->state == CacheState::kDead) return nullptr;
+  if (tc->owner != nullptr) tc->owner->flush_cache(tc);
+  tc->owner = this;
+  tc->state = CacheState::kLive;
+  tc->node = current_node();
+  tc->until_recheck = 64;
+  tc->hits = 0;
+  for (int c = 0; c < kSmallClasses; ++c) {
+    std::uint64_t limit = opt_.tcache_bytes / kSmallSize[c];
+    tc->lists[c] = CacheList{nullptr, 0, static_cast<std::uint32_t>(limit < 4 ? 4 : limit > 512 ? 512 : limit)};
+  }
+  pthread_once(&cache_key_once, make_cache_key);
+  pthread_setspecific(cache_key, tc);
+  return tc;
+}
+
+void* Heap::refill(ThreadCache* tc, int cls) {
+  int node;
+  std::uint32_t want = 1;
+  if (tc != nullptr) {
+    if (--tc->until_recheck == 0) {
+      tc->node = current_node();
+      tc->until_recheck = 64;
+    }
+    node = tc->node;
+    want = tc->lists[cls].limit / 2;
+    if (want == 0) want = 1;
+  } else {
+    node = current_node();
+  }
+  const std::uint32_t size = kSmallSize[cls];
+  void* head = nullptr;
+  std::uint32_t got = 0;
+  for (int attempt = 0; attempt < 2 && got == 0; ++attempt) {
+    Central& c = part_[node].central[cls];
+    {
+      LockGuard g(c.lock);
+      got = c.pop(part_[node].slots[kSlabSlot].base(), kSlabBytes, part_[node].slab_meta, &head, want);
+      if (got != 0) {
+        c.allocs.fetch_add(got, std::memory_order_relaxed);
+        c.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
+      }
+    }
+    if (got != 0) break;
+    std::uint64_t old = 0;
+    int at = node;
+    char* slab = static_cast<char*>(chunk_alloc(node, kSlabSlot, kSlabBytes, &old, &at));
+    if (slab == nullptr) return nullptr;
+    NodePart& np = part_[at];
+    SlabMeta* s = &np.slab_meta[np.slots[kSlabSlot].index_of(slab)];
+    *s = SlabMeta{};
+    s->cls = static_cast<std::uint16_t>(cls);
+    s->capacity = static_cast<std::uint16_t>(kSlabBytes / size);
+    s->nfree = s->capacity;
+    Central& c2 = np.central[cls];
+    LockGuard g(c2.lock);
+    central_link(&c2, s);
+    got = c2.pop(np.slots[kSlabSlot].base(), kSlabBytes, np.slab_meta, &head, want);
+    c2.allocs.fetch_add(got, std::memory_order_relaxed);
+    c2.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
+  }
+  if (got == 0) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  void* result = head;
+  head = *static_cast<void**>(head);
+  if (tc != nullptr) {
+    tcache_misses_.fetch_add(1, std::memory_order_relaxed);
+    tcache_hits_.fetch_add(tc->hits, std::memory_order_relaxed);
+    tc->hits = 0;
+    CacheList& l = tc->lists[cls];
+    // The list was empty: the rest of the batch becomes it.
+    l.head = head;
+    l.count = got - 1;
+  }
+  return result;
+}
+
+void Heap::release_slab(int part, SlabMeta* s) {
+  chunk_free(part, kSlabSlot, static_cast<std::uint64_t>(s - part_[part].slab_meta));
+}
+
+void Heap::small_free(NodePart& np, SlabMeta* s, void* p) {
+  Central& c = np.central[s->cls];
+  bool empty;
+  {
+    LockGuard g(c.lock);
+    empty = slab_push(s, p);
+    c.frees.fetch_add(1, std::memory_order_relaxed);
+    c.in_use_bytes.fetch_sub(kSmallSize[s->cls], std::memory_order_relaxed);
+    if (empty) {
+      if (s->in_partial) central_unlink(&c, s);
+    } else if (!s->in_partial) {
+      central_link(&c, s);
+    }
+  }
+  if (empty) release_slab(static_cast<int>(&np - part_), s);
+}
+
+void Heap::flush_list(CacheList* list, std::uint32_t n) {
+  Central* held = nullptr;
+  std::uint64_t held_count = 0;
+  std::uint32_t held_size = 0;
+  SlabMeta* empties[32];
+  int empty_part[32];
+  int ne = 0;
+  auto drop = [&] {
+    if (held == nullptr) return;
+    held->frees.fetch_add(held_count, std::memory_order_relaxed);
+    held->in_use_bytes.fetch_sub(held_count * held_size, std::memory_order_relaxed);
+    held->lock.unlock();
+    held = nullptr;
+    held_count = 0;
+  };
+  while (n-- > 0 && list->head != nullptr) {
+    void* p = list->head;
+    list->head = *static_cast<void**>(p);
+    --list->count;
+    const Where w = locate(p);
+    NodePart& np = part_[w.part];
+    SlabMeta* s = &np.slab_meta[w.index];
+    Central* c = &np.central[s->cls];
+    if (c != held) {
+      drop();
+      c->lock.lock();
+      held = c;
+      held_size = kSmallSize[s->cls];
+    }
+    ++held_count;
+    if (slab_push(s, p)) {
+      if (s->in_partial) central_unlink(c, s);
+      empties[ne] = s;
+      empty_part[ne++] = w.part;
+      if (ne == 32) {
+        drop();
+        for (int i = 0; i < ne; ++i) release_slab(empty_part[i], empties[i]);
+        ne = 0;
+      }
+    } else if (!s->in_partial) {
+      central_link(c, s);
+    }
+  }
+  drop();
+  for (int i = 0; i < ne; ++i) release_slab(empty_part[i], empties[i]);
+}
+
+void Heap::flush_cache(ThreadCache* tc) {
+  for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
+  tcache_hits_.fetch_add(tc->hits, std::memory_order_relaxed);
+  tc->hits = 0;
+}
+
+void* Heap::small_alloc(int cls) {
+  ThreadCache* tc = cache();
+  if (tc != nullptr) {
+    CacheList& l = tc->lists[cls];
+    if (l.head != nullptr) {
+      void* p = l.head;
+      l.head = *static_cast<void**>(p);
+      --l.count;
+      ++tc->hits;
+      return p;
+    }
+  }
+  return refill(tc, cls);
+}
+
+// ---- the API ------------------------------------------------------------------------------------
+
+void* Heap::malloc(std::size_t n) {
+  if (n <= kSmallMax) return small_alloc(small_class(n));
+  if (n <= max_class()) {
+    std::uint64_t old;
+    int part;
+    return chunk_alloc(current_node(), 1 + page_class(n), n, &old, &part);
+  }
+  return huge_alloc(n, kPage);
+}
+
+void Heap::free(void* p) {
+  if (p == nullptr) return;
+  if (!in_arena(p)) {
+    huge_free(p);
+    return;
+  }
+  const Where w = locate(p);
+  NodePart& np = part_[w.part];
+  if (w.slot != kSlabSlot) {
+    chunk_free(w.part, w.slot, w.index);
+    return;
+  }
+  SlabMeta* s = &np.slab_meta[w.index];
+  ThreadCache* tc = cache();
+  if (tc != nullptr && tc->node == w.part) {
+    CacheList& l = tc->lists[s->cls];
+    if (l.count >= l.limit) flush_list(&l, l.limit / 2);
+    *static_cast<void**>(p) = l.head;
+    l.head = p;
+    ++l.count;
+    return;
+  }
+  small_free(np, s, p);
+}
+
+void* Heap::calloc(std::size_t count, std::size_t size) {
+  std::size_t n;
+  if (__builtin_mul_overflow(count, size, &n)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (n <= kSmallMax) {
+    void* p = small_alloc(small_class(n));
+    if (p != nullptr) memset(p, 0, n);
+    return p;
+  }
+  if (n <= max_class()) {
+    std::uint64_t old = 0;
+    int part;
+    void* p = chunk_alloc(current_node(), 1 + page_class(n), n, &old, &part);
+    if (p != nullptr && old != 0) memset(p, 0, old < n ? old : n);  // pages past `old` are fresh zeros
+    return p;
+  }
+  return huge_alloc(n, kPage);  // fresh mapping: zero
+}
+
+std::size_t Heap::usable_size(const void* p) {
+  if (p == nullptr) return 0;
+  if (!in_arena(p)) return huge_.find(p);
+  const Where w = locate(p);
+  NodePart& np = part_[w.part];
+  if (w.slot == kSlabSlot) return kSmallSize[np.slab_meta[w.index].cls];
+  return std::uint64_t{np.slots[w.slot].extent(w.index)} * kPage;
+}
+
+bool Heap::owns(const void* p) {
+  return in_arena(p) || (huge_live_.load(std::memory_order_relaxed) != 0 && huge_.find(p) != 0);
+}
+
+void* Heap::realloc(void* p, std::size_t n) {
+  if (p == nullptr) return malloc(n);
+  if (n == 0) {
+    free(p);
+    return nullptr;
+  }
+  std::size_t old_usable;
+  if (in_arena(p)) {
+    const Where w = locate(p);
+    NodePart& np = part_[w.part];
+    if (w.slot == kSlabSlot) {
+      const int cls = np.slab_meta[w.index].cls;
+      if (n <= kSmallMax && small_class(n) == cls) return p;
+      old_usable = kSmallSize[cls];
+    } else {
+      Slot& sl = np.slots[w.slot];
+      // Stay in place when n fits the chunk and would not be better served by a much smaller class.
+      if (n <= sl.chunk() && n > kSmallMax && page_class(n) + 1 >= w.slot - 1) {
+        if (grow_extent(w.part, w.slot, w.index, n)) return p;
+      }
+      old_usable = std::uint64_t{sl.extent(w.index)} * kPage;
+    }
+  } else {
+    const std::uint64_t bytes = huge_.find(p);
+    if (bytes == 0) fatal("realloc(): pointer not allocated by numap");
+    if (n <= bytes && n > bytes / 2) return p;
+    old_usable = bytes;
+  }
+  void* q = malloc(n);
+  if (q == nullptr) return nullptr;  // errno ENOMEM; p untouched
+  memcpy(q, p, old_usable < n ? old_usable : n);
+  free(p);
+  return q;
+}
+
+void* Heap::memalign(std::size_t align, std::size_t n) {
+  if (align <= 16) return malloc(n);
+  if (n <= kSmallMax && align < kPage) {
+    for (int c = small_class(n); c < kSmallClasses; ++c)
+      if (kSmallSize[c] % align == 0) return small_alloc(c);
+  }
+  const std::size_t need = n == 0 ? 1 : n;
+  int cls = align <= kPage ? page_class(need) : page_class_pow2(need, align);
+  if (cls < npage_) {
+    std::uint64_t old;
+    int part;
+    return chunk_alloc(current_node(), 1 + cls, need, &old, &part);
+  }
+  if (align > (std::uint64_t{1} << 40)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return huge_alloc(need, align);
+}
+
+// ---- background purge, fork ---------------------------------------------------------------------
+
+namespace {
+void* decay_main(void* arg) {
+  auto* heap = static_cast<Heap*>(arg);
+  const long long ms = heap->options().decay_ms;
+  for (;;) {
+    timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+    heap->purge();
+  }
+  return nullptr;
+}
+}  // namespace
+
+void Heap::maybe_start_decay() {
+  if (opt_.decay_ms <= 0 || decay_state_.load(std::memory_order_relaxed) != 0) return;
+  int expected = 0;
+  if (!decay_state_.compare_exchange_strong(expected, 1)) return;
+  pthread_t t;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 << 10);
+  if (pthread_create(&t, &attr, decay_main, this) != 0) decay_state_.store(0);
+  pthread_attr_destroy(&attr);
+}
+
+void Heap::for_each_lock(void (*fn)(Lock&)) {
+  for (int p = 0; p < nparts_; ++p) {
+    for (int s = 0; s < nslots_; ++s) fn(part_[p].slots[s].lock);
+    for (int c = 0; c < kSmallClasses; ++c) fn(part_[p].central[c].lock);
+  }
+  fn(huge_.lock);
+}
+
+void Heap::fork_prepare() { for_each_lock([](Lock& l) { l.lock(); }); }
+void Heap::fork_parent() { for_each_lock([](Lock& l) { l.unlock(); }); }
+void Heap::fork_child() {
+  for_each_lock([](Lock& l) { l.reset(); });
+  decay_state_.store(0);  // the purge thread does not exist in the child
+}
+
+// ---- statistics ---------------------------------------------------------------------------------
+
+std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std::size_t max_classes) {
+  const std::size_t total_entries = static_cast<std::size_t>(nparts_) * (kSmallClasses + nslots_);
+  if (out != nullptr) {
+    struct numap_stats s{};
+    s.struct_size = sizeof(struct numap_stats);
+    s.version = NUMAP_STATS_VERSION;
+    s.nodes = static_cast<std::uint32_t>(nparts_);
+    s.numa_enabled = numa_;
+    s.capacity_bytes = opt_.capacity;
+    s.mapped_bytes = total_mapped_.load(std::memory_order_relaxed);
+    s.advised_bytes = advised_.load(std::memory_order_relaxed);
+    s.mmap_calls = os_->counters.mmap_calls.load();
+    s.mmap_bytes = os_->counters.mmap_bytes.load();
+    s.munmap_calls = os_->counters.munmap_calls.load();
+    s.munmap_bytes = os_->counters.munmap_bytes.load();
+    s.madvise_calls = os_->counters.madvise_calls.load();
+    s.madvise_bytes = os_->counters.madvise_bytes.load();
+    s.mbind_calls = os_->counters.mbind_calls.load();
+    s.purges = purges_.load();
+    s.enomem = enomem_.load();
+    s.tcache_hits = tcache_hits_.load();
+    s.tcache_misses = tcache_misses_.load();
+    int nd = 0;
+    for (int d = 0; d < 256 && nd < NUMAP_MAX_DISTANCES; ++d) {
+      const std::uint64_t v = fallback_by_distance_[d].load(std::memory_order_relaxed);
+      if (v == 0) continue;
+      s.fallback_distance[nd] = static_cast<std::uint32_t>(d);
+      s.fallback_count[nd++] = v;
+    }
+    for (int p = 0; p < nparts_ && p < NUMAP_MAX_NODES; ++p) {
+      NodePart& np = part_[p];
+      numap_node_stats& ns = s.node[p];
+      ns.os_node = numa_ ? topo_.os_node[p] : -1;
+      ns.capacity_bytes = np.capacity;
+      ns.mapped_bytes = np.mapped.load(std::memory_order_relaxed);
+      ns.fallback_in = np.fallback_in.load(std::memory_order_relaxed);
+      const std::uint64_t huge = np.huge_bytes.load(std::memory_order_relaxed);
+      ns.in_use_bytes += huge;
+      s.huge_bytes += huge;
+      for (int c = 0; c < kSmallClasses; ++c) {
+        Central& ce = np.central[c];
+        ns.in_use_bytes += ce.in_use_bytes.load(std::memory_order_relaxed);
+        s.lock_acquisitions += ce.lock.acquisitions();
+        s.lock_contended += ce.lock.contended();
+        s.lock_wait_ns += ce.lock.wait_ns();
+      }
+      for (int si = 0; si < nslots_; ++si) {
+        Slot& sl = np.slots[si];
+        if (si != kSlabSlot) ns.in_use_bytes += sl.in_use_bytes.load(std::memory_order_relaxed);
+        ns.advised_bytes += sl.advised_bytes.load(std::memory_order_relaxed);
+        s.lock_acquisitions += sl.lock.acquisitions();
+        s.lock_contended += sl.lock.contended();
+        s.lock_wait_ns += sl.lock.wait_ns();
+      }
+      s.in_use_bytes += ns.in_use_bytes;
+    }
+    s.lock_acquisitions += huge_.lock.acquisitions();
+    s.lock_contended += huge_.lock.contended();
+    s.lock_wait_ns += huge_.lock.wait_ns();
+    // Copy no more than the caller's struct holds.
+    std::size_t n = out->struct_size != 0 && out->struct_size < sizeof s ? out->struct_size : sizeof s;
+    memcpy(out, &s, n);
+  }
+  std::size_t k = 0;
+  for (int p = 0; p < nparts_; ++p) {
+    NodePart& np = part_[p];
+    for (int c = 0; c < kSmallClasses; ++c, ++k) {
+      if (k >= max_classes || classes == nullptr) continue;
+      Central& ce = np.central[c];
+      classes[k] = numap_class_stats{static_cast<std::uint32_t>(p), static_cast<std::uint32_t>(c), kSmallSize[c], 0, 0,
+                                     ce.in_use_bytes.load(), 0, 0, ce.allocs.load(), ce.frees.load(),
+                                     ce.lock.acquisitions(), ce.lock.contended(), ce.lock.wait_ns()};
+    }
+    for (int si = 0; si < nslots_; ++si, ++k) {
+      if (k >= max_classes || classes == nullptr) continue;
+      Slot& sl = np.slots[si];
+      classes[k] = numap_class_stats{static_cast<std::uint32_t>(p), static_cast<std::uint32_t>(kSmallClasses + si),
+                                     sl.chunk(), si == kSlabSlot ? 2u : 1u, 0,
+                                     sl.in_use_bytes.load(), sl.mapped_bytes.load(), sl.advised_bytes.load(),
+                                     sl.allocs.load(), sl.frees.load(),
+                                     sl.lock.acquisitions(), sl.lock.contended(), sl.lock.wait_ns()};
+    }
+  }
+  return total_entries;
+}
+
+}  // namespace numap

@@ -1,0 +1,129 @@
+// Layer 6, the heap: ties the layers together. One Heap owns an arena reserved up front
+// (MAP_NORESERVE) of `parts` node partitions x (1 slab Slot + page-class Slots) x class_span, so
+// the node and class of any pointer are address arithmetic. It decides the node of each
+// allocation (the calling CPU's, with the seed-001 fallback order when that node is full), charges
+// and enforces the RSS capacity (purging free pages, largest classes first, before failing with
+// ENOMEM) and counts everything numap_stats reports. Tests build Heaps with their own Options,
+// Topology and Os; the preloaded library builds one from the environment.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "allocators/numap/include/numap.h"
+#include "allocators/numap/large.h"
+#include "allocators/numap/options.h"
+#include "allocators/numap/os.h"
+#include "allocators/numap/page_runs.h"
+#include "allocators/numap/size_classes.h"
+#include "allocators/numap/slabs.h"
+#include "allocators/numap/thread_cache.h"
+#include "allocators/numap/topology.h"
+
+namespace numap {
+
+constexpr int kSlabSlot = 0;  // slot index of the slabs; page class c is slot c + 1
+
+struct NodePart {
+  Slot slots[1 + kMaxPageClasses];
+  Central central[kSmallClasses];
+  SlabMeta* slab_meta = nullptr;
+  std::uint64_t capacity = 0;  // 0 = unlimited
+  std::atomic<std::uint64_t> mapped{0}, fallback_in{0}, huge_bytes{0};
+};
+
+class Heap {
+ public:
+  // Reserves the arena and metadata; false (errno set) when the reservation fails.
+  bool init(const Options& options, const Topology& topology, Os* os);
+  // Unmaps everything (tests only; every pointer becomes invalid).
+  void destroy();
+
+  void* malloc(std::size_t n);
+  void free(void* p);
+  void* calloc(std::size_t count, std::size_t size);
+  void* realloc(void* p, std::size_t n);
+  // align: a power of two. Null with errno ENOMEM on failure.
+  void* memalign(std::size_t align, std::size_t n);
+  std::size_t usable_size(const void* p);
+  // True when p was allocated by this heap (arena or huge table).
+  bool owns(const void* p);
+  bool in_arena(const void* p) const {
+    return static_cast<const char*>(p) >= arena_ && static_cast<const char*>(p) < arena_ + arena_bytes_;
+  }
+
+  std::size_t purge(std::uint64_t want_bytes = 0, int part = -1);
+  std::size_t stats(struct numap_stats* out, numap_class_stats* classes, std::size_t max_classes);
+
+  void fork_prepare();
+  void fork_parent();
+  void fork_child();
+
+  // Returns the thread cache's objects to the Centrals (thread exit, or a cache changing heaps).
+  void flush_cache(ThreadCache* tc);
+
+  const Options& options() const { return opt_; }
+  const Topology& topology() const { return topo_; }
+  bool numa() const { return numa_; }
+  int parts() const { return nparts_; }
+  int page_classes() const { return npage_; }
+  std::size_t max_class() const { return page_class_size(npage_ - 1); }
+  std::uint64_t mapped_bytes() const { return total_mapped_.load(std::memory_order_relaxed); }
+  // Partition an allocation from `cpu` would start at (tests).
+  int node_for_cpu(int cpu) const;
+  // Partition that holds p, or -1.
+  int node_of(const void* p) const;
+
+ private:
+  enum class Charge { kOk, kNodeFull, kGlobalFull };
+  struct Where {
+    int part;
+    int slot;
+    std::uint64_t index;
+  };
+
+  Where locate(const void* p) const;
+  int current_node();
+
+  void* small_alloc(int cls);
+  void small_free(NodePart& part, SlabMeta* s, void* p);
+  void* refill(ThreadCache* tc, int cls);
+  void flush_list(CacheList* list, std::uint32_t n);
+  void release_slab(int part, SlabMeta* s);
+  // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
+  // *old_bytes: what was already resident (dirty) in it. Null (errno ENOMEM) when nothing fits.
+  void* chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part);
+  void chunk_free(int part, int slot, std::uint64_t index);
+  bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes);
+  Charge charge(int part, std::uint64_t bytes);
+  void uncharge(int part, std::uint64_t bytes);
+  void* huge_alloc(std::size_t n, std::size_t align);
+  void huge_free(void* p);
+  void note_fallback(int from, int to);
+  ThreadCache* cache();
+  void maybe_start_decay();
+  void for_each_lock(void (*fn)(Lock&));
+
+  Options opt_;
+  Topology topo_;
+  Os* os_ = nullptr;
+  bool numa_ = false;
+  int nparts_ = 1;
+  int npage_ = 0;
+  int nslots_ = 0;
+  std::uint64_t span_ = 0;
+  char* arena_ = nullptr;
+  std::uint64_t arena_bytes_ = 0;
+  char* meta_ = nullptr;
+  std::uint64_t meta_bytes_ = 0;
+  NodePart* part_ = nullptr;
+  HugeTable huge_;
+  std::atomic<std::uint64_t> total_mapped_{0};
+  std::atomic<std::uint64_t> tcache_hits_{0}, tcache_misses_{0}, purges_{0}, enomem_{0}, advised_{0};
+  std::atomic<std::uint64_t> fallback_by_distance_[256] = {};
+  std::atomic<int> decay_state_{0};  // 0 not started, 1 starting/running
+  std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
+};
+
+}  // namespace numap

@@ -1,0 +1,87 @@
+/* numap: the in-tree NUMA-aware mmap size-class allocator. Its public C API, besides the malloc
+ * family it exports when preloaded. The harness finds these with dlsym(RTLD_DEFAULT, ...); every
+ * struct carries its size first so a reader built against another version can tell. */
+#ifndef NUMAP_H
+#define NUMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NUMAP_STATS_VERSION 1
+#define NUMAP_MAX_NODES 64
+#define NUMAP_MAX_DISTANCES 16
+
+/* One (node, size class): counters since process start unless said otherwise. */
+struct numap_class_stats {
+  uint32_t node;               /* node index (the partition), 0 when NUMA mode is off */
+  uint32_t class_index;        /* index in numap's class table */
+  uint64_t size;               /* bytes per object (small) or per chunk (page/large classes) */
+  uint32_t kind;               /* 0 small (slab objects), 1 page class, 2 slab pages */
+  uint32_t pad;
+  uint64_t in_use_bytes;       /* now: handed out (small: held by the application or thread caches) */
+  uint64_t mapped_bytes;       /* now: page-class bytes allowed to be resident (charged to capacity) */
+  uint64_t advised_bytes;      /* total bytes advised away (MADV_DONTNEED) in this class */
+  uint64_t allocs;             /* allocations served from the central structures of this class */
+  uint64_t frees;
+  uint64_t lock_acquisitions;  /* of this (node, class)'s lock */
+  uint64_t lock_contended;     /* acquisitions that found it held */
+  uint64_t lock_wait_ns;       /* total time spent waiting for it */
+};
+
+struct numap_node_stats {
+  int32_t os_node;             /* the kernel's node number */
+  uint32_t pad;
+  uint64_t capacity_bytes;     /* per-node limit on mapped bytes */
+  uint64_t in_use_bytes;
+  uint64_t mapped_bytes;
+  uint64_t advised_bytes;
+  uint64_t fallback_in;        /* allocations placed here because a nearer node was full */
+};
+
+struct numap_stats {
+  uint32_t struct_size;        /* sizeof(struct numap_stats) of the library */
+  uint32_t version;            /* NUMAP_STATS_VERSION */
+  uint32_t nodes;              /* partitions in use */
+  uint32_t numa_enabled;       /* 1 when placement per node is active */
+  uint64_t capacity_bytes;     /* NUMAP_CAPACITY, 0 = unlimited */
+  uint64_t in_use_bytes;       /* small + page + huge, as handed out */
+  uint64_t mapped_bytes;       /* charged to capacity now (page classes, slab pages and huge) */
+  uint64_t advised_bytes;      /* total advised away */
+  uint64_t huge_bytes;         /* now: allocations above the largest class (own mappings) */
+  uint64_t mmap_calls, mmap_bytes;
+  uint64_t munmap_calls, munmap_bytes;
+  uint64_t madvise_calls, madvise_bytes;
+  uint64_t mbind_calls;
+  uint64_t purges;             /* purge passes (capacity, decay, explicit) */
+  uint64_t enomem;             /* requests failed with ENOMEM */
+  uint64_t tcache_hits, tcache_misses;
+  uint64_t lock_acquisitions, lock_contended, lock_wait_ns; /* all locks together */
+  uint64_t next_allocs;        /* requests passed to the next allocator (velox mode) */
+  uint32_t fallback_distance[NUMAP_MAX_DISTANCES]; /* distance d (0 = unused slot) ... */
+  uint64_t fallback_count[NUMAP_MAX_DISTANCES];    /* ... and allocations placed at it */
+  struct numap_node_stats node[NUMAP_MAX_NODES];
+};
+
+/* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
+ * `max_classes` per-(node, class) entries; returns how many entries exist (call again with a larger
+ * array when it exceeds max_classes). Returns 0 and fills nothing before numap is initialised. */
+size_t numap_stats(struct numap_stats* out, struct numap_class_stats* classes, size_t max_classes);
+
+/* Advises away every free mapped page now; returns the bytes released. */
+size_t numap_purge(void);
+
+/* The effective options: index 0.. until it returns 0. *value is the number (sizes in bytes);
+ * *text the string form for string options (else NULL). */
+int numap_option(size_t index, const char** name, long long* value, const char** text);
+
+const char* numap_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NUMAP_H */

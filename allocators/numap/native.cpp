@@ -1,0 +1,125 @@
+// numap: numap_stats / numap_option / numap_purge / numap_version (found with dlsym, never linked).
+// Statistics: totals as flat keys, then "nodes" (per node) and "classes" (per node and size class,
+// only those ever used), so a phase's alloc_stats say where the pages are.
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "allocators/dlsym.h"
+#include "allocators/native_backends.h"
+#include "allocators/numap/include/numap.h"
+
+namespace allocmark::allocators {
+namespace {
+
+using StatsFn = decltype(numap_stats);
+
+bool read_all(struct numap_stats& s, std::vector<numap_class_stats>& classes) {
+  auto* fn = find_symbol<StatsFn>("numap_stats");
+  if (fn == nullptr) return false;
+  s = {};
+  s.struct_size = sizeof s;
+  std::size_t n = fn(&s, nullptr, 0);
+  classes.resize(n);
+  n = fn(&s, classes.data(), classes.size());
+  classes.resize(std::min(n, classes.size()));
+  return s.version != 0;
+}
+
+std::string class_name(const numap_class_stats& c) {
+  const char* kind = c.kind == 0 ? "small" : c.kind == 2 ? "slabs" : "page";
+  return "node" + std::to_string(c.node) + "." + kind + "." + std::to_string(c.size);
+}
+
+nlohmann::json read_stats() {
+  nlohmann::json out = nlohmann::json::object();
+  struct numap_stats s;
+  std::vector<numap_class_stats> classes;
+  if (!read_all(s, classes)) return out;
+  out["in_use_bytes"] = s.in_use_bytes;
+  out["mapped_bytes"] = s.mapped_bytes;
+  out["advised_bytes"] = s.advised_bytes;
+  out["huge_bytes"] = s.huge_bytes;
+  out["capacity_bytes"] = s.capacity_bytes;
+  out["mmap_calls"] = s.mmap_calls;
+  out["mmap_bytes"] = s.mmap_bytes;
+  out["munmap_calls"] = s.munmap_calls;
+  out["munmap_bytes"] = s.munmap_bytes;
+  out["madvise_calls"] = s.madvise_calls;
+  out["madvise_bytes"] = s.madvise_bytes;
+  out["mbind_calls"] = s.mbind_calls;
+  out["purges"] = s.purges;
+  out["enomem"] = s.enomem;
+  out["tcache_hits"] = s.tcache_hits;
+  out["tcache_misses"] = s.tcache_misses;
+  out["numa_enabled"] = s.numa_enabled;
+  nlohmann::json fallback = nlohmann::json::object();
+  for (int i = 0; i < NUMAP_MAX_DISTANCES; ++i)
+    if (s.fallback_distance[i] != 0) fallback[std::to_string(s.fallback_distance[i])] = s.fallback_count[i];
+  out["fallback_by_distance"] = fallback;
+  nlohmann::json nodes = nlohmann::json::object();
+  for (uint32_t i = 0; i < s.nodes && i < NUMAP_MAX_NODES; ++i) {
+    const numap_node_stats& n = s.node[i];
+    nodes[std::to_string(i)] = {{"os_node", n.os_node},           {"capacity_bytes", n.capacity_bytes},
+                                {"in_use_bytes", n.in_use_bytes}, {"mapped_bytes", n.mapped_bytes},
+                                {"advised_bytes", n.advised_bytes}, {"fallback_in", n.fallback_in}};
+  }
+  out["nodes"] = nodes;
+  nlohmann::json per = nlohmann::json::object();
+  for (const auto& c : classes) {
+    if (c.allocs == 0 && c.mapped_bytes == 0) continue;
+    per[class_name(c)] = {{"in_use_bytes", c.in_use_bytes}, {"mapped_bytes", c.mapped_bytes},
+                          {"advised_bytes", c.advised_bytes}, {"allocs", c.allocs}, {"frees", c.frees}};
+  }
+  out["classes"] = per;
+  return out;
+}
+
+nlohmann::json read_contention() {
+  struct numap_stats s;
+  std::vector<numap_class_stats> classes;
+  if (!read_all(s, classes)) return nlohmann::json::object();
+  nlohmann::json mutexes = nlohmann::json::object();
+  for (const auto& c : classes) {
+    if (c.lock_acquisitions == 0) continue;
+    mutexes[class_name(c)] = {{"num_ops", c.lock_acquisitions}, {"num_wait", c.lock_contended},
+                              {"total_wait_ns", c.lock_wait_ns}};
+  }
+  return {{"num_ops", s.lock_acquisitions},
+          {"num_wait", s.lock_contended},
+          {"total_wait_ns", s.lock_wait_ns},
+          {"mutexes", std::move(mutexes)}};
+}
+
+nlohmann::json read_options() {
+  nlohmann::json o = nlohmann::json::object();
+  auto* fn = find_symbol<decltype(numap_option)>("numap_option");
+  if (fn == nullptr) return o;
+  const char* name = nullptr;
+  const char* text = nullptr;
+  long long value = 0;
+  for (std::size_t i = 0; fn(i, &name, &value, &text) != 0; ++i) {
+    std::string key(name);
+    for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (text != nullptr) o[key] = text; else o[key] = value;
+  }
+  return o;
+}
+
+bool purge() {
+  auto* fn = find_symbol<decltype(numap_purge)>("numap_purge");
+  if (fn == nullptr) return false;
+  fn();
+  return true;
+}
+
+std::string version() {
+  auto* fn = find_symbol<decltype(numap_version)>("numap_version");
+  return fn != nullptr ? fn() : "";
+}
+
+}  // namespace
+
+const NativeApi kNumapApi{"numap", &read_stats, &read_contention, &read_options, &purge, &version};
+
+}  // namespace allocmark::allocators

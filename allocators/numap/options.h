@@ -1,0 +1,54 @@
+// Layer 1, options: ONE table, read once from NUMAP_<NAME> environment variables (sizes take K, M,
+// G or T suffixes, powers of 1024), like mimalloc's options.c. NUMAP_PRINT_OPTIONS=1 prints the
+// effective values to stderr. A bad value is a message on stderr and abort(): never a silent default.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace numap {
+
+enum class OptKind { kSize, kInt, kBool, kChoice, kPath };
+
+struct OptionInfo {
+  const char* name;      // without the NUMAP_ prefix
+  OptKind kind;
+  long long def;         // default (kChoice: index into choices)
+  long long min, max;    // accepted range (kSize / kInt)
+  const char* choices;   // kChoice: "purge|fail"
+  const char* help;
+};
+
+enum class BeyondLimit { kPurge = 0, kFail = 1 };
+
+// The effective values. Tests build one by hand; the preloaded library fills it from the environment.
+struct Options {
+  std::uint64_t capacity = 0;        // CAPACITY: bytes all nodes together may have mapped; 0 = unlimited
+  std::uint64_t node_capacity = 0;   // NODE_CAPACITY: per node; 0 = the node's MemTotal
+  std::uint64_t class_span = 16ull << 30;  // CLASS_SPAN: address space reserved per (node, class)
+  long long decay_ms = 0;            // DECAY_MS: background purge period; 0 = off
+  std::uint64_t next_below = 0;      // NEXT_BELOW: requests below go to the next allocator (velox: 3072)
+  int numa = -1;                     // NUMA: -1 auto, 0 off, 1 on (even on one node)
+  int distance_limit = 0;            // DISTANCE_LIMIT: farthest fallback distance; 0 = none
+  BeyondLimit beyond_limit = BeyondLimit::kPurge;  // BEYOND_LIMIT: purge|fail
+  bool thp = false;                  // THP: huge pages for classes that are multiples of 2 MiB
+  bool tcache = true;                // TCACHE: per-thread caches for small objects
+  std::uint64_t tcache_bytes = 32 << 10;  // TCACHE_BYTES: per thread and small class
+  const char* sysfs_root = "/sys";   // SYSFS_ROOT: where devices/system/node lives (tests)
+  bool print = false;                // PRINT_OPTIONS
+};
+
+const OptionInfo* option_table(std::size_t* count);
+
+// Parses "123", "64K", "1g", "16M"; false on anything else or overflow.
+bool parse_size(const char* text, std::uint64_t* out);
+
+// Reads the environment (getenv only; no allocation). Aborts with a message on a bad value.
+Options options_from_env();
+
+// The value of option `index` in `o`, for printing and numap_option().
+long long option_value(const Options& o, std::size_t index, const char** text);
+
+void print_options(const Options& o);
+
+}  // namespace numap

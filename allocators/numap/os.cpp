@@ -1,0 +1,107 @@
+#include "allocators/numap/os.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace numap {
+namespace {
+
+// <numaif.h> constants, spelled out so numap does not link libnuma (its constructor mallocs).
+constexpr int kMpolBind = 2;
+constexpr int kMaskWords = 16;  // node masks of up to 1024 nodes
+
+void* real_reserve(std::size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+int real_unmap(void* p, std::size_t bytes) { return ::munmap(p, bytes); }
+int real_advise_free(void* p, std::size_t bytes) { return ::madvise(p, bytes, MADV_DONTNEED); }
+int real_advise_huge(void* p, std::size_t bytes, bool huge) {
+  return ::madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+}
+int real_bind(void* p, std::size_t bytes, int os_node) {
+  unsigned long mask[kMaskWords] = {};
+  if (os_node < 0 || os_node >= 64 * kMaskWords) return -1;
+  mask[os_node / 64] = 1UL << (os_node % 64);
+  return static_cast<int>(::syscall(SYS_mbind, p, bytes, kMpolBind, mask, 64 * kMaskWords + 1, 0));
+}
+int real_current_cpu() {
+  unsigned cpu = 0, node = 0;
+  return ::getcpu(&cpu, &node) == 0 ? static_cast<int>(cpu) : -1;
+}
+std::uint64_t real_policy_nodes() {
+  int mode = 0;
+  unsigned long mask[kMaskWords] = {};
+  if (::syscall(SYS_get_mempolicy, &mode, mask, 64 * kMaskWords + 1, nullptr, 0) != 0) return 0;
+  return mode == kMpolBind ? mask[0] : 0;
+}
+
+const OsOps kReal{real_reserve, real_unmap, real_advise_free, real_advise_huge,
+                  real_bind, real_current_cpu, real_policy_nodes};
+
+}  // namespace
+
+const OsOps& real_os() { return kReal; }
+
+void* Os::reserve(std::size_t bytes) {
+  void* p = ops_->reserve(bytes);
+  if (p != nullptr) {
+    counters.mmap_calls.fetch_add(1, std::memory_order_relaxed);
+    counters.mmap_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  return p;
+}
+bool Os::unmap(void* p, std::size_t bytes) {
+  counters.munmap_calls.fetch_add(1, std::memory_order_relaxed);
+  counters.munmap_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  return ops_->unmap(p, bytes) == 0;
+}
+bool Os::advise_free(void* p, std::size_t bytes) {
+  counters.madvise_calls.fetch_add(1, std::memory_order_relaxed);
+  counters.madvise_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  return ops_->advise_free(p, bytes) == 0;
+}
+bool Os::advise_huge(void* p, std::size_t bytes, bool huge) {
+  counters.madvise_calls.fetch_add(1, std::memory_order_relaxed);
+  return ops_->advise_huge(p, bytes, huge) == 0;
+}
+bool Os::bind(void* p, std::size_t bytes, int os_node) {
+  counters.mbind_calls.fetch_add(1, std::memory_order_relaxed);
+  return ops_->bind(p, bytes, os_node) == 0;
+}
+
+void write_stderr(const char* s) {
+  std::size_t n = ::strlen(s);
+  while (n > 0) {
+    ssize_t w = ::write(2, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void write_stderr_u64(std::uint64_t v) {
+  char buf[24];
+  char* p = buf + sizeof buf;
+  *--p = '\0';
+  do {
+    *--p = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  write_stderr(p);
+}
+
+void fatal(const char* message) {
+  write_stderr("numap: ");
+  write_stderr(message);
+  write_stderr("\n");
+  ::abort();
+}
+
+}  // namespace numap

@@ -1,0 +1,61 @@
+// Layer 0, the platform: the ONLY code in numap that calls mmap, munmap, madvise, mbind,
+// get_mempolicy and getcpu. Everything above asks this narrow interface (like snmalloc's PAL), and
+// tests swap the function table to inject failures. Every call is counted (calls and bytes).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace numap {
+
+// The raw operations. Return values follow the system calls: null on failure for reserve
+// (errno set), 0 / -1 for the rest.
+struct OsOps {
+  void* (*reserve)(std::size_t bytes);                       // PROT_READ|WRITE, MAP_NORESERVE
+  int (*unmap)(void* p, std::size_t bytes);
+  int (*advise_free)(void* p, std::size_t bytes);            // MADV_DONTNEED: pages read as zero after
+  int (*advise_huge)(void* p, std::size_t bytes, bool huge); // MADV_HUGEPAGE / MADV_NOHUGEPAGE
+  int (*bind)(void* p, std::size_t bytes, int os_node);      // mbind(MPOL_BIND) to one node
+  int (*current_cpu)();                                      // getcpu; -1 when unknown
+  // Nodes the memory policy binds the process to (MPOL_BIND), as a mask; 0 = not bound / unknown.
+  std::uint64_t (*policy_nodes)();
+};
+
+struct OsCounters {
+  std::atomic<std::uint64_t> mmap_calls{0}, mmap_bytes{0};
+  std::atomic<std::uint64_t> munmap_calls{0}, munmap_bytes{0};
+  std::atomic<std::uint64_t> madvise_calls{0}, madvise_bytes{0};
+  std::atomic<std::uint64_t> mbind_calls{0};
+};
+
+const OsOps& real_os();
+
+// What every layer above calls: the ops in force plus counters.
+class Os {
+ public:
+  explicit Os(const OsOps& ops = real_os()) : ops_(&ops) {}
+  void set_ops(const OsOps& ops) { ops_ = &ops; }
+
+  void* reserve(std::size_t bytes);
+  bool unmap(void* p, std::size_t bytes);
+  bool advise_free(void* p, std::size_t bytes);
+  bool advise_huge(void* p, std::size_t bytes, bool huge);
+  bool bind(void* p, std::size_t bytes, int os_node);
+  int current_cpu() const { return ops_->current_cpu(); }
+  std::uint64_t policy_nodes() const { return ops_->policy_nodes(); }
+
+  OsCounters counters;
+
+ private:
+  const OsOps* ops_;
+};
+
+constexpr std::size_t kPage = 4096;
+
+// Allocation-free stderr output for messages from inside malloc.
+void write_stderr(const char* s);
+void write_stderr_u64(std::uint64_t v);
+[[noreturn]] void fatal(const char* message);
+
+}  // namespace numap

@@ -1,0 +1,166 @@
+#include "allocators/numap/page_runs.h"
+
+#include "allocators/numap/os.h"
+
+namespace numap {
+namespace {
+
+std::uint64_t words_for(std::uint64_t bits) { return (bits + 63) / 64; }
+std::uint64_t round8(std::uint64_t b) { return (b + 7) & ~std::uint64_t{7}; }
+
+}  // namespace
+
+std::size_t Slot::metadata_bytes(std::uint64_t nchunks) {
+  std::uint64_t w = words_for(nchunks);
+  std::uint64_t s = words_for(w);
+  return (2 * w + 2 * s) * 8 + round8(nchunks * 4);
+}
+
+void Slot::init(char* base, std::uint64_t chunk, std::uint64_t nchunks, std::uint32_t grain_pages, void* meta) {
+  base_ = base;
+  chunk_ = chunk;
+  nchunks_ = nchunks;
+  grain_ = grain_pages;
+  nwords_ = words_for(nchunks);
+  std::uint64_t s = words_for(nwords_);
+  auto* m = static_cast<std::uint64_t*>(meta);
+  alloc_ = m;
+  mapped_ = alloc_ + nwords_;
+  full_sum_ = mapped_ + nwords_;
+  fm_sum_ = full_sum_ + s;
+  extent_ = reinterpret_cast<std::uint32_t*>(fm_sum_ + s);
+  // Bits past the end are permanently "allocated", so no search ever returns them.
+  if (nchunks % 64 != 0) {
+    alloc_[nwords_ - 1] = ~std::uint64_t{0} << (nchunks % 64);
+  }
+}
+
+void Slot::refresh(std::uint64_t w) {
+  const std::uint64_t bit = std::uint64_t{1} << (w % 64);
+  if (alloc_[w] == ~std::uint64_t{0}) full_sum_[w / 64] |= bit; else full_sum_[w / 64] &= ~bit;
+  if (~alloc_[w] & mapped_[w]) fm_sum_[w / 64] |= bit; else fm_sum_[w / 64] &= ~bit;
+}
+
+std::int64_t Slot::take() {
+  LockGuard g(lock);
+  const std::uint64_t swords = words_for(nwords_);
+  if (free_mapped_ > 0) {
+    for (std::uint64_t s = fm_hint_ / 64; s < swords; ++s) {
+      if (fm_sum_[s] == 0) continue;
+      std::uint64_t w = s * 64 + static_cast<std::uint64_t>(__builtin_ctzll(fm_sum_[s]));
+      std::uint64_t bits = ~alloc_[w] & mapped_[w];
+      std::uint64_t b = static_cast<std::uint64_t>(__builtin_ctzll(bits));
+      alloc_[w] |= std::uint64_t{1} << b;
+      mapped_[w] &= ~(std::uint64_t{1} << b);
+      --free_mapped_;
+      refresh(w);
+      fm_hint_ = w;
+      return static_cast<std::int64_t>(w * 64 + b);
+    }
+  }
+  for (std::uint64_t s = nonfull_hint_ / 64; s < swords; ++s) {
+    std::uint64_t nonfull = ~full_sum_[s];
+    if (s == swords - 1 && nwords_ % 64 != 0) nonfull &= (std::uint64_t{1} << (nwords_ % 64)) - 1;
+    if (nonfull == 0) continue;
+    std::uint64_t w = s * 64 + static_cast<std::uint64_t>(__builtin_ctzll(nonfull));
+    // Lowest free chunk; prefer one that is not mapped (a mapped one would have been found above
+    // unless free_mapped_ is 0, in which case none is).
+    std::uint64_t b = static_cast<std::uint64_t>(__builtin_ctzll(~alloc_[w]));
+    alloc_[w] |= std::uint64_t{1} << b;
+    if (mapped_[w] & (std::uint64_t{1} << b)) {  // cannot happen while free_mapped_ == 0; kept exact
+      mapped_[w] &= ~(std::uint64_t{1} << b);
+      --free_mapped_;
+    }
+    refresh(w);
+    nonfull_hint_ = w;
+    return static_cast<std::int64_t>(w * 64 + b);
+  }
+  return -1;
+}
+
+void Slot::give(std::uint64_t i) {
+  LockGuard g(lock);
+  const std::uint64_t w = i / 64, bit = std::uint64_t{1} << (i % 64);
+  alloc_[w] &= ~bit;
+  if (extent_[i] != 0) {
+    mapped_[w] |= bit;
+    ++free_mapped_;
+    if (w < fm_hint_) fm_hint_ = w;
+  }
+  if (w < nonfull_hint_) nonfull_hint_ = w;
+  refresh(w);
+}
+
+int Slot::purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes) {
+  LockGuard g(lock);
+  int n = 0;
+  std::uint64_t got = 0;
+  if (free_mapped_ == 0) return 0;
+  const std::uint64_t swords = words_for(nwords_);
+  bool open = false;  // runs[n-1] may still grow
+  for (std::uint64_t s = 0; s < swords && n <= max_runs; ++s) {
+    if (fm_sum_[s] == 0) {
+      open = false;
+      continue;
+    }
+    for (std::uint64_t ww = 0; ww < 64; ++ww) {
+      std::uint64_t w = s * 64 + ww;
+      if (w >= nwords_) break;
+      std::uint64_t bits = ~alloc_[w] & mapped_[w];
+      if (bits == 0) {
+        open = false;
+        continue;
+      }
+      for (std::uint64_t b = 0; b < 64; ++b) {
+        if (!(bits & (std::uint64_t{1} << b))) {
+          open = false;
+          continue;
+        }
+        const std::uint64_t i = w * 64 + b;
+        const std::uint64_t bytes = std::uint64_t{extent_[i]} * kPage;
+        if (open && runs[n - 1].first + runs[n - 1].count == i &&
+            runs[n - 1].bytes == std::uint64_t{runs[n - 1].count} * chunk_) {
+          runs[n - 1].count++;
+          runs[n - 1].bytes += bytes;
+        } else {
+          if (n == max_runs || (want_bytes != 0 && got >= want_bytes)) goto done;
+          runs[n++] = PurgeRun{static_cast<std::uint32_t>(i), 1, bytes, false};
+        }
+        open = true;
+        got += bytes;
+        alloc_[w] |= std::uint64_t{1} << b;
+        mapped_[w] &= ~(std::uint64_t{1} << b);
+        --free_mapped_;
+      }
+      refresh(w);
+    }
+  }
+done:
+  // The word being scanned when we stopped may have changed bits without a refresh.
+  for (int r = 0; r < n; ++r) {
+    refresh(runs[r].first / 64);
+    refresh((runs[r].first + runs[r].count - 1) / 64);
+  }
+  return n;
+}
+
+void Slot::purge_done(const PurgeRun* runs, int n) {
+  LockGuard g(lock);
+  for (int r = 0; r < n; ++r) {
+    for (std::uint64_t i = runs[r].first; i < std::uint64_t{runs[r].first} + runs[r].count; ++i) {
+      const std::uint64_t w = i / 64;
+      alloc_[w] &= ~(std::uint64_t{1} << (i % 64));
+      if (!runs[r].ok) {  // still resident: free and mapped again
+        mapped_[w] |= std::uint64_t{1} << (i % 64);
+        ++free_mapped_;
+        if (w < fm_hint_) fm_hint_ = w;
+      } else {
+        extent_[i] = 0;
+      }
+      if (w < nonfull_hint_) nonfull_hint_ = w;
+      refresh(w);
+    }
+  }
+}
+
+}  // namespace numap

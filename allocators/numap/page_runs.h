@@ -1,0 +1,73 @@
+// Layer 3, page runs: one Slot per (node, page class), a fixed range of address space reserved up
+// front (MAP_NORESERVE) cut into equal chunks, with two bitmaps: `alloc` (handed out, or being
+// purged) and `mapped` (a free chunk whose pages may be resident), plus one-bit-per-word summaries
+// so finding a free mapped chunk (reuse before touching new pages) or the lowest free chunk does
+// not scan the whole bitmap. `extent[i]` is how many pages of chunk i may be resident: what was
+// charged to the capacity for it. A Slot makes no system call: purging hands runs out under the
+// lock and takes them back after the caller's madvise, so the lock is never held across a syscall.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "allocators/numap/lock.h"
+
+namespace numap {
+
+struct PurgeRun {
+  std::uint32_t first;   // chunk index
+  std::uint32_t count;   // chunks
+  std::uint64_t bytes;   // resident bytes to advise away, from the first chunk's start
+  bool ok;               // set by the caller: the advice succeeded (else the pages stay charged)
+};
+
+class Slot {
+ public:
+  // `meta` must point to metadata_bytes(nchunks) zeroed bytes (lazily touched is fine).
+  static std::size_t metadata_bytes(std::uint64_t nchunks);
+  void init(char* base, std::uint64_t chunk, std::uint64_t nchunks, std::uint32_t grain_pages, void* meta);
+
+  // Takes a free chunk, a mapped one if any (its extent tells how much is already charged);
+  // -1 when the slot is full. Locks inside.
+  std::int64_t take();
+  // Returns chunk i; it stays mapped iff extent(i) > 0.
+  void give(std::uint64_t i);
+  // Marks up to max_runs runs of free mapped chunks as being purged (taken) and clears their
+  // mapped bits; returns how many runs. The caller advises them away, then calls purge_done.
+  int purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes);
+  void purge_done(const PurgeRun* runs, int n);
+
+  char* base() const { return base_; }
+  std::uint64_t chunk() const { return chunk_; }
+  std::uint64_t nchunks() const { return nchunks_; }
+  std::uint32_t grain_pages() const { return grain_; }
+  bool contains(const void* p) const {
+    return static_cast<const char*>(p) >= base_ && static_cast<const char*>(p) < base_ + chunk_ * nchunks_;
+  }
+  std::uint64_t index_of(const void* p) const { return static_cast<std::uint64_t>(static_cast<const char*>(p) - base_) / chunk_; }
+  char* address(std::uint64_t i) const { return base_ + i * chunk_; }
+  // Pages of chunk i that may be resident; owned by whoever holds the chunk.
+  std::uint32_t& extent(std::uint64_t i) { return extent_[i]; }
+  std::uint64_t free_mapped() const { return free_mapped_.load(std::memory_order_relaxed); }
+
+  Lock lock;
+  // Statistics (relaxed atomics; updated by the chunk's owner or under the lock).
+  std::atomic<std::uint64_t> in_use_bytes{0}, mapped_bytes{0}, advised_bytes{0}, allocs{0}, frees{0};
+
+ private:
+  void refresh(std::uint64_t w);  // recompute both summaries for word w
+
+  char* base_ = nullptr;
+  std::uint64_t chunk_ = 0, nchunks_ = 0, nwords_ = 0;
+  std::uint32_t grain_ = 1;
+  std::uint64_t* alloc_ = nullptr;
+  std::uint64_t* mapped_ = nullptr;
+  std::uint64_t* full_sum_ = nullptr;  // bit w: alloc word w is all ones (no free chunk)
+  std::uint64_t* fm_sum_ = nullptr;    // bit w: word w has a free mapped chunk
+  std::uint32_t* extent_ = nullptr;
+  std::atomic<std::uint64_t> free_mapped_{0};  // written under the lock; read racily to skip empty slots
+  std::uint64_t nonfull_hint_ = 0;     // no word below this has a free chunk
+  std::uint64_t fm_hint_ = 0;          // no word below this has a free mapped chunk
+};
+
+}  // namespace numap

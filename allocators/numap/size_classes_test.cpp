@@ -1,0 +1,48 @@
+#include "allocators/numap/size_classes.h"
+
+#include <gtest/gtest.h>
+
+namespace numap {
+namespace {
+
+TEST(NumapSizeClasses, SmallClassIsTheSmallestThatFits) {
+  for (std::size_t n = 0; n <= kSmallMax; ++n) {
+    const int c = small_class(n);
+    ASSERT_GE(kSmallSize[c], n);
+    if (c > 0) ASSERT_LT(kSmallSize[c - 1], n == 0 ? 1 : n) << n;
+    ASSERT_EQ(kSmallSize[c] % 16, 0u);
+  }
+}
+
+TEST(NumapSizeClasses, PageClassesArePageMultiplesWithBoundedWaste) {
+  for (int i = 0; i < kMaxPageClasses; ++i) {
+    EXPECT_EQ(page_class_size(i) % 4096, 0u) << i;
+    if (i > 0) EXPECT_GT(page_class_size(i), page_class_size(i - 1));
+  }
+  EXPECT_EQ(page_class_size(0), 4096u);
+  EXPECT_EQ(page_class_size(kMaxPageClasses - 1), std::size_t{1} << 30);
+  for (std::size_t n = 1; n <= (64u << 20); n += 1 + n / 7) {
+    const int c = page_class(n);
+    ASSERT_GE(page_class_size(c), n) << n;
+    if (c > 0) ASSERT_LT(page_class_size(c - 1), n) << n;
+    if (n > (16u << 10)) ASSERT_LE(page_class_size(c), n + n / 4 + 4096) << n;
+  }
+}
+
+TEST(NumapSizeClasses, PowerOfTwoClassesServeAlignment) {
+  for (std::size_t align = 4096; align <= (1u << 20); align *= 2)
+    for (std::size_t n : {std::size_t{1}, align / 2, align, align + 1, 3 * align}) {
+      const std::size_t size = page_class_size(page_class_pow2(n, align));
+      EXPECT_EQ(size & (size - 1), 0u) << n;
+      EXPECT_GE(size, n);
+      EXPECT_EQ(size % align, 0u);
+    }
+}
+
+TEST(NumapSizeClasses, ClassCountFollowsTheSpan) {
+  EXPECT_EQ(page_class_size(page_class_count(std::size_t{16} << 30) - 1), std::size_t{1} << 30);
+  EXPECT_EQ(page_class_size(page_class_count(std::size_t{1} << 30) - 1), std::size_t{256} << 20);
+}
+
+}  // namespace
+}  // namespace numap

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Real programs under libnumap.so, their outputs compared with the same programs on glibc:
+# python3 (dict- and string-heavy), sqlite3 (1e6 rows inserted, indexed and queried), git (log,
+# rev-list, grep, clone, fsck on the project repo). Extra environment (e.g. NUMAP_NEXT_BELOW=3072)
+# is passed through. Exit 0: every output identical and numap really served malloc.
+#   real_programs.sh /path/to/libnumap.so /path/to/repo
+set -euo pipefail
+lib=$1
+repo=$2
+command -v sqlite3 >/dev/null || { echo "real_programs.sh: sqlite3 missing (ci/setup.sh installs it)" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail=0
+
+# The preload must take: numap prints its options when asked.
+printed=$(LD_PRELOAD=$lib NUMAP_PRINT_OPTIONS=1 python3 -c pass 2>&1)
+if ! grep -q '^numap: NUMAP_CAPACITY=' <<<"$printed"; then
+  echo "FAIL: libnumap.so did not load into python3" >&2
+  exit 1
+fi
+
+compare() {  # name, command...
+  local name=$1
+  shift
+  "$@" >"$work/$name.glibc" 2>&1 || { echo "FAIL: $name failed on glibc" >&2; fail=1; return; }
+  LD_PRELOAD=$lib "$@" >"$work/$name.numap" 2>&1 || { echo "FAIL: $name failed under numap" >&2; tail -5 "$work/$name.numap" >&2; fail=1; return; }
+  if cmp -s "$work/$name.glibc" "$work/$name.numap"; then
+    echo "ok: $name ($(wc -c <"$work/$name.glibc") bytes of output identical)"
+  else
+    echo "FAIL: $name output differs" >&2
+    diff "$work/$name.glibc" "$work/$name.numap" | head -10 >&2
+    fail=1
+  fi
+}
+
+cat >"$work/dicts.py" <<'PY'
+import hashlib, json, random
+random.seed(12345)
+d = {}
+for i in range(300000):
+    k = "key-%d-%s" % (i, "x" * (i % 37))
+    d[k] = [str(i) * (i % 5), {"n": i, "s": k[::-1]}]
+words = sorted(d, key=lambda k: (len(k), k))
+for k in words[::3]:
+    del d[k]
+text = " ".join(words[:50000]).upper().replace("KEY", "k")
+parts = text.split(" ")
+counts = {}
+for p in parts:
+    counts[p[-3:]] = counts.get(p[-3:], 0) + 1
+blob = json.dumps(d, sort_keys=True)
+print(len(d), len(text), len(counts), hashlib.sha256(blob.encode()).hexdigest())
+print(sorted(counts.items())[:5])
+PY
+compare python3 python3 "$work/dicts.py"
+
+# fork from a multithreaded parent: the child allocates while the parent's threads keep going.
+cat >"$work/fork.py" <<'PY'
+import os, threading
+stop = False
+def churn():
+    while not stop:
+        l = [str(i) * 20 for i in range(2000)]
+        del l
+ts = [threading.Thread(target=churn) for _ in range(3)]
+for t in ts: t.start()
+codes = []
+for k in range(20):
+    pid = os.fork()
+    if pid == 0:
+        d = {i: "v" * (i % 300) for i in range(20000)}
+        os._exit(0 if len(d) == 20000 else 1)
+    codes.append(os.waitpid(pid, 0)[1])
+stop = True
+for t in ts: t.join()
+print("children ok:", sum(1 for c in codes if c == 0), "of", len(codes))
+PY
+compare python3-fork python3 "$work/fork.py"
+
+cat >"$work/rows.sql" <<'SQL'
+CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c REAL);
+WITH RECURSIVE cnt(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM cnt WHERE x < 1000000)
+INSERT INTO t SELECT x, printf('row-%d-%s', x, hex(x * x)), x * 0.5 FROM cnt;
+CREATE INDEX tb ON t(b);
+SELECT count(*), sum(length(b)), avg(c) FROM t;
+SELECT b FROM t WHERE a % 99991 = 0 ORDER BY b;
+SELECT substr(b, 1, 6), count(*) FROM t GROUP BY substr(b, 1, 6) ORDER BY 2 DESC, 1 LIMIT 5;
+DELETE FROM t WHERE a % 3 = 0;
+SELECT count(*), max(b) FROM t;
+SQL
+compare sqlite3 sh -c "sqlite3 '$work/db.\$\$' < '$work/rows.sql'; rm -f '$work'/db.*"
+
+compare git-log git -C "$repo" log --stat -n 300 --format='%H %s'
+compare git-rev-list sh -c "git -C '$repo' rev-list --all --objects | sort"
+compare git-grep git -C "$repo" grep -n -I -e malloc -e numap HEAD
+compare git-clone-fsck sh -c "d=\$(mktemp -d -p '$work'); git clone -q --no-local '$repo' \$d/c && git -C \$d/c fsck --full 2>&1 | sort && git -C \$d/c log --format=%H | head -50; rm -rf \$d"
+
+exit $fail

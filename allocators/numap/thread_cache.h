@@ -1,0 +1,37 @@
+// Layer 5, thread caches: per thread and small class, a singly linked list of free objects with a
+// byte-derived limit. malloc pops and free pushes with no lock and no atomic; a miss refills half
+// a limit from the Central in one locked batch, an overflow returns half. A free from another
+// thread simply lands in the freeing thread's cache (objects migrate, as in tcmalloc), so cross-
+// thread frees do not serialise. The cache lives in initial-exec TLS (no allocation to create it)
+// and is returned to the Centrals by a pthread key destructor when the thread exits.
+#pragma once
+
+#include <cstdint>
+
+#include "allocators/numap/size_classes.h"
+
+namespace numap {
+
+class Heap;
+
+struct CacheList {
+  void* head;
+  std::uint32_t count;
+  std::uint32_t limit;
+};
+
+enum class CacheState : std::uint8_t { kNew = 0, kLive = 1, kDead = 2 };
+
+struct ThreadCache {
+  Heap* owner;
+  CacheState state;
+  std::int32_t node;             // partition the cache refills from
+  std::uint32_t until_recheck;   // refills until the node is looked up again
+  std::uint64_t hits;            // not yet added to the heap's counters
+  CacheList lists[kSmallClasses];
+};
+
+// The calling thread's cache (zero-initialised TLS).
+ThreadCache* thread_cache_tls();
+
+}  // namespace numap

@@ -1,0 +1,58 @@
+// Layer 1, topology: NUMA nodes, their CPUs, distances and capacities, and the placement rule
+// built on them (seed 001: fall back in increasing distance, ties by most free memory, stop at a
+// distance limit). Read from sysfs with plain open/read, or from a fake sysfs root, or built by
+// hand: injectable like tcmalloc's NumaTopology::InitForTest, so single-node CI tests the
+// multi-node logic. (Not libnuma: its constructor allocates, which recurses inside malloc.)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace numap {
+
+constexpr int kMaxNodes = 64;
+constexpr int kMaxCpus = 1024;
+
+struct Topology {
+  int count = 1;                           // nodes known (partition indices 0..count-1)
+  int os_node[kMaxNodes] = {};             // partition -> kernel node number
+  std::uint8_t distance[kMaxNodes][kMaxNodes] = {};
+  std::uint64_t capacity[kMaxNodes] = {};  // bytes (MemTotal), 0 = unknown
+  std::uint64_t allowed = 1;               // partitions the process may place memory on (mask)
+  bool bound = false;                      // bound to one node (CPU affinity or MPOL_BIND)
+  std::int16_t cpu_node[kMaxCpus] = {};    // cpu -> partition, -1 unknown
+
+  int allowed_count() const { return __builtin_popcountll(allowed); }
+  int node_of_cpu(int cpu) const { return cpu >= 0 && cpu < kMaxCpus && cpu_node[cpu] >= 0 ? cpu_node[cpu] : 0; }
+};
+
+// One node holding every CPU, with `capacity` bytes.
+void topology_single(Topology* t, std::uint64_t capacity);
+
+// A topology from a distance matrix (row-major count x count), equal capacities, CPUs split
+// evenly (cpus_per_node each). For tests and simulations.
+void topology_from_table(Topology* t, int count, const int* distances, std::uint64_t capacity, int cpus_per_node);
+
+// Reads <root>/devices/system/node/{online,nodeN/distance,nodeN/cpulist,nodeN/meminfo}. `allowed_os`
+// is the mask of kernel nodes the process may use (0: all online); `cpus_allowed` the CPUs it may run on
+// (null: all). False (and *t untouched) when the files are missing or unreadable.
+bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os, const std::uint64_t* cpus_allowed,
+                         std::size_t cpu_words);
+
+// The live process: sysfs under `root`, Mems_allowed from /proc/self/status, CPU affinity and the
+// MPOL_BIND mask (policy_mask from the os layer). Falls back to one node when sysfs is unreadable.
+void topology_detect(Topology* t, const char* root, std::uint64_t policy_mask, std::uint64_t mem_total_fallback);
+
+// Whether per-node placement is on: option 1 forces it, 0 disables it, -1 (auto) enables it only
+// with more than one usable node and a process not bound to one node.
+bool numa_enabled(const Topology& t, int option);
+
+// The nodes an allocation from `from` may use, in order: `from` itself, then every other allowed
+// node by increasing distance, ties by most free bytes (free_bytes[node]), then by lower index;
+// none farther than distance_limit (0 = no limit). Returns how many were written to out.
+int fallback_order(const Topology& t, int from, const std::uint64_t* free_bytes, int distance_limit, int* out);
+
+// Parses a kernel list such as "0-3,8,10-11" into a bit mask (bits >= words*64 ignored).
+bool parse_cpulist(const char* text, std::uint64_t* mask, std::size_t words);
+
+}  // namespace numap
