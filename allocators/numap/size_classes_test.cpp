@@ -9,7 +9,9 @@ TEST(NumapSizeClasses, SmallClassIsTheSmallestThatFits) {
   for (std::size_t n = 0; n <= kSmallMax; ++n) {
     const int c = small_class(n);
     ASSERT_GE(kSmallSize[c], n);
-    if (c > 0) ASSERT_LT(kSmallSize[c - 1], n == 0 ? 1 : n) << n;
+    if (c > 0) {
+      ASSERT_LT(kSmallSize[c - 1], n == 0 ? 1 : n) << n;
+    }
     ASSERT_EQ(kSmallSize[c] % 16, 0u);
   }
 }
@@ -17,15 +19,21 @@ TEST(NumapSizeClasses, SmallClassIsTheSmallestThatFits) {
 TEST(NumapSizeClasses, PageClassesArePageMultiplesWithBoundedWaste) {
   for (int i = 0; i < kMaxPageClasses; ++i) {
     EXPECT_EQ(page_class_size(i) % 4096, 0u) << i;
-    if (i > 0) EXPECT_GT(page_class_size(i), page_class_size(i - 1));
+    if (i > 0) {
+      EXPECT_GT(page_class_size(i), page_class_size(i - 1));
+    }
   }
   EXPECT_EQ(page_class_size(0), 4096u);
   EXPECT_EQ(page_class_size(kMaxPageClasses - 1), std::size_t{1} << 30);
   for (std::size_t n = 1; n <= (64u << 20); n += 1 + n / 7) {
     const int c = page_class(n);
     ASSERT_GE(page_class_size(c), n) << n;
-    if (c > 0) ASSERT_LT(page_class_size(c - 1), n) << n;
-    if (n > (16u << 10)) ASSERT_LE(page_class_size(c), n + n / 4 + 4096) << n;
+    if (c > 0) {
+      ASSERT_LT(page_class_size(c - 1), n) << n;
+    }
+    if (n > (16u << 10)) {
+      ASSERT_LE(page_class_size(c), n + n / 4 + 4096) << n;
+    }
   }
 }
 
