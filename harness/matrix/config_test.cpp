@@ -90,6 +90,7 @@ TEST(Config, ShippedConfigsParse) {
   auto v = load_matrix_file(dir + "/variants.toml", true);
   EXPECT_TRUE(v.allocator_defs.count("jemalloc:bg"));
   EXPECT_TRUE(v.allocator_defs.count("glibc:arena1"));
-  for (const char* f : {"quick.toml", "variants-sweep.toml", "user-library.example.toml"})
+  for (const char* f : {"quick.toml", "variants-sweep.toml", "examples/user-library.toml",
+                        "examples/orc-numap-capacity.toml"})
     EXPECT_NO_THROW(load_matrix_file(dir + "/" + f)) << f;
 }
