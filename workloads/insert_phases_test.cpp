@@ -28,24 +28,10 @@ struct PhasesRun {
   std::vector<int64_t> held;  // the workload's own figure after each phase
 };
 
-// Runs phase by phase so the workload's bookkeeping can be read between phases.
+// Reads the workload's own bookkeeping after each phase.
 PhasesRun run_all(InsertPhases& w, LiveBytes& live, int threads) {
   PhasesRun r;
-  for (std::size_t phase = 0; phase < w.phases().size(); ++phase) {
-    live.reset_peak();
-    std::vector<std::thread> crew;
-    std::vector<uint64_t> counts(threads);
-    for (int t = 0; t < threads; ++t)
-      crew.emplace_back([&, t] {
-        ThreadContext ctx{t, threads, live.local(t)};
-        counts[t] = w.run_phase(phase, ctx);
-      });
-    for (auto& t : crew) t.join();
-    test_support::PhaseOutcome o{live.current(), live.peak(), 0};
-    for (auto c : counts) o.ops += c;
-    r.phases.push_back(o);
-    r.held.push_back(w.held_bytes());
-  }
+  r.phases = test_support::run_all_phases(w, live, threads, [&](std::size_t) { r.held.push_back(w.held_bytes()); });
   return r;
 }
 }  // namespace
