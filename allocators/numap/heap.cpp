@@ -158,6 +158,10 @@ void Heap::note_fallback(int from, int to) {
 
 std::size_t Heap::purge(std::uint64_t want, int only_part) {
   purges_.fetch_add(1, std::memory_order_relaxed);
+  // Cached page chunks are charged but not free in their Slots: this thread returns its own now,
+  // the others at their next page-class malloc/free (each holds at most PAGE_CACHE_BYTES).
+  flush_epoch_.fetch_add(1, std::memory_order_relaxed);
+  if (ThreadCache* own = thread_cache_tls(); own->owner == this) flush_pages(own);
   std::uint64_t got = 0;
   PurgeRun runs[32];
   // Largest classes first: the fewest calls for the most bytes, and the slabs (64 KiB) in their place.
@@ -345,6 +349,13 @@ ThreadCache* Heap::cache() {
     std::uint64_t limit = opt_.tcache_bytes / kSmallSize[c];
     tc->lists[c] = CacheList{nullptr, 0, static_cast<std::uint32_t>(limit < 4 ? 4 : limit > 512 ? 512 : limit)};
   }
+  tc->page_bytes = 0;
+  tc->page_epoch = flush_epoch_.load(std::memory_order_relaxed);
+  for (int c = 0; c < kPageCacheClasses; ++c) {
+    std::uint64_t limit = c < npage_ ? opt_.page_cache_bytes / page_class_size(c) : 0;
+    tc->pages[c].count = 0;
+    tc->pages[c].limit = static_cast<std::uint32_t>(limit > kPageCacheDepth ? kPageCacheDepth : limit);
+  }
   pthread_once(&cache_key_once, make_cache_key);
   pthread_setspecific(cache_key, tc);
   return tc;
@@ -354,10 +365,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
   int node;
   std::uint32_t want = 1;
   if (tc != nullptr) {
-    if (--tc->until_recheck == 0) {
-      tc->node = current_node();
-      tc->until_recheck = 64;
-    }
+    recheck_node(tc);
     node = tc->node;
     want = tc->lists[cls].limit / 2;
     if (want == 0) want = 1;
@@ -411,6 +419,117 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     l.count = got - 1;
   }
   return result;
+}
+
+void Heap::recheck_node(ThreadCache* tc) {
+  if (--tc->until_recheck == 0) {
+    tc->node = current_node();
+    tc->until_recheck = 64;
+  }
+}
+
+// ---- page-class thread cache --------------------------------------------------------------------
+
+void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes) {
+  ThreadCache* tc;
+  if (cls < kPageCacheClasses && (tc = cache()) != nullptr && tc->pages[cls].limit != 0) {
+    if (tc->page_epoch != flush_epoch_.load(std::memory_order_relaxed)) flush_pages(tc);
+    PageCacheList& l = tc->pages[cls];
+    if (l.count == 0) page_refill(tc, cls);
+    if (l.count != 0) {
+      const std::uint64_t need = pages_for(n);  // cached classes are below 2 MiB: grain 1
+      // The most recent chunk whose charged pages already cover n (no new charge), else the most recent.
+      std::uint32_t k = l.count - 1;
+      for (std::uint32_t j = l.count; j-- > 0;) {
+        const Where w = locate(l.chunk[j]);
+        if (part_[w.part].slots[w.slot].extent(w.index) >= need) {
+          k = j;
+          break;
+        }
+      }
+      void* p = l.chunk[k];
+      l.chunk[k] = l.chunk[--l.count];
+      const Where w = locate(p);
+      const std::uint32_t ext = part_[w.part].slots[w.slot].extent(w.index);
+      tc->page_bytes -= std::uint64_t{ext} * kPage;
+      if (ext >= need || grow_extent(w.part, w.slot, w.index, n)) {
+        *old_bytes = std::uint64_t{ext} * kPage;
+        ++tc->hits;
+        return p;
+      }
+      // No room for the extra pages here: give it back and take the slow path (fallback nodes,
+      // purge, or ENOMEM).
+      l.chunk[l.count++] = p;
+      tc->page_bytes += std::uint64_t{ext} * kPage;
+      flush_pages(tc);
+    }
+  }
+  int part;
+  return chunk_alloc(current_node(), 1 + cls, n, old_bytes, &part);
+}
+
+void Heap::page_refill(ThreadCache* tc, int cls) {
+  maybe_start_decay();
+  recheck_node(tc);
+  PageCacheList& l = tc->pages[cls];
+  Slot& sl = part_[tc->node].slots[1 + cls];
+  std::uint64_t idx[kPageCacheDepth];
+  const std::uint32_t want = l.limit / 2 > 0 ? l.limit / 2 : 1;
+  const int got = sl.take_batch(idx, static_cast<int>(want));
+  if (got == 0) return;
+  sl.allocs.fetch_add(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
+  sl.in_use_bytes.fetch_add(static_cast<std::uint64_t>(got) * sl.chunk(), std::memory_order_relaxed);
+  // Fresh chunks first, so the mapped ones (taken first) end on top and are used first.
+  for (int i = got; i-- > 0;) {
+    l.chunk[l.count++] = sl.address(idx[i]);
+    tc->page_bytes += std::uint64_t{sl.extent(idx[i])} * kPage;
+  }
+  tcache_misses_.fetch_add(1, std::memory_order_relaxed);
+  tcache_hits_.fetch_add(tc->hits, std::memory_order_relaxed);
+  tc->hits = 0;
+}
+
+void Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages) {
+  if (tc->page_epoch != flush_epoch_.load(std::memory_order_relaxed)) flush_pages(tc);
+  PageCacheList& l = tc->pages[cls];
+  if (l.count >= l.limit) page_flush(tc, cls, l.limit / 2);
+  l.chunk[l.count++] = p;
+  tc->page_bytes += std::uint64_t{extent_pages} * kPage;
+  // Over the byte bound: return whole classes, largest first, down to half of it.
+  for (int c = kPageCacheClasses - 1; c >= 0 && tc->page_bytes > opt_.page_cache_bytes; --c) {
+    if (tc->pages[c].count != 0) page_flush(tc, c, c == cls ? tc->pages[c].count / 2 : 0);
+    if (tc->page_bytes <= opt_.page_cache_bytes / 2) break;
+  }
+}
+
+void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep) {
+  PageCacheList& l = tc->pages[cls];
+  if (l.count <= keep) return;
+  const std::uint32_t n = l.count - keep;
+  // The oldest n (bottom of the stack) go back, grouped by partition, one lock per group.
+  std::uint32_t i = 0;
+  while (i < n) {
+    const Where w0 = locate(l.chunk[i]);
+    Slot& sl = part_[w0.part].slots[w0.slot];
+    std::uint64_t idx[kPageCacheDepth];
+    int k = 0;
+    for (; i < n; ++i) {
+      const Where w = locate(l.chunk[i]);
+      if (w.part != w0.part) break;
+      idx[k++] = w.index;
+      tc->page_bytes -= std::uint64_t{sl.extent(w.index)} * kPage;
+    }
+    sl.frees.fetch_add(static_cast<std::uint64_t>(k), std::memory_order_relaxed);
+    sl.in_use_bytes.fetch_sub(static_cast<std::uint64_t>(k) * sl.chunk(), std::memory_order_relaxed);
+    sl.give_batch(idx, k);
+  }
+  for (std::uint32_t j = 0; j < keep; ++j) l.chunk[j] = l.chunk[n + j];
+  l.count = keep;
+}
+
+void Heap::flush_pages(ThreadCache* tc) {
+  for (int c = 0; c < kPageCacheClasses; ++c) page_flush(tc, c, 0);
+  tc->page_epoch = flush_epoch_.load(std::memory_order_relaxed);
 }
 
 void Heap::release_slab(int part, SlabMeta* s) {
@@ -483,6 +602,7 @@ void Heap::flush_list(CacheList* list, std::uint32_t n) {
 
 void Heap::flush_cache(ThreadCache* tc) {
   for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
+  flush_pages(tc);
   tcache_hits_.fetch_add(tc->hits, std::memory_order_relaxed);
   tc->hits = 0;
 }
@@ -508,8 +628,7 @@ void* Heap::malloc(std::size_t n) {
   if (n <= kSmallMax) return small_alloc(small_class(n));
   if (n <= max_class()) {
     std::uint64_t old;
-    int part;
-    return chunk_alloc(current_node(), 1 + page_class(n), n, &old, &part);
+    return page_alloc(page_class(n), n, &old);
   }
   return huge_alloc(n, kPage);
 }
@@ -523,6 +642,12 @@ void Heap::free(void* p) {
   const Where w = locate(p);
   NodePart& np = part_[w.part];
   if (w.slot != kSlabSlot) {
+    const int cls = w.slot - 1;
+    ThreadCache* tc;
+    if (cls < kPageCacheClasses && (tc = cache()) != nullptr && tc->node == w.part && tc->pages[cls].limit != 0) {
+      page_push(tc, cls, p, np.slots[w.slot].extent(w.index));
+      return;
+    }
     chunk_free(w.part, w.slot, w.index);
     return;
   }
@@ -552,8 +677,7 @@ void* Heap::calloc(std::size_t count, std::size_t size) {
   }
   if (n <= max_class()) {
     std::uint64_t old = 0;
-    int part;
-    void* p = chunk_alloc(current_node(), 1 + page_class(n), n, &old, &part);
+    void* p = page_alloc(page_class(n), n, &old);
     if (p != nullptr && old != 0) memset(p, 0, old < n ? old : n);  // pages past `old` are fresh zeros
     return p;
   }
@@ -618,8 +742,7 @@ void* Heap::memalign(std::size_t align, std::size_t n) {
   int cls = align <= kPage ? page_class(need) : page_class_pow2(need, align);
   if (cls < npage_) {
     std::uint64_t old;
-    int part;
-    return chunk_alloc(current_node(), 1 + cls, need, &old, &part);
+    return page_alloc(cls, need, &old);
   }
   if (align > (std::uint64_t{1} << 40)) {
     errno = ENOMEM;

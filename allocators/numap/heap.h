@@ -90,6 +90,13 @@ class Heap {
   void small_free(NodePart& part, SlabMeta* s, void* p);
   void* refill(ThreadCache* tc, int cls);
   void flush_list(CacheList* list, std::uint32_t n);
+  // Page classes: the thread cache in front of the Slots (classes < kPageCacheClasses).
+  void* page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes);
+  void page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages);
+  void page_refill(ThreadCache* tc, int cls);
+  void page_flush(ThreadCache* tc, int cls, std::uint32_t keep);
+  void flush_pages(ThreadCache* tc);
+  void recheck_node(ThreadCache* tc);
   void release_slab(int part, SlabMeta* s);
   // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
   // *old_bytes: what was already resident (dirty) in it. Null (errno ENOMEM) when nothing fits.
@@ -122,6 +129,9 @@ class Heap {
   std::atomic<std::uint64_t> total_mapped_{0};
   std::atomic<std::uint64_t> tcache_hits_{0}, tcache_misses_{0}, purges_{0}, enomem_{0}, advised_{0};
   std::atomic<std::uint64_t> fallback_by_distance_[256] = {};
+  // Bumped by purge: every thread returns its cached page chunks at its next page-class call, so
+  // capacity pressure and numap_purge can reclaim them.
+  std::atomic<std::uint64_t> flush_epoch_{0};
   std::atomic<int> decay_state_{0};  // 0 not started, 1 starting/running
   std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
 };
