@@ -199,10 +199,9 @@ std::size_t Heap::purge(std::uint64_t want, int only_part) {
 
 // ---- page chunks --------------------------------------------------------------------------------
 
-void* Heap::chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part) {
+void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
+                        bool borrow) {
   maybe_start_decay();
-  const std::uint32_t grain = part_[0].slots[slot].grain_pages();
-  const std::uint64_t need = round_up(pages_for(bytes), grain);
   int order[kMaxNodes];
   std::uint64_t free_bytes[kMaxNodes];
   for (int pass = 0; pass < 2; ++pass) {
@@ -218,8 +217,21 @@ void* Heap::chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* 
     bool global_full = false, node_full = false;
     for (int k = 0; k < n && !global_full; ++k) {
       const int m = order[k];
+      int slot = slot0;
+      std::int64_t i = -1;
+      if (borrow && slot0 != kSlabSlot && part_[m].slots[slot0].free_mapped() == 0) {
+        // Resident pages of a slightly larger class rather than fresh ones: keeps RSS near live
+        // when the mix of sizes shifts between classes.
+        const int last = slot0 + kBorrowClasses < nslots_ - 1 ? slot0 + kBorrowClasses : nslots_ - 1;
+        for (int s2 = slot0 + 1; s2 <= last && i < 0; ++s2) {
+          if (part_[m].slots[s2].free_mapped() == 0) continue;
+          i = part_[m].slots[s2].take_mapped();
+          if (i >= 0) slot = s2;
+        }
+      }
       Slot& sl = part_[m].slots[slot];
-      const std::int64_t i = sl.take();
+      const std::uint64_t need = round_up(pages_for(bytes), sl.grain_pages());
+      if (i < 0) i = sl.take();
       if (i < 0) continue;
       std::uint32_t& ext = sl.extent(static_cast<std::uint64_t>(i));
       const std::uint64_t had = ext;
@@ -241,6 +253,7 @@ void* Heap::chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* 
       return sl.address(static_cast<std::uint64_t>(i));
     }
     if (pass == 1) break;
+    const std::uint64_t need = round_up(pages_for(bytes), part_[0].slots[slot0].grain_pages());
     if (global_full) {
       if (purge(need * kPage) == 0) break;
     } else if (node_full) {
@@ -430,7 +443,7 @@ void Heap::recheck_node(ThreadCache* tc) {
 
 // ---- page-class thread cache --------------------------------------------------------------------
 
-void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes) {
+void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow) {
   ThreadCache* tc;
   if (cls < kPageCacheClasses && (tc = cache()) != nullptr && tc->pages[cls].limit != 0) {
     if (tc->page_epoch != flush_epoch_.load(std::memory_order_relaxed)) flush_pages(tc);
@@ -465,7 +478,7 @@ void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes) {
     }
   }
   int part;
-  return chunk_alloc(current_node(), 1 + cls, n, old_bytes, &part);
+  return chunk_alloc(current_node(), 1 + cls, n, old_bytes, &part, borrow);
 }
 
 void Heap::page_refill(ThreadCache* tc, int cls) {
@@ -475,7 +488,9 @@ void Heap::page_refill(ThreadCache* tc, int cls) {
   Slot& sl = part_[tc->node].slots[1 + cls];
   std::uint64_t idx[kPageCacheDepth];
   const std::uint32_t want = l.limit / 2 > 0 ? l.limit / 2 : 1;
-  const int got = sl.take_batch(idx, static_cast<int>(want));
+  if (sl.free_mapped() == 0) return;  // racy hint; chunk_alloc takes the slow path exactly
+  // Resident chunks only: fresh ones come one at a time through chunk_alloc, which may borrow.
+  const int got = sl.take_batch(idx, static_cast<int>(want), true);
   if (got == 0) return;
   sl.allocs.fetch_add(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
   sl.in_use_bytes.fetch_add(static_cast<std::uint64_t>(got) * sl.chunk(), std::memory_order_relaxed);
@@ -628,7 +643,7 @@ void* Heap::malloc(std::size_t n) {
   if (n <= kSmallMax) return small_alloc(small_class(n));
   if (n <= max_class()) {
     std::uint64_t old;
-    return page_alloc(page_class(n), n, &old);
+    return page_alloc(page_class(n), n, &old, true);
   }
   return huge_alloc(n, kPage);
 }
@@ -677,7 +692,7 @@ void* Heap::calloc(std::size_t count, std::size_t size) {
   }
   if (n <= max_class()) {
     std::uint64_t old = 0;
-    void* p = page_alloc(page_class(n), n, &old);
+    void* p = page_alloc(page_class(n), n, &old, true);
     if (p != nullptr && old != 0) memset(p, 0, old < n ? old : n);  // pages past `old` are fresh zeros
     return p;
   }
@@ -742,7 +757,7 @@ void* Heap::memalign(std::size_t align, std::size_t n) {
   int cls = align <= kPage ? page_class(need) : page_class_pow2(need, align);
   if (cls < npage_) {
     std::uint64_t old;
-    return page_alloc(cls, need, &old);
+    return page_alloc(cls, need, &old, align <= kPage);
   }
   if (align > (std::uint64_t{1} << 40)) {
     errno = ENOMEM;

@@ -24,6 +24,7 @@
 namespace numap {
 
 constexpr int kSlabSlot = 0;  // slot index of the slabs; page class c is slot c + 1
+constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident chunk up to a doubling above
 
 struct NodePart {
   Slot slots[1 + kMaxPageClasses];
@@ -91,7 +92,7 @@ class Heap {
   void* refill(ThreadCache* tc, int cls);
   void flush_list(CacheList* list, std::uint32_t n);
   // Page classes: the thread cache in front of the Slots (classes < kPageCacheClasses).
-  void* page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes);
+  void* page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow);
   void page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages);
   void page_refill(ThreadCache* tc, int cls);
   void page_flush(ThreadCache* tc, int cls, std::uint32_t keep);
@@ -100,7 +101,11 @@ class Heap {
   void release_slab(int part, SlabMeta* s);
   // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
   // *old_bytes: what was already resident (dirty) in it. Null (errno ENOMEM) when nothing fits.
-  void* chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part);
+  // borrow: when the slot has no free mapped chunk, a free mapped chunk of one of the next
+  // kBorrowClasses (larger) classes may serve instead of touching fresh pages (not for alignments
+  // above a page: only the slot's own chunks are aligned to its power-of-two size).
+  void* chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
+                    bool borrow = false);
   void chunk_free(int part, int slot, std::uint64_t index);
   bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes);
   Charge charge(int part, std::uint64_t bytes);

@@ -178,7 +178,9 @@ TEST_F(HeapTest, DistanceLimitPurgesBeyondItWhenConfigured) {
   for (int i = 0; i < 16; ++i) keep.push_back(heap.malloc(kChunk));
   heap.free(keep.back());  // a free but mapped 256 KiB chunk on some node 0-3
   keep.pop_back();
-  void* p = heap.malloc(192 << 10);  // another class: needs the free chunk's pages purged
+  // A class more than a doubling below (192 KiB would borrow the free chunk's resident pages):
+  // needs the free chunk's pages purged.
+  void* p = heap.malloc(64 << 10);
   ASSERT_NE(p, nullptr);
   EXPECT_LT(heap.node_of(p), 4);
   EXPECT_GE(FakeOs::advises, 1);

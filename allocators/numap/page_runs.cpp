@@ -46,10 +46,16 @@ std::int64_t Slot::take() {
   return take_locked();
 }
 
-int Slot::take_batch(std::uint64_t* out, int n) {
+std::int64_t Slot::take_mapped() {
+  LockGuard g(lock);
+  if (free_mapped_ == 0) return -1;
+  return take_locked();  // takes a mapped chunk when there is one
+}
+
+int Slot::take_batch(std::uint64_t* out, int n, bool mapped_only) {
   LockGuard g(lock);
   int got = 0;
-  while (got < n) {
+  while (got < n && (!mapped_only || free_mapped_ != 0)) {
     const std::int64_t i = take_locked();
     if (i < 0) break;
     out[got++] = static_cast<std::uint64_t>(i);

@@ -30,11 +30,13 @@ class Slot {
   // Takes a free chunk, a mapped one if any (its extent tells how much is already charged);
   // -1 when the slot is full. Locks inside.
   std::int64_t take();
+  // Takes a free mapped chunk only; -1 when there is none. Locks inside.
+  std::int64_t take_mapped();
   // Returns chunk i; it stays mapped iff extent(i) > 0.
   void give(std::uint64_t i);
   // Up to n chunks under one lock acquisition (thread caches' transfers): mapped ones first, then
   // fresh ones. Returns how many were written to out.
-  int take_batch(std::uint64_t* out, int n);
+  int take_batch(std::uint64_t* out, int n, bool mapped_only);
   void give_batch(const std::uint64_t* idx, int n);
   // Marks up to max_runs runs of free mapped chunks as being purged (taken) and clears their
   // mapped bits; returns how many runs. The caller advises them away, then calls purge_done.
