@@ -33,6 +33,19 @@ void make_cache_key() { pthread_key_create(&cache_key, cache_destructor); }
 
 ThreadCache* thread_cache_tls() { return &tls_cache; }
 
+namespace {
+void page_lock_own(ThreadCache* tc) {
+  std::uint32_t expected = 0;
+  while (!__atomic_compare_exchange_n(&tc->page_lock, &expected, 1u, true, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    expected = 0;  // a purging thread is flushing this cache: briefly
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+void page_unlock_own(ThreadCache* tc) { __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE); }
+}  // namespace
+
 bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   opt_ = options;
   topo_ = topology;
@@ -93,6 +106,7 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
 void Heap::destroy() {
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this) {
+    unregister_cache(tc);
     tc->owner = nullptr;
     tc->state = CacheState::kNew;
   }
@@ -158,10 +172,8 @@ void Heap::note_fallback(int from, int to) {
 
 std::size_t Heap::purge(std::uint64_t want, int only_part) {
   purges_.fetch_add(1, std::memory_order_relaxed);
-  // Cached page chunks are charged but not free in their Slots: this thread returns its own now,
-  // the others at their next page-class malloc/free (each holds at most PAGE_CACHE_BYTES).
-  flush_epoch_.fetch_add(1, std::memory_order_relaxed);
-  if (ThreadCache* own = thread_cache_tls(); own->owner == this) flush_pages(own);
+  // Cached page chunks are charged but not free in their Slots: return every thread's first.
+  flush_all_page_caches();
   std::uint64_t got = 0;
   PurgeRun runs[32];
   // Largest classes first: the fewest calls for the most bytes, and the slabs (64 KiB) in their place.
@@ -363,11 +375,18 @@ ThreadCache* Heap::cache() {
     tc->lists[c] = CacheList{nullptr, 0, static_cast<std::uint32_t>(limit < 4 ? 4 : limit > 512 ? 512 : limit)};
   }
   tc->page_bytes = 0;
-  tc->page_epoch = flush_epoch_.load(std::memory_order_relaxed);
+  __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELAXED);
   for (int c = 0; c < kPageCacheClasses; ++c) {
     std::uint64_t limit = c < npage_ ? opt_.page_cache_bytes / page_class_size(c) : 0;
     tc->pages[c].count = 0;
     tc->pages[c].limit = static_cast<std::uint32_t>(limit > kPageCacheDepth ? kPageCacheDepth : limit);
+  }
+  {
+    LockGuard g(registry_lock_);
+    tc->reg_prev = nullptr;
+    tc->reg_next = registry_;
+    if (registry_ != nullptr) registry_->reg_prev = tc;
+    registry_ = tc;
   }
   pthread_once(&cache_key_once, make_cache_key);
   pthread_setspecific(cache_key, tc);
@@ -446,25 +465,32 @@ void Heap::recheck_node(ThreadCache* tc) {
 void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow) {
   ThreadCache* tc;
   if (cls < kPageCacheClasses && (tc = cache()) != nullptr && tc->pages[cls].limit != 0) {
-    if (tc->page_epoch != flush_epoch_.load(std::memory_order_relaxed)) flush_pages(tc);
+    page_lock_own(tc);
     PageCacheList& l = tc->pages[cls];
     if (l.count == 0) page_refill(tc, cls);
+    void* p = nullptr;
+    std::uint32_t ext = 0;
+    const std::uint64_t need = pages_for(n);  // cached classes are below 2 MiB: grain 1
+    Where w{};
     if (l.count != 0) {
-      const std::uint64_t need = pages_for(n);  // cached classes are below 2 MiB: grain 1
       // The most recent chunk whose charged pages already cover n (no new charge), else the most recent.
       std::uint32_t k = l.count - 1;
       for (std::uint32_t j = l.count; j-- > 0;) {
-        const Where w = locate(l.chunk[j]);
-        if (part_[w.part].slots[w.slot].extent(w.index) >= need) {
+        const Where wj = locate(l.chunk[j]);
+        if (part_[wj.part].slots[wj.slot].extent(wj.index) >= need) {
           k = j;
           break;
         }
       }
-      void* p = l.chunk[k];
+      p = l.chunk[k];
       l.chunk[k] = l.chunk[--l.count];
-      const Where w = locate(p);
-      const std::uint32_t ext = part_[w.part].slots[w.slot].extent(w.index);
+      w = locate(p);
+      ext = part_[w.part].slots[w.slot].extent(w.index);
       tc->page_bytes -= std::uint64_t{ext} * kPage;
+    }
+    page_unlock_own(tc);
+    if (p != nullptr) {
+      // grow_extent may purge, which flushes every page cache (this one too): not under the flag.
       if (ext >= need || grow_extent(w.part, w.slot, w.index, n)) {
         *old_bytes = std::uint64_t{ext} * kPage;
         ++tc->hits;
@@ -472,9 +498,7 @@ void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool bo
       }
       // No room for the extra pages here: give it back and take the slow path (fallback nodes,
       // purge, or ENOMEM).
-      l.chunk[l.count++] = p;
-      tc->page_bytes += std::uint64_t{ext} * kPage;
-      flush_pages(tc);
+      chunk_free(w.part, w.slot, w.index);
     }
   }
   int part;
@@ -505,7 +529,7 @@ void Heap::page_refill(ThreadCache* tc, int cls) {
 }
 
 void Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages) {
-  if (tc->page_epoch != flush_epoch_.load(std::memory_order_relaxed)) flush_pages(tc);
+  page_lock_own(tc);
   PageCacheList& l = tc->pages[cls];
   if (l.count >= l.limit) page_flush(tc, cls, l.limit / 2);
   l.chunk[l.count++] = p;
@@ -515,6 +539,7 @@ void Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pag
     if (tc->pages[c].count != 0) page_flush(tc, c, c == cls ? tc->pages[c].count / 2 : 0);
     if (tc->page_bytes <= opt_.page_cache_bytes / 2) break;
   }
+  page_unlock_own(tc);
 }
 
 void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep) {
@@ -544,7 +569,25 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep) {
 
 void Heap::flush_pages(ThreadCache* tc) {
   for (int c = 0; c < kPageCacheClasses; ++c) page_flush(tc, c, 0);
-  tc->page_epoch = flush_epoch_.load(std::memory_order_relaxed);
+}
+
+void Heap::flush_all_page_caches() {
+  LockGuard g(registry_lock_);
+  for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) {
+    std::uint32_t expected = 0;
+    // A thread busy with its own cache (or one that held it when a parent forked) is skipped.
+    if (!__atomic_compare_exchange_n(&tc->page_lock, &expected, 1u, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      continue;
+    flush_pages(tc);
+    page_unlock_own(tc);
+  }
+}
+
+void Heap::unregister_cache(ThreadCache* tc) {
+  LockGuard g(registry_lock_);
+  if (tc->reg_prev != nullptr) tc->reg_prev->reg_next = tc->reg_next; else registry_ = tc->reg_next;
+  if (tc->reg_next != nullptr) tc->reg_next->reg_prev = tc->reg_prev;
+  tc->reg_prev = tc->reg_next = nullptr;
 }
 
 void Heap::release_slab(int part, SlabMeta* s) {
@@ -617,7 +660,10 @@ void Heap::flush_list(CacheList* list, std::uint32_t n) {
 
 void Heap::flush_cache(ThreadCache* tc) {
   for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
+  page_lock_own(tc);
   flush_pages(tc);
+  page_unlock_own(tc);
+  unregister_cache(tc);
   tcache_hits_.fetch_add(tc->hits, std::memory_order_relaxed);
   tc->hits = 0;
 }
@@ -796,6 +842,7 @@ void Heap::maybe_start_decay() {
 }
 
 void Heap::for_each_lock(void (*fn)(Lock&)) {
+  fn(registry_lock_);  // first: purge takes it before Slot locks
   for (int p = 0; p < nparts_; ++p) {
     for (int s = 0; s < nslots_; ++s) fn(part_[p].slots[s].lock);
     for (int c = 0; c < kSmallClasses; ++c) fn(part_[p].central[c].lock);

@@ -97,6 +97,8 @@ class Heap {
   void page_refill(ThreadCache* tc, int cls);
   void page_flush(ThreadCache* tc, int cls, std::uint32_t keep);
   void flush_pages(ThreadCache* tc);
+  void flush_all_page_caches();
+  void unregister_cache(ThreadCache* tc);
   void recheck_node(ThreadCache* tc);
   void release_slab(int part, SlabMeta* s);
   // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
@@ -134,9 +136,10 @@ class Heap {
   std::atomic<std::uint64_t> total_mapped_{0};
   std::atomic<std::uint64_t> tcache_hits_{0}, tcache_misses_{0}, purges_{0}, enomem_{0}, advised_{0};
   std::atomic<std::uint64_t> fallback_by_distance_[256] = {};
-  // Bumped by purge: every thread returns its cached page chunks at its next page-class call, so
-  // capacity pressure and numap_purge can reclaim them.
-  std::atomic<std::uint64_t> flush_epoch_{0};
+  // Live thread caches, so that purge (capacity pressure, decay, numap_purge) can return their
+  // cached page chunks. Order: registry_lock_, then a cache's page_lock, then Slot locks.
+  Lock registry_lock_;
+  ThreadCache* registry_ = nullptr;
   std::atomic<int> decay_state_{0};  // 0 not started, 1 starting/running
   std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
 };

@@ -302,6 +302,31 @@ TEST_F(HeapTest, ThreadExitReturnsCachedObjects) {
   EXPECT_GT(s.tcache_misses, 0u);
 }
 
+TEST_F(HeapTest, PageClassCacheHitsAndPurgeReclaimsOtherThreadsCache) {
+  make_single(1 << 20);
+  std::atomic<int> phase{0};
+  std::thread other([&] {
+    std::vector<void*> v;
+    for (int i = 0; i < 8; ++i) v.push_back(heap.malloc(64 << 10));  // 512 KiB charged
+    for (void* p : v) heap.free(p);                                    // into this thread's cache
+    for (int i = 0; i < 100; ++i) heap.free(heap.malloc(64 << 10));   // cache hits, no lock
+    phase = 1;
+    while (phase != 2) std::this_thread::yield();
+  });
+  while (phase != 1) std::this_thread::yield();
+  EXPECT_EQ(heap.mapped_bytes(), 512u << 10);
+  // 768 KiB more would cross the capacity: purge must take the other (live) thread's cached chunks.
+  void* p = heap.malloc(768 << 10);
+  EXPECT_NE(p, nullptr);
+  EXPECT_LE(heap.mapped_bytes(), 1u << 20);
+  EXPECT_GE(FakeOs::advises, 1);
+  heap.free(p);
+  phase = 2;
+  other.join();
+  Stats s = stats();
+  EXPECT_GE(s.tcache_hits, 100u);
+}
+
 TEST_F(HeapTest, ForkedChildOfAMultithreadedParentAllocates) {
   make_single(0);
   std::atomic<bool> stop{false};

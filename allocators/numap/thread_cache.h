@@ -44,7 +44,12 @@ struct ThreadCache {
   std::uint64_t hits;            // not yet added to the heap's counters
   CacheList lists[kSmallClasses];
   std::uint64_t page_bytes;      // charged bytes of the chunks in `pages`
-  std::uint64_t page_epoch;      // the heap's flush epoch this cache has honoured
+  // The page cache is the one part another thread touches: purge() flushes every registered
+  // thread's page cache under this flag (try-lock: it never waits for a busy thread). The owner
+  // holds it only around its own cache operations (uncontended: one exchange).
+  std::uint32_t page_lock;       // __atomic builtins only (TLS must be trivially initialised)
+  ThreadCache* reg_prev;         // the heap's registry of live caches
+  ThreadCache* reg_next;
   PageCacheList pages[kPageCacheClasses];
 };
 
