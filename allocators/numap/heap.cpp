@@ -33,6 +33,19 @@ void make_cache_key() { pthread_key_create(&cache_key, cache_destructor); }
 
 ThreadCache* thread_cache_tls() { return &tls_cache; }
 
+namespace {
+void page_lock_own(ThreadCache* tc) {
+  std::uint32_t expected = 0;
+  while (!__atomic_compare_exchange_n(&tc->page_lock, &expected, 1u, true, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    expected = 0;  // a purging thread is flushing this cache: briefly
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+void page_unlock_own(ThreadCache* tc) { __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE); }
+}  // namespace
+
 bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   opt_ = options;
   topo_ = topology;
@@ -93,6 +106,7 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
 void Heap::destroy() {
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this) {
+    unregister_cache(tc);
     tc->owner = nullptr;
     tc->state = CacheState::kNew;
   }
@@ -158,6 +172,8 @@ void Heap::note_fallback(int from, int to) {
 
 std::size_t Heap::purge(std::uint64_t want, int only_part) {
   purges_.fetch_add(1, std::memory_order_relaxed);
+  // Cached page chunks are charged but not free in their Slots: return every thread's first.
+  flush_all_page_caches();
   std::uint64_t got = 0;
   PurgeRun runs[32];
   // Largest classes first: the fewest calls for the most bytes, and the slabs (64 KiB) in their place.
@@ -195,10 +211,9 @@ std::size_t Heap::purge(std::uint64_t want, int only_part) {
 
 // ---- page chunks --------------------------------------------------------------------------------
 
-void* Heap::chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part) {
+void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
+                        bool borrow) {
   maybe_start_decay();
-  const std::uint32_t grain = part_[0].slots[slot].grain_pages();
-  const std::uint64_t need = round_up(pages_for(bytes), grain);
   int order[kMaxNodes];
   std::uint64_t free_bytes[kMaxNodes];
   for (int pass = 0; pass < 2; ++pass) {
@@ -214,8 +229,21 @@ void* Heap::chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* 
     bool global_full = false, node_full = false;
     for (int k = 0; k < n && !global_full; ++k) {
       const int m = order[k];
+      int slot = slot0;
+      std::int64_t i = -1;
+      if (borrow && slot0 != kSlabSlot && part_[m].slots[slot0].free_mapped() == 0) {
+        // Resident pages of a slightly larger class rather than fresh ones: keeps RSS near live
+        // when the mix of sizes shifts between classes.
+        const int last = slot0 + kBorrowClasses < nslots_ - 1 ? slot0 + kBorrowClasses : nslots_ - 1;
+        for (int s2 = slot0 + 1; s2 <= last && i < 0; ++s2) {
+          if (part_[m].slots[s2].free_mapped() == 0) continue;
+          i = part_[m].slots[s2].take_mapped();
+          if (i >= 0) slot = s2;
+        }
+      }
       Slot& sl = part_[m].slots[slot];
-      const std::int64_t i = sl.take();
+      const std::uint64_t need = round_up(pages_for(bytes), sl.grain_pages());
+      if (i < 0) i = sl.take();
       if (i < 0) continue;
       std::uint32_t& ext = sl.extent(static_cast<std::uint64_t>(i));
       const std::uint64_t had = ext;
@@ -237,6 +265,7 @@ void* Heap::chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* 
       return sl.address(static_cast<std::uint64_t>(i));
     }
     if (pass == 1) break;
+    const std::uint64_t need = round_up(pages_for(bytes), part_[0].slots[slot0].grain_pages());
     if (global_full) {
       if (purge(need * kPage) == 0) break;
     } else if (node_full) {
@@ -345,6 +374,20 @@ ThreadCache* Heap::cache() {
     std::uint64_t limit = opt_.tcache_bytes / kSmallSize[c];
     tc->lists[c] = CacheList{nullptr, 0, static_cast<std::uint32_t>(limit < 4 ? 4 : limit > 512 ? 512 : limit)};
   }
+  tc->page_bytes = 0;
+  __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELAXED);
+  for (int c = 0; c < kPageCacheClasses; ++c) {
+    std::uint64_t limit = c < npage_ ? opt_.page_cache_bytes / page_class_size(c) : 0;
+    tc->pages[c].count = 0;
+    tc->pages[c].limit = static_cast<std::uint32_t>(limit > kPageCacheDepth ? kPageCacheDepth : limit);
+  }
+  {
+    LockGuard g(registry_lock_);
+    tc->reg_prev = nullptr;
+    tc->reg_next = registry_;
+    if (registry_ != nullptr) registry_->reg_prev = tc;
+    registry_ = tc;
+  }
   pthread_once(&cache_key_once, make_cache_key);
   pthread_setspecific(cache_key, tc);
   return tc;
@@ -354,10 +397,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
   int node;
   std::uint32_t want = 1;
   if (tc != nullptr) {
-    if (--tc->until_recheck == 0) {
-      tc->node = current_node();
-      tc->until_recheck = 64;
-    }
+    recheck_node(tc);
     node = tc->node;
     want = tc->lists[cls].limit / 2;
     if (want == 0) want = 1;
@@ -411,6 +451,143 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     l.count = got - 1;
   }
   return result;
+}
+
+void Heap::recheck_node(ThreadCache* tc) {
+  if (--tc->until_recheck == 0) {
+    tc->node = current_node();
+    tc->until_recheck = 64;
+  }
+}
+
+// ---- page-class thread cache --------------------------------------------------------------------
+
+void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow) {
+  ThreadCache* tc;
+  if (cls < kPageCacheClasses && (tc = cache()) != nullptr && tc->pages[cls].limit != 0) {
+    page_lock_own(tc);
+    PageCacheList& l = tc->pages[cls];
+    if (l.count == 0) page_refill(tc, cls);
+    void* p = nullptr;
+    std::uint32_t ext = 0;
+    const std::uint64_t need = pages_for(n);  // cached classes are below 2 MiB: grain 1
+    Where w{};
+    if (l.count != 0) {
+      // The most recent chunk whose charged pages already cover n (no new charge), else the most recent.
+      std::uint32_t k = l.count - 1;
+      for (std::uint32_t j = l.count; j-- > 0;) {
+        const Where wj = locate(l.chunk[j]);
+        if (part_[wj.part].slots[wj.slot].extent(wj.index) >= need) {
+          k = j;
+          break;
+        }
+      }
+      p = l.chunk[k];
+      l.chunk[k] = l.chunk[--l.count];
+      w = locate(p);
+      ext = part_[w.part].slots[w.slot].extent(w.index);
+      tc->page_bytes -= std::uint64_t{ext} * kPage;
+    }
+    page_unlock_own(tc);
+    if (p != nullptr) {
+      // grow_extent may purge, which flushes every page cache (this one too): not under the flag.
+      if (ext >= need || grow_extent(w.part, w.slot, w.index, n)) {
+        *old_bytes = std::uint64_t{ext} * kPage;
+        ++tc->hits;
+        return p;
+      }
+      // No room for the extra pages here: give it back and take the slow path (fallback nodes,
+      // purge, or ENOMEM).
+      chunk_free(w.part, w.slot, w.index);
+    }
+  }
+  int part;
+  return chunk_alloc(current_node(), 1 + cls, n, old_bytes, &part, borrow);
+}
+
+void Heap::page_refill(ThreadCache* tc, int cls) {
+  maybe_start_decay();
+  recheck_node(tc);
+  PageCacheList& l = tc->pages[cls];
+  Slot& sl = part_[tc->node].slots[1 + cls];
+  std::uint64_t idx[kPageCacheDepth];
+  const std::uint32_t want = l.limit / 2 > 0 ? l.limit / 2 : 1;
+  if (sl.free_mapped() == 0) return;  // racy hint; chunk_alloc takes the slow path exactly
+  // Resident chunks only: fresh ones come one at a time through chunk_alloc, which may borrow.
+  const int got = sl.take_batch(idx, static_cast<int>(want), true);
+  if (got == 0) return;
+  sl.allocs.fetch_add(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
+  sl.in_use_bytes.fetch_add(static_cast<std::uint64_t>(got) * sl.chunk(), std::memory_order_relaxed);
+  // Fresh chunks first, so the mapped ones (taken first) end on top and are used first.
+  for (int i = got; i-- > 0;) {
+    l.chunk[l.count++] = sl.address(idx[i]);
+    tc->page_bytes += std::uint64_t{sl.extent(idx[i])} * kPage;
+  }
+  tcache_misses_.fetch_add(1, std::memory_order_relaxed);
+  tcache_hits_.fetch_add(tc->hits, std::memory_order_relaxed);
+  tc->hits = 0;
+}
+
+void Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages) {
+  page_lock_own(tc);
+  PageCacheList& l = tc->pages[cls];
+  if (l.count >= l.limit) page_flush(tc, cls, l.limit / 2);
+  l.chunk[l.count++] = p;
+  tc->page_bytes += std::uint64_t{extent_pages} * kPage;
+  // Over the byte bound: return whole classes, largest first, down to half of it.
+  for (int c = kPageCacheClasses - 1; c >= 0 && tc->page_bytes > opt_.page_cache_bytes; --c) {
+    if (tc->pages[c].count != 0) page_flush(tc, c, c == cls ? tc->pages[c].count / 2 : 0);
+    if (tc->page_bytes <= opt_.page_cache_bytes / 2) break;
+  }
+  page_unlock_own(tc);
+}
+
+void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep) {
+  PageCacheList& l = tc->pages[cls];
+  if (l.count <= keep) return;
+  const std::uint32_t n = l.count - keep;
+  // The oldest n (bottom of the stack) go back, grouped by partition, one lock per group.
+  std::uint32_t i = 0;
+  while (i < n) {
+    const Where w0 = locate(l.chunk[i]);
+    Slot& sl = part_[w0.part].slots[w0.slot];
+    std::uint64_t idx[kPageCacheDepth];
+    int k = 0;
+    for (; i < n; ++i) {
+      const Where w = locate(l.chunk[i]);
+      if (w.part != w0.part) break;
+      idx[k++] = w.index;
+      tc->page_bytes -= std::uint64_t{sl.extent(w.index)} * kPage;
+    }
+    sl.frees.fetch_add(static_cast<std::uint64_t>(k), std::memory_order_relaxed);
+    sl.in_use_bytes.fetch_sub(static_cast<std::uint64_t>(k) * sl.chunk(), std::memory_order_relaxed);
+    sl.give_batch(idx, k);
+  }
+  for (std::uint32_t j = 0; j < keep; ++j) l.chunk[j] = l.chunk[n + j];
+  l.count = keep;
+}
+
+void Heap::flush_pages(ThreadCache* tc) {
+  for (int c = 0; c < kPageCacheClasses; ++c) page_flush(tc, c, 0);
+}
+
+void Heap::flush_all_page_caches() {
+  LockGuard g(registry_lock_);
+  for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) {
+    std::uint32_t expected = 0;
+    // A thread busy with its own cache (or one that held it when a parent forked) is skipped.
+    if (!__atomic_compare_exchange_n(&tc->page_lock, &expected, 1u, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      continue;
+    flush_pages(tc);
+    page_unlock_own(tc);
+  }
+}
+
+void Heap::unregister_cache(ThreadCache* tc) {
+  LockGuard g(registry_lock_);
+  if (tc->reg_prev != nullptr) tc->reg_prev->reg_next = tc->reg_next; else registry_ = tc->reg_next;
+  if (tc->reg_next != nullptr) tc->reg_next->reg_prev = tc->reg_prev;
+  tc->reg_prev = tc->reg_next = nullptr;
 }
 
 void Heap::release_slab(int part, SlabMeta* s) {
@@ -483,6 +660,10 @@ void Heap::flush_list(CacheList* list, std::uint32_t n) {
 
 void Heap::flush_cache(ThreadCache* tc) {
   for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
+  page_lock_own(tc);
+  flush_pages(tc);
+  page_unlock_own(tc);
+  unregister_cache(tc);
   tcache_hits_.fetch_add(tc->hits, std::memory_order_relaxed);
   tc->hits = 0;
 }
@@ -508,8 +689,7 @@ void* Heap::malloc(std::size_t n) {
   if (n <= kSmallMax) return small_alloc(small_class(n));
   if (n <= max_class()) {
     std::uint64_t old;
-    int part;
-    return chunk_alloc(current_node(), 1 + page_class(n), n, &old, &part);
+    return page_alloc(page_class(n), n, &old, true);
   }
   return huge_alloc(n, kPage);
 }
@@ -523,6 +703,12 @@ void Heap::free(void* p) {
   const Where w = locate(p);
   NodePart& np = part_[w.part];
   if (w.slot != kSlabSlot) {
+    const int cls = w.slot - 1;
+    ThreadCache* tc;
+    if (cls < kPageCacheClasses && (tc = cache()) != nullptr && tc->node == w.part && tc->pages[cls].limit != 0) {
+      page_push(tc, cls, p, np.slots[w.slot].extent(w.index));
+      return;
+    }
     chunk_free(w.part, w.slot, w.index);
     return;
   }
@@ -552,8 +738,7 @@ void* Heap::calloc(std::size_t count, std::size_t size) {
   }
   if (n <= max_class()) {
     std::uint64_t old = 0;
-    int part;
-    void* p = chunk_alloc(current_node(), 1 + page_class(n), n, &old, &part);
+    void* p = page_alloc(page_class(n), n, &old, true);
     if (p != nullptr && old != 0) memset(p, 0, old < n ? old : n);  // pages past `old` are fresh zeros
     return p;
   }
@@ -618,8 +803,7 @@ void* Heap::memalign(std::size_t align, std::size_t n) {
   int cls = align <= kPage ? page_class(need) : page_class_pow2(need, align);
   if (cls < npage_) {
     std::uint64_t old;
-    int part;
-    return chunk_alloc(current_node(), 1 + cls, need, &old, &part);
+    return page_alloc(cls, need, &old, align <= kPage);
   }
   if (align > (std::uint64_t{1} << 40)) {
     errno = ENOMEM;
@@ -658,6 +842,7 @@ void Heap::maybe_start_decay() {
 }
 
 void Heap::for_each_lock(void (*fn)(Lock&)) {
+  fn(registry_lock_);  // first: purge takes it before Slot locks
   for (int p = 0; p < nparts_; ++p) {
     for (int s = 0; s < nslots_; ++s) fn(part_[p].slots[s].lock);
     for (int c = 0; c < kSmallClasses; ++c) fn(part_[p].central[c].lock);

@@ -24,6 +24,7 @@
 namespace numap {
 
 constexpr int kSlabSlot = 0;  // slot index of the slabs; page class c is slot c + 1
+constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident chunk up to a doubling above
 
 struct NodePart {
   Slot slots[1 + kMaxPageClasses];
@@ -90,10 +91,23 @@ class Heap {
   void small_free(NodePart& part, SlabMeta* s, void* p);
   void* refill(ThreadCache* tc, int cls);
   void flush_list(CacheList* list, std::uint32_t n);
+  // Page classes: the thread cache in front of the Slots (classes < kPageCacheClasses).
+  void* page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow);
+  void page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages);
+  void page_refill(ThreadCache* tc, int cls);
+  void page_flush(ThreadCache* tc, int cls, std::uint32_t keep);
+  void flush_pages(ThreadCache* tc);
+  void flush_all_page_caches();
+  void unregister_cache(ThreadCache* tc);
+  void recheck_node(ThreadCache* tc);
   void release_slab(int part, SlabMeta* s);
   // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
   // *old_bytes: what was already resident (dirty) in it. Null (errno ENOMEM) when nothing fits.
-  void* chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part);
+  // borrow: when the slot has no free mapped chunk, a free mapped chunk of one of the next
+  // kBorrowClasses (larger) classes may serve instead of touching fresh pages (not for alignments
+  // above a page: only the slot's own chunks are aligned to its power-of-two size).
+  void* chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
+                    bool borrow = false);
   void chunk_free(int part, int slot, std::uint64_t index);
   bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes);
   Charge charge(int part, std::uint64_t bytes);
@@ -122,6 +136,10 @@ class Heap {
   std::atomic<std::uint64_t> total_mapped_{0};
   std::atomic<std::uint64_t> tcache_hits_{0}, tcache_misses_{0}, purges_{0}, enomem_{0}, advised_{0};
   std::atomic<std::uint64_t> fallback_by_distance_[256] = {};
+  // Live thread caches, so that purge (capacity pressure, decay, numap_purge) can return their
+  // cached page chunks. Order: registry_lock_, then a cache's page_lock, then Slot locks.
+  Lock registry_lock_;
+  ThreadCache* registry_ = nullptr;
   std::atomic<int> decay_state_{0};  // 0 not started, 1 starting/running
   std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
 };

@@ -178,7 +178,9 @@ TEST_F(HeapTest, DistanceLimitPurgesBeyondItWhenConfigured) {
   for (int i = 0; i < 16; ++i) keep.push_back(heap.malloc(kChunk));
   heap.free(keep.back());  // a free but mapped 256 KiB chunk on some node 0-3
   keep.pop_back();
-  void* p = heap.malloc(192 << 10);  // another class: needs the free chunk's pages purged
+  // A class more than a doubling below (192 KiB would borrow the free chunk's resident pages):
+  // needs the free chunk's pages purged.
+  void* p = heap.malloc(64 << 10);
   ASSERT_NE(p, nullptr);
   EXPECT_LT(heap.node_of(p), 4);
   EXPECT_GE(FakeOs::advises, 1);
@@ -298,6 +300,31 @@ TEST_F(HeapTest, ThreadExitReturnsCachedObjects) {
   Stats s = stats();
   EXPECT_GT(s.tcache_hits, 0u);
   EXPECT_GT(s.tcache_misses, 0u);
+}
+
+TEST_F(HeapTest, PageClassCacheHitsAndPurgeReclaimsOtherThreadsCache) {
+  make_single(1 << 20);
+  std::atomic<int> phase{0};
+  std::thread other([&] {
+    std::vector<void*> v;
+    for (int i = 0; i < 8; ++i) v.push_back(heap.malloc(64 << 10));  // 512 KiB charged
+    for (void* p : v) heap.free(p);                                    // into this thread's cache
+    for (int i = 0; i < 100; ++i) heap.free(heap.malloc(64 << 10));   // cache hits, no lock
+    phase = 1;
+    while (phase != 2) std::this_thread::yield();
+  });
+  while (phase != 1) std::this_thread::yield();
+  EXPECT_EQ(heap.mapped_bytes(), 512u << 10);
+  // 768 KiB more would cross the capacity: purge must take the other (live) thread's cached chunks.
+  void* p = heap.malloc(768 << 10);
+  EXPECT_NE(p, nullptr);
+  EXPECT_LE(heap.mapped_bytes(), 1u << 20);
+  EXPECT_GE(FakeOs::advises, 1);
+  heap.free(p);
+  phase = 2;
+  other.join();
+  Stats s = stats();
+  EXPECT_GE(s.tcache_hits, 100u);
 }
 
 TEST_F(HeapTest, ForkedChildOfAMultithreadedParentAllocates) {

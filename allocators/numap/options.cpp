@@ -28,6 +28,8 @@ const OptionInfo kTable[] = {
     {"TCACHE_BYTES", OptKind::kSize, 32 << 10, 1 << 10, 1 << 24, nullptr, "thread cache bytes per small class"},
     {"SYSFS_ROOT", OptKind::kPath, 0, 0, 0, nullptr, "sysfs root for the topology (tests)"},
     {"PRINT_OPTIONS", OptKind::kBool, 0, 0, 1, nullptr, "print effective options to stderr at start"},
+    {"PAGE_CACHE_BYTES", OptKind::kSize, 512 << 10, 0, 1ll << 30, nullptr,
+     "per-thread cache of page-class chunks up to 256 KiB (charged bytes); 0 = off"},
 };
 constexpr std::size_t kCount = sizeof kTable / sizeof kTable[0];
 
@@ -154,6 +156,7 @@ Options options_from_env() {
       case 10: o.tcache_bytes = static_cast<std::uint64_t>(v); break;
       case 11: o.sysfs_root = value; break;
       case 12: o.print = v != 0; break;
+      case 13: o.page_cache_bytes = static_cast<std::uint64_t>(v); break;
     }
   }
   // Unknown NUMAP_* names are typos that would otherwise be silently ignored.
@@ -192,6 +195,7 @@ long long option_value(const Options& o, std::size_t index, const char** text) {
     case 10: return static_cast<long long>(o.tcache_bytes);
     case 11: *text = o.sysfs_root; return 0;
     case 12: return o.print;
+    case 13: return static_cast<long long>(o.page_cache_bytes);
   }
   return 0;
 }

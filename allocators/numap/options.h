@@ -36,6 +36,7 @@ struct Options {
   std::uint64_t tcache_bytes = 32 << 10;  // TCACHE_BYTES: per thread and small class
   const char* sysfs_root = "/sys";   // SYSFS_ROOT: where devices/system/node lives (tests)
   bool print = false;                // PRINT_OPTIONS
+  std::uint64_t page_cache_bytes = 512 << 10;  // PAGE_CACHE_BYTES: per thread, page chunks <= 256 KiB
 };
 
 const OptionInfo* option_table(std::size_t* count);

@@ -43,6 +43,37 @@ void Slot::refresh(std::uint64_t w) {
 
 std::int64_t Slot::take() {
   LockGuard g(lock);
+  return take_locked();
+}
+
+std::int64_t Slot::take_mapped() {
+  LockGuard g(lock);
+  if (free_mapped_ == 0) return -1;
+  return take_locked();  // takes a mapped chunk when there is one
+}
+
+int Slot::take_batch(std::uint64_t* out, int n, bool mapped_only) {
+  LockGuard g(lock);
+  int got = 0;
+  while (got < n && (!mapped_only || free_mapped_ != 0)) {
+    const std::int64_t i = take_locked();
+    if (i < 0) break;
+    out[got++] = static_cast<std::uint64_t>(i);
+  }
+  return got;
+}
+
+void Slot::give(std::uint64_t i) {
+  LockGuard g(lock);
+  give_locked(i);
+}
+
+void Slot::give_batch(const std::uint64_t* idx, int n) {
+  LockGuard g(lock);
+  for (int k = 0; k < n; ++k) give_locked(idx[k]);
+}
+
+std::int64_t Slot::take_locked() {
   const std::uint64_t swords = words_for(nwords_);
   if (free_mapped_ > 0) {
     for (std::uint64_t s = fm_hint_ / 64; s < swords; ++s) {
@@ -78,8 +109,7 @@ std::int64_t Slot::take() {
   return -1;
 }
 
-void Slot::give(std::uint64_t i) {
-  LockGuard g(lock);
+void Slot::give_locked(std::uint64_t i) {
   const std::uint64_t w = i / 64, bit = std::uint64_t{1} << (i % 64);
   alloc_[w] &= ~bit;
   if (extent_[i] != 0) {

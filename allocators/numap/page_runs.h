@@ -30,8 +30,14 @@ class Slot {
   // Takes a free chunk, a mapped one if any (its extent tells how much is already charged);
   // -1 when the slot is full. Locks inside.
   std::int64_t take();
+  // Takes a free mapped chunk only; -1 when there is none. Locks inside.
+  std::int64_t take_mapped();
   // Returns chunk i; it stays mapped iff extent(i) > 0.
   void give(std::uint64_t i);
+  // Up to n chunks under one lock acquisition (thread caches' transfers): mapped ones first, then
+  // fresh ones. Returns how many were written to out.
+  int take_batch(std::uint64_t* out, int n, bool mapped_only);
+  void give_batch(const std::uint64_t* idx, int n);
   // Marks up to max_runs runs of free mapped chunks as being purged (taken) and clears their
   // mapped bits; returns how many runs. The caller advises them away, then calls purge_done.
   int purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes);
@@ -56,6 +62,8 @@ class Slot {
 
  private:
   void refresh(std::uint64_t w);  // recompute both summaries for word w
+  std::int64_t take_locked();
+  void give_locked(std::uint64_t i);
 
   char* base_ = nullptr;
   std::uint64_t chunk_ = 0, nchunks_ = 0, nwords_ = 0;

@@ -20,6 +20,20 @@ struct CacheList {
   std::uint32_t limit;
 };
 
+// Page classes 0 .. kPageCacheClasses-1 (4 KiB .. 256 KiB) have a per-thread cache too: a small
+// stack of chunk pointers (not an intrusive list: a cached chunk may have no resident page to hold
+// a link). Refills take a batch from the (node, class) Slot and overflows return half of one, each
+// under one lock acquisition; the charged bytes of all cached chunks are bounded by
+// NUMAP_PAGE_CACHE_BYTES per thread.
+constexpr int kPageCacheClasses = 20;
+constexpr int kPageCacheDepth = 8;
+
+struct PageCacheList {
+  std::uint32_t count;
+  std::uint32_t limit;  // 0: the class is not cached
+  void* chunk[kPageCacheDepth];
+};
+
 enum class CacheState : std::uint8_t { kNew = 0, kLive = 1, kDead = 2 };
 
 struct ThreadCache {
@@ -29,6 +43,14 @@ struct ThreadCache {
   std::uint32_t until_recheck;   // refills until the node is looked up again
   std::uint64_t hits;            // not yet added to the heap's counters
   CacheList lists[kSmallClasses];
+  std::uint64_t page_bytes;      // charged bytes of the chunks in `pages`
+  // The page cache is the one part another thread touches: purge() flushes every registered
+  // thread's page cache under this flag (try-lock: it never waits for a busy thread). The owner
+  // holds it only around its own cache operations (uncontended: one exchange).
+  std::uint32_t page_lock;       // __atomic builtins only (TLS must be trivially initialised)
+  ThreadCache* reg_prev;         // the heap's registry of live caches
+  ThreadCache* reg_next;
+  PageCacheList pages[kPageCacheClasses];
 };
 
 // The calling thread's cache (zero-initialised TLS).
