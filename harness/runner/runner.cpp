@@ -160,7 +160,6 @@ CellOutcome run_cell(const matrix::Cell& cell, const RunnerOptions& options, int
   Timeline timeline(options.max_timeline_points);
   json phases = json::array();
   json done, error_event;
-  int64_t worker_start_ns = 0;
   std::string pending;
   bool pipe_open = true, timed_out = false, interrupted = false;
   int wait_status = 0;
@@ -209,7 +208,6 @@ CellOutcome run_cell(const matrix::Cell& cell, const RunnerOptions& options, int
               record["library"] = ev["library"];
               record["allocator_version"] = ev["version"];
               record["allocator_options"] = ev["options"];
-              worker_start_ns = ev.value("t_ns", int64_t{0});
             } else if (kind == "baseline") {
               record["idle_rss_bytes"] = ev["idle_rss_bytes"];
               record["idle_alloc_stats"] = ev["alloc_stats"];
@@ -238,7 +236,6 @@ CellOutcome run_cell(const matrix::Cell& cell, const RunnerOptions& options, int
   }
   ::close(w.report_fd);
   ::kill(-w.pid, SIGKILL);  // anything the worker left behind in its group
-  (void)worker_start_ns;
 
   record["phases"] = phases;
   record["timeline"] = timeline.to_json();
