@@ -348,13 +348,9 @@ int main(int argc, char** argv) {
       }
     }
     return cmd_run(rf);
-  } catch (const mx::ConfigError& e) {
-    std::cerr << "allocmark: error: " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const rs::ResultsError& e) {
-    std::cerr << "allocmark: error: " << e.what() << "\n";
-    return kExitUsage;
   } catch (const std::exception& e) {
+    // Configuration, results-folder and environment problems (a missing worker) alike: nothing
+    // was run for them, which is what exit code 2 promises.
     std::cerr << "allocmark: error: " << e.what() << "\n";
     return kExitUsage;
   }
