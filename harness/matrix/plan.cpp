@@ -255,6 +255,35 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   return plan;
 }
 
+nlohmann::json cell_to_json(const Cell& c) {
+  return {{"allocator", {{"name", c.allocator.name}, {"backend", c.allocator.backend}, {"library", c.allocator.library},
+                         {"env", c.allocator.env}, {"description", c.allocator.description}}},
+          {"workload", c.workload}, {"threads", c.threads}, {"rep", c.rep}, {"params", c.params}};
+}
+
+Cell cell_from_json(const nlohmann::json& j) {
+  try {
+    Cell c;
+    const auto& a = j.at("allocator");
+    c.allocator.name = a.at("name").get<std::string>();
+    c.allocator.backend = a.at("backend").get<std::string>();
+    c.allocator.library = a.value("library", "");
+    c.allocator.env = a.value("env", std::map<std::string, std::string>{});
+    c.allocator.description = a.value("description", "");
+    c.workload = j.at("workload").get<std::string>();
+    c.threads = j.at("threads").get<int>();
+    c.rep = j.at("rep").get<int>();
+    c.params = j.at("params").get<std::map<std::string, std::string>>();
+    if (!allocmark::allocators::find_backend(c.allocator.backend))
+      throw ConfigError("unknown backend '" + c.allocator.backend + "'");
+    if (!wl::find_workload(c.workload)) throw ConfigError("unknown workload '" + c.workload + "'");
+    if (c.threads < 1 || c.rep < 1) throw ConfigError("threads and rep must be at least 1");
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(std::string("cell description: ") + e.what());
+  }
+}
+
 nlohmann::json Plan::as_json() const {
   nlohmann::json j;
   j["size"] = settings.size;

@@ -62,6 +62,11 @@ struct Plan {
   nlohmann::json as_json() const;  // the matrix as run, for meta.json
 };
 
+// A cell as JSON and back (for `allocmark cell`, which runs one cell on the host a scheduler chose).
+// from_json throws ConfigError naming the missing or mistyped field.
+nlohmann::json cell_to_json(const Cell& cell);
+Cell cell_from_json(const nlohmann::json& j);
+
 // `file` is the matrix file if one was given; `variants` the built-in variants file.
 Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variants, const Overrides& flags);
 

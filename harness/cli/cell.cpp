@@ -1,0 +1,63 @@
+// `allocmark cell SPEC.json [--record FILE]`: runs one cell on this host with the same unit as a
+// local run (fresh worker, preload proof, exact per-phase peaks, RSS sampled here) and writes its
+// finished record. The entry point for executors that place cells on other hosts.
+//
+// SPEC: {"cell": <as in a plan>, "settings": {"timeout_s", "sample_ms", "max_timeline_points",
+// "pin_threads"}, "log": "path of the worker's log"}.
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "harness/cli/common.h"
+#include "harness/runner/cell_runner.h"
+#include "harness/runner/matrix_runner.h"
+
+namespace allocmark::cli {
+namespace {
+
+using nlohmann::json;
+
+int run_one(const std::string& spec_path, const std::string& record_path) {
+  std::ifstream in(spec_path);
+  if (!in) throw matrix::ConfigError(spec_path + ": cannot read the cell description");
+  json spec = json::parse(in, nullptr, false);
+  if (spec.is_discarded() || !spec.is_object()) throw matrix::ConfigError(spec_path + ": not a JSON object");
+  matrix::Cell cell = matrix::cell_from_json(spec.value("cell", json::object()));
+  json s = spec.value("settings", json::object());
+  runner::CellSettings settings{worker_path(), s.value("timeout_s", 300.0), s.value("sample_ms", 10),
+                                s.value("max_timeline_points", 2000), s.value("pin_threads", true)};
+  if (!(settings.timeout_s > 0) || settings.sample_ms < 1 || settings.max_timeline_points < 2)
+    throw matrix::ConfigError(spec_path + ": settings: timeout_s must be > 0, sample_ms >= 1, max_timeline_points >= 2");
+  std::string log = spec.value("log", record_path.empty() ? std::string("/dev/null") : record_path + ".log");
+  runner::CellHooks hooks{nullptr, [] { return runner::g_interrupted.load(); }};
+  runner::CellOutcome outcome = runner::run_cell(cell, settings, log, hooks);
+  if (outcome.interrupted) return kExitInterrupted;
+  std::string text = outcome.record.dump() + "\n";
+  if (record_path.empty()) {
+    std::cout << text;
+  } else {
+    std::string tmp = record_path + ".tmp";
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out || ::rename(tmp.c_str(), record_path.c_str()) != 0) {
+      ::unlink(tmp.c_str());
+      throw runner::RunStopped("cannot write " + record_path, 0, record_path);
+    }
+  }
+  return outcome.record.value("status", "") == "ok" ? kExitOk : kExitCellsFailed;
+}
+
+}  // namespace
+
+Subcommand add_cell_command(CLI::App& app) {
+  auto spec = std::make_shared<std::string>();
+  auto record = std::make_shared<std::string>();
+  auto* cell = app.add_subcommand("cell", "run one described cell on this host and write its record (for executors)");
+  cell->add_option("spec", *spec, "cell description (JSON file)")->required();
+  cell->add_option("--record", *record, "write the record here (atomically) instead of to standard output");
+  return {cell, [spec, record] { return run_one(*spec, *record); }};
+}
+
+}  // namespace allocmark::cli

@@ -1,0 +1,46 @@
+#include "harness/cli/common.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+
+namespace allocmark::cli {
+
+namespace {
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<std::size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+}  // namespace
+
+std::vector<std::string> split_commas(const std::vector<std::string>& items, const std::string& flag) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    std::size_t start = 0;
+    for (;;) {
+      std::size_t comma = item.find(',', start);
+      std::string part = item.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (part.empty())
+        throw matrix::ConfigError(flag + ": empty item in '" + item + "' (expected a comma-separated list)");
+      out.push_back(part);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+std::string worker_path() {
+  if (const char* w = std::getenv("ALLOCMARK_WORKER"); w && *w) return w;
+  return self_dir() + "/allocmark-worker";
+}
+
+matrix::MatrixFile load_variants() {
+  return matrix::load_matrix_file(matrix::config_dir() + "/variants.toml", /*variants_only=*/true);
+}
+
+}  // namespace allocmark::cli

@@ -1,0 +1,46 @@
+// What every subcommand shares: exit codes, the registration shape, and small flag helpers.
+// One file per subcommand registers itself on the CLI11 app and returns the function that runs it;
+// main.cpp only dispatches and turns exceptions into exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "harness/matrix/config.h"
+
+namespace allocmark::cli {
+
+// The driver's exit codes (README "Exit codes"; docs/ARCHITECTURE.md "What a results folder promises").
+enum ExitCode : int {
+  kExitOk = 0,           // every cell ok (or: a command that reads results succeeded)
+  kExitCellsFailed = 1,  // the matrix ran; some cell failed, crashed or timed out (all recorded)
+  kExitUsage = 2,        // bad usage, configuration or input: nothing was run or written
+  kExitStopped = 3,      // a run stopped early on an environment failure (disk full, spawn failed); finished cells are recorded
+  kExitInterrupted = 130 // SIGINT/SIGTERM: finished cells are recorded
+};
+
+struct Subcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Subcommand add_list_command(CLI::App& app);
+Subcommand add_run_command(CLI::App& app);
+Subcommand add_show_command(CLI::App& app);
+Subcommand add_cell_command(CLI::App& app);
+
+// "a,b" "c" -> {"a","b","c"}; empty items are an error naming the flag (",," or a trailing comma
+// is a typo, not a request for a default).
+std::vector<std::string> split_commas(const std::vector<std::string>& items, const std::string& flag);
+
+// allocmark-worker next to this binary, or $ALLOCMARK_WORKER.
+std::string worker_path();
+
+// The built-in variants (configs/variants.toml).
+matrix::MatrixFile load_variants();
+
+}  // namespace allocmark::cli

@@ -1,0 +1,88 @@
+// `allocmark list [--json]`: backends with their library, version and availability; variants;
+// workloads with their parameters.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "harness/cli/common.h"
+#include "harness/runner/probe.h"
+#include "workloads/workload.h"
+
+namespace allocmark::cli {
+namespace {
+
+using nlohmann::json;
+namespace wl = allocmark::workloads;
+
+std::string param_type(wl::ParamType t) {
+  switch (t) {
+    case wl::ParamType::Int: return "int";
+    case wl::ParamType::Float: return "float";
+    case wl::ParamType::Bytes: return "bytes";
+    case wl::ParamType::String: return "string";
+  }
+  return "?";
+}
+
+json list_json() {
+  json out;
+  auto variants = load_variants();
+  out["allocators"] = runner::describe_backends(worker_path());
+  for (const auto& [name, def] : variants.allocator_defs)
+    out["allocators"].push_back({{"name", name}, {"kind", "variant"}, {"backend", def.backend}, {"env", def.env},
+                                 {"library", def.library}, {"summary", def.description}});
+  for (const auto& w : wl::registered_workloads()) {
+    json entry{{"name", w.name}, {"summary", w.summary}, {"phases", w.phases}, {"diagnostic", w.diagnostic}};
+    for (const auto& p : w.params)
+      entry["params"].push_back({{"name", p.name}, {"type", param_type(p.type)}, {"quick", p.quick}, {"full", p.full}, {"help", p.help}});
+    out["workloads"].push_back(entry);
+  }
+  return out;
+}
+
+void print_text(const json& l) {
+  std::cout << "Allocators (backends, then variants from " << matrix::config_dir() << "/variants.toml):\n";
+  for (const auto& a : l["allocators"]) {
+    if (a["kind"] == "backend") {
+      std::string state = a.value("available", false)
+                              ? fmt::format("{} {}", a.value("library", ""), a.value("version", ""))
+                              : "unavailable: " + a.value("why_not", std::string());
+      if (a.contains("note")) state = a.value("note", "");
+      std::cout << fmt::format("  {:<20} {}\n  {:<20}   {}\n", a["name"].get<std::string>(), a.value("summary", ""), "", state);
+    } else {
+      std::string env;
+      for (const auto& [k, v] : a["env"].items()) env += fmt::format("{}{}={}", env.empty() ? "" : " ", k, v.get<std::string>());
+      if (!a.value("library", "").empty()) env += (env.empty() ? "" : " ") + std::string("library=") + a.value("library", "");
+      std::cout << fmt::format("  {:<20} [{}] {}\n  {:<20}   {}\n", a["name"].get<std::string>(), a["backend"].get<std::string>(),
+                               a.value("summary", ""), "", env);
+    }
+  }
+  std::cout << "\nWorkloads (parameters: quick default / full default):\n";
+  for (const auto& w : l["workloads"]) {
+    std::cout << fmt::format("  {}{}: {}\n    phases: ", w["name"].get<std::string>(), w["diagnostic"].get<bool>() ? " (diagnostic)" : "",
+                             w["summary"].get<std::string>());
+    for (const auto& p : w["phases"]) std::cout << p.get<std::string>() << " ";
+    std::cout << "\n";
+    for (const auto& p : w["params"])
+      std::cout << fmt::format("    {:<14} {:<7} {} / {}  {}\n", p["name"].get<std::string>(), p["type"].get<std::string>(),
+                               p["quick"].get<std::string>(), p["full"].get<std::string>(), p["help"].get<std::string>());
+  }
+}
+
+}  // namespace
+
+Subcommand add_list_command(CLI::App& app) {
+  auto as_json = std::make_shared<bool>(false);
+  auto* list = app.add_subcommand("list", "backends and variants with availability; workloads with parameters");
+  list->add_flag("--json", *as_json, "machine-readable output");
+  return {list, [as_json] {
+            json l = list_json();
+            if (*as_json)
+              std::cout << l.dump(2) << "\n";
+            else
+              print_text(l);
+            return kExitOk;
+          }};
+}
+
+}  // namespace allocmark::cli

@@ -1,0 +1,163 @@
+// `allocmark run`: expand a matrix, check every allocator library, then run the cells into a
+// results folder through an executor.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <iostream>
+#include <optional>
+
+#include "harness/cli/common.h"
+#include "harness/matrix/plan.h"
+#include "harness/results/machine.h"
+#include "harness/results/results_dir.h"
+#include "harness/results/show.h"
+#include "harness/runner/environment.h"
+#include "harness/runner/matrix_runner.h"
+#include "harness/runner/probe.h"
+
+namespace allocmark::cli {
+namespace {
+
+using nlohmann::json;
+namespace mx = allocmark::matrix;
+namespace rs = allocmark::results;
+namespace rn = allocmark::runner;
+
+struct RunFlags {
+  std::string matrix_path;
+  std::vector<std::string> allocators_raw, workloads_raw, threads_raw, sets;
+  std::optional<int> reps;
+  std::optional<std::string> size;
+  std::optional<double> timeout_s;
+  std::optional<int> sample_ms;
+  std::string out_dir;
+  bool resume = false, dry_run = false, no_pin = false;
+};
+
+std::string default_out_dir() {
+  std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "results/%Y%m%d-%H%M%S", std::localtime(&t));
+  return buf;
+}
+
+std::vector<int> parse_threads(const std::vector<std::string>& raw) {
+  std::vector<int> out;
+  for (const auto& t : split_commas(raw, "--threads")) {
+    try {
+      std::size_t used = 0;
+      int v = std::stoi(t, &used);
+      if (used != t.size() || v < 1) throw std::invalid_argument(t);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw mx::ConfigError("--threads: '" + t + "' is not a positive integer");
+    }
+  }
+  return out;
+}
+
+mx::Plan make_plan(const RunFlags& f, std::string& matrix_path) {
+  bool axis_flags = !f.allocators_raw.empty() || !f.workloads_raw.empty() || !f.threads_raw.empty();
+  std::optional<mx::MatrixFile> file;
+  matrix_path = f.matrix_path;
+  if (matrix_path.empty() && !axis_flags) matrix_path = mx::config_dir() + "/quick.toml";
+  if (!matrix_path.empty()) {
+    if (::access(matrix_path.c_str(), R_OK) != 0) throw mx::ConfigError(matrix_path + ": cannot read the matrix file");
+    file = mx::load_matrix_file(matrix_path);
+  }
+  mx::Overrides o;
+  if (!f.allocators_raw.empty()) o.allocators = split_commas(f.allocators_raw, "--allocators");
+  if (!f.workloads_raw.empty()) o.workloads = split_commas(f.workloads_raw, "--workloads");
+  if (!f.threads_raw.empty()) o.threads = parse_threads(f.threads_raw);
+  o.reps = f.reps;
+  o.size = f.size;
+  o.timeout_s = f.timeout_s;
+  o.sample_ms = f.sample_ms;
+  if (f.no_pin) o.pin_threads = false;
+  o.sets = f.sets;
+  return mx::build_plan(file, load_variants(), o);
+}
+
+// Every allocator is preloaded once before anything runs: a library of a declared kind that is
+// not that allocator is a configuration error, not N failed cells.
+json probe_plan_allocators(const mx::Plan& plan, const std::string& worker) {
+  json out = json::array();
+  for (const auto& a : plan.allocators) {
+    json probe = rn::probe_allocator(a, worker);
+    if (probe.contains("error") && a.backend != "generic")
+      throw mx::ConfigError("allocator '" + a.name + "' (" + (a.library.empty() ? "C library" : a.library) +
+                            "): " + probe["error"].get<std::string>());
+    out.push_back({{"name", a.name}, {"backend", a.backend}, {"library", a.library}, {"env", a.env},
+                   {"served_by", probe.value("library", "")}, {"version", probe.value("version", "")},
+                   {"options", probe.value("options", json::object())},
+                   {"preload_check", probe.value("error", "ok")}});
+  }
+  return out;
+}
+
+int run(const RunFlags& f) {
+  std::string matrix_path;
+  mx::Plan plan = make_plan(f, matrix_path);
+  for (const auto& n : plan.notes) std::cerr << "allocmark: " << n << "\n";
+  std::string worker = worker_path();
+  if (::access(worker.c_str(), X_OK) != 0) throw std::runtime_error("worker not found: " + worker + " (set ALLOCMARK_WORKER)");
+  json allocators_meta = probe_plan_allocators(plan, worker);
+
+  if (f.dry_run) {
+    std::cout << plan.cells.size() << " cells (" << plan.settings.size << " size, timeout " << plan.settings.timeout_s << " s):\n";
+    for (const auto& c : plan.cells) std::cout << "  " << c.label() << "\n";
+    return kExitOk;
+  }
+
+  rs::ResultsDir dir(f.out_dir.empty() ? default_out_dir() : f.out_dir, f.resume);
+  json meta{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
+            {"machine", rs::machine_info()},
+            {"allocators", allocators_meta},
+            {"backends", rn::describe_backends(worker)},
+            {"matrix", plan.as_json()},
+            {"matrix_file", matrix_path},
+            {"stripped_environment", rn::stripped_environment()},
+            {"started", std::time(nullptr)}};
+  dir.write_meta(meta);
+
+  rn::LocalExecutor executor({worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
+                              plan.settings.pin_threads});
+  rn::MatrixRunReport report = rn::run_matrix(plan, dir, executor, {static_cast<bool>(::isatty(2)), &std::cerr});
+  if (report.interrupted) {
+    std::cerr << fmt::format("allocmark: interrupted; {} finished cells are in {}; `allocmark run ... --out {} --resume` completes it\n",
+                             report.ran + report.already_recorded, dir.path(), dir.path());
+    return kExitInterrupted;
+  }
+  try {
+    std::cout << rs::render_table(rs::load_records(dir.path()));
+  } catch (const rs::ResultsError&) {
+  }
+  std::cout << fmt::format("\n{} cells run, {} not ok; results in {}/ (results.jsonl, summary.csv, meta.json, logs/)\n", report.ran,
+                           report.not_ok, dir.path());
+  return report.not_ok ? kExitCellsFailed : kExitOk;
+}
+
+}  // namespace
+
+Subcommand add_run_command(CLI::App& app) {
+  auto f = std::make_shared<RunFlags>();
+  auto* run_cmd = app.add_subcommand("run", "run a matrix: allocator x workload x threads x repetitions");
+  run_cmd->add_option("matrix", f->matrix_path, "matrix file (TOML); default configs/quick.toml when no axis flag is given");
+  run_cmd->add_option("--allocators,-a", f->allocators_raw, "allocators or variants, comma separated (e.g. glibc,jemalloc:bg)");
+  run_cmd->add_option("--workloads,-w", f->workloads_raw, "workloads, comma separated");
+  run_cmd->add_option("--threads,-t", f->threads_raw, "thread counts, comma separated (default 1,2)");
+  run_cmd->add_option("--reps,-r", f->reps, "repetitions of every cell (default 3)")->check(CLI::PositiveNumber);
+  run_cmd->add_option("--size", f->size, "parameter preset: quick or full (default quick)")->check(CLI::IsMember({"quick", "full"}));
+  run_cmd->add_option("--set", f->sets, "override a workload parameter: workload.param=value (repeatable)");
+  run_cmd->add_option("--out,-o", f->out_dir, "results folder (default results/<date-time>)");
+  run_cmd->add_option("--timeout", f->timeout_s, "seconds before a cell is killed and recorded as timeout (default 300)")
+      ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--sample-ms", f->sample_ms, "RSS timeline sampling period in ms (default 10)")->check(CLI::PositiveNumber);
+  run_cmd->add_flag("--no-pin", f->no_pin, "do not pin worker threads to CPUs");
+  run_cmd->add_flag("--resume", f->resume, "complete an existing results folder: run only the cells it lacks");
+  run_cmd->add_flag("--dry-run", f->dry_run, "check the matrix and list its cells without running them");
+  return {run_cmd, [f] { return run(*f); }};
+}
+
+}  // namespace allocmark::cli

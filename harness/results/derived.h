@@ -1,0 +1,20 @@
+// Every figure allocmark derives from measured ones, defined once. The record builder, the results
+// model, summary.csv/summary.json and every reporter use these; nothing else computes them.
+#pragma once
+
+#include <optional>
+
+namespace allocmark::results {
+
+// RSS above the worker's idle baseline per live requested byte: (peak RSS - idle RSS) / peak live
+// bytes. 1.0 is the physical floor; above it is what the allocator holds beyond what was asked.
+// Undefined (nullopt) without live bytes.
+inline std::optional<double> rss_above_idle_over_live(double peak_rss, double idle_rss, double peak_live) {
+  if (!(peak_live > 0)) return std::nullopt;
+  return (peak_rss - idle_rss) / peak_live;
+}
+
+// Operations per second of wall time; 0 for a zero-length interval.
+inline double ops_per_second(double ops, double wall_s) { return wall_s > 0 ? ops / wall_s : 0.0; }
+
+}  // namespace allocmark::results

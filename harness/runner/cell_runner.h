@@ -1,0 +1,40 @@
+// One cell, start to finish, on this host: spawn the worker with its allocator preloaded, sample
+// its RSS from /proc/PID on the parent's clock, collect its events until the report pipe closes,
+// and hand back the finished record. Local runs call it from the local executor; a batch
+// scheduler runs it on the cell's own host through `allocmark cell`.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/matrix/plan.h"
+
+namespace allocmark::runner {
+
+struct CellSettings {
+  std::string worker_path;
+  double timeout_s = 300;
+  int sample_ms = 10;
+  int max_timeline_points = 2000;
+  bool pin_threads = true;
+};
+
+struct CellHooks {
+  std::function<void()> on_tick;          // about once a second while the cell runs; may be empty
+  std::function<bool()> stop_requested;   // true: kill the worker, report `interrupted`; may be empty
+};
+
+struct CellOutcome {
+  nlohmann::json record;     // one results.jsonl object
+  bool interrupted = false;  // not to be recorded: the cell did not finish
+};
+
+// Throws std::runtime_error when the worker cannot be started at all (no pipe, log or fork).
+CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, const std::string& log_path,
+                     const CellHooks& hooks = {});
+
+// The description of a cell the worker reads (its argv): the cell plus how to run it.
+nlohmann::json worker_spec(const matrix::Cell& cell, const CellSettings& settings);
+
+}  // namespace allocmark::runner

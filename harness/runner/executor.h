@@ -1,0 +1,51 @@
+// The seam between "which cells, in what order, stored where" (matrix_runner) and "how a cell is
+// run" (an executor). The local executor runs each cell here with run_cell(); an executor for a
+// batch scheduler hands cells to other hosts, each running the same unit (`allocmark cell`), and
+// reports their records back the same way.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness/matrix/plan.h"
+#include "harness/runner/cell_runner.h"
+
+namespace allocmark::runner {
+
+struct CellJob {
+  matrix::Cell cell;
+  std::size_t index = 0;  // 1-based position in the plan, for progress
+  std::string log_path;   // where the worker's stdout and stderr go
+};
+
+struct ExecutorEvents {
+  std::function<void(const CellJob&)> started;                              // may be empty
+  std::function<void(const CellJob&, const nlohmann::json& record)> finished;  // stores it; may throw to stop the run
+  std::function<void()> tick;                                               // about once a second; may be empty
+  std::function<bool()> stop_requested;                                     // checked between and during cells
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::string name() const = 0;
+  // Runs the jobs, reporting each finished cell through events.finished, until all ran or a stop
+  // is requested. A cell cut short by the stop is not reported (it is missing, so --resume reruns it).
+  virtual void run(const std::vector<CellJob>& jobs, const ExecutorEvents& events) = 0;
+};
+
+// Cells one after another on this host: fork+exec, parent-side sampling.
+class LocalExecutor : public Executor {
+ public:
+  explicit LocalExecutor(CellSettings settings) : settings_(std::move(settings)) {}
+  std::string name() const override { return "local"; }
+  void run(const std::vector<CellJob>& jobs, const ExecutorEvents& events) override;
+
+ private:
+  CellSettings settings_;
+};
+
+}  // namespace allocmark::runner

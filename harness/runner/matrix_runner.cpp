@@ -1,0 +1,112 @@
+#include "harness/runner/matrix_runner.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <chrono>
+#include <iostream>
+
+namespace allocmark::runner {
+
+std::atomic<bool> g_interrupted{false};
+
+namespace {
+
+void on_signal(int) { g_interrupted = true; }
+
+std::string clock_text(double seconds) {
+  int s = static_cast<int>(seconds + 0.5);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{:02}:{:02}", s / 60, s % 60);
+}
+
+// A file name from a cell key: allocator names are the user's, so anything odd becomes '_'.
+std::string log_name(const std::string& key) {
+  std::string out;
+  for (char c : key) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
+  return out + ".log";
+}
+
+}  // namespace
+
+std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::ResultsDir& dir) {
+  std::vector<CellJob> jobs;
+  for (std::size_t i = 0; i < plan.cells.size(); ++i) {
+    const auto& cell = plan.cells[i];
+    if (dir.done_keys().count(cell.key())) continue;
+    jobs.push_back({cell, i + 1, dir.log_dir() + "/" + log_name(cell.key())});
+  }
+  return jobs;
+}
+
+MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, Executor& executor,
+                           const MatrixRunOptions& options) {
+  std::ostream& msg = options.messages ? *options.messages : std::cerr;
+  MatrixRunReport report;
+  report.total = plan.cells.size();
+  std::vector<CellJob> jobs = pending_jobs(plan, dir);
+  report.already_recorded = report.total - jobs.size();
+  if (report.already_recorded)
+    msg << fmt::format("allocmark: resuming: {} of {} cells already recorded\n", report.already_recorded, report.total);
+
+  g_interrupted = false;
+  struct sigaction sa {}, old_int {}, old_term {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+
+  const bool tty = options.progress_line;
+  const auto t0 = std::chrono::steady_clock::now();
+  const CellJob* current = nullptr;
+  auto progress = [&] {
+    if (!current) return;
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string eta = report.ran ? clock_text(std::max(0.0, elapsed / report.ran * (jobs.size() - report.ran))) : "--:--";
+    msg << fmt::format("\r\033[K[{}/{}] {}  elapsed {}  eta {}", current->index, report.total, current->cell.label(),
+                       clock_text(elapsed), eta)
+        << std::flush;
+  };
+  ExecutorEvents events;
+  events.stop_requested = [] { return g_interrupted.load(); };
+  if (tty) events.tick = progress;
+  events.started = [&](const CellJob& job) {
+    current = &job;
+    if (tty) progress();
+  };
+  events.finished = [&](const CellJob& job, const nlohmann::json& record) {
+    try {
+      dir.append(record);
+      dir.write_summary_csv();
+    } catch (const std::exception& e) {
+      throw RunStopped(std::string("could not record cell ") + job.cell.label() + ": " + e.what(),
+                       report.already_recorded + report.ran, dir.path());
+    }
+    ++report.ran;
+    std::string status = record.value("status", "?");
+    if (status != "ok") ++report.not_ok;
+    if (!tty || status != "ok") {
+      std::string error = record.contains("error") && record["error"].is_string() ? ": " + record["error"].get<std::string>() : "";
+      msg << fmt::format("{}[{}/{}] {}: {} ({:.1f} s){}\n", tty ? "\r\033[K" : "", job.index, report.total, job.cell.label(),
+                         status, record.value("wall_s", 0.0), error);
+    }
+  };
+  auto restore = [&] {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    if (tty) msg << "\r\033[K" << std::flush;
+  };
+  try {
+    executor.run(jobs, events);
+  } catch (const RunStopped&) {
+    restore();
+    throw;
+  } catch (const std::exception& e) {
+    restore();
+    throw RunStopped(e.what(), report.already_recorded + report.ran, dir.path());
+  }
+  restore();
+  report.interrupted = g_interrupted.load();
+  return report;
+}
+
+}  // namespace allocmark::runner

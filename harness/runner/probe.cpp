@@ -1,0 +1,96 @@
+#include "harness/runner/probe.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "allocators/backends.h"
+#include "harness/runner/environment.h"
+#include "harness/runner/process.h"
+#include "harness/runner/status.h"
+
+namespace allocmark::runner {
+
+using nlohmann::json;
+
+json probe_allocator(const matrix::ResolvedAllocator& allocator, const std::string& worker_path, double timeout_s) {
+  char log[] = "/tmp/allocmark-probe-XXXXXX";
+  int fd = ::mkstemp(log);
+  if (fd >= 0) ::close(fd);
+  json spec{{"backend", allocator.backend}, {"library", allocator.library}};
+  Spawned w = spawn_worker(worker_path, {"--probe", spec.dump()}, worker_environment(allocator), log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::string out;
+  bool timed_out = false;
+  char buf[4096];
+  for (;;) {
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd pfd{w.report_fd, POLLIN, 0};
+    int r = ::poll(&pfd, 1, left);
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) continue;  // re-check the deadline
+    ssize_t n = ::read(w.report_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(w.report_fd);
+  if (timed_out) kill_group(w.pid);
+  int status = 0;
+  ::waitpid(w.pid, &status, 0);
+  kill_group(w.pid);
+  std::string log_tail = tail_of_file(log, 400);
+  ::unlink(log);
+  const std::string library = allocator.library.empty() ? "the C library" : allocator.library;
+  if (timed_out) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", timeout_s);
+    return {{"error", library + " did not finish loading within " + limit + " s (the probe worker was killed)" +
+                          (log_tail.empty() ? "" : ": " + log_tail)}};
+  }
+  json result = json::parse(out.substr(0, out.find('\n')), nullptr, false);
+  if (result.is_discarded() || !result.is_object()) {
+    std::string why = WIFSIGNALED(status) ? signal_reason(WTERMSIG(status))
+                                          : "exit code " + std::to_string(WEXITSTATUS(status));
+    return {{"error", "the worker did not start with this library preloaded (" + why + ")" +
+                          (log_tail.empty() ? "" : ": " + log_tail)}};
+  }
+  return result;
+}
+
+json describe_backends(const std::string& worker_path) {
+  json out = json::array();
+  for (const auto& b : allocators::backends()) {
+    json entry{{"name", b.name}, {"summary", b.summary}, {"kind", "backend"}};
+    if (b.name == "generic") {
+      entry["available"] = true;
+      entry["note"] = "name a library: [allocators.NAME] backend = \"generic\", library = \"/path/lib.so\"";
+      out.push_back(entry);
+      continue;
+    }
+    try {
+      auto resolved = matrix::resolve_allocator(b.name, {}, "list");
+      json probe = probe_allocator(resolved, worker_path);
+      entry["library"] = resolved.library.empty() ? probe.value("library", "") : resolved.library;
+      entry["available"] = !probe.contains("error");
+      if (probe.contains("error")) entry["why_not"] = probe["error"];
+      entry["version"] = probe.value("version", "");
+    } catch (const matrix::ConfigError& e) {
+      entry["available"] = false;
+      entry["why_not"] = e.what();
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
+}  // namespace allocmark::runner

@@ -1,0 +1,83 @@
+#include "harness/runner/record.h"
+
+#include <algorithm>
+
+#include "harness/results/derived.h"
+
+namespace allocmark::runner {
+
+using nlohmann::json;
+
+RecordBuilder::RecordBuilder(const matrix::Cell& cell, std::string log_path, int64_t start_ns) : start_ns_(start_ns) {
+  record_ = {
+      {"allocator", cell.allocator.name}, {"backend", cell.allocator.backend}, {"workload", cell.workload},
+      {"threads", cell.threads},          {"rep", cell.rep},                   {"key", cell.key()},
+      {"params", cell.params},            {"env", cell.allocator.env},         {"preload", cell.allocator.library},
+      {"status", "failed"},               {"error", nullptr},                  {"library", nullptr},
+      {"log", std::move(log_path)},
+  };
+}
+
+void RecordBuilder::on_event(const json& ev) {
+  const std::string kind = ev.value("event", "");
+  if (kind == "start") {
+    record_["library"] = ev.value("library", json());
+    record_["allocator_version"] = ev.value("version", json());
+    record_["allocator_options"] = ev.value("options", json::object());
+    if (ev.contains("thread_cpus")) record_["thread_cpus"] = ev["thread_cpus"];
+  } else if (kind == "baseline") {
+    record_["idle_rss_bytes"] = ev.value("idle_rss_bytes", json());
+    record_["idle_alloc_stats"] = ev.value("alloc_stats", json::object());
+    if (ev.contains("thread_cpus")) record_["thread_cpus"] = ev["thread_cpus"];
+  } else if (kind == "phase_end" && ev.contains("phase") && ev["phase"].is_object()) {
+    json p = ev["phase"];
+    p["start_ms"] = (p.value("t_begin_ns", int64_t{0}) - start_ns_) / 1e6;
+    p["end_ms"] = (p.value("t_end_ns", int64_t{0}) - start_ns_) / 1e6;
+    p.erase("t_begin_ns");
+    p.erase("t_end_ns");
+    phases_.push_back(std::move(p));
+  } else if (kind == "done") {
+    done_ = ev;
+  } else if (kind == "error") {
+    error_event_ = ev;
+  }
+}
+
+json RecordBuilder::finish(const json& timeline, uint64_t sampled_peak_rss, double wall_s, const CellStatus& status) const {
+  json record = record_;
+  record["phases"] = phases_;
+  record["timeline"] = timeline;
+  record["sampled_peak_rss_bytes"] = sampled_peak_rss;
+  uint64_t peak_rss = 0;
+  int64_t peak_live = 0;
+  for (const auto& p : phases_) {
+    if (p.contains("peak_rss_bytes") && p["peak_rss_bytes"].is_number())
+      peak_rss = std::max<uint64_t>(peak_rss, p["peak_rss_bytes"].get<uint64_t>());
+    peak_live = std::max<int64_t>(peak_live, p.value("peak_live_bytes", int64_t{0}));
+  }
+  if (!phases_.empty()) {
+    json totals = json::object();
+    for (const char* k : {"wall_s", "ops", "minor_faults", "major_faults", "voluntary_ctx_switches",
+                          "involuntary_ctx_switches", "user_s", "sys_s"}) {
+      double sum = 0;
+      for (const auto& p : phases_) sum += p.value(k, 0.0);
+      totals[k] = sum;
+    }
+    totals["ops_per_s"] = results::ops_per_second(totals["ops"].get<double>(), totals["wall_s"].get<double>());
+    record["totals"] = totals;
+  }
+  record["peak_rss_bytes"] = phases_.empty() ? json(nullptr) : json(peak_rss);
+  record["peak_live_bytes"] = phases_.empty() ? json(nullptr) : json(peak_live);
+  if (!phases_.empty() && record.contains("idle_rss_bytes") && record["idle_rss_bytes"].is_number())
+    if (auto ratio = results::rss_above_idle_over_live(static_cast<double>(peak_rss), record["idle_rss_bytes"].get<double>(),
+                                                       static_cast<double>(peak_live)))
+      record["fragmentation_ratio"] = *ratio;
+  record["alloc_stats"] = done_.is_null() ? json::object() : done_.value("alloc_stats", json::object());
+  if (!done_.is_null() && done_.contains("contention")) record["contention"] = done_["contention"];
+  record["wall_s"] = wall_s;
+  record["status"] = status.status;
+  record["error"] = status.error;
+  return record;
+}
+
+}  // namespace allocmark::runner
