@@ -2,31 +2,36 @@
 
 #include <unistd.h>
 
+#include "allocators/native_backends.h"
+
 namespace allocmark::allocators {
 
-const std::vector<Backend>& backends() {
-  static const std::vector<Backend> table{
-      {"glibc", "the C library's ptmalloc2 (per-thread arenas)", {}, "", "libc6"},
-      {"jemalloc", "jemalloc (Debian's build, stats compiled in)", {"libjemalloc.so.2"}, "mallctl", "libjemalloc2"},
-      {"tcmalloc", "gperftools tcmalloc", {"libtcmalloc.so.4", "libtcmalloc_minimal.so.4"},
-       "MallocExtension_GetNumericProperty", "libgoogle-perftools4"},
-      {"mimalloc", "Microsoft mimalloc", {"libmimalloc.so.2"}, "mi_version", "libmimalloc2.0"},
-      {"numap", "in-tree NUMA-aware mmap size-class allocator (allocators/numap)",
-       {"libnumap.so", ALLOCMARK_NUMAP_LIBRARY}, "numap_stats", "(built in this tree: make numap)"},
-      {"generic", "any other malloc replacement named by library path; no native statistics", {}, "", ""},
-  };
-  return table;
+namespace {
+const Backend kGenericBackend{"generic", "any other malloc replacement named by library path; no native statistics",
+                              {}, "", "", {}, {}, nullptr};
+}  // namespace
+
+const std::vector<const Backend*>& backends() {
+  static const std::vector<const Backend*> catalogue{&kGlibcBackend,    &kJemallocBackend, &kTcmallocBackend,
+                                                     &kMimallocBackend, &kNumapBackend,    &kGenericBackend};
+  return catalogue;
 }
 
 const Backend* find_backend(std::string_view name) {
-  for (const auto& b : backends())
-    if (b.name == name) return &b;
+  for (const Backend* b : backends())
+    if (b->name == name) return b;
   return nullptr;
+}
+
+const NativeApi& native_api(std::string_view backend) {
+  const Backend* b = find_backend(backend);
+  if (!b || !b->native) throw std::out_of_range("no native API for allocator backend '" + std::string(backend) + "'");
+  return *b->native;
 }
 
 std::string backend_names() {
   std::string out;
-  for (const auto& b : backends()) out += (out.empty() ? "" : ", ") + b.name;
+  for (const Backend* b : backends()) out += (out.empty() ? "" : ", ") + b->name;
   return out;
 }
 
@@ -54,9 +59,23 @@ std::optional<std::string> locate_library(const std::string& soname) {
 }
 
 bool is_allocator_env(std::string_view name) {
-  for (std::string_view prefix : {"MALLOC_", "JE_MALLOC_", "TCMALLOC_", "MIMALLOC_", "NUMAP_"})
-    if (name.substr(0, prefix.size()) == prefix) return true;
-  return name == "GLIBC_TUNABLES" || name == "LD_PRELOAD";
+  if (name == "LD_PRELOAD") return true;
+  for (const Backend* b : backends()) {
+    for (const auto& exact : b->env_names)
+      if (name == exact) return true;
+    for (const auto& prefix : b->env_prefixes)
+      if (name.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
+std::string allocator_env_summary() {
+  std::string out;
+  for (const Backend* b : backends()) {
+    for (const auto& p : b->env_prefixes) out += (out.empty() ? "" : ", ") + p + "*";
+    for (const auto& n : b->env_names) out += (out.empty() ? "" : ", ") + n;
+  }
+  return out;
 }
 
 }  // namespace allocmark::allocators

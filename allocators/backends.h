@@ -1,12 +1,16 @@
-// Driver-side description of each allocator backend: data, not code. A backend is found by its
-// library's file name in the system library directories; what makes a library "of this kind" is
-// a symbol only that allocator exports, which the worker checks after preloading it.
+// The backend catalogue: one table per allocator, each defined beside its native reader in
+// allocators/<backend>/native.cpp, listed once in backends.cpp. Adding a backend is one table
+// (name, libraries, signature symbol, the environment it reads, its NativeApi) plus its
+// native.cpp; the driver, the worker, the variant checks and the environment stripping all read
+// these tables and nothing else.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "allocators/native_api.h"
 
 namespace allocmark::allocators {
 
@@ -16,9 +20,14 @@ struct Backend {
   std::vector<std::string> sonames;    // candidates, most capable first (absolute paths allowed); empty: the C library itself
   std::string signature_symbol;        // exported only by this kind ("mallctl"); "" for glibc/generic
   std::string debian_package;          // where the library comes from, for error messages
+  // Every environment variable the allocator reads (its documentation, checked against the strings
+  // of Debian's library): exact names, and prefixes (ending in '_') that cover whole families.
+  std::vector<std::string> env_names;
+  std::vector<std::string> env_prefixes;
+  const NativeApi* native = nullptr;   // the worker's reader of its own API; null: none (generic)
 };
 
-const std::vector<Backend>& backends();
+const std::vector<const Backend*>& backends();
 const Backend* find_backend(std::string_view name);
 // Names of all backends, comma separated, for error messages.
 std::string backend_names();
@@ -27,8 +36,10 @@ std::string backend_names();
 std::optional<std::string> locate_library(const std::string& soname);
 std::vector<std::string> library_dirs();
 
-// Environment variables that steer an allocator. The driver strips them from what it inherits, so
-// that only a variant's own settings reach a worker and the results say exactly what ran.
+// True for a variable any backend reads, or LD_PRELOAD. The driver strips these from what it
+// inherits, so that only a variant's own settings reach a worker and the results say what ran.
 bool is_allocator_env(std::string_view name);
+// "MALLOC_CONF, MALLOC_ARENA_MAX, ..., TCMALLOC_*, ..." for messages.
+std::string allocator_env_summary();
 
 }  // namespace allocmark::allocators

@@ -1,14 +1,14 @@
-// The per-backend NativeApi tables; each is defined in <backend>/native.cpp (internal to allocators/).
+// The per-backend tables; each is defined in <backend>/native.cpp (internal to allocators/).
 #pragma once
 
-#include "allocators/native_api.h"
+#include "allocators/backends.h"
 
 namespace allocmark::allocators {
 
-extern const NativeApi kGlibcApi;
-extern const NativeApi kJemallocApi;
-extern const NativeApi kTcmallocApi;
-extern const NativeApi kMimallocApi;
-extern const NativeApi kNumapApi;
+extern const Backend kGlibcBackend;
+extern const Backend kJemallocBackend;
+extern const Backend kTcmallocBackend;
+extern const Backend kMimallocBackend;
+extern const Backend kNumapBackend;
 
 }  // namespace allocmark::allocators

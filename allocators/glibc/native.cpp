@@ -85,6 +85,14 @@ std::string version() {
 
 }  // namespace
 
-const NativeApi kGlibcApi{"glibc", &read_stats, &read_contention, &read_options, &purge, &version};
+constexpr NativeApi kGlibcApi{"glibc", &read_stats, &read_contention, &read_options, &purge, &version};
+
+const Backend kGlibcBackend{
+    "glibc", "the C library's ptmalloc2 (per-thread arenas)", {}, "", "libc6",
+    // mallopt's environment aliases (malloc/arena.c, malloc/malloc.c), mtrace, and the tunables.
+    {"MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_CHECK_", "MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_",
+     "MALLOC_PERTURB_", "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TRACE", "GLIBC_TUNABLES"},
+    {},
+    &kGlibcApi};
 
 }  // namespace allocmark::allocators

@@ -173,7 +173,15 @@ std::string version() {
 
 }  // namespace
 
-const NativeApi kJemallocApi{"jemalloc", &read_stats, &read_contention, &read_options, &purge,
+constexpr NativeApi kJemallocApi{"jemalloc", &read_stats, &read_contention, &read_options, &purge,
                              &version};
+
+const Backend kJemallocBackend{
+    "jemalloc", "jemalloc (Debian's build, stats compiled in)", {"libjemalloc.so.2"}, "mallctl", "libjemalloc2",
+    // MALLOC_CONF for unprefixed builds (Debian's), JE_MALLOC_CONF for --with-jemalloc-prefix=je_,
+    // _RJEM_MALLOC_CONF for Rust's tikv-jemallocator builds.
+    {"MALLOC_CONF", "JE_MALLOC_CONF", "_RJEM_MALLOC_CONF"},
+    {"JE_MALLOC_"},
+    &kJemallocApi};
 
 }  // namespace allocmark::allocators

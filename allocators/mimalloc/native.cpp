@@ -112,7 +112,12 @@ std::string version() {
 
 }  // namespace
 
-const NativeApi kMimallocApi{"mimalloc", &read_stats, &read_contention, &read_options, &purge,
+constexpr NativeApi kMimallocApi{"mimalloc", &read_stats, &read_contention, &read_options, &purge,
                              &version};
+
+const Backend kMimallocBackend{
+    "mimalloc", "Microsoft mimalloc", {"libmimalloc.so.2"}, "mi_version", "libmimalloc2.0",
+    {}, {"MIMALLOC_"},  // every option is MIMALLOC_<NAME> (src/options.c)
+    &kMimallocApi};
 
 }  // namespace allocmark::allocators

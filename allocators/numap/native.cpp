@@ -120,6 +120,12 @@ std::string version() {
 
 }  // namespace
 
-const NativeApi kNumapApi{"numap", &read_stats, &read_contention, &read_options, &purge, &version};
+constexpr NativeApi kNumapApi{"numap", &read_stats, &read_contention, &read_options, &purge, &version};
+
+const Backend kNumapBackend{
+    "numap", "in-tree NUMA-aware mmap size-class allocator (allocators/numap)",
+    {"libnumap.so", ALLOCMARK_NUMAP_LIBRARY}, "numap_stats", "(built in this tree: make numap)",
+    {}, {"NUMAP_"},  // allocators/numap/options.cpp: one options table, NUMAP_<NAME>
+    &kNumapApi};
 
 }  // namespace allocmark::allocators

@@ -65,7 +65,18 @@ std::string version() {
 
 }  // namespace
 
-const NativeApi kTcmallocApi{"tcmalloc", &read_stats, &read_contention, &read_options, &purge,
+constexpr NativeApi kTcmallocApi{"tcmalloc", &read_stats, &read_contention, &read_options, &purge,
                              &version};
+
+const Backend kTcmallocBackend{
+    "tcmalloc", "gperftools tcmalloc", {"libtcmalloc.so.4", "libtcmalloc_minimal.so.4"},
+    "MallocExtension_GetNumericProperty", "libgoogle-perftools4",
+    // gperftools' README and docs (tcmalloc, heap profiler, heap checker, CPU profiler), checked
+    // against the strings of Debian's libtcmalloc.so.4: the heap profiler and checker alone make a
+    // cell 100x slower and write profile files.
+    {"HEAPPROFILE", "HEAPPROFILESIGNAL", "HEAPCHECK", "MALLOCSTATS", "PERFTOOLS_VERBOSE", "PPROF_PATH",
+     "CPUPROFILE", "GLIBCPP_FORCE_NEW", "GLIBCXX_FORCE_NEW"},
+    {"TCMALLOC_", "HEAP_PROFILE_", "HEAP_CHECK_", "CPUPROFILE_", "PERFTOOLS_"},
+    &kTcmallocApi};
 
 }  // namespace allocmark::allocators

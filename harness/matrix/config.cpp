@@ -1,5 +1,7 @@
 #include "harness/matrix/config.h"
 
+#include "allocators/backends.h"
+
 #include <cstdlib>
 #include <set>
 #include <sstream>
@@ -105,7 +107,7 @@ void parse_allocator_defs(const std::string& path, const toml::node& node, Matri
       fail(path, value, "allocator '" + name + "' sets both 'backend' and 'kind'; they mean the same, keep one");
     const toml::node* backend = t->get("backend") ? t->get("backend") : t->get("kind");
     if (!backend || !backend->is_string())
-      fail(path, value, "allocator '" + name + "' needs backend = \"glibc|jemalloc|tcmalloc|mimalloc|generic\"");
+      fail(path, value, "allocator '" + name + "' needs backend = one of " + allocmark::allocators::backend_names());
     def.backend = backend->as_string()->get();
     if (auto lib = t->get("library")) {
       if (!lib->is_string()) fail(path, *lib, "'library' must be a path string");

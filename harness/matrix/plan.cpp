@@ -3,7 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "allocators/backends.h"
@@ -64,6 +67,21 @@ void set_param(const wl::WorkloadInfo& w, std::map<std::string, std::string>& va
   values[name] = value;
 }
 
+// A name the C library's getenv can find, and a value without control characters: anything else
+// would be recorded as a setting the worker never sees.
+std::string env_entry_problem(const std::string& name, const std::string& value) {
+  bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+  for (unsigned char c : name) ok = ok && (std::isalnum(c) || c == '_');
+  if (!ok) {
+    std::string shown;
+    for (unsigned char c : name) shown += std::iscntrl(c) ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
+    return "environment name '" + shown + "' is not a valid variable name (letters, digits and '_', not starting with a digit)";
+  }
+  for (unsigned char c : value)
+    if (std::iscntrl(c)) return "the value of " + name + " contains a control character (newline, tab, ...)";
+  return "";
+}
+
 }  // namespace
 
 std::string Cell::key() const {
@@ -90,8 +108,8 @@ ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std:
     def.origin = context;
   } else {
     std::vector<std::string> choices;
-    for (const auto& b : al::backends())
-      if (b.name != "generic") choices.push_back(b.name);
+    for (const auto* b : al::backends())
+      if (b->native) choices.push_back(b->name);
     for (const auto& [n, d] : defs) choices.push_back(n);
     throw ConfigError(context + ": unknown allocator '" + name + "' (valid: " + join(choices) + ")");
   }
@@ -100,10 +118,13 @@ ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std:
     throw ConfigError(def.origin + ": allocator '" + name + "' has unknown backend '" + def.backend +
                       "' (valid: " + al::backend_names() + ")");
   ResolvedAllocator out{def.name, def.backend, "", def.env, def.description, false};
-  for (const auto& [k, v] : def.env)
+  for (const auto& [k, v] : def.env) {
+    if (auto problem = env_entry_problem(k, v); !problem.empty())
+      throw ConfigError(def.origin + ": allocator '" + name + "': " + problem);
     if (!al::is_allocator_env(k))
       throw ConfigError(def.origin + ": allocator '" + name + "' sets " + k +
-                        ", which is not an allocator setting (MALLOC_*, GLIBC_TUNABLES, TCMALLOC_*, MIMALLOC_*, NUMAP_*)");
+                        ", which is not an allocator setting (" + al::allocator_env_summary() + ")");
+  }
   if (def.env.count("LD_PRELOAD"))
     throw ConfigError(def.origin + ": allocator '" + name + "' sets LD_PRELOAD; name the library with library = \"...\"");
   if (!def.library.empty()) {
@@ -181,8 +202,8 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   };
 
   std::vector<std::string> installed_backends;
-  for (const auto& b : al::backends())
-    if (b.name != "generic") installed_backends.push_back(b.name);
+  for (const auto* b : al::backends())
+    if (b->native) installed_backends.push_back(b->name);
   Axis allocator_axis = pick_axis(flags.allocators, "--allocators", file ? &file->allocators : nullptr, "allocators",
                                   installed_backends);
   const std::string& allocator_ctx = allocator_axis.origin;

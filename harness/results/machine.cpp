@@ -2,6 +2,7 @@
 
 #include <gnu/libc-version.h>
 #include <numa.h>
+#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -48,7 +49,10 @@ nlohmann::json machine_info() {
   j["arch"] = u.machine;
   j["cpu_model"] = cpu_model();
   j["cpus_online"] = sysconf(_SC_NPROCESSORS_ONLN);
-  j["cpus_usable"] = std::thread::hardware_concurrency();
+  // The CPUs this process may run on (taskset, cpusets), which is what the workers get.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  j["cpus_usable"] = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
   j["memory_bytes"] = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   j["page_size"] = sysconf(_SC_PAGESIZE);
   j["thp_enabled"] = bracketed(read_trimmed("/sys/kernel/mm/transparent_hugepage/enabled"));

@@ -69,16 +69,16 @@ json probe_allocator(const matrix::ResolvedAllocator& allocator, const std::stri
 
 json describe_backends(const std::string& worker_path) {
   json out = json::array();
-  for (const auto& b : allocators::backends()) {
-    json entry{{"name", b.name}, {"summary", b.summary}, {"kind", "backend"}};
-    if (b.name == "generic") {
+  for (const auto* b : allocators::backends()) {
+    json entry{{"name", b->name}, {"summary", b->summary}, {"kind", "backend"}};
+    if (!b->native) {
       entry["available"] = true;
       entry["note"] = "name a library: [allocators.NAME] backend = \"generic\", library = \"/path/lib.so\"";
       out.push_back(entry);
       continue;
     }
     try {
-      auto resolved = matrix::resolve_allocator(b.name, {}, "list");
+      auto resolved = matrix::resolve_allocator(b->name, {}, "list");
       json probe = probe_allocator(resolved, worker_path);
       entry["library"] = resolved.library.empty() ? probe.value("library", "") : resolved.library;
       entry["available"] = !probe.contains("error");

@@ -24,11 +24,10 @@ void RecordBuilder::on_event(const json& ev) {
     record_["library"] = ev.value("library", json());
     record_["allocator_version"] = ev.value("version", json());
     record_["allocator_options"] = ev.value("options", json::object());
-    if (ev.contains("thread_cpus")) record_["thread_cpus"] = ev["thread_cpus"];
   } else if (kind == "baseline") {
     record_["idle_rss_bytes"] = ev.value("idle_rss_bytes", json());
     record_["idle_alloc_stats"] = ev.value("alloc_stats", json::object());
-    if (ev.contains("thread_cpus")) record_["thread_cpus"] = ev["thread_cpus"];
+    if (ev.contains("pinned_cpus")) record_["pinned_cpus"] = ev["pinned_cpus"];
   } else if (kind == "phase_end" && ev.contains("phase") && ev["phase"].is_object()) {
     json p = ev["phase"];
     p["start_ms"] = (p.value("t_begin_ns", int64_t{0}) - start_ns_) / 1e6;

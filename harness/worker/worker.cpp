@@ -96,17 +96,29 @@ class PhaseCrew {
     pthread_barrier_init(&start_, nullptr, threads + 1);
     pthread_barrier_init(&end_, nullptr, threads + 1);
     ops_.assign(threads, 0);
+    last_cpu_.assign(threads, -1);
     std::vector<int> cpus = allowed_cpus();
     for (int i = 0; i < threads; ++i) {
       crew_.emplace_back([this, i] { loop(i); });
       if (pin && !cpus.empty()) {
+        const int cpu = cpus[i % cpus.size()];
         cpu_set_t set;
         CPU_ZERO(&set);
-        CPU_SET(cpus[i % cpus.size()], &set);
-        pthread_setaffinity_np(crew_.back().native_handle(), sizeof set, &set);
+        CPU_SET(cpu, &set);
+        if (int err = pthread_setaffinity_np(crew_.back().native_handle(), sizeof set, &set); err != 0 && pin_error_.empty())
+          pin_error_ = "pinning thread " + std::to_string(i) + " to CPU " + std::to_string(cpu) +
+                       " was refused: " + std::strerror(err) + " (run with --no-pin to measure unpinned)";
+        pinned_.push_back(cpu);
       }
     }
   }
+  // Non-empty when pinning was asked for and the kernel refused it: the cell must fail, not run
+  // unpinned while the results say pinned.
+  const std::string& pin_error() const { return pin_error_; }
+  // The CPU each thread was pinned to (empty when not pinned).
+  const std::vector<int>& pinned_cpus() const { return pinned_; }
+  // The CPU each thread was on when it finished the last phase (sched_getcpu: a vDSO read).
+  const std::vector<int>& last_cpus() const { return last_cpu_; }
   ~PhaseCrew() {
     phase_ = -1;
     pthread_barrier_wait(&start_);
@@ -143,6 +155,7 @@ class PhaseCrew {
       int phase = phase_;
       if (phase < 0) return;
       ops_[index] = workload_.run_phase(static_cast<std::size_t>(phase), ctx);
+      last_cpu_[index] = sched_getcpu();
       pthread_barrier_wait(&end_);
     }
   }
@@ -152,6 +165,8 @@ class PhaseCrew {
   int threads_;
   int phase_ = 0;  // written by the main thread before the start barrier, which orders it
   std::vector<uint64_t> ops_;
+  std::vector<int> last_cpu_, pinned_;
+  std::string pin_error_;
   std::vector<std::thread> crew_;
   pthread_barrier_t start_, end_;
 };
@@ -162,7 +177,7 @@ json run_probe(const json& spec) {
   json out{{"event", "probe"}, {"library", served}};
   if (auto problem = allocmark::worker::check_served_by(served, spec.value("library", "")); !problem.empty())
     out["error"] = problem;
-  const auto* info = allocmark::allocators::find_backend(backend);
+  const auto* info = allocmark::allocators::find_backend(backend);  // null for an unknown name
   if (info && !info->signature_symbol.empty()) {
     std::string sig = allocmark::worker::library_serving(info->signature_symbol.c_str());
     if (sig != served)
@@ -182,6 +197,8 @@ int run_cell(const json& spec) {
   const int threads = spec.at("threads");
   const bool pin = spec.value("pin_threads", true);
 
+  // A driver killed between fork and exec leaves no one to read this cell: stop at once.
+  if (spec.contains("driver_pid") && getppid() != spec["driver_pid"].get<pid_t>()) fail("the driver is gone", 4);
   std::string served = allocmark::worker::library_serving("malloc");
   if (auto problem = allocmark::worker::check_served_by(served, spec.value("library", "")); !problem.empty())
     fail(problem);
@@ -202,11 +219,12 @@ int run_cell(const json& spec) {
   std::unique_ptr<wl::Workload> workload = info->make(params, threads, env);
   wl::LiveBytes live(threads);
   PhaseCrew crew(*workload, live, threads, pin);
+  if (!crew.pin_error().empty()) fail(crew.pin_error());
 
   metrics::MemStatus idle{};
   metrics::read_mem_status(0, idle);
   report({{"event", "baseline"}, {"idle_rss_bytes", idle.rss_bytes}, {"t_ns", now_ns()},
-          {"alloc_stats", native_snapshot(api)}});
+          {"alloc_stats", native_snapshot(api)}, {"pinned_cpus", pin ? json(crew.pinned_cpus()) : json(nullptr)}});
 
   const auto& phases = workload->phases();
   for (std::size_t i = 0; i < phases.size(); ++i) {
@@ -246,6 +264,7 @@ int run_cell(const json& spec) {
         {"t_begin_ns", t0},
         {"t_end_ns", t1},
     };
+    phase["thread_cpus"] = crew.last_cpus();
     phase["maps"] = metrics::summarize_maps();
     if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;
     if (api) {
