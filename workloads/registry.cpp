@@ -50,7 +50,8 @@ std::string check_param_value(const ParamSpec& spec, const std::string& value) {
       break;
     case ParamType::Float:
       try {
-        (void)std::stod(value, &used);
+        double v = std::stod(value, &used);
+        if (!std::isfinite(v)) return "'" + value + "' is not a finite number";
       } catch (const std::exception&) {
         used = 0;
       }

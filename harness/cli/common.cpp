@@ -4,6 +4,8 @@
 
 #include <climits>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 
 namespace allocmark::cli {
 
@@ -37,6 +39,14 @@ std::vector<std::string> split_commas(const std::vector<std::string>& items, con
 std::string worker_path() {
   if (const char* w = std::getenv("ALLOCMARK_WORKER"); w && *w) return w;
   return self_dir() + "/allocmark-worker";
+}
+
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), out;
+  for (char c : raw) out += c == '\0' ? ' ' : c;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
 }
 
 matrix::MatrixFile load_variants() {

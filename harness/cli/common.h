@@ -40,6 +40,9 @@ std::vector<std::string> split_commas(const std::vector<std::string>& items, con
 // allocmark-worker next to this binary, or $ALLOCMARK_WORKER.
 std::string worker_path();
 
+// This process's command line, for meta.json and the results folder's lock.
+std::string command_line();
+
 // The built-in variants (configs/variants.toml).
 matrix::MatrixFile load_variants();
 

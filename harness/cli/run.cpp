@@ -1,6 +1,7 @@
 // `allocmark run`: expand a matrix, check every allocator library, then run the cells into a
 // results folder through an executor.
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ctime>
@@ -32,7 +33,9 @@ struct RunFlags {
   std::optional<double> timeout_s;
   std::optional<int> sample_ms;
   std::string out_dir;
-  bool resume = false, dry_run = false, no_pin = false;
+  bool out_given = false;
+  bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false;
+  std::string command_line;
 };
 
 std::string default_out_dir() {
@@ -63,7 +66,10 @@ mx::Plan make_plan(const RunFlags& f, std::string& matrix_path) {
   matrix_path = f.matrix_path;
   if (matrix_path.empty() && !axis_flags) matrix_path = mx::config_dir() + "/quick.toml";
   if (!matrix_path.empty()) {
-    if (::access(matrix_path.c_str(), R_OK) != 0) throw mx::ConfigError(matrix_path + ": cannot read the matrix file");
+    struct stat st {};
+    if (::stat(matrix_path.c_str(), &st) != 0 || ::access(matrix_path.c_str(), R_OK) != 0)
+      throw mx::ConfigError(matrix_path + ": cannot read the matrix file");
+    if (!S_ISREG(st.st_mode)) throw mx::ConfigError(matrix_path + ": is not a file (expected a matrix .toml file)");
     file = mx::load_matrix_file(matrix_path);
   }
   mx::Overrides o;
@@ -110,20 +116,52 @@ int run(const RunFlags& f) {
     return kExitOk;
   }
 
-  rs::ResultsDir dir(f.out_dir.empty() ? default_out_dir() : f.out_dir, f.resume);
-  json meta{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
-            {"machine", rs::machine_info()},
-            {"allocators", allocators_meta},
-            {"backends", rn::describe_backends(worker)},
-            {"matrix", plan.as_json()},
-            {"matrix_file", matrix_path},
-            {"stripped_environment", rn::stripped_environment()},
-            {"started", std::time(nullptr)}};
+  if (f.resume && f.extend) throw mx::ConfigError("--resume and --extend: choose one (--extend also completes missing cells)");
+  if (f.retry_failed && !f.resume && !f.extend) throw mx::ConfigError("--retry-failed: needs --resume or --extend");
+  if (f.discard_corrupt && !f.resume && !f.extend) throw mx::ConfigError("--discard-corrupt-lines: needs --resume or --extend");
+  rs::ResultsDir dir(f.out_dir.empty() && !f.out_given ? default_out_dir() : f.out_dir,
+                     {f.resume, f.extend, f.discard_corrupt, f.command_line});
+  for (const auto& n : dir.notes()) std::cerr << "allocmark: " << dir.path() << ": " << n << "\n";
+  json machine = rs::machine_info();
+  json run_entry{{"mode", f.resume ? "resume" : f.extend ? "extend" : "run"}, {"started", std::time(nullptr)},
+                 {"command", f.command_line}, {"matrix", plan.as_json()}, {"matrix_file", matrix_path}};
+  json meta = dir.read_meta();
+  if (dir.had_results() && meta.is_null())
+    throw rs::ResultsError(dir.path() + " holds results but no meta.json; cannot tell what it was run with");
+  if (dir.had_results()) {
+    // The folder's promise: its cells come from one machine and, unless extended on purpose, one matrix.
+    if (auto diff = rs::machine_differences(meta.value("machine", json::object()), machine); !diff.empty())
+      throw mx::ConfigError(dir.path() + " was recorded on another machine (" + diff +
+                            "); cells from different machines are not comparable: use another --out");
+    if (f.resume)
+      if (auto diff = mx::matrix_differences(meta.value("matrix", json::object()), plan.as_json()); !diff.empty())
+        throw mx::ConfigError("--resume: the matrix differs from the one recorded in " + dir.path() + "/meta.json: " + diff +
+                              ". Resume with the same matrix, or add cells on purpose with --extend");
+    meta["runs"].push_back(run_entry);
+  } else {
+    meta = json{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
+                {"machine", machine},
+                {"allocators", allocators_meta},
+                {"backends", rn::describe_backends(worker)},
+                {"matrix", plan.as_json()},
+                {"matrix_file", matrix_path},
+                {"stripped_environment", rn::stripped_environment()},
+                {"started", std::time(nullptr)},
+                {"runs", json::array({run_entry})}};
+  }
+  if (f.extend) {
+    // Allocators new to the folder join its description.
+    for (const auto& a : allocators_meta) {
+      bool known = false;
+      for (const auto& b : meta["allocators"]) known = known || b == a;
+      if (!known) meta["allocators"].push_back(a);
+    }
+  }
   dir.write_meta(meta);
 
   rn::LocalExecutor executor({worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
                               plan.settings.pin_threads});
-  rn::MatrixRunReport report = rn::run_matrix(plan, dir, executor, {static_cast<bool>(::isatty(2)), &std::cerr});
+  rn::MatrixRunReport report = rn::run_matrix(plan, dir, executor, {f.retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
   if (report.interrupted) {
     std::cerr << fmt::format("allocmark: interrupted; {} finished cells are in {}; `allocmark run ... --out {} --resume` completes it\n",
                              report.ran + report.already_recorded, dir.path(), dir.path());
@@ -135,7 +173,11 @@ int run(const RunFlags& f) {
   }
   std::cout << fmt::format("\n{} cells run, {} not ok; results in {}/ (results.jsonl, summary.csv, meta.json, logs/)\n", report.ran,
                            report.not_ok, dir.path());
-  return report.not_ok ? kExitCellsFailed : kExitOk;
+  if (report.not_ok_in_folder > report.not_ok)
+    std::cout << fmt::format("{} cells of this matrix recorded earlier are not ok; --retry-failed reruns them\n",
+                             report.not_ok_in_folder - report.not_ok);
+  // The exit code tells the folder's state for this matrix, not only this invocation's cells.
+  return report.not_ok_in_folder ? kExitCellsFailed : kExitOk;
 }
 
 }  // namespace
@@ -147,17 +189,24 @@ Subcommand add_run_command(CLI::App& app) {
   run_cmd->add_option("--allocators,-a", f->allocators_raw, "allocators or variants, comma separated (e.g. glibc,jemalloc:bg)");
   run_cmd->add_option("--workloads,-w", f->workloads_raw, "workloads, comma separated");
   run_cmd->add_option("--threads,-t", f->threads_raw, "thread counts, comma separated (default 1,2)");
-  run_cmd->add_option("--reps,-r", f->reps, "repetitions of every cell (default 3)")->check(CLI::PositiveNumber);
+  run_cmd->add_option("--reps,-r", f->reps, "repetitions of every cell (default 3)");
   run_cmd->add_option("--size", f->size, "parameter preset: quick or full (default quick)")->check(CLI::IsMember({"quick", "full"}));
   run_cmd->add_option("--set", f->sets, "override a workload parameter: workload.param=value (repeatable)");
-  run_cmd->add_option("--out,-o", f->out_dir, "results folder (default results/<date-time>)");
-  run_cmd->add_option("--timeout", f->timeout_s, "seconds before a cell is killed and recorded as timeout (default 300)")
-      ->check(CLI::PositiveNumber);
-  run_cmd->add_option("--sample-ms", f->sample_ms, "RSS timeline sampling period in ms (default 10)")->check(CLI::PositiveNumber);
+  run_cmd->add_option("--out,-o", f->out_dir, "results folder (default results/<date-time>)")
+      ->each([f](const std::string&) { f->out_given = true; });
+  run_cmd->add_option("--timeout", f->timeout_s, "seconds before a cell is killed and recorded as timeout (default 300)");
+  run_cmd->add_option("--sample-ms", f->sample_ms, "RSS timeline sampling period in ms (default 10)");
   run_cmd->add_flag("--no-pin", f->no_pin, "do not pin worker threads to CPUs");
-  run_cmd->add_flag("--resume", f->resume, "complete an existing results folder: run only the cells it lacks");
+  run_cmd->add_flag("--resume", f->resume, "complete an existing results folder of the same matrix: run only the cells it lacks");
+  run_cmd->add_flag("--extend", f->extend, "add this matrix's cells to an existing results folder of another matrix (same machine)");
+  run_cmd->add_flag("--retry-failed", f->retry_failed, "with --resume/--extend: also rerun cells recorded as failed, crashed or timeout");
+  run_cmd->add_flag("--discard-corrupt-lines", f->discard_corrupt,
+                    "with --resume/--extend: move invalid lines of results.jsonl to results.corrupt.jsonl instead of stopping");
   run_cmd->add_flag("--dry-run", f->dry_run, "check the matrix and list its cells without running them");
-  return {run_cmd, [f] { return run(*f); }};
+  return {run_cmd, [f] {
+            f->command_line = command_line();
+            return run(*f);
+          }};
 }
 
 }  // namespace allocmark::cli

@@ -2,7 +2,9 @@
 
 #include "allocators/backends.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <toml++/toml.h>
@@ -56,13 +58,18 @@ std::vector<std::string> string_list(const std::string& path, const toml::node& 
   return out;
 }
 
+// A number in [min, max], finite, of T's kind; anything else is an error at the value's position.
 template <class T>
-T number(const std::string& path, const toml::node& node, const std::string& key, T min) {
+T number(const std::string& path, const toml::node& node, const std::string& key, T min, T max) {
   std::optional<double> v;
   if (auto i = node.as_integer()) v = static_cast<double>(i->get());
   if (auto f = node.as_floating_point(); f && std::is_floating_point_v<T>) v = f->get();
   if (!v) fail(path, node, "'" + key + "' must be " + (std::is_floating_point_v<T> ? "a number" : "an integer"));
-  if (*v < static_cast<double>(min)) fail(path, node, "'" + key + "' must be at least " + std::to_string(min));
+  if (!std::isfinite(*v)) fail(path, node, "'" + key + "' must be a finite number");
+  std::ostringstream range;
+  range << min << ".." << max;
+  if (*v < static_cast<double>(min) || *v > static_cast<double>(max))
+    fail(path, node, "'" + key + "' must be in " + range.str());
   return static_cast<T>(*v);
 }
 
@@ -75,17 +82,17 @@ void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFil
   if (auto n = t.get("threads")) {
     const auto* arr = n->as_array();
     if (!arr) fail(path, *n, "'threads' must be a list of integers");
-    for (const auto& item : *arr) out.threads.push_back(number<int>(path, item, "threads", 1));
+    for (const auto& item : *arr) out.threads.push_back(number<int>(path, item, "threads", 1, kMaxThreads));
   }
-  if (auto n = t.get("reps")) out.reps = number<int>(path, *n, "reps", 1);
+  if (auto n = t.get("reps")) out.reps = number<int>(path, *n, "reps", 1, kMaxReps);
   if (auto n = t.get("size")) {
     if (!n->is_string() || (n->as_string()->get() != "quick" && n->as_string()->get() != "full"))
       fail(path, *n, "'size' must be \"quick\" or \"full\"");
     out.size = n->as_string()->get();
   }
-  if (auto n = t.get("timeout_s")) out.timeout_s = number<double>(path, *n, "timeout_s", 0.001);
-  if (auto n = t.get("sample_ms")) out.sample_ms = number<int>(path, *n, "sample_ms", 1);
-  if (auto n = t.get("max_timeline_points")) out.max_timeline_points = number<int>(path, *n, "max_timeline_points", 2);
+  if (auto n = t.get("timeout_s")) out.timeout_s = number<double>(path, *n, "timeout_s", 0.001, kMaxTimeoutS);
+  if (auto n = t.get("sample_ms")) out.sample_ms = number<int>(path, *n, "sample_ms", 1, kMaxSampleMs);
+  if (auto n = t.get("max_timeline_points")) out.max_timeline_points = number<int>(path, *n, "max_timeline_points", 2, kMaxTimelinePoints);
   if (auto n = t.get("pin_threads")) {
     if (!n->is_boolean()) fail(path, *n, "'pin_threads' must be true or false");
     out.pin_threads = n->as_boolean()->get();

@@ -16,6 +16,14 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Limits of the matrix settings, shared by the TOML reader and the command-line flags so both say
+// the same thing about the same value.
+inline constexpr int kMaxThreads = 1024;
+inline constexpr int kMaxReps = 10000;
+inline constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;
+inline constexpr int kMaxSampleMs = 60000;
+inline constexpr int kMaxTimelinePoints = 10000000;
+
 // An allocator as a matrix names it: a backend, optionally another library of that kind, and the
 // environment that configures it. Built-in variants are data in configs/variants.toml.
 struct AllocatorDef {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <set>
 
 #include "allocators/backends.h"
@@ -80,6 +81,16 @@ std::string env_entry_problem(const std::string& name, const std::string& value)
   for (unsigned char c : value)
     if (std::iscntrl(c)) return "the value of " + name + " contains a control character (newline, tab, ...)";
   return "";
+}
+
+// A value named twice on an axis is one point, not two cells with one key (--threads 1,1).
+template <class T>
+void dedupe(std::vector<T>& values, const char* axis, std::vector<std::string>& notes) {
+  std::vector<T> unique;
+  for (const auto& v : values)
+    if (std::find(unique.begin(), unique.end(), v) == unique.end()) unique.push_back(v);
+    else notes.push_back(fmt::format("{} {} is named twice; it runs once", axis, v));
+  values = unique;
 }
 
 }  // namespace
@@ -184,9 +195,10 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   s.sample_ms = flags.sample_ms.value_or(s.sample_ms);
   s.pin_threads = flags.pin_threads.value_or(s.pin_threads);
   if (s.size != "quick" && s.size != "full") throw ConfigError("--size: '" + s.size + "' is not quick or full");
-  if (s.reps < 1) throw ConfigError("--reps: must be at least 1");
-  if (s.timeout_s <= 0) throw ConfigError("--timeout: must be positive");
-  if (s.sample_ms < 1) throw ConfigError("--sample-ms: must be at least 1");
+  if (s.reps < 1 || s.reps > kMaxReps) throw ConfigError("--reps: must be in 1.." + std::to_string(kMaxReps));
+  if (!std::isfinite(s.timeout_s) || s.timeout_s <= 0 || s.timeout_s > kMaxTimeoutS)
+    throw ConfigError("--timeout: must be a number of seconds in (0, " + fmt::format("{:g}", kMaxTimeoutS) + "]");
+  if (s.sample_ms < 1 || s.sample_ms > kMaxSampleMs) throw ConfigError("--sample-ms: must be in 1.." + std::to_string(kMaxSampleMs));
 
   // An axis comes from the flags, else the file, else its default; `origin` names which, for errors.
   struct Axis {
@@ -223,6 +235,7 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
 
   Axis workload_axis = pick_axis(flags.workloads, "--workloads", file ? &file->workloads : nullptr, "workloads",
                                  runnable_workload_names());
+  dedupe(workload_axis.names, "workload", plan.notes);
   const std::vector<std::string>& workload_names = workload_axis.names;
   const std::string& workload_ctx = workload_axis.origin;
   if (workload_names.empty()) throw ConfigError(workload_ctx + ": no workload named");
@@ -232,7 +245,8 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
 
   std::vector<int> threads = flags.threads ? *flags.threads : (file && !file->threads.empty() ? file->threads : std::vector<int>{1, 2});
   for (int t : threads)
-    if (t < 1 || t > 1024) throw ConfigError("threads: " + std::to_string(t) + " is outside 1..1024");
+    if (t < 1 || t > kMaxThreads) throw ConfigError("threads: " + std::to_string(t) + " is outside 1.." + std::to_string(kMaxThreads));
+  dedupe(threads, "threads", plan.notes);
 
   // Parameters: the size preset's defaults, then [params.*], then --set.
   if (file)
@@ -274,6 +288,52 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
       for (int t : threads)
         for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, w, t, rep, params[w]});
   return plan;
+}
+
+std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::json& now) {
+  std::string out;
+  for (const char* field : {"allocators", "workloads", "threads", "reps", "size", "pin_threads", "sample_ms",
+                            "max_timeline_points"}) {
+    nlohmann::json a = recorded.value(field, nlohmann::json()), b = now.value(field, nlohmann::json());
+    if (a == b) continue;
+    std::string was = a.dump(), is = b.dump();
+    if (a.is_array() && b.is_array() && !a.empty() && a[0].is_object()) {
+      // Named entries (allocators, workloads): what was added, removed, or changed inside one.
+      std::map<std::string, nlohmann::json> na, nb;
+      for (const auto& item : a) na[item.value("name", item.dump())] = item;
+      for (const auto& item : b) nb[item.value("name", item.dump())] = item;
+      std::vector<std::string> parts;
+      for (const auto& [name, item] : nb)
+        if (!na.count(name)) parts.push_back("+" + name);
+      for (const auto& [name, item] : na) {
+        if (!nb.count(name)) {
+          parts.push_back("-" + name);
+          continue;
+        }
+        for (const auto& [k, v] : item.items()) {
+          const nlohmann::json& w = nb[name].value(k, nlohmann::json());
+          if (v == w) continue;
+          if (v.is_object() && w.is_object()) {  // params or env: name the entries that differ
+            std::set<std::string> keys;
+            for (const auto& [ik, iv] : v.items()) keys.insert(ik);
+            for (const auto& [ik, iv] : w.items()) keys.insert(ik);
+            for (const auto& ik : keys)
+              if (v.value(ik, nlohmann::json()) != w.value(ik, nlohmann::json()))
+                parts.push_back(name + " " + ik + " " + v.value(ik, nlohmann::json()).dump() + " -> " +
+                                w.value(ik, nlohmann::json()).dump());
+          } else {
+            parts.push_back(name + " " + k + " " + v.dump() + " -> " + w.dump());
+          }
+        }
+      }
+      std::string joined;
+      for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
+      out += (out.empty() ? "" : "; ") + std::string(field) + ": " + joined;
+      continue;
+    }
+    out += (out.empty() ? "" : "; ") + std::string(field) + ": " + was + " recorded, " + is + " now";
+  }
+  return out;
 }
 
 nlohmann::json cell_to_json(const Cell& c) {

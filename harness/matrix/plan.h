@@ -62,6 +62,11 @@ struct Plan {
   nlohmann::json as_json() const;  // the matrix as run, for meta.json
 };
 
+// What differs between two matrices as recorded by Plan::as_json() ("threads: [1, 2] -> [1]; ..."),
+// "" when they would run the same cells with the same measurement settings. The timeout is not
+// compared: it decides when a cell is given up, not what a finished cell measured.
+std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::json& now);
+
 // A cell as JSON and back (for `allocmark cell`, which runs one cell on the host a scheduler chose).
 // from_json throws ConfigError naming the missing or mistyped field.
 nlohmann::json cell_to_json(const Cell& cell);

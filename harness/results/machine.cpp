@@ -78,4 +78,17 @@ nlohmann::json machine_info() {
   return j;
 }
 
+std::string machine_differences(const nlohmann::json& recorded, const nlohmann::json& now) {
+  std::string out;
+  for (const char* field : {"host", "cpu_model", "cpus_usable", "kernel", "thp_enabled", "overcommit_memory", "glibc_version"}) {
+    nlohmann::json a = recorded.value(field, nlohmann::json()), b = now.value(field, nlohmann::json());
+    if (a != b) out += (out.empty() ? "" : "; ") + std::string(field) + " " + a.dump() + " recorded, " + b.dump() + " now";
+  }
+  auto nodes = [](const nlohmann::json& m) { return m.contains("numa") ? m["numa"].value("nodes", 1) : 1; };
+  if (nodes(recorded) != nodes(now))
+    out += (out.empty() ? "" : "; ") + std::string("NUMA nodes ") + std::to_string(nodes(recorded)) + " recorded, " +
+           std::to_string(nodes(now)) + " now";
+  return out;
+}
+
 }  // namespace allocmark::results

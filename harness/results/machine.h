@@ -8,4 +8,9 @@ namespace allocmark::results {
 
 nlohmann::json machine_info();
 
+// What differs between two machine descriptions in what decides whether their cells are
+// comparable (host, CPU model, usable CPUs, kernel, THP and overcommit modes, glibc, NUMA nodes);
+// "" when nothing does.
+std::string machine_differences(const nlohmann::json& recorded, const nlohmann::json& now);
+
 }  // namespace allocmark::results

@@ -1,11 +1,13 @@
 #include "harness/results/results_dir.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -21,9 +23,17 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << text;
-    if (!out) throw ResultsError("cannot write " + tmp);
+    out.flush();
+    if (!out) {
+      out.close();
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw ResultsError("cannot write " + path + " (disk full?)");
+    }
   }
-  fs::rename(tmp, path);
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw ResultsError("cannot replace " + path + ": " + ec.message());
 }
 
 std::string csv_field(const json& v) {
@@ -39,46 +49,155 @@ std::string csv_field(const json& v) {
 
 }  // namespace
 
-ResultsDir::ResultsDir(std::string path, bool resume) : path_(std::move(path)) {
+ResultsDir::ResultsDir(std::string path, const OpenOptions& options) : path_(std::move(path)) {
+  if (path_.empty()) throw ResultsError("--out: the results folder name is empty");
   std::error_code ec;
+  if (fs::exists(path_, ec) && !fs::is_directory(path_, ec)) throw ResultsError(path_ + " exists and is not a folder");
   fs::create_directories(path_ + "/logs", ec);
   if (ec) throw ResultsError("cannot create " + path_ + ": " + ec.message());
+  lock(options.command);
   std::string jsonl = path_ + "/results.jsonl";
   if (!fs::exists(jsonl) || fs::file_size(jsonl) == 0) return;
-  if (!resume)
-    throw ResultsError(path_ + " already holds results; pass --resume to complete it or --out for a new folder");
-  std::ifstream in(jsonl, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::size_t good_end = 0, pos = 0;
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) break;  // a line the driver did not finish: dropped below
-    json rec = json::parse(text.substr(pos, nl - pos), nullptr, false);
-    if (rec.is_discarded() || !rec.is_object() || !rec.contains("key")) break;
-    done_.insert(rec["key"].get<std::string>());
-    good_end = nl + 1;
-    pos = nl + 1;
+  if (!options.resume && !options.extend)
+    throw ResultsError(path_ + " already holds results; pass --resume to complete it, --extend to add other cells to it, or --out for a new folder");
+  scan(options.discard_corrupt);
+}
+
+ResultsDir::~ResultsDir() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+void ResultsDir::lock(const std::string& command) {
+  const std::string lock_path = path_ + "/.allocmark.lock";
+  // Not O_CLOEXEC on purpose: workers inherit it, so the folder stays locked while any worker of
+  // this run is alive, even one that outlived a killed driver.
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (lock_fd_ < 0) throw ResultsError("cannot create " + lock_path + ": " + std::strerror(errno));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    std::ifstream in(lock_path);
+    std::string holder((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!holder.empty() && holder.back() == '\n') holder.pop_back();
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    if (err == EWOULDBLOCK)
+      throw ResultsError(path_ + " is in use by another allocmark run (" + (holder.empty() ? "holder unknown" : holder) +
+                         "); wait for it to finish or choose another --out");
+    throw ResultsError("cannot lock " + lock_path + ": " + std::strerror(err));
   }
-  if (good_end < text.size()) fs::resize_file(jsonl, good_end);
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  std::time_t now = std::time(nullptr);
+  char when[64];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+  std::string text = "pid " + std::to_string(::getpid()) + " on host " + host + ", started " + when +
+                     (command.empty() ? "" : ": " + command) + "\n";
+  if (::ftruncate(lock_fd_, 0) == 0) (void)!::pwrite(lock_fd_, text.data(), text.size(), 0);
+}
+
+void ResultsDir::scan(bool discard_corrupt) {
+  const std::string jsonl = path_ + "/results.jsonl";
+  std::ifstream in(jsonl, std::ios::binary);
+  if (!in) throw ResultsError("cannot read " + jsonl);
+  std::string line, kept, discarded;
+  std::size_t number = 0, good_end = 0, offset = 0;
+  std::vector<std::size_t> corrupt;
+  bool cut_short = false;
+  std::map<std::string, std::vector<std::size_t>> same_attempt;
+  while (std::getline(in, line)) {
+    ++number;
+    const bool has_newline = !in.eof();
+    offset += line.size() + (has_newline ? 1 : 0);
+    json rec = json::parse(line, nullptr, false);
+    const bool valid = !rec.is_discarded() && rec.is_object() && rec.contains("key") && rec["key"].is_string();
+    if (!valid && !has_newline) {  // the driver died mid-write: the only kind of damage resume repairs itself
+      cut_short = true;
+      break;
+    }
+    if (!valid) {
+      corrupt.push_back(number);
+      discarded += line + "\n";
+      continue;
+    }
+    kept += line + "\n";
+    good_end = offset;
+    const std::string key = rec["key"];
+    const int attempt = rec.value("attempt", 1);
+    auto [it, fresh] = recorded_.try_emplace(key, RecordedCell{rec.value("status", "?"), attempt, number});
+    if (!fresh) {
+      if (attempt > it->second.attempt) it->second = {rec.value("status", "?"), attempt, number};
+      else if (attempt == it->second.attempt) same_attempt[key].push_back(number);
+    }
+  }
+  in.close();
+  if (!corrupt.empty() && !discard_corrupt) {
+    std::string lines;
+    for (std::size_t i = 0; i < corrupt.size() && i < 10; ++i) lines += (i ? ", " : "") + std::to_string(corrupt[i]);
+    if (corrupt.size() > 10) lines += " and " + std::to_string(corrupt.size() - 10) + " more";
+    throw ResultsError(jsonl + ": line" + (corrupt.size() > 1 ? "s " : " ") + lines +
+                       (corrupt.size() > 1 ? " are not valid records" : " is not a valid record") +
+                       "; the cells after them are intact. Nothing was changed: inspect the lines, then remove them, "
+                       "or pass --discard-corrupt-lines to move them to results.corrupt.jsonl and go on");
+  }
+  if (!corrupt.empty()) {
+    std::ofstream bad(path_ + "/results.corrupt.jsonl", std::ios::binary | std::ios::app);
+    bad << discarded;
+    bad.close();
+    if (!bad) throw ResultsError("cannot write " + path_ + "/results.corrupt.jsonl");
+    write_file_atomically(jsonl, kept);
+    notes_.push_back(std::to_string(corrupt.size()) + " invalid lines moved from results.jsonl to results.corrupt.jsonl");
+  } else if (cut_short) {
+    fs::resize_file(jsonl, good_end);
+  }
+  if (cut_short) notes_.push_back("dropped a last line cut short (line " + std::to_string(number) + ")");
+  for (const auto& [key, lines] : same_attempt)
+    notes_.push_back("cell " + key + " is recorded " + std::to_string(lines.size() + 1) + " times (first at line " +
+                     std::to_string(recorded_[key].line) + "); readers count it once");
 }
 
 void ResultsDir::append(const json& record) {
+  const std::string jsonl = path_ + "/results.jsonl";
   std::string line = record.dump() + "\n";
-  int fd = ::open((path_ + "/results.jsonl").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw ResultsError("cannot append to " + path_ + "/results.jsonl: " + std::strerror(errno));
+  int fd = ::open(jsonl.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw ResultsError("cannot append to " + jsonl + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw ResultsError("cannot stat " + jsonl + ": " + std::strerror(err));
+  }
+  const off_t before = st.st_size;
   std::size_t off = 0;
+  int err = 0;
   while (off < line.size()) {
     ssize_t n = ::write(fd, line.data() + off, line.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      ::close(fd);
-      throw ResultsError("write to " + path_ + "/results.jsonl failed: " + std::strerror(errno));
+      err = n < 0 ? errno : ENOSPC;
+      break;
     }
     off += static_cast<std::size_t>(n);
   }
-  ::fsync(fd);
+  if (!err && ::fsync(fd) != 0) err = errno;
+  if (err) {
+    // All or nothing: a torn line would make the file lie about this cell and hide the ones after it.
+    (void)!::ftruncate(fd, before);
+    ::fsync(fd);
+    ::close(fd);
+    throw ResultsError("write to " + jsonl + " failed: " + std::strerror(err) + " (the partial line was removed)");
+  }
   ::close(fd);
-  done_.insert(record.value("key", ""));
+  RecordedCell cell{record.value("status", "?"), record.value("attempt", 1), 0};
+  recorded_[record.value("key", "")] = cell;
+}
+
+json ResultsDir::read_meta() const {
+  std::ifstream in(path_ + "/meta.json");
+  if (!in) return nullptr;
+  json meta = json::parse(in, nullptr, false);
+  if (meta.is_discarded() || !meta.is_object())
+    throw ResultsError(path_ + "/meta.json is not valid JSON; cannot check what this folder was run with");
+  return meta;
 }
 
 void ResultsDir::write_meta(const json& meta) const { write_file_atomically(path_ + "/meta.json", meta.dump(2) + "\n"); }

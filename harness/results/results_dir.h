@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -17,23 +18,57 @@ class ResultsError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// How a run opens its folder.
+struct OpenOptions {
+  bool resume = false;           // the folder may hold results of the same matrix: complete it
+  bool extend = false;           // the folder may hold results of another matrix: add cells to it
+  bool discard_corrupt = false;  // move invalid lines to results.corrupt.jsonl instead of refusing
+  std::string command;           // the command line, for the lock's holder description
+};
+
+// One cell already in results.jsonl (the highest attempt of its key).
+struct RecordedCell {
+  std::string status;
+  int attempt = 1;
+  std::size_t line = 0;  // 1-based line in results.jsonl
+};
+
+// The folder a run writes. Opening it takes an exclusive lock (flock on DIR/.allocmark.lock) held
+// until destruction: a second run into the same folder fails at once, naming the holder. The lock's
+// descriptor is inherited by the run's workers, so a worker that outlived its driver still holds
+// the folder. Every record is appended whole or not at all.
 class ResultsDir {
  public:
-  // Creates the folder. Refuses a folder that already holds results unless `resume`; on resume,
-  // a last line cut short by a crash of the driver is dropped so the file stays valid JSONL.
-  ResultsDir(std::string path, bool resume);
+  // Creates the folder. Refuses a folder that already holds results unless resume or extend; then
+  // scans results.jsonl: a last line cut short by a dying driver is dropped, any other invalid line
+  // stops the open (ResultsError naming the lines) unless discard_corrupt.
+  ResultsDir(std::string path, const OpenOptions& options);
+  ~ResultsDir();
+  ResultsDir(const ResultsDir&) = delete;
+  ResultsDir& operator=(const ResultsDir&) = delete;
+
   const std::string& path() const { return path_; }
   std::string log_dir() const { return path_ + "/logs"; }
-  // Keys of the cells already recorded (any status).
-  const std::set<std::string>& done_keys() const { return done_; }
-  // Appends one record, flushed and fsync'ed before returning.
+  bool had_results() const { return !recorded_.empty(); }
+  const std::map<std::string, RecordedCell>& recorded() const { return recorded_; }
+  // Notes from the scan (duplicate keys, discarded lines) for the user.
+  const std::vector<std::string>& notes() const { return notes_; }
+  // Appends one record as one line, flushed and fsync'ed before returning. On any failure (a full
+  // disk) the file is cut back to its previous length and ResultsError is thrown.
   void append(const nlohmann::json& record);
+  // meta.json as recorded, or null when the folder has none.
+  nlohmann::json read_meta() const;
   void write_meta(const nlohmann::json& meta) const;
   void write_summary_csv() const;
 
  private:
+  void lock(const std::string& command);
+  void scan(bool discard_corrupt);
+
   std::string path_;
-  std::set<std::string> done_;
+  int lock_fd_ = -1;
+  std::map<std::string, RecordedCell> recorded_;
+  std::vector<std::string> notes_;
 };
 
 // Every valid record of DIR/results.jsonl, in file order; throws ResultsError if there is none.

@@ -19,6 +19,7 @@ struct CellJob {
   matrix::Cell cell;
   std::size_t index = 0;  // 1-based position in the plan, for progress
   std::string log_path;   // where the worker's stdout and stderr go
+  int attempt = 1;        // 2 and up: a rerun of a cell whose earlier record was not ok (--retry-failed)
 };
 
 struct ExecutorEvents {

@@ -28,12 +28,19 @@ std::string log_name(const std::string& key) {
 
 }  // namespace
 
-std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::ResultsDir& dir) {
+std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::ResultsDir& dir, bool retry_failed) {
   std::vector<CellJob> jobs;
   for (std::size_t i = 0; i < plan.cells.size(); ++i) {
     const auto& cell = plan.cells[i];
-    if (dir.done_keys().count(cell.key())) continue;
-    jobs.push_back({cell, i + 1, dir.log_dir() + "/" + log_name(cell.key())});
+    const std::string key = cell.key();
+    int attempt = 1;
+    if (auto it = dir.recorded().find(key); it != dir.recorded().end()) {
+      if (!retry_failed || it->second.status == "ok") continue;
+      attempt = it->second.attempt + 1;
+    }
+    std::string log = dir.log_dir() + "/" + log_name(key);
+    if (attempt > 1) log.insert(log.size() - 4, ".attempt" + std::to_string(attempt));
+    jobs.push_back({cell, i + 1, log, attempt});
   }
   return jobs;
 }
@@ -43,10 +50,11 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
   std::ostream& msg = options.messages ? *options.messages : std::cerr;
   MatrixRunReport report;
   report.total = plan.cells.size();
-  std::vector<CellJob> jobs = pending_jobs(plan, dir);
-  report.already_recorded = report.total - jobs.size();
+  std::vector<CellJob> jobs = pending_jobs(plan, dir, options.retry_failed);
+  for (const auto& cell : plan.cells) report.already_recorded += dir.recorded().count(cell.key());
   if (report.already_recorded)
-    msg << fmt::format("allocmark: resuming: {} of {} cells already recorded\n", report.already_recorded, report.total);
+    msg << fmt::format("allocmark: {} of {} cells already recorded; running {}\n", report.already_recorded, report.total,
+                       jobs.size());
 
   g_interrupted = false;
   struct sigaction sa {}, old_int {}, old_term {};
@@ -74,12 +82,14 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
     if (tty) progress();
   };
   events.finished = [&](const CellJob& job, const nlohmann::json& record) {
+    nlohmann::json stored = record;
+    stored["attempt"] = job.attempt;
     try {
-      dir.append(record);
+      dir.append(stored);
       dir.write_summary_csv();
     } catch (const std::exception& e) {
       throw RunStopped(std::string("could not record cell ") + job.cell.label() + ": " + e.what(),
-                       report.already_recorded + report.ran, dir.path());
+                       dir.recorded().size(), dir.path());
     }
     ++report.ran;
     std::string status = record.value("status", "?");
@@ -102,10 +112,13 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
     throw;
   } catch (const std::exception& e) {
     restore();
-    throw RunStopped(e.what(), report.already_recorded + report.ran, dir.path());
+    throw RunStopped(e.what(), dir.recorded().size(), dir.path());
   }
   restore();
   report.interrupted = g_interrupted.load();
+  for (const auto& cell : plan.cells)
+    if (auto it = dir.recorded().find(cell.key()); it != dir.recorded().end() && it->second.status != "ok")
+      ++report.not_ok_in_folder;
   return report;
 }
 

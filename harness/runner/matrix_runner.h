@@ -29,12 +29,14 @@ class RunStopped : public std::runtime_error {
 };
 
 struct MatrixRunOptions {
+  bool retry_failed = false;   // rerun cells whose recorded status is not ok (as a new attempt)
   bool progress_line = false;  // one updating line (a terminal); else one line per finished cell
   std::ostream* messages = nullptr;
 };
 
 struct MatrixRunReport {
   std::size_t total = 0, already_recorded = 0, ran = 0, not_ok = 0;
+  std::size_t not_ok_in_folder = 0;  // cells of this plan whose latest record is not ok, after the run
   bool interrupted = false;
 };
 
@@ -42,7 +44,8 @@ struct MatrixRunReport {
 extern std::atomic<bool> g_interrupted;
 
 // The jobs of `plan` that `dir` does not hold yet, in plan order.
-std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::ResultsDir& dir);
+// With retry_failed, also those whose latest record is not ok, as their next attempt.
+std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::ResultsDir& dir, bool retry_failed);
 
 MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, Executor& executor,
                            const MatrixRunOptions& options);
