@@ -63,23 +63,25 @@ ResultsDir::ResultsDir(std::string path, const OpenOptions& options) : path_(std
   scan(options.discard_corrupt);
 }
 
-ResultsDir::~ResultsDir() {
-  if (lock_fd_ >= 0) ::close(lock_fd_);
+ResultsDir::~ResultsDir() = default;
+
+ResultsDir::OwnedFd::~OwnedFd() {
+  if (fd >= 0) ::close(fd);
 }
 
 void ResultsDir::lock(const std::string& command) {
   const std::string lock_path = path_ + "/.allocmark.lock";
   // Not O_CLOEXEC on purpose: workers inherit it, so the folder stays locked while any worker of
   // this run is alive, even one that outlived a killed driver.
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0644);
-  if (lock_fd_ < 0) throw ResultsError("cannot create " + lock_path + ": " + std::strerror(errno));
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+  lock_.fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (lock_.fd < 0) throw ResultsError("cannot create " + lock_path + ": " + std::strerror(errno));
+  if (::flock(lock_.fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
     std::ifstream in(lock_path);
     std::string holder((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     while (!holder.empty() && holder.back() == '\n') holder.pop_back();
-    ::close(lock_fd_);
-    lock_fd_ = -1;
+    ::close(lock_.fd);
+    lock_.fd = -1;
     if (err == EWOULDBLOCK)
       throw ResultsError(path_ + " is in use by another allocmark run (" + (holder.empty() ? "holder unknown" : holder) +
                          "); wait for it to finish or choose another --out");
@@ -92,7 +94,7 @@ void ResultsDir::lock(const std::string& command) {
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
   std::string text = "pid " + std::to_string(::getpid()) + " on host " + host + ", started " + when +
                      (command.empty() ? "" : ": " + command) + "\n";
-  if (::ftruncate(lock_fd_, 0) == 0) (void)!::pwrite(lock_fd_, text.data(), text.size(), 0);
+  if (::ftruncate(lock_.fd, 0) == 0) (void)!::pwrite(lock_.fd, text.data(), text.size(), 0);
 }
 
 void ResultsDir::scan(bool discard_corrupt) {

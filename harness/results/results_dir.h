@@ -65,8 +65,14 @@ class ResultsDir {
   void lock(const std::string& command);
   void scan(bool discard_corrupt);
 
+  // Closed on destruction, also when the constructor throws after locking.
+  struct OwnedFd {
+    int fd = -1;
+    ~OwnedFd();
+  };
+
   std::string path_;
-  int lock_fd_ = -1;
+  OwnedFd lock_;
   std::map<std::string, RecordedCell> recorded_;
   std::vector<std::string> notes_;
 };

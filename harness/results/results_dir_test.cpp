@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -70,4 +74,60 @@ TEST(ResultsDir, LoadingAFolderWithoutResultsIsAnError) {
   std::string d = fresh_dir("empty");
   fs::create_directories(d);
   EXPECT_THROW(load_records(d), ResultsError);
+}
+
+// A write that fails part way (here: the file-size limit, as a full disk would) leaves no partial
+// line: the file is cut back and the error says so.
+TEST(ResultsDir, AFailedAppendLeavesNoPartialLine) {
+  std::string d = fresh_dir("full");
+  ResultsDir dir(d, {});
+  dir.append(record("a"));
+  const auto before = fs::file_size(d + "/results.jsonl");
+  json big = record("b");
+  big["filler"] = std::string(20000, 'x');
+  rlimit old{};
+  ::getrlimit(RLIMIT_FSIZE, &old);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = before + 5000;
+  ::setrlimit(RLIMIT_FSIZE, &small);
+  EXPECT_THROW(dir.append(big), ResultsError);
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(fs::file_size(d + "/results.jsonl"), before);
+  dir.append(record("c"));
+  auto recs = load_records(d);
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[1]["key"], "c");
+}
+
+TEST(ResultsDir, ASecondOpenOfALockedFolderNamesTheHolder) {
+  std::string d = fresh_dir("locked");
+  ResultsDir first(d, {false, false, false, "allocmark run --out x"});
+  try {
+    ResultsDir second(d, {});
+    FAIL() << "a locked folder was opened twice";
+  } catch (const ResultsError& e) {
+    EXPECT_NE(std::string(e.what()).find("in use by another allocmark run (pid " + std::to_string(::getpid())), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("allocmark run --out x"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ResultsDir, ResumeStopsAtACorruptMiddleLineAndNamesIt) {
+  std::string d = fresh_dir("corrupt");
+  {
+    ResultsDir dir(d, {});
+    dir.append(record("a"));
+  }
+  std::ofstream(d + "/results.jsonl", std::ios::app) << "{not json\n" << record("c").dump() << "\n";
+  try {
+    ResultsDir again(d, {.resume = true});
+    FAIL() << "resume went past a corrupt line";
+  } catch (const ResultsError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2 is not a valid record"), std::string::npos) << e.what();
+  }
+  ResultsDir discarding(d, {.resume = true, .discard_corrupt = true});
+  EXPECT_EQ(discarding.recorded().size(), 2u);
+  EXPECT_EQ(load_records(d).size(), 2u);
 }

@@ -1,0 +1,273 @@
+"""What a results folder promises (docs/ARCHITECTURE.md), tested against the real driver:
+nothing lost, nothing mixed, under concurrent runs, changed matrices, corrupt lines, a full disk,
+a killed driver, duplicates, a polluted environment and bad input (issue 8; docs/reliability.md).
+
+Run by ctest with Debian's /usr/bin/python3; standard library only; root for the tmpfs test.
+Assertions are about behaviour (exit codes, files, messages), never about timings.
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+ALLOCMARK = os.environ["ALLOCMARK_BIN"]
+SMALL = ["--set", "size_mix.live_mib=8", "--set", "size_mix.ops=20000"]
+ONE = ["-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "1"] + SMALL
+HANG = ["-w", "fault_inject", "--set", "fault_inject.mode=hang", "-t", "1", "-r", "1"]
+
+
+def run(args, timeout=300, env=None):
+    return subprocess.run([ALLOCMARK] + args, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def lines(out):
+    with open(os.path.join(out, "results.jsonl")) as f:
+        return f.read().splitlines()
+
+
+def records(out):
+    return [json.loads(line) for line in lines(out)]
+
+
+def children_of(pid):
+    """PIDs whose parent is pid (from /proc/*/stat)."""
+    kids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if int(fields[1]) == pid:
+            kids.append(int(entry))
+    return kids
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_for(predicate, limit=120, what="condition"):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class TempDir(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="allocmark-rel-")
+        self.tmp = self._tmp.name
+        self.out = os.path.join(self.tmp, "out")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+
+
+class Folder(TempDir):
+    def start_hanging_run(self, out, extra=()):
+        """A run whose second cell hangs; returns the driver once that cell's worker is running."""
+        proc = subprocess.Popen([ALLOCMARK, "run", "-a", "glibc", "-w", "size_mix,fault_inject", "--set",
+                                 "fault_inject.mode=hang", "-t", "1", "-r", "1", "--timeout", "120", "--out", out,
+                                 *SMALL, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        path = os.path.join(out, "results.jsonl")
+        wait_for(lambda: os.path.exists(path) and len(lines(out)) >= 1 and children_of(proc.pid), what="the hanging cell")
+        return proc
+
+    def test_a_second_run_into_the_same_folder_is_refused_naming_the_holder(self):
+        first = self.start_hanging_run(self.out)
+        try:
+            for extra in ([], ["--resume"]):
+                p = run(["run"] + ONE + ["--out", self.out] + extra)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn("in use by another allocmark run", p.stderr)
+                self.assertIn(f"pid {first.pid}", p.stderr)
+        finally:
+            first.send_signal(signal.SIGINT)
+            first.communicate(timeout=60)
+        self.assertEqual(len(records(self.out)), 1, "the refused runs recorded nothing")
+
+    def test_resume_refuses_a_changed_matrix_and_extend_adds_it_on_purpose(self):
+        self.assertEqual(run(["run"] + ONE + ["--out", self.out]).returncode, 0)
+        with open(os.path.join(self.out, "meta.json")) as f:
+            meta_before = f.read()
+        changed = ["-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "1", "--set", "size_mix.live_mib=16",
+                   "--set", "size_mix.ops=20000", "--out", self.out]
+        p = run(["run"] + changed + ["--resume"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn('live_mib "8" -> "16"', p.stderr)
+        p = run(["run", "-a", "glibc,jemalloc"] + ONE[2:] + ["--out", self.out, "--resume"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("+jemalloc", p.stderr)
+        with open(os.path.join(self.out, "meta.json")) as f:
+            self.assertEqual(f.read(), meta_before, "a refused resume leaves meta.json as it was")
+        self.assertEqual(len(records(self.out)), 1)
+        p = run(["run"] + changed + ["--extend"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        recs = records(self.out)
+        self.assertEqual([r["params"]["live_mib"] for r in recs], ["8", "16"])
+        self.assertNotEqual(recs[0]["key"], recs[1]["key"])
+        with open(os.path.join(self.out, "meta.json")) as f:
+            meta = json.load(f)
+        self.assertEqual([r["mode"] for r in meta["runs"]], ["run", "extend"])
+        self.assertEqual(meta["runs"][1]["matrix"]["workloads"][0]["params"]["live_mib"], "16")
+
+    def test_a_corrupt_middle_line_stops_resume_until_the_user_decides(self):
+        args = ["run", "-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "3", "--out", self.out] + SMALL
+        self.assertEqual(run(args).returncode, 0)
+        good = lines(self.out)
+        with open(os.path.join(self.out, "results.jsonl"), "w") as f:
+            f.write(good[0] + "\n" + good[1][:50] + "\n" + good[2] + "\n")
+        p = run(args + ["--resume"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("line 2 is not a valid record", p.stderr)
+        self.assertEqual(len(lines(self.out)), 3, "nothing changed")
+        p = run(args + ["--resume", "--discard-corrupt-lines"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        recs = records(self.out)
+        self.assertEqual(sorted(r["rep"] for r in recs), [1, 2, 3], "the damaged cell ran again, the others did not")
+        with open(os.path.join(self.out, "results.corrupt.jsonl")) as f:
+            self.assertEqual(f.read(), good[1][:50] + "\n")
+
+    def test_a_cut_short_last_line_is_dropped_on_resume(self):
+        args = ["run", "-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "2", "--out", self.out] + SMALL
+        self.assertEqual(run(args).returncode, 0)
+        good = lines(self.out)
+        with open(os.path.join(self.out, "results.jsonl"), "w") as f:
+            f.write(good[0] + "\n" + good[1][:100])
+        p = run(args + ["--resume"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("cut short", p.stderr)
+        self.assertEqual(sorted(r["rep"] for r in records(self.out)), [1, 2])
+
+    def test_a_full_disk_leaves_only_whole_records_and_resume_completes(self):
+        self.assertEqual(os.geteuid(), 0, "this test mounts a tmpfs: run the suite as root (CI does)")
+        mnt = os.path.join(self.tmp, "small")
+        os.mkdir(mnt)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", mnt], check=True)
+        try:
+            out = os.path.join(mnt, "out")
+            args = ["run", "-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "30", "--out", out] + SMALL
+            p = run(args)
+            self.assertEqual(p.returncode, 3, p.stdout[-2000:] + p.stderr[-2000:])
+            self.assertIn("error:", p.stderr)
+            recorded = [json.loads(line) for line in lines(out)]  # every line whole
+            self.assertLess(len(recorded), 30)
+            subprocess.run(["mount", "-o", "remount,size=16m", mnt], check=True)
+            p = run(args + ["--resume"])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            recs = records(out)
+            self.assertEqual(sorted(r["rep"] for r in recs), list(range(1, 31)))
+            self.assertEqual(recs[:len(recorded)], recorded)
+        finally:
+            subprocess.run(["umount", "-l", mnt])
+
+    def test_a_killed_driver_takes_its_worker_with_it(self):
+        driver = self.start_hanging_run(self.out)
+        workers = children_of(driver.pid)
+        self.assertEqual(len(workers), 1)
+        driver.kill()
+        driver.communicate(timeout=60)
+        wait_for(lambda: not alive(workers[0]), limit=30, what="the orphaned worker to die")
+        p = run(["run", "-a", "glibc", "-w", "size_mix,fault_inject", "--set", "fault_inject.mode=hang", "-t", "1",
+                 "-r", "1", "--timeout", "1", "--out", self.out, "--resume"] + SMALL)
+        self.assertEqual(p.returncode, 1, p.stderr)  # the folder is free again; the hanging cell times out
+        self.assertEqual([r["status"] for r in records(self.out)], ["ok", "timeout"])
+
+    def test_duplicate_axis_values_run_once(self):
+        p = run(["run", "-a", "glibc", "-w", "size_mix,size_mix", "-t", "1,1", "-r", "1", "--out", self.out] + SMALL)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("threads 1 is named twice", p.stderr)
+        self.assertEqual(len(records(self.out)), 1)
+
+    def test_retry_failed_reruns_failed_cells_as_a_new_attempt(self):
+        args = ["run", "-a", "glibc", "-w", "size_mix,fault_inject", "--set", "fault_inject.mode=exit", "-t", "1", "-r", "1",
+                "--out", self.out] + SMALL
+        self.assertEqual(run(args).returncode, 1)
+        p = run(args + ["--resume"])
+        self.assertEqual(p.returncode, 1, "the folder still holds a failed cell of this matrix")
+        self.assertIn("--retry-failed", p.stdout)
+        self.assertEqual(len(records(self.out)), 2)
+        p = run(args + ["--resume", "--retry-failed"])
+        self.assertEqual(p.returncode, 1)
+        recs = records(self.out)
+        self.assertEqual([(r["workload"], r.get("attempt", 1)) for r in recs],
+                         [("size_mix", 1), ("fault_inject", 1), ("fault_inject", 2)])
+
+
+class WorkerEnvironment(TempDir):
+    def test_allocator_settings_in_the_driver_environment_never_reach_a_worker(self):
+        profiles = os.path.join(self.tmp, "prof")
+        env = dict(os.environ, HEAPPROFILE=profiles, HEAPCHECK="normal", HEAP_PROFILE_ALLOCATION_INTERVAL="1",
+                   MALLOC_CONF="narenas:1", JE_MALLOC_CONF="narenas:1", MALLOC_ARENA_MAX="1",
+                   MIMALLOC_VERBOSE="1", TCMALLOC_RELEASE_RATE="100", PERFTOOLS_VERBOSE="1")
+        p = run(["run", "-a", "tcmalloc,jemalloc,glibc", "-w", "size_mix", "-t", "2", "-r", "1", "--out", self.out] + SMALL,
+                env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual([f for f in os.listdir(self.tmp) if f.startswith("prof")], [], "no heap profile was written")
+        by = {r["allocator"]: r for r in records(self.out)}
+        self.assertNotEqual(by["jemalloc"]["allocator_options"].get("opt.narenas"), 1)
+        self.assertGreater(by["glibc"]["alloc_stats"]["arenas"], 1)
+        with open(os.path.join(self.out, "meta.json")) as f:
+            stripped = json.load(f)["stripped_environment"]
+        for name in ["HEAPPROFILE", "HEAPCHECK", "MALLOC_CONF", "JE_MALLOC_CONF", "MALLOC_ARENA_MAX", "MIMALLOC_VERBOSE"]:
+            self.assertTrue(any(s.startswith(name + "=") for s in stripped), name)
+
+    def test_environment_names_that_cannot_exist_are_refused(self):
+        for key in ['"MALLOC_ARENA_MAX=1"', '"MALLOC_\\nX"', '"MALLOC_\\tX"']:
+            m = os.path.join(self.tmp, "env.toml")
+            with open(m, "w") as f:
+                f.write(f'[allocators.x]\nbackend = "glibc"\nenv = {{ {key} = "2" }}\n[matrix]\nallocators = ["x"]\n')
+            p = run(["run", m, "--out", self.out])
+            self.assertEqual(p.returncode, 2, key)
+            self.assertIn("env.toml:", p.stderr)
+            self.assertIn("not a valid variable name", p.stderr)
+            self.assertFalse(os.path.exists(self.out))
+
+
+class BadInput(TempDir):
+    def assert_usage_error(self, args, *needles):
+        p = run(args)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        for n in needles:
+            self.assertIn(n, p.stderr)
+        self.assertLess(len(p.stderr), 600, "a message a person can read")
+        self.assertFalse(os.path.exists(self.out), "nothing may be written for bad input")
+        return p
+
+    def test_each_bad_value_is_named(self):
+        base = ["run", "-a", "glibc", "-w", "size_mix", "--out", self.out]
+        self.assert_usage_error(["run", self.tmp, "--out", self.out], "is not a file")
+        self.assert_usage_error(base[:-1] + [""], "--out", "empty")
+        self.assert_usage_error(base + ["--timeout", "nan"], "--timeout")
+        self.assert_usage_error(base + ["--timeout", "inf"], "--timeout")
+        self.assert_usage_error(base + ["--threads", ""], "--threads")
+        self.assert_usage_error(base + ["--threads", "1,,2"], "--threads")
+        self.assert_usage_error(base + ["--reps", "0"], "--reps", "1..")
+        self.assert_usage_error(["run", "-a", "glibc", "-w", "arena_churn", "--set", "arena_churn.big_chance=nan",
+                                 "--out", self.out], "big_chance", "finite")
+
+    def test_bad_numbers_in_a_matrix_file_point_at_their_position(self):
+        for text, needle in [("[matrix]\ntimeout_s = nan\n", "m.toml:2:13"), ("[matrix]\nreps = 100000000000\n", "m.toml:2:8"),
+                             ("[matrix]\ntimeout_s = inf\n", "finite")]:
+            m = os.path.join(self.tmp, "m.toml")
+            with open(m, "w") as f:
+                f.write(text)
+            self.assert_usage_error(["run", m, "--out", self.out], needle)
+
+
+if __name__ == "__main__":
+    unittest.main()
