@@ -269,5 +269,32 @@ class BadInput(TempDir):
             self.assert_usage_error(["run", m, "--out", self.out], needle)
 
 
+class CellUnit(TempDir):
+    """`allocmark cell`: the unit an executor runs on the cell's own host gives the same record."""
+
+    def test_one_described_cell_runs_here_and_writes_its_record(self):
+        self.assertEqual(run(["run"] + ONE + ["--out", self.out]).returncode, 0)
+        local = records(self.out)[0]
+        cell = {"allocator": {"name": "glibc", "backend": "glibc", "library": "", "env": {}},
+                "workload": "size_mix", "threads": 1, "rep": 1, "params": local["params"]}
+        spec = os.path.join(self.tmp, "cell.json")
+        with open(spec, "w") as f:
+            json.dump({"cell": cell, "settings": {"timeout_s": 60, "sample_ms": 10}, "log": os.path.join(self.tmp, "cell.log")}, f)
+        record_path = os.path.join(self.tmp, "record.json")
+        p = run(["cell", spec, "--record", record_path])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(record_path) as f:
+            rec = json.load(f)
+        self.assertEqual(rec["status"], "ok")
+        self.assertEqual(rec["key"], local["key"], "the same cell has the same identity wherever it runs")
+        self.assertEqual([ph["name"] for ph in rec["phases"]], ["fill", "churn", "release"])
+        self.assertGreater(len(rec["timeline"]), 0)
+        with open(spec, "w") as f:
+            json.dump({"cell": dict(cell, workload="nope")}, f)
+        p = run(["cell", spec])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown workload 'nope'", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
