@@ -13,6 +13,8 @@ import tempfile
 import time
 import unittest
 
+from e2e_test import TempDirTest as TempDir  # a fresh temporary folder per test, self.out inside it
+
 ALLOCMARK = os.environ["ALLOCMARK_BIN"]
 SMALL = ["--set", "size_mix.live_mib=8", "--set", "size_mix.ops=20000"]
 ONE = ["-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "1"] + SMALL
@@ -64,17 +66,6 @@ def wait_for(predicate, limit=120, what="condition"):
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-class TempDir(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory(prefix="allocmark-rel-")
-        self.tmp = self._tmp.name
-        self.out = os.path.join(self.tmp, "out")
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
 
 
 class Folder(TempDir):
