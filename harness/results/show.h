@@ -7,11 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "harness/results/model.h"  // median
+
 namespace allocmark::results {
 
 std::string render_table(const std::vector<nlohmann::json>& records);
-
-// Median of a non-empty list (the mean of the middle two for an even count).
-double median(std::vector<double> values);
 
 }  // namespace allocmark::results
