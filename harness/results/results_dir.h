@@ -1,6 +1,7 @@
 // A results folder: results.jsonl (one object per finished cell, appended and flushed as each
-// ends: the source of truth), summary.csv (one row per cell and phase, rewritten from the jsonl),
-// meta.json (machine and matrix), logs/ (each worker's stdout and stderr).
+// ends: the source of truth), summary.csv (one row per cell and phase) and summary.json (medians
+// and spreads per group), both rewritten from the jsonl by the results model, meta.json (machine
+// and matrix), logs/ (each worker's stdout and stderr).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -29,7 +30,10 @@ class ResultsDir {
   // Appends one record, flushed and fsync'ed before returning.
   void append(const nlohmann::json& record);
   void write_meta(const nlohmann::json& meta) const;
-  void write_summary_csv() const;
+  // summary.csv and summary.json from results.jsonl (reporters/reporter.h write_summaries).
+  void write_summaries() const;
+  // The former name, kept until the driver calls write_summaries(); writes both files too.
+  void write_summary_csv() const { write_summaries(); }
 
  private:
   std::string path_;
@@ -37,9 +41,11 @@ class ResultsDir {
 };
 
 // Every valid record of DIR/results.jsonl, in file order; throws ResultsError if there is none.
+// Holds every record (timelines included) in memory: readers use the results model (model.h).
 std::vector<nlohmann::json> load_records(const std::string& dir);
 
-// The summary as CSV text: a header, then one row per cell and phase (one row for a cell with none).
-std::string summary_csv(const std::vector<nlohmann::json>& records);
+// Writes `text` to a temporary file beside `path` and renames it over `path`, so a reader sees
+// the old file or the new one, never half of one. Throws ResultsError.
+void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace allocmark::results
