@@ -235,7 +235,6 @@ TEST(Reading, TheHighestAttemptWinsInTheFirstAttemptsPlace) {
   Model m = Model::from_records({first, other, retry, stale});
   EXPECT_TRUE(m.warnings().empty());
   ASSERT_EQ(m.cells().size(), 2u);
-  EXPECT_EQ(m.cells()[0].allocator_version, std::nullopt);
   EXPECT_EQ(m.cells()[0].attempt, 3);
   EXPECT_EQ(m.cells()[0].status, "ok");
   EXPECT_EQ(m.cells()[0].line, 3u);
