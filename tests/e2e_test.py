@@ -266,5 +266,63 @@ class Listing(unittest.TestCase):
             self.assertIn("--help", p.stdout)
 
 
+class Showing(TempDirTest):
+    """`show` over the committed fixture folder: no cell is run, so this is quick."""
+    FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "results-small")
+
+    def golden(self, name):
+        with open(os.path.join(self.FIXTURE, "golden", name)) as f:
+            return f.read()
+
+    def test_every_format_matches_its_golden_file(self):
+        for fmt, golden in [("table", "show.table"), ("csv", "show.csv"), ("json", "show.json"),
+                            ("markdown", "show.md")]:
+            p = run(["show", self.FIXTURE, "--format", fmt])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout, self.golden(golden), fmt)
+            self.assertEqual(p.stderr, "")
+        p = run(["show", "--by", "allocator", "--metric", "peak_rss_bytes,wall_s", self.FIXTURE])
+        self.assertEqual(p.stdout, self.golden("show-by-allocator.table"))
+        summary = json.loads(run(["show", self.FIXTURE, "--format", "json"]).stdout)
+        self.assertEqual(summary["schema_version"], 1)
+        self.assertEqual(summary["group_by"], ["workload", "threads", "allocator", "phase"])
+
+    def test_unknown_names_are_usage_errors_that_list_the_choices(self):
+        for args, needles in [(["--format", "xml"], ["--format", "'xml'", "markdown"]),
+                              (["--by", "allocator,zone"], ["--by", "'zone'", "backend"]),
+                              (["--metric", "peak_rss"], ["--metric", "'peak_rss'", "peak_rss_bytes"])]:
+            p = run(["show", self.FIXTURE] + args)
+            self.assertEqual(p.returncode, 2, args)
+            for n in needles:
+                self.assertIn(n, p.stderr)
+
+    def test_missing_or_malformed_results_name_the_file(self):
+        p = run(["show", os.path.join(self.tmp, "nowhere")])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("nowhere", p.stderr)
+        os.makedirs(self.out)
+        p = run(["show", self.out])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("results.jsonl", p.stderr)
+        self.write("out/results.jsonl", '{"allocator": "glibc", "workload": "w", "threads": [2], "status": "ok"}\n')
+        p = run(["show", self.out])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("results.jsonl:1: 'threads'", p.stderr)
+        self.assertNotIn("json.exception", p.stderr)
+
+    def test_corrupt_lines_and_duplicates_are_warnings_on_stderr(self):
+        with open(os.path.join(self.FIXTURE, "results.jsonl")) as f:
+            lines = f.read().splitlines(keepends=True)
+        os.makedirs(self.out)
+        self.write("out/results.jsonl", "".join(lines[:2] + ["not json\n"] + lines[2:] + [lines[0], '{"cut']))
+        p = run(["show", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("results.jsonl:3: not a JSON object", p.stderr)
+        self.assertIn("last line cut short", p.stderr)
+        self.assertIn("line 13 repeats line 1", p.stderr)
+        self.assertNotIn("warning", p.stdout)
+        self.assertIn("3 ok", p.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -12,7 +12,8 @@
 #include "harness/matrix/plan.h"
 #include "harness/results/machine.h"
 #include "harness/results/results_dir.h"
-#include "harness/results/show.h"
+#include "harness/results/model.h"
+#include "harness/results/reporters/reporter.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/matrix_runner.h"
 #include "harness/runner/probe.h"
@@ -168,10 +169,12 @@ int run(const RunFlags& f) {
     return kExitInterrupted;
   }
   try {
-    std::cout << rs::render_table(rs::load_records(dir.path()));
+    rs::Model model = rs::Model::load({dir.path()});
+    for (const auto& w : model.warnings()) std::cerr << "allocmark: warning: " << w << "\n";
+    std::cout << rs::render_report(model, "table");
   } catch (const rs::ResultsError&) {
   }
-  std::cout << fmt::format("\n{} cells run, {} not ok; results in {}/ (results.jsonl, summary.csv, meta.json, logs/)\n", report.ran,
+  std::cout << fmt::format("\n{} cells run, {} not ok; results in {}/ (results.jsonl, summary.csv, summary.json, meta.json, logs/)\n", report.ran,
                            report.not_ok, dir.path());
   if (report.not_ok_in_folder > report.not_ok)
     std::cout << fmt::format("{} cells of this matrix recorded earlier are not ok; --retry-failed reruns them\n",

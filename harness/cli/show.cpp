@@ -1,18 +1,79 @@
-// `allocmark show DIR`: a results folder as a table of medians and spreads.
+// `allocmark show DIR...`: results folders grouped and summarised by the results model, written
+// by one of its reporters (table, csv, json, markdown). Reader warnings go to stderr.
+#include <fmt/format.h>
+
 #include <iostream>
+#include <stdexcept>
 
 #include "harness/cli/common.h"
-#include "harness/results/results_dir.h"
-#include "harness/results/show.h"
+#include "harness/results/model.h"
+#include "harness/results/reporters/reporter.h"
 
 namespace allocmark::cli {
 
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Every name of `items` (comma-separated) through `lookup`; an unknown one is a usage error
+// naming the flag and the valid choices.
+template <class T, class Lookup>
+std::vector<T> parse_names(const std::vector<std::string>& items, const std::string& flag, const std::string& what,
+                           const std::vector<std::string>& choices, Lookup lookup) {
+  std::vector<T> out;
+  for (const auto& name : split_commas(items, flag)) {
+    auto value = lookup(name);
+    if (!value)
+      throw std::invalid_argument(fmt::format("{}: unknown {} '{}' (choose from {})", flag, what, name, joined(choices)));
+    if (std::find(out.begin(), out.end(), *value) != out.end())
+      throw std::invalid_argument(fmt::format("{}: '{}' is listed twice", flag, name));
+    out.push_back(*value);
+  }
+  return out;
+}
+
+struct ShowOptions {
+  std::vector<std::string> dirs;
+  std::string format = "table";
+  std::vector<std::string> by;
+  std::vector<std::string> metrics;
+};
+
+}  // namespace
+
 Subcommand add_show_command(CLI::App& app) {
-  auto dir = std::make_shared<std::string>();
-  auto* show = app.add_subcommand("show", "summarise a results folder as a table");
-  show->add_option("dir", *dir, "results folder")->required();
-  return {show, [dir] {
-            std::cout << results::render_table(results::load_records(*dir));
+  namespace rs = allocmark::results;
+  auto opts = std::make_shared<ShowOptions>();
+  std::vector<std::string> dimension_names, metric_names;
+  for (auto d : rs::all_dimensions()) dimension_names.emplace_back(rs::dimension_name(d));
+  for (const auto& m : rs::metric_infos()) metric_names.emplace_back(m.name);
+
+  auto* show = app.add_subcommand("show", "summarise results folders: medians and min-max spreads per group");
+  show->add_option("dirs", opts->dirs, "results folders (several are read as one: groups never mix hosts)")->required();
+  show->add_option("--format", opts->format, "table (default), csv, json or markdown");
+  show->add_option("--by", opts->by, "group by, comma-separated: " + joined(dimension_names) +
+                                         " (default workload,threads,allocator,phase)")
+      ->allow_extra_args(false);  // one comma-separated list per flag: what follows is a folder
+  show->add_option("--metric", opts->metrics, "metrics, comma-separated: " + joined(metric_names) +
+                                                  " (default: peak RSS, RSS-idle/live and ops/s in table and markdown; all in csv and json)")
+      ->allow_extra_args(false);
+  return {show, [opts, dimension_names, metric_names] {
+            if (!rs::make_reporter(opts->format))
+              throw std::invalid_argument(fmt::format("--format: unknown format '{}' (choose from {})", opts->format,
+                                                      joined(rs::reporter_formats())));
+            rs::ReportOptions report;
+            if (!opts->by.empty())
+              report.by = parse_names<rs::Dimension>(opts->by, "--by", "dimension", dimension_names,
+                                                     rs::dimension_from_name);
+            report.metrics = parse_names<rs::Metric>(opts->metrics, "--metric", "metric", metric_names,
+                                                     rs::metric_from_name);
+            rs::Model model = rs::Model::load(opts->dirs);
+            for (const auto& w : model.warnings()) std::cerr << "allocmark: warning: " << w << "\n";
+            std::cout << rs::render_report(model, opts->format, report);
             return kExitOk;
           }};
 }

@@ -17,4 +17,8 @@ inline std::optional<double> rss_above_idle_over_live(double peak_rss, double id
 // Operations per second of wall time; 0 for a zero-length interval.
 inline double ops_per_second(double ops, double wall_s) { return wall_s > 0 ? ops / wall_s : 0.0; }
 
+// Seconds threads spent waiting for the allocator's locks, from its contention counters'
+// total_wait_ns (summed over threads, so it can exceed the wall time).
+inline double lock_wait_seconds(double total_wait_ns) { return total_wait_ns / 1e9; }
+
 }  // namespace allocmark::results

@@ -10,44 +10,13 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "harness/results/reporters/reporter.h"
 
 namespace allocmark::results {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw ResultsError("cannot write " + path + " (disk full?)");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw ResultsError("cannot replace " + path + ": " + ec.message());
-}
-
-std::string csv_field(const json& v) {
-  std::string s;
-  if (v.is_null()) return "";
-  if (v.is_string()) s = v.get<std::string>();
-  else s = v.dump();
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string quoted = "\"";
-  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
-}  // namespace
 
 ResultsDir::ResultsDir(std::string path, const OpenOptions& options) : path_(std::move(path)) {
   if (path_.empty()) throw ResultsError("--out: the results folder name is empty");
@@ -204,13 +173,23 @@ json ResultsDir::read_meta() const {
 
 void ResultsDir::write_meta(const json& meta) const { write_file_atomically(path_ + "/meta.json", meta.dump(2) + "\n"); }
 
-void ResultsDir::write_summary_csv() const {
-  std::vector<json> records;
-  try {
-    records = load_records(path_);
-  } catch (const ResultsError&) {
+void ResultsDir::write_summaries() const { results::write_summaries(path_); }
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw ResultsError("cannot write " + path + " (disk full?)");
+    }
   }
-  write_file_atomically(path_ + "/summary.csv", summary_csv(records));
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw ResultsError("cannot replace " + path + ": " + ec.message());
 }
 
 std::vector<json> load_records(const std::string& dir) {
@@ -225,33 +204,6 @@ std::vector<json> load_records(const std::string& dir) {
   }
   if (out.empty()) throw ResultsError(jsonl + " holds no finished cell");
   return out;
-}
-
-std::string summary_csv(const std::vector<json>& records) {
-  static const std::vector<std::string> cell_cols{"allocator", "backend", "workload", "threads", "rep", "status"};
-  static const std::vector<std::string> phase_cols{
-      "wall_s",        "ops",          "ops_per_s",    "peak_rss_bytes",         "end_rss_bytes",
-      "peak_live_bytes", "minor_faults", "voluntary_ctx_switches", "involuntary_ctx_switches", "user_s", "sys_s"};
-  std::ostringstream out;
-  for (const auto& c : cell_cols) out << c << ",";
-  out << "phase,";
-  for (const auto& c : phase_cols) out << c << ",";
-  out << "idle_rss_bytes,rss_above_idle_over_live,library,error\n";
-  for (const auto& rec : records) {
-    json phases = rec.value("phases", json::array());
-    if (phases.empty()) phases.push_back(json::object());
-    for (const auto& p : phases) {
-      for (const auto& c : cell_cols) out << csv_field(rec.value(c, json())) << ",";
-      out << csv_field(p.value("name", json())) << ",";
-      for (const auto& c : phase_cols) out << csv_field(p.value(c, json())) << ",";
-      json idle = rec.value("idle_rss_bytes", json());
-      out << csv_field(idle) << ",";
-      if (idle.is_number() && p.value("peak_rss_bytes", json()).is_number() && p.value("peak_live_bytes", 0.0) > 0)
-        out << (p["peak_rss_bytes"].get<double>() - idle.get<double>()) / p["peak_live_bytes"].get<double>();
-      out << "," << csv_field(rec.value("library", json())) << "," << csv_field(rec.value("error", json())) << "\n";
-    }
-  }
-  return out.str();
 }
 
 }  // namespace allocmark::results

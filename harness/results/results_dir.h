@@ -1,6 +1,7 @@
 // A results folder: results.jsonl (one object per finished cell, appended and flushed as each
-// ends: the source of truth), summary.csv (one row per cell and phase, rewritten from the jsonl),
-// meta.json (machine and matrix), logs/ (each worker's stdout and stderr).
+// ends: the source of truth), summary.csv (one row per cell and phase) and summary.json (medians
+// and spreads per group), both rewritten from the jsonl by the results model, meta.json (machine
+// and matrix), logs/ (each worker's stdout and stderr).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -59,7 +60,8 @@ class ResultsDir {
   // meta.json as recorded, or null when the folder has none.
   nlohmann::json read_meta() const;
   void write_meta(const nlohmann::json& meta) const;
-  void write_summary_csv() const;
+  // summary.csv and summary.json from results.jsonl (reporters/reporter.h write_summaries).
+  void write_summaries() const;
 
  private:
   void lock(const std::string& command);
@@ -78,9 +80,11 @@ class ResultsDir {
 };
 
 // Every valid record of DIR/results.jsonl, in file order; throws ResultsError if there is none.
+// Holds every record (timelines included) in memory: readers use the results model (model.h).
 std::vector<nlohmann::json> load_records(const std::string& dir);
 
-// The summary as CSV text: a header, then one row per cell and phase (one row for a cell with none).
-std::string summary_csv(const std::vector<nlohmann::json>& records);
+// Writes `text` to a temporary file beside `path` and renames it over `path`, so a reader sees
+// the old file or the new one, never half of one. Throws ResultsError.
+void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace allocmark::results

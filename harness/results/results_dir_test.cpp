@@ -1,5 +1,7 @@
 #include "harness/results/results_dir.h"
 
+#include "harness/results/reporters/reporter.h"
+
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -58,7 +60,7 @@ TEST(ResultsDir, SummaryCsvHasARowPerPhaseAndQuotesErrors) {
   json failed = record("f", "failed");
   failed["phases"] = json::array();
   failed["error"] = "exit code 3: preload did not take, \"quoted\"";
-  std::string csv = summary_csv({record("a"), failed});
+  std::string csv = cells_csv(Model::from_records({record("a"), failed}));
   std::vector<std::string> lines;
   std::size_t start = 0;
   for (std::size_t nl; (nl = csv.find('\n', start)) != std::string::npos; start = nl + 1)

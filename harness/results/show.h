@@ -1,5 +1,6 @@
-// `allocmark show DIR`: the results folder as a readable table, one row per workload x threads x
-// allocator x phase, medians over repetitions with the min-max spread.
+// `allocmark show`'s table from records already in memory: the results model and the table
+// reporter (reporters/reporter.h) over them. Readers of a results folder use Model::load and
+// render_report directly; this stays for callers holding records (the driver's end-of-run table).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -7,11 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "harness/results/model.h"
+
 namespace allocmark::results {
 
 std::string render_table(const std::vector<nlohmann::json>& records);
-
-// Median of a non-empty list (the mean of the middle two for an even count).
-double median(std::vector<double> values);
 
 }  // namespace allocmark::results

@@ -86,7 +86,7 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
     stored["attempt"] = job.attempt;
     try {
       dir.append(stored);
-      dir.write_summary_csv();
+      dir.write_summaries();
     } catch (const std::exception& e) {
       throw RunStopped(std::string("could not record cell ") + job.cell.label() + ": " + e.what(),
                        dir.recorded().size(), dir.path());

@@ -1,0 +1,650 @@
+#include "harness/results/model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "harness/results/derived.h"
+
+namespace allocmark::results {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+Spread spread_of(std::vector<double> v) {
+  Spread s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  s.min = *lo;
+  s.max = *hi;
+  s.median = median(v);
+  for (double& x : v) x = std::fabs(x - s.median);
+  s.mad = median(std::move(v));
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+
+namespace {
+
+// Record field names of the phase fields that are read as they are (lock_wait_ns is nested).
+constexpr std::array<std::pair<Field, const char*>, 12> kPlainFields{{
+    {Field::wall_s, "wall_s"},
+    {Field::ops, "ops"},
+    {Field::ops_per_s, "ops_per_s"},
+    {Field::peak_rss_bytes, "peak_rss_bytes"},
+    {Field::end_rss_bytes, "end_rss_bytes"},
+    {Field::peak_live_bytes, "peak_live_bytes"},
+    {Field::minor_faults, "minor_faults"},
+    {Field::major_faults, "major_faults"},
+    {Field::voluntary_ctx_switches, "voluntary_ctx_switches"},
+    {Field::involuntary_ctx_switches, "involuntary_ctx_switches"},
+    {Field::user_s, "user_s"},
+    {Field::sys_s, "sys_s"},
+}};
+
+constexpr std::array<MetricInfo, kMetricCount> kMetrics{{
+    {Metric::peak_rss_bytes, "peak_rss_bytes", "bytes", "exact peak RSS of the phase (VmHWM after a clear_refs reset)"},
+    {Metric::end_rss_bytes, "end_rss_bytes", "bytes", "RSS at the phase end"},
+    {Metric::rss_above_idle_over_live, "rss_above_idle_over_live", "ratio",
+     "(peak RSS - idle RSS) / peak live requested bytes; 1.0 is the physical floor"},
+    {Metric::ops_per_s, "ops_per_s", "1/s", "operations per second of wall time"},
+    {Metric::wall_s, "wall_s", "s", "wall time"},
+    {Metric::minor_faults, "minor_faults", "count", "minor page faults"},
+    {Metric::major_faults, "major_faults", "count", "major page faults"},
+    {Metric::voluntary_ctx_switches, "voluntary_ctx_switches", "count", "voluntary context switches"},
+    {Metric::involuntary_ctx_switches, "involuntary_ctx_switches", "count", "involuntary context switches"},
+    {Metric::user_s, "user_s", "s", "user CPU time"},
+    {Metric::sys_s, "sys_s", "s", "system CPU time"},
+    {Metric::lock_wait_s, "lock_wait_s", "s", "time threads waited for allocator locks (jemalloc's mutex profiling)"},
+}};
+
+}  // namespace
+
+const std::array<MetricInfo, kMetricCount>& metric_infos() { return kMetrics; }
+const MetricInfo& metric_info(Metric m) { return kMetrics[static_cast<std::size_t>(m)]; }
+
+std::optional<Metric> metric_from_name(std::string_view name) {
+  for (const auto& m : kMetrics)
+    if (m.name == name) return m.metric;
+  return std::nullopt;
+}
+
+std::vector<Metric> all_metrics() {
+  std::vector<Metric> out;
+  for (const auto& m : kMetrics) out.push_back(m.metric);
+  return out;
+}
+
+std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues& phase) {
+  switch (m) {
+    case Metric::peak_rss_bytes: return phase.get(Field::peak_rss_bytes);
+    case Metric::end_rss_bytes: return phase.get(Field::end_rss_bytes);
+    case Metric::rss_above_idle_over_live: {
+      auto peak = phase.get(Field::peak_rss_bytes), live = phase.get(Field::peak_live_bytes);
+      if (!peak || !live || !cell.idle_rss_bytes) return std::nullopt;
+      return rss_above_idle_over_live(*peak, *cell.idle_rss_bytes, *live);
+    }
+    case Metric::ops_per_s: {
+      // The worker records ops/s per phase; older or hand-made records may only have ops and time.
+      if (auto recorded = phase.get(Field::ops_per_s)) return recorded;
+      auto ops = phase.get(Field::ops), wall = phase.get(Field::wall_s);
+      if (!ops || !wall) return std::nullopt;
+      return ops_per_second(*ops, *wall);
+    }
+    case Metric::wall_s: return phase.get(Field::wall_s);
+    case Metric::minor_faults: return phase.get(Field::minor_faults);
+    case Metric::major_faults: return phase.get(Field::major_faults);
+    case Metric::voluntary_ctx_switches: return phase.get(Field::voluntary_ctx_switches);
+    case Metric::involuntary_ctx_switches: return phase.get(Field::involuntary_ctx_switches);
+    case Metric::user_s: return phase.get(Field::user_s);
+    case Metric::sys_s: return phase.get(Field::sys_s);
+    case Metric::lock_wait_s: {
+      auto ns = phase.get(Field::lock_wait_ns);
+      if (!ns) return std::nullopt;
+      return lock_wait_seconds(*ns);
+    }
+    case Metric::kCount: break;
+  }
+  return std::nullopt;
+}
+
+PhaseValues whole_cell(const Cell& cell) {
+  PhaseValues whole;
+  whole.name = std::string(kCellPhase);
+  auto fold = [&](Field f, auto combine) {
+    std::optional<double> acc;
+    for (const auto& p : cell.phases)
+      if (auto v = p.get(f)) acc = acc ? combine(*acc, *v) : *v;
+    if (acc) whole.set(f, *acc);
+  };
+  auto max = [](double a, double b) { return std::max(a, b); };
+  auto sum = [](double a, double b) { return a + b; };
+  auto last = [](double, double b) { return b; };
+  fold(Field::peak_rss_bytes, max);
+  fold(Field::peak_live_bytes, max);
+  fold(Field::end_rss_bytes, last);
+  for (Field f : {Field::wall_s, Field::ops, Field::minor_faults, Field::major_faults, Field::voluntary_ctx_switches,
+                  Field::involuntary_ctx_switches, Field::user_s, Field::sys_s, Field::lock_wait_ns})
+    fold(f, sum);
+  // Not the sum of the phases' rates: total operations over total time.
+  if (auto ops = whole.get(Field::ops), wall = whole.get(Field::wall_s); ops && wall)
+    whole.set(Field::ops_per_s, ops_per_second(*ops, *wall));
+  return whole;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dimensions
+
+namespace {
+constexpr std::array<std::pair<Dimension, std::string_view>, 6> kDimensions{{
+    {Dimension::workload, "workload"},
+    {Dimension::threads, "threads"},
+    {Dimension::allocator, "allocator"},
+    {Dimension::phase, "phase"},
+    {Dimension::backend, "backend"},
+    {Dimension::host, "host"},
+}};
+}  // namespace
+
+std::string_view dimension_name(Dimension d) {
+  for (const auto& [dim, name] : kDimensions)
+    if (dim == d) return name;
+  return "?";
+}
+
+std::optional<Dimension> dimension_from_name(std::string_view name) {
+  for (const auto& [dim, n] : kDimensions)
+    if (n == name) return dim;
+  return std::nullopt;
+}
+
+const std::vector<Dimension>& all_dimensions() {
+  static const std::vector<Dimension> all = [] {
+    std::vector<Dimension> v;
+    for (const auto& [dim, name] : kDimensions) v.push_back(dim);
+    return v;
+  }();
+  return all;
+}
+
+const std::vector<Dimension>& default_dimensions() {
+  static const std::vector<Dimension> v{Dimension::workload, Dimension::threads, Dimension::allocator, Dimension::phase};
+  return v;
+}
+
+std::string value_label(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+
+// ---------------------------------------------------------------------------------------------
+// Reading records
+
+namespace {
+
+std::string fnv1a_hex(const std::string& text, std::size_t digits) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  return fmt::format("{:016x}", h).substr(0, digits);
+}
+
+// Checks the shape of one record as it is read, so a wrong type becomes a message with the file,
+// line and field instead of a JSON library exception later.
+class RecordReader {
+ public:
+  RecordReader(const json& record, const std::string& file, std::size_t line)
+      : record_(record), where_(fmt::format("{}:{}", file, line)) {}
+
+  [[noreturn]] void fail(const std::string& what) const { throw ResultsError(where_ + ": " + what); }
+
+  std::string required_string(const char* field) const {
+    auto v = optional_string(field);
+    if (!v) fail(fmt::format("record has no '{}'", field));
+    return *v;
+  }
+  std::optional<std::string> optional_string(const char* field, const json& in) const {
+    auto it = in.find(field);
+    if (it == in.end() || it->is_null()) return std::nullopt;
+    if (!it->is_string()) fail(fmt::format("'{}' must be a string, not {}", field, it->dump()));
+    return it->get<std::string>();
+  }
+  std::optional<std::string> optional_string(const char* field) const { return optional_string(field, record_); }
+  std::optional<long long> optional_integer(const char* field) const {
+    auto it = record_.find(field);
+    if (it == record_.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number_integer()) fail(fmt::format("'{}' must be an integer, not {}", field, it->dump()));
+    return it->get<long long>();
+  }
+  long long required_integer(const char* field) const {
+    auto v = optional_integer(field);
+    if (!v) fail(fmt::format("record has no '{}'", field));
+    return *v;
+  }
+  std::optional<double> optional_number(const json& in, const std::string& field, const std::string& context) const {
+    auto it = in.find(field);
+    if (it == in.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number()) fail(fmt::format("'{}{}' must be a number, not {}", context, field, it->dump()));
+    return it->get<double>();
+  }
+  json optional_object(const char* field) const {
+    auto it = record_.find(field);
+    if (it == record_.end() || it->is_null()) return json::object();
+    if (!it->is_object()) fail(fmt::format("'{}' must be an object, not {}", field, it->dump()));
+    return *it;
+  }
+
+  std::vector<PhaseValues> phases() const {
+    std::vector<PhaseValues> out;
+    auto it = record_.find("phases");
+    if (it == record_.end() || it->is_null()) return out;
+    if (!it->is_array()) fail("'phases' must be a list");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& p = (*it)[i];
+      std::string context = fmt::format("phases[{}].", i);
+      if (!p.is_object()) fail(fmt::format("'phases[{}]' must be an object", i));
+      PhaseValues values;
+      auto name = optional_string("name", p);
+      values.name = name ? *name : "?";
+      for (const auto& [field, key] : kPlainFields)
+        if (auto v = optional_number(p, key, context)) values.set(field, *v);
+      if (auto c = p.find("contention"); c != p.end() && c->is_object())
+        if (auto ns = optional_number(*c, "total_wait_ns", context + "contention.")) values.set(Field::lock_wait_ns, *ns);
+      out.push_back(std::move(values));
+    }
+    return out;
+  }
+
+ private:
+  const json& record_;
+  std::string where_;
+};
+
+std::string describe_line(const std::string& file, std::size_t line) { return fmt::format("{}:{}", file, line); }
+
+}  // namespace
+
+std::size_t Model::intern(CellIdentity id) {
+  std::string text = id.allocator + '\n' + id.backend + '\n' + id.workload + '\n' + id.params.dump() + '\n' +
+                     id.env.dump() + '\n' + id.preload + '\n' + id.host;
+  auto [it, inserted] = identity_index_.emplace(std::move(text), identities_.size());
+  if (inserted) identities_.push_back(std::move(id));
+  return it->second;
+}
+
+void Model::add_record(const json& record, const std::string& file, std::size_t line) {
+  RecordReader r(record, file, line);
+  Cell cell;
+  CellIdentity id;
+  id.allocator = r.required_string("allocator");
+  id.workload = r.required_string("workload");
+  cell.threads = static_cast<int>(r.required_integer("threads"));
+  cell.status = r.required_string("status");
+  id.backend = r.optional_string("backend").value_or("");
+  id.params = r.optional_object("params");
+  id.env = r.optional_object("env");
+  id.preload = r.optional_string("preload").value_or("");
+  id.host = r.optional_string("host").value_or(default_host_);
+  cell.rep = static_cast<int>(r.optional_integer("rep").value_or(0));
+  cell.attempt = static_cast<int>(r.optional_integer("attempt").value_or(1));
+  cell.error = r.optional_string("error");
+  cell.library = r.optional_string("library");
+  cell.allocator_version = r.optional_string("allocator_version");
+  cell.idle_rss_bytes = r.optional_number(record, "idle_rss_bytes", "");
+  cell.phases = r.phases();
+  // Records always carry a key; one written by hand may not. It gets one of the same shape, but
+  // without the driver's key nothing says two records are the same cell: each is taken as its own.
+  auto key = r.optional_string("key");
+  cell.key = key.value_or(fmt::format("{}/{}/t{}/r{}/{}", id.allocator, id.workload, cell.threads, cell.rep,
+                                      fnv1a_hex(id.preload + '\n' + id.env.dump() + '\n' + id.params.dump(), 10)));
+  cell.identity = intern(std::move(id));
+  cell.file = file;
+  cell.line = line;
+  if (!key) {
+    cells_.push_back(std::move(cell));
+    return;
+  }
+
+  auto [seen, first] = seen_.try_emplace(cell.key, Seen{cells_.size(), cell.attempt, line});
+  if (first) {
+    cells_.push_back(std::move(cell));
+    return;
+  }
+  if (cell.attempt > seen->second.attempt) {
+    // A retry: it takes the place (and so the position in reports) of the earlier attempt.
+    seen->second.attempt = cell.attempt;
+    seen->second.line = line;
+    cells_[seen->second.cell] = std::move(cell);
+  } else if (cell.attempt == seen->second.attempt) {
+    duplicates_.emplace_back(line, seen->second.line);
+  }
+  // A lower attempt after a higher one was superseded already: nothing to say.
+}
+
+void Model::add_line(std::string_view text, const std::string& file, std::size_t line, bool unterminated) {
+  if (text.find_first_not_of(" \t\r") == std::string_view::npos) return;  // blank: nothing lost
+  json record = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (record.is_discarded() || !record.is_object()) {
+    warnings_.push_back(unterminated ? describe_line(file, line) +
+                                           ": last line cut short (no newline at the end: a run still writing, or "
+                                           "one that died mid-write); skipped"
+                                     : describe_line(file, line) + ": not a JSON object; line skipped");
+    return;
+  }
+  add_record(record, file, line);
+}
+
+void Model::finish_file(const std::string& file) {
+  if (!duplicates_.empty()) {
+    constexpr std::size_t kListed = 5;
+    std::string listed;
+    for (std::size_t i = 0; i < std::min(kListed, duplicates_.size()); ++i)
+      listed += fmt::format("{}line {} repeats line {}", i ? ", " : "", duplicates_[i].first, duplicates_[i].second);
+    if (duplicates_.size() > kListed) listed += fmt::format(", and {} more", duplicates_.size() - kListed);
+    warnings_.push_back(fmt::format("{}: {} duplicate record{} (same key and attempt) counted once, the first kept: {}",
+                                    file, duplicates_.size(), duplicates_.size() == 1 ? "" : "s", listed));
+  }
+  seen_.clear();
+  duplicates_.clear();
+}
+
+void Model::add_folder(const std::string& dir, const LoadOptions& options) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw ResultsError(dir + ": no such results folder");
+  std::string canonical = fs::weakly_canonical(dir, ec).string();
+  if (std::find(folders_seen_.begin(), folders_seen_.end(), canonical) != folders_seen_.end()) {
+    warnings_.push_back(dir + ": given twice; read once");
+    return;
+  }
+  folders_seen_.push_back(canonical);
+
+  // The host of records that do not name their own: the machine the folder's run was on.
+  default_host_.clear();
+  if (std::ifstream meta(dir + "/meta.json"); meta) {
+    json m = json::parse(meta, nullptr, false);
+    if (m.is_discarded() || !m.is_object())
+      warnings_.push_back(dir + "/meta.json: not a JSON object; its host is unknown");
+    else if (auto it = m.find("machine"); it != m.end() && it->is_object() && it->contains("host") &&
+                                          (*it)["host"].is_string())
+      default_host_ = (*it)["host"].get<std::string>();
+  }
+
+  std::string file = dir + "/results.jsonl";
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    if (!options.require_cells) return;
+    throw ResultsError(dir + " holds no results.jsonl (not a results folder?)");
+  }
+  std::size_t before = cells_.size();
+  std::string text;
+  for (std::size_t line = 1; std::getline(in, text); ++line)
+    // getline sets eof only when the last line had no newline to end it.
+    add_line(text, file, line, in.eof());
+  finish_file(file);
+  if (options.require_cells && cells_.size() == before) throw ResultsError(file + " holds no finished cell");
+}
+
+Model Model::load(const std::vector<std::string>& dirs, const LoadOptions& options) {
+  if (dirs.empty()) throw ResultsError("no results folder given");
+  Model model;
+  for (const auto& dir : dirs) model.add_folder(dir, options);
+  return model;
+}
+
+Model Model::from_records(const std::vector<json>& records, const std::string& source) {
+  Model model;
+  for (std::size_t i = 0; i < records.size(); ++i) model.add_record(records[i], source, i + 1);
+  model.finish_file(source);
+  return model;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grouping
+
+namespace {
+
+// Labels that tell identities of one name apart: name[key=value,...] over the keys whose values
+// differ among every identity of that name in the model, so a label reads the same in every row.
+class Disambiguator {
+ public:
+  using Attributes = std::map<std::string, std::string>;
+
+  // Registers one identity of a name; returns its slot.
+  std::size_t add(const std::string& name, Attributes attributes) {
+    std::string text = name + '\n';
+    for (const auto& [k, v] : attributes) text += k + '=' + v + '\n';
+    auto [it, inserted] = index_.emplace(text, entries_.size());
+    if (inserted) entries_.push_back({name, std::move(attributes)});
+    return it->second;
+  }
+  const std::string& name(std::size_t slot) const { return entries_[slot].name; }
+
+  std::string qualified(std::size_t slot) const {
+    const Entry& e = entries_[slot];
+    std::set<std::string> keys;
+    for (const auto& other : entries_)
+      if (other.name == e.name)
+        for (const auto& [k, v] : other.attributes) keys.insert(k);
+    std::string parts;
+    for (const auto& k : keys) {
+      std::optional<std::string> first;
+      bool differs = false;
+      for (const auto& other : entries_) {
+        if (other.name != e.name) continue;
+        std::string v = value_of(other, k);
+        if (!first) first = v;
+        else if (*first != v) differs = true;
+      }
+      if (!differs) continue;
+      std::string v = value_of(e, k);
+      // A library path or a long MALLOC_CONF would swamp the column: a short hash still tells them apart.
+      if (v.size() > 24) v = "#" + fnv1a_hex(v, 6);
+      parts += (parts.empty() ? "" : ",") + k + "=" + v;
+    }
+    return parts.empty() ? e.name : e.name + "[" + parts + "]";
+  }
+
+ private:
+  struct Entry {
+    std::string name;
+    Attributes attributes;
+  };
+  static std::string value_of(const Entry& e, const std::string& key) {
+    auto it = e.attributes.find(key);
+    if (it == e.attributes.end()) return "-";
+    return it->second.empty() ? "\"\"" : it->second;
+  }
+  std::vector<Entry> entries_;
+  std::unordered_map<std::string, std::size_t> index_;
+};
+
+Disambiguator::Attributes attributes_of(const json& object) {
+  Disambiguator::Attributes out;
+  for (const auto& [k, v] : object.items()) out[k] = value_label(v);
+  return out;
+}
+
+// The identity fields of a group: those every cell agrees on. Unknown values (a failed cell's
+// library) do not disagree with known ones.
+class CommonIdentity {
+ public:
+  void add(const std::string& field, const std::optional<json>& value) {
+    if (!value || value->is_null() || varying_.count(field)) return;
+    auto it = values_.find(field);
+    if (it == values_.end()) {
+      order_.push_back(field);
+      values_.emplace(field, *value);
+    } else if (it->second != *value) {
+      values_.erase(it);
+      varying_.insert(field);
+    }
+  }
+  nlohmann::ordered_json result() const {
+    nlohmann::ordered_json out = nlohmann::ordered_json::object();
+    for (const auto& f : order_)
+      if (auto it = values_.find(f); it != values_.end()) out[f] = nlohmann::ordered_json::parse(it->second.dump());
+    return out;
+  }
+
+ private:
+  std::vector<std::string> order_;
+  std::map<std::string, json> values_;
+  std::set<std::string> varying_;
+};
+
+struct GroupBuilder {
+  std::vector<long long> key;  // per dimension: the interned value; then the host when not a dimension
+  Group group;
+  std::array<std::vector<double>, kMetricCount> samples;
+  CommonIdentity identity;
+};
+
+}  // namespace
+
+Grouping Model::group(const std::vector<Dimension>& by) const {
+  for (std::size_t i = 0; i < by.size(); ++i)
+    if (std::find(by.begin(), by.begin() + i, by[i]) != by.begin() + i)
+      throw ResultsError(fmt::format("'{}' is listed twice in the grouping", dimension_name(by[i])));
+  const bool by_phase = std::find(by.begin(), by.end(), Dimension::phase) != by.end();
+  const bool by_host = std::find(by.begin(), by.end(), Dimension::host) != by.end();
+
+  // Interned values of each dimension; labels come at the end, once all collisions are known.
+  Disambiguator workloads, allocators;
+  std::vector<std::size_t> workload_slot(identities_.size()), allocator_slot(identities_.size());
+  for (std::size_t i = 0; i < identities_.size(); ++i) {
+    const CellIdentity& id = identities_[i];
+    workload_slot[i] = workloads.add(id.workload, attributes_of(id.params));
+    auto attrs = attributes_of(id.env);
+    attrs["library"] = id.preload;
+    allocator_slot[i] = allocators.add(id.allocator, std::move(attrs));
+  }
+  std::vector<std::string> strings;  // phase, backend and host values
+  std::unordered_map<std::string, long long> string_ids;
+  auto string_id = [&](const std::string& s) {
+    auto [it, inserted] = string_ids.emplace(s, static_cast<long long>(strings.size()));
+    if (inserted) strings.push_back(s);
+    return it->second;
+  };
+
+  std::vector<GroupBuilder> builders;
+  std::map<std::vector<long long>, std::size_t> index;
+  auto builder_for = [&](const Cell& cell, const std::string& phase) -> GroupBuilder& {
+    const CellIdentity& id = identities_[cell.identity];
+    std::vector<long long> key;
+    for (Dimension d : by) switch (d) {
+        case Dimension::workload: key.push_back(static_cast<long long>(workload_slot[cell.identity])); break;
+        case Dimension::threads: key.push_back(cell.threads); break;
+        case Dimension::allocator: key.push_back(static_cast<long long>(allocator_slot[cell.identity])); break;
+        case Dimension::phase: key.push_back(string_id(phase)); break;
+        case Dimension::backend: key.push_back(string_id(id.backend)); break;
+        case Dimension::host: key.push_back(string_id(id.host)); break;
+      }
+    // Cells from different machines are never repetitions of each other, asked for or not.
+    if (!by_host) key.push_back(string_id(id.host));
+    auto [it, inserted] = index.emplace(key, builders.size());
+    if (inserted) builders.push_back(GroupBuilder{std::move(key), {}, {}, {}});
+    return builders[it->second];
+  };
+  auto count_cell = [&](GroupBuilder& b, const Cell& cell) {
+    const CellIdentity& id = identities_[cell.identity];
+    b.group.cells++;
+    b.group.statuses[cell.status]++;
+    if (cell.error) {
+      if (b.group.errors.size() < kMaxErrorsListed) b.group.errors.push_back(*cell.error);
+      else b.group.errors_not_listed++;
+    }
+    b.identity.add("allocator", json(id.allocator));
+    b.identity.add("backend", json(id.backend));
+    b.identity.add("workload", json(id.workload));
+    b.identity.add("params", id.params);
+    b.identity.add("env", id.env);
+    b.identity.add("preload", json(id.preload));
+    if (!id.host.empty()) b.identity.add("host", json(id.host));
+    if (cell.library) b.identity.add("library", json(*cell.library));
+    if (cell.allocator_version) b.identity.add("allocator_version", json(*cell.allocator_version));
+  };
+  auto add_samples = [&](GroupBuilder& b, const Cell& cell, const PhaseValues& phase) {
+    for (const auto& m : kMetrics)
+      if (auto v = metric_value(m.metric, cell, phase)) b.samples[static_cast<std::size_t>(m.metric)].push_back(*v);
+  };
+
+  for (const Cell& cell : cells_) {
+    // A cell that is not ok contributes its status and error, never its partial measurements.
+    if (!by_phase) {
+      GroupBuilder& b = builder_for(cell, std::string(kCellPhase));
+      count_cell(b, cell);
+      if (cell.ok() && !cell.phases.empty()) add_samples(b, cell, whole_cell(cell));
+      continue;
+    }
+    if (!cell.ok() || cell.phases.empty()) count_cell(builder_for(cell, std::string(kCellPhase)), cell);
+    if (!cell.ok()) continue;
+    for (const auto& phase : cell.phases) {
+      GroupBuilder& b = builder_for(cell, phase.name);
+      count_cell(b, cell);
+      add_samples(b, cell, phase);
+    }
+  }
+
+  // Labels: plain names, qualified only where two groups would otherwise read the same.
+  auto plain_values = [&](const GroupBuilder& b) {
+    std::vector<json> values;
+    for (std::size_t i = 0; i < by.size(); ++i) {
+      long long v = b.key[i];
+      switch (by[i]) {
+        case Dimension::workload: values.push_back(workloads.name(static_cast<std::size_t>(v))); break;
+        case Dimension::allocator: values.push_back(allocators.name(static_cast<std::size_t>(v))); break;
+        case Dimension::threads: values.push_back(v); break;
+        default: values.push_back(strings[static_cast<std::size_t>(v)]); break;
+      }
+    }
+    return values;
+  };
+  std::map<std::vector<json>, std::vector<std::size_t>> by_plain_label;
+  for (std::size_t g = 0; g < builders.size(); ++g) {
+    builders[g].group.values = plain_values(builders[g]);
+    by_plain_label[builders[g].group.values].push_back(g);
+  }
+  bool host_column = false;
+  for (const auto& [label, members] : by_plain_label) {
+    if (members.size() < 2) continue;
+    for (std::size_t i = 0; i < by.size(); ++i) {
+      std::set<long long> distinct;
+      for (std::size_t g : members) distinct.insert(builders[g].key[i]);
+      if (distinct.size() < 2) continue;
+      for (std::size_t g : members) {
+        auto slot = static_cast<std::size_t>(builders[g].key[i]);
+        if (by[i] == Dimension::workload) builders[g].group.values[i] = workloads.qualified(slot);
+        if (by[i] == Dimension::allocator) builders[g].group.values[i] = allocators.qualified(slot);
+      }
+    }
+    if (!by_host) {
+      std::set<long long> hosts;
+      for (std::size_t g : members) hosts.insert(builders[g].key.back());
+      host_column = host_column || hosts.size() > 1;
+    }
+  }
+
+  Grouping out;
+  out.dimensions = by;
+  if (host_column) out.dimensions.push_back(Dimension::host);
+  for (auto& b : builders) {
+    if (host_column) b.group.values.push_back(strings[static_cast<std::size_t>(b.key.back())]);
+    for (std::size_t m = 0; m < kMetricCount; ++m) b.group.metrics[m] = spread_of(std::move(b.samples[m]));
+    b.group.identity = b.identity.result();
+    out.groups.push_back(std::move(b.group));
+  }
+  return out;
+}
+
+}  // namespace allocmark::results

@@ -1,0 +1,248 @@
+// The results model: one or several results folders read into compact cells, then grouped and
+// summarised. Every reader of results (show and its reporters, summary.csv, summary.json; later the
+// gate and compare) goes through it, so the reader rules (corrupt lines, duplicates, attempts,
+// identity) are applied in one place and every figure is defined once (formulas in derived.h).
+//
+// Memory: results.jsonl is streamed line by line; a record's timeline, allocator statistics and
+// options are dropped as soon as its line is parsed. What stays per cell is what grouping needs:
+// a handful of numbers per phase (the same values a per-group metric vector would hold) plus the
+// cell's identity, interned, so a million-line file costs megabytes, not the file's size. Keeping
+// cells rather than pre-grouped vectors is what lets a later attempt of a cell replace the earlier
+// one, and lets one load serve several groupings (summary.csv per cell, summary.json per phase).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "harness/results/results_dir.h"  // ResultsError
+
+namespace allocmark::results {
+
+// ---------------------------------------------------------------------------------------------
+// Statistics over repetitions.
+
+// n, median, min, max and median absolute deviation (unscaled: median of |x - median|). n = 0
+// leaves the rest at 0: a reporter shows "-", summary.json leaves them out.
+struct Spread {
+  std::size_t n = 0;
+  double median = 0, min = 0, max = 0, mad = 0;
+};
+
+// Median of a non-empty list (the mean of the middle two for an even count).
+double median(std::vector<double> values);
+Spread spread_of(std::vector<double> values);
+
+// ---------------------------------------------------------------------------------------------
+// What the model keeps of a phase: the measured fields a metric or summary.csv needs.
+
+enum class Field : std::size_t {
+  wall_s,
+  ops,
+  ops_per_s,
+  peak_rss_bytes,
+  end_rss_bytes,
+  peak_live_bytes,
+  minor_faults,
+  major_faults,
+  voluntary_ctx_switches,
+  involuntary_ctx_switches,
+  user_s,
+  sys_s,
+  lock_wait_ns,  // the phase's contention.total_wait_ns (jemalloc only; absent elsewhere)
+  kCount
+};
+inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::kCount);
+
+struct PhaseValues {
+  std::string name;
+  std::array<double, kFieldCount> values;  // NaN: not in the record
+  PhaseValues() { values.fill(std::nan("")); }
+  std::optional<double> get(Field f) const {
+    double v = values[static_cast<std::size_t>(f)];
+    return std::isnan(v) ? std::nullopt : std::optional<double>(v);
+  }
+  void set(Field f, double v) { values[static_cast<std::size_t>(f)] = v; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// A cell and what makes two cells repetitions of each other.
+
+// Everything but threads and rep that a cell's result depends on and the harness controls.
+// Cells with different identities are never pooled as repetitions: params belong to the
+// workload, env and preload (the configured library, which the cell key hashes) to the allocator,
+// and host to the machine.
+struct CellIdentity {
+  std::string allocator, backend, workload;
+  nlohmann::json params = nlohmann::json::object(), env = nlohmann::json::object();
+  std::string preload;
+  std::string host;  // the record's host, else its folder's meta.json machine.host, else ""
+};
+
+struct Cell {
+  std::string key;  // the record's key (synthesised from its fields for records without one)
+  int attempt = 1;
+  int rep = 0;
+  int threads = 0;
+  std::size_t identity = 0;  // Model::identity(i)
+  std::string status;
+  std::optional<std::string> error;
+  std::optional<double> idle_rss_bytes;
+  std::optional<std::string> library, allocator_version;  // what really served malloc, and its version
+  std::vector<PhaseValues> phases;
+  std::string file;  // where the winning record was read: DIR/results.jsonl as given, and its line
+  std::size_t line = 0;
+  bool ok() const { return status == "ok"; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Metrics: the figures summarised per group. The list is data; a reporter picks from it.
+
+enum class Metric : std::size_t {
+  peak_rss_bytes,
+  end_rss_bytes,
+  rss_above_idle_over_live,
+  ops_per_s,
+  wall_s,
+  minor_faults,
+  major_faults,
+  voluntary_ctx_switches,
+  involuntary_ctx_switches,
+  user_s,
+  sys_s,
+  lock_wait_s,
+  kCount
+};
+inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::kCount);
+
+struct MetricInfo {
+  Metric metric;
+  std::string_view name;  // as on the command line and in summary.json
+  std::string_view unit;
+  std::string_view description;
+};
+
+const std::array<MetricInfo, kMetricCount>& metric_infos();
+const MetricInfo& metric_info(Metric m);
+std::optional<Metric> metric_from_name(std::string_view name);
+std::vector<Metric> all_metrics();
+
+// The value of a metric for one phase of a cell (nullopt where the record has no such figure).
+// This and whole_cell() are the only places a metric is computed from recorded fields.
+std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues& phase);
+
+// The cell's phases folded into one, for groupings without the phase dimension: peak RSS and peak
+// live bytes are the maxima over the phases, end RSS is the last phase's, ops/s is total ops over
+// total wall time, and the rest are summed.
+PhaseValues whole_cell(const Cell& cell);
+
+// ---------------------------------------------------------------------------------------------
+// Grouping.
+
+enum class Dimension { workload, threads, allocator, phase, backend, host };
+
+std::string_view dimension_name(Dimension d);
+std::optional<Dimension> dimension_from_name(std::string_view name);
+const std::vector<Dimension>& all_dimensions();
+// workload, threads, allocator, phase: the rows of `show` and summary.json.
+const std::vector<Dimension>& default_dimensions();
+
+// The phase value of a cell that is not ok or has no phases: its status and error, no metrics.
+inline constexpr std::string_view kCellPhase = "(cell)";
+
+struct Group {
+  // One value per Grouping::dimensions: threads as an integer, the rest as their label. A label
+  // is the plain name unless two groups would otherwise read the same; then it shows what tells
+  // them apart: size_mix[live_mib=64], jemalloc[MALLOC_CONF=background_thread:true],
+  // jemalloc[library=#1f2e3d] (a long value as a short hash).
+  std::vector<nlohmann::json> values;
+  std::size_t cells = 0;  // cells (with the phase dimension: cell phases) counted here, any status
+  std::map<std::string, std::size_t> statuses;
+  std::vector<std::string> errors;  // in file order, at most kMaxErrorsListed
+  std::size_t errors_not_listed = 0;
+  std::array<Spread, kMetricCount> metrics{};
+  // The identity fields every cell of the group shares (allocator, backend, workload, params,
+  // env, preload, host, library, allocator_version); a field that varies is left out.
+  nlohmann::ordered_json identity = nlohmann::ordered_json::object();
+
+  const Spread& metric(Metric m) const { return metrics[static_cast<std::size_t>(m)]; }
+};
+inline constexpr std::size_t kMaxErrorsListed = 20;
+
+// A dimension value as text (threads as digits).
+std::string value_label(const nlohmann::json& value);
+
+struct Grouping {
+  // As asked, plus host (last) when cells from different hosts would otherwise share a row.
+  std::vector<Dimension> dimensions;
+  std::vector<Group> groups;  // in order of first appearance in the files
+};
+
+// ---------------------------------------------------------------------------------------------
+// The model.
+
+struct LoadOptions {
+  // A folder without results.jsonl or without a single finished cell is an error for a reader
+  // (`show`); the driver writing summaries after its first cell sets this to false.
+  bool require_cells = true;
+};
+
+class Model {
+ public:
+  // Loads DIR/results.jsonl (and DIR/meta.json for the host) of each folder, in order. Throws
+  // ResultsError naming the file (and line) for a missing folder or file, a folder without
+  // finished cells (unless allowed), or a record of the wrong shape (a JSON object whose fields
+  // have the wrong types or miss allocator, workload, threads or status). Lines that are not JSON
+  // objects are skipped with a warning.
+  static Model load(const std::vector<std::string>& dirs, const LoadOptions& options = {});
+  // In-memory records, as if read from one file named `source` (tests, and callers that built
+  // records themselves).
+  static Model from_records(const std::vector<nlohmann::json>& records, const std::string& source = "(records)");
+
+  const std::vector<Cell>& cells() const { return cells_; }
+  const CellIdentity& identity(std::size_t index) const { return identities_[index]; }
+  const CellIdentity& identity(const Cell& cell) const { return identities_[cell.identity]; }
+  // Corrupt or cut-short lines, duplicates, repeated folders; in the order found.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // Groups by the given dimensions (in this order); throws ResultsError if one is repeated.
+  Grouping group(const std::vector<Dimension>& by) const;
+
+  // The streaming steps load() is made of, public for tests. Each file: add_line() per line, then
+  // finish_file().
+  void add_line(std::string_view text, const std::string& file, std::size_t line, bool unterminated);
+  void add_record(const nlohmann::json& record, const std::string& file, std::size_t line);
+  void finish_file(const std::string& file);
+
+ private:
+  void add_folder(const std::string& dir, const LoadOptions& options);
+  std::size_t intern(CellIdentity identity);
+
+  std::vector<Cell> cells_;
+  std::vector<CellIdentity> identities_;
+  std::unordered_map<std::string, std::size_t> identity_index_;
+  std::vector<std::string> warnings_;
+  std::vector<std::string> folders_seen_;
+  std::string default_host_;  // the current folder's meta.json machine.host
+
+  // Per file: which cell holds each key, so a later attempt replaces it and an equal one is a
+  // duplicate. Keys repeat across folders on purpose (the same matrix run twice), so this is
+  // reset for every file.
+  struct Seen {
+    std::size_t cell;
+    int attempt;
+    std::size_t line;
+  };
+  std::unordered_map<std::string, Seen> seen_;
+  std::vector<std::pair<std::size_t, std::size_t>> duplicates_;  // (line, line of the record kept)
+};
+
+}  // namespace allocmark::results

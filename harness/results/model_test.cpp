@@ -1,0 +1,319 @@
+#include "harness/results/model.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+using namespace allocmark::results;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fresh_dir(const std::string& name) {
+  std::string d = ::testing::TempDir() + "/model_test_" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+json phase(const std::string& name, double peak_rss, double live, double ops, double wall) {
+  return {{"name", name},          {"peak_rss_bytes", peak_rss}, {"end_rss_bytes", peak_rss / 2},
+          {"peak_live_bytes", live}, {"ops", ops},               {"wall_s", wall},
+          {"ops_per_s", ops / wall}, {"minor_faults", 10},       {"user_s", 0.5}};
+}
+
+json cell(const std::string& allocator, int rep, json phases, const std::string& status = "ok") {
+  return {{"key", allocator + "/size_mix/t2/r" + std::to_string(rep) + "/h"},
+          {"allocator", allocator},
+          {"backend", allocator},
+          {"workload", "size_mix"},
+          {"threads", 2},
+          {"rep", rep},
+          {"params", {{"live_mib", "64"}}},
+          {"env", json::object()},
+          {"preload", ""},
+          {"status", status},
+          {"error", status == "ok" ? json() : json("killed by signal 11")},
+          {"idle_rss_bytes", 1000},
+          {"phases", std::move(phases)},
+          {"timeline", json::array({json::array({0, 1})})}};
+}
+
+const Group& find_group(const Grouping& g, const std::vector<json>& values) {
+  for (const auto& group : g.groups)
+    if (group.values == values) return group;
+  ADD_FAILURE() << "no group " << json(values).dump();
+  static Group none;
+  return none;
+}
+
+}  // namespace
+
+TEST(Statistics, MedianOfOddAndEvenCounts) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
+  EXPECT_DOUBLE_EQ(median({7}), 7);
+}
+
+TEST(Statistics, SpreadHasMinMaxAndMedianAbsoluteDeviation) {
+  // Deviations from 3: 2 1 0 1 7 -> sorted 0 1 1 2 7 -> MAD 1.
+  Spread odd = spread_of({10, 1, 3, 2, 4});
+  EXPECT_EQ(odd.n, 5u);
+  EXPECT_DOUBLE_EQ(odd.median, 3);
+  EXPECT_DOUBLE_EQ(odd.min, 1);
+  EXPECT_DOUBLE_EQ(odd.max, 10);
+  EXPECT_DOUBLE_EQ(odd.mad, 1);
+  // Median 2.5; deviations 1.5 0.5 0.5 1.5 -> MAD (0.5 + 1.5) / 2 = 1.
+  Spread even = spread_of({4, 1, 3, 2});
+  EXPECT_DOUBLE_EQ(even.median, 2.5);
+  EXPECT_DOUBLE_EQ(even.mad, 1);
+  EXPECT_EQ(spread_of({}).n, 0u);
+  EXPECT_DOUBLE_EQ(spread_of({5, 5}).mad, 0);
+}
+
+TEST(Grouping, PhasesOfRepetitionsArePooledAndFailuresKeepTheirOwnRow) {
+  std::vector<json> recs;
+  for (int rep = 1; rep <= 3; ++rep)
+    recs.push_back(cell("jemalloc", rep,
+                        {phase("fill", 1000 + rep * 1000.0, 1000, 100.0 * rep, 1), phase("churn", 9000, 2000, 50, 0.5)}));
+  recs.push_back(cell("glibc", 1, json::array(), "crashed"));
+  Model m = Model::from_records(recs);
+  Grouping g = m.group(default_dimensions());
+  ASSERT_EQ(g.dimensions, default_dimensions());
+  ASSERT_EQ(g.groups.size(), 3u);
+  // First appearance order: the table reads like the matrix.
+  EXPECT_EQ(g.groups[0].values, (std::vector<json>{"size_mix", 2, "jemalloc", "fill"}));
+  EXPECT_EQ(g.groups[1].values, (std::vector<json>{"size_mix", 2, "jemalloc", "churn"}));
+  const Group& fill = g.groups[0];
+  EXPECT_EQ(fill.cells, 3u);
+  EXPECT_EQ(fill.statuses.at("ok"), 3u);
+  const Spread& rss = fill.metric(Metric::peak_rss_bytes);
+  EXPECT_EQ(rss.n, 3u);
+  EXPECT_DOUBLE_EQ(rss.median, 3000);
+  EXPECT_DOUBLE_EQ(rss.min, 2000);
+  EXPECT_DOUBLE_EQ(rss.max, 4000);
+  EXPECT_DOUBLE_EQ(rss.mad, 1000);
+  // (3000 - 1000 idle) / 1000 live.
+  EXPECT_DOUBLE_EQ(fill.metric(Metric::rss_above_idle_over_live).median, 2);
+  EXPECT_DOUBLE_EQ(fill.metric(Metric::ops_per_s).median, 200);
+  EXPECT_EQ(fill.metric(Metric::lock_wait_s).n, 0u) << "no contention recorded: no value, not zero";
+  const Group& crashed = find_group(g, {"size_mix", 2, "glibc", "(cell)"});
+  EXPECT_EQ(crashed.statuses.at("crashed"), 1u);
+  EXPECT_EQ(crashed.errors, std::vector<std::string>{"killed by signal 11"});
+  EXPECT_EQ(crashed.metric(Metric::peak_rss_bytes).n, 0u);
+}
+
+TEST(Grouping, WithoutThePhaseDimensionACellCountsOnceWithWholeCellFigures) {
+  Model m = Model::from_records(
+      {cell("jemalloc", 1, {phase("fill", 3000, 1000, 100, 1), phase("churn", 9000, 2000, 300, 0.5)})});
+  Grouping g = m.group({Dimension::allocator});
+  ASSERT_EQ(g.groups.size(), 1u);
+  const Group& all = g.groups[0];
+  EXPECT_EQ(all.cells, 1u);
+  EXPECT_DOUBLE_EQ(all.metric(Metric::peak_rss_bytes).median, 9000);  // the larger peak
+  EXPECT_DOUBLE_EQ(all.metric(Metric::end_rss_bytes).median, 4500);   // the last phase's
+  EXPECT_DOUBLE_EQ(all.metric(Metric::ops_per_s).median, 400 / 1.5);  // total ops over total time
+  EXPECT_DOUBLE_EQ(all.metric(Metric::minor_faults).median, 20);      // summed
+  EXPECT_DOUBLE_EQ(all.metric(Metric::rss_above_idle_over_live).median, (9000.0 - 1000) / 2000);
+}
+
+TEST(Grouping, LockWaitIsTheContentionWaitInSeconds) {
+  json r = cell("jemalloc", 1, {phase("fill", 3000, 1000, 100, 1)});
+  r["phases"][0]["contention"] = {{"total_wait_ns", 2500000000LL}, {"num_wait", 3}};
+  Grouping g = Model::from_records({r}).group(default_dimensions());
+  EXPECT_DOUBLE_EQ(g.groups[0].metric(Metric::lock_wait_s).median, 2.5);
+}
+
+TEST(Grouping, DifferentParamsEnvOrLibraryAreNeverPooledAndTheLabelSaysWhy) {
+  json small = cell("jemalloc", 1, {phase("fill", 1000, 1000, 1, 1)});
+  json large = small;
+  large["params"]["live_mib"] = "128";
+  large["key"] = "jemalloc/size_mix/t2/r1/other";
+  json tuned = small;
+  tuned["env"] = {{"MALLOC_CONF", "dirty_decay_ms:0"}};
+  tuned["key"] = "jemalloc/size_mix/t2/r1/tuned";
+  json other_lib = small;
+  other_lib["preload"] = "/opt/jemalloc-4.5/lib/libjemalloc.so.2";
+  other_lib["key"] = "jemalloc/size_mix/t2/r1/lib";
+  Grouping g = Model::from_records({small, large, tuned, other_lib}).group(default_dimensions());
+  ASSERT_EQ(g.groups.size(), 4u);
+  std::set<std::string> labels;
+  for (const auto& group : g.groups) {
+    EXPECT_EQ(group.cells, 1u);
+    labels.insert(value_label(group.values[0]) + " " + value_label(group.values[2]));
+  }
+  // Every row of the ambiguous set names what differs; "-" is a key the identity does not have.
+  EXPECT_TRUE(labels.count(R"(size_mix[live_mib=64] jemalloc[MALLOC_CONF=-,library=""])")) << json(labels).dump();
+  EXPECT_TRUE(labels.count(R"(size_mix[live_mib=128] jemalloc[MALLOC_CONF=-,library=""])")) << json(labels).dump();
+  EXPECT_TRUE(labels.count(R"(size_mix[live_mib=64] jemalloc[MALLOC_CONF=dirty_decay_ms:0,library=""])"))
+      << json(labels).dump();
+  bool hashed = false;
+  for (const auto& l : labels) hashed = hashed || l.find("library=#") != std::string::npos;
+  EXPECT_TRUE(hashed) << "a long library path is shown as a short hash: " << json(labels).dump();
+  // The group's identity carries the full values.
+  EXPECT_EQ(find_group(g, {"size_mix[live_mib=128]", 2, R"(jemalloc[MALLOC_CONF=-,library=""])", "fill"}).identity["params"]["live_mib"], "128");
+}
+
+TEST(Grouping, PlainLabelsWhereNothingIsAmbiguous) {
+  // Two parameter sets of one workload, but on different allocators: each row is already unique.
+  json a = cell("jemalloc", 1, json::array(), "failed");
+  json b = cell("glibc", 1, json::array(), "timeout");
+  b["params"]["live_mib"] = "128";
+  Grouping g = Model::from_records({a, b}).group(default_dimensions());
+  ASSERT_EQ(g.groups.size(), 2u);
+  EXPECT_EQ(g.groups[0].values[0], "size_mix");
+  EXPECT_EQ(g.groups[1].values[0], "size_mix");
+}
+
+TEST(Grouping, HostsAreNeverPooled) {
+  json a = cell("jemalloc", 1, {phase("fill", 1000, 1000, 1, 1)});
+  json b = cell("jemalloc", 2, {phase("fill", 2000, 1000, 1, 1)});
+  a["host"] = "node-a";
+  b["host"] = "node-b";
+  Model m = Model::from_records({a, b});
+  Grouping g = m.group(default_dimensions());
+  ASSERT_EQ(g.groups.size(), 2u);
+  ASSERT_EQ(g.dimensions.back(), Dimension::host) << "a host column appears where rows would read the same";
+  EXPECT_EQ(g.groups[0].values.back(), "node-a");
+  EXPECT_EQ(g.groups[1].values.back(), "node-b");
+  Grouping by_host = m.group({Dimension::host});
+  ASSERT_EQ(by_host.dimensions, std::vector<Dimension>{Dimension::host});
+  EXPECT_EQ(by_host.groups.size(), 2u);
+  EXPECT_THROW(m.group({Dimension::host, Dimension::host}), ResultsError);
+}
+
+TEST(Reading, CorruptMiddleLineIsSkippedWithItsLineNumber) {
+  std::string d = fresh_dir("corrupt");
+  write(d + "/results.jsonl", cell("glibc", 1, json::array()).dump() + "\n{\"key\": \"x\", garbage\n" +
+                                  cell("glibc", 2, json::array()).dump() + "\n");
+  Model m = Model::load({d});
+  EXPECT_EQ(m.cells().size(), 2u);
+  ASSERT_EQ(m.warnings().size(), 1u);
+  EXPECT_NE(m.warnings()[0].find(d + "/results.jsonl:2: not a JSON object"), std::string::npos) << m.warnings()[0];
+}
+
+TEST(Reading, ALastLineCutShortIsReportedAsSuch) {
+  std::string d = fresh_dir("cut");
+  write(d + "/results.jsonl", cell("glibc", 1, json::array()).dump() + "\n{\"key\":\"b\",\"sta");
+  Model m = Model::load({d});
+  EXPECT_EQ(m.cells().size(), 1u);
+  ASSERT_EQ(m.warnings().size(), 1u);
+  EXPECT_NE(m.warnings()[0].find("results.jsonl:2: last line cut short"), std::string::npos) << m.warnings()[0];
+}
+
+TEST(Reading, DuplicatesCountOnceAndAreListedWithTheirLines) {
+  std::vector<json> recs{cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)}), cell("glibc", 2, json::array()),
+                         cell("glibc", 1, {phase("fill", 5000, 1000, 1, 1)})};
+  Model m = Model::from_records(recs, "r.jsonl");
+  ASSERT_EQ(m.cells().size(), 2u);
+  EXPECT_EQ(m.cells()[0].phases[0].get(Field::peak_rss_bytes), 1000) << "the first is kept";
+  ASSERT_EQ(m.warnings().size(), 1u);
+  EXPECT_NE(m.warnings()[0].find("r.jsonl: 1 duplicate record"), std::string::npos) << m.warnings()[0];
+  EXPECT_NE(m.warnings()[0].find("line 3 repeats line 1"), std::string::npos) << m.warnings()[0];
+
+  std::vector<json> many{cell("glibc", 1, json::array())};
+  for (int i = 0; i < 7; ++i) many.push_back(many[0]);
+  Model capped = Model::from_records(many, "r.jsonl");
+  EXPECT_EQ(capped.cells().size(), 1u);
+  ASSERT_EQ(capped.warnings().size(), 1u);
+  EXPECT_NE(capped.warnings()[0].find("7 duplicate records"), std::string::npos) << capped.warnings()[0];
+  EXPECT_NE(capped.warnings()[0].find("line 6 repeats line 1, and 2 more"), std::string::npos) << capped.warnings()[0];
+}
+
+TEST(Reading, TheHighestAttemptWinsInTheFirstAttemptsPlace) {
+  json first = cell("glibc", 1, json::array(), "timeout");
+  json other = cell("jemalloc", 1, {phase("fill", 1000, 1000, 1, 1)});
+  json retry = cell("glibc", 1, {phase("fill", 2000, 1000, 1, 1)});
+  retry["attempt"] = 3;
+  json stale = first;
+  stale["attempt"] = 2;
+  Model m = Model::from_records({first, other, retry, stale});
+  EXPECT_TRUE(m.warnings().empty());
+  ASSERT_EQ(m.cells().size(), 2u);
+  EXPECT_EQ(m.cells()[0].attempt, 3);
+  EXPECT_EQ(m.cells()[0].status, "ok");
+  EXPECT_EQ(m.cells()[0].line, 3u);
+  Grouping g = m.group(default_dimensions());
+  EXPECT_EQ(g.groups[0].values[2], "glibc");
+  EXPECT_EQ(g.groups[0].statuses.count("timeout"), 0u);
+}
+
+TEST(Reading, TheSameKeyInTwoFoldersIsTwoRuns) {
+  std::string a = fresh_dir("run_a"), b = fresh_dir("run_b");
+  std::string line = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)}).dump() + "\n";
+  write(a + "/results.jsonl", line);
+  write(b + "/results.jsonl", line);
+  Model m = Model::load({a, b, a});
+  EXPECT_EQ(m.cells().size(), 2u);
+  ASSERT_EQ(m.warnings().size(), 1u);
+  EXPECT_NE(m.warnings()[0].find("given twice"), std::string::npos);
+  EXPECT_EQ(m.group(default_dimensions()).groups[0].cells, 2u);
+}
+
+TEST(Reading, TheFoldersMetaNamesTheHostOfRecordsWithout) {
+  std::string a = fresh_dir("host_a"), b = fresh_dir("host_b");
+  std::string line = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)}).dump() + "\n";
+  write(a + "/results.jsonl", line);
+  write(b + "/results.jsonl", line);
+  write(a + "/meta.json", R"({"machine": {"host": "alpha"}})");
+  write(b + "/meta.json", R"({"machine": {"host": "beta"}})");
+  Grouping g = Model::load({a, b}).group(default_dimensions());
+  ASSERT_EQ(g.groups.size(), 2u);
+  EXPECT_EQ(g.groups[0].values.back(), "alpha");
+  EXPECT_EQ(g.groups[0].identity["host"], "alpha");
+}
+
+TEST(Reading, WrongShapesAndMissingResultsNameTheFileAndLine) {
+  std::string d = fresh_dir("shape");
+  json bad = cell("glibc", 1, json::array());
+  bad["threads"] = "two";
+  write(d + "/results.jsonl", cell("glibc", 2, json::array()).dump() + "\n" + bad.dump() + "\n");
+  try {
+    Model::load({d});
+    FAIL() << "no error";
+  } catch (const ResultsError& e) {
+    EXPECT_NE(std::string(e.what()).find(d + "/results.jsonl:2: 'threads' must be an integer"), std::string::npos)
+        << e.what();
+  }
+  json bad_phase = cell("glibc", 1, {phase("fill", 1, 1, 1, 1)});
+  bad_phase["phases"][0]["peak_rss_bytes"] = "lots";
+  EXPECT_THROW(Model::from_records({bad_phase}), ResultsError);
+  EXPECT_THROW(Model::from_records({json{{"allocator", "glibc"}}}), ResultsError);
+
+  std::string empty = fresh_dir("no_results");
+  EXPECT_THROW(Model::load({empty}), ResultsError);
+  EXPECT_NO_THROW(Model::load({empty}, LoadOptions{.require_cells = false}));
+  write(empty + "/results.jsonl", "");
+  EXPECT_THROW(Model::load({empty}), ResultsError);
+  EXPECT_THROW(Model::load({empty + "/missing"}), ResultsError);
+}
+
+TEST(Reading, ALargeFileIsStreamed) {
+  // 50,000 cells of one group. Only counts are asserted: memory and time are not the test's to judge.
+  std::string d = fresh_dir("large");
+  {
+    std::ofstream out(d + "/results.jsonl");
+    json r = cell("glibc", 0, {phase("fill", 3000, 1000, 10, 1), phase("churn", 4000, 1000, 10, 1)});
+    r["timeline"] = json::array();
+    for (int t = 0; t < 50; ++t) r["timeline"].push_back({t * 10, 4096 * t});
+    for (int rep = 1; rep <= 50000; ++rep) {
+      r["rep"] = rep;
+      r["key"] = "glibc/size_mix/t2/r" + std::to_string(rep) + "/h";
+      out << r.dump() << "\n";
+    }
+  }
+  Model m = Model::load({d});
+  EXPECT_EQ(m.cells().size(), 50000u);
+  EXPECT_TRUE(m.warnings().empty());
+  Grouping g = m.group(default_dimensions());
+  ASSERT_EQ(g.groups.size(), 2u);
+  EXPECT_EQ(g.groups[0].cells, 50000u);
+  EXPECT_EQ(g.groups[0].statuses.at("ok"), 50000u);
+  EXPECT_EQ(g.groups[0].metric(Metric::peak_rss_bytes).n, 50000u);
+  EXPECT_DOUBLE_EQ(g.groups[1].metric(Metric::peak_rss_bytes).median, 4000);
+}

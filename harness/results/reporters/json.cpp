@@ -1,0 +1,59 @@
+// JSON: summary.json, and `show --format json` (the same document for the grouping asked for).
+// Plotting code reads these figures as they are; it never recomputes one.
+#include "harness/results/reporters/reporter.h"
+
+namespace allocmark::results {
+
+nlohmann::ordered_json summary_json(const Model& model, const Grouping& grouping, const std::vector<Metric>& metrics) {
+  using ojson = nlohmann::ordered_json;
+  ojson out = ojson::object();
+  out["schema_version"] = kSummarySchemaVersion;
+  ojson group_by = ojson::array();
+  for (Dimension d : grouping.dimensions) group_by.push_back(std::string(dimension_name(d)));
+  out["group_by"] = group_by;
+  ojson metric_infos = ojson::object();
+  for (Metric m : metrics)
+    metric_infos[std::string(metric_info(m).name)] = {{"unit", metric_info(m).unit},
+                                                      {"description", metric_info(m).description}};
+  out["metrics"] = metric_infos;
+  ojson groups = ojson::array();
+  for (const Group& g : grouping.groups) {
+    ojson group = ojson::object();
+    for (std::size_t i = 0; i < grouping.dimensions.size(); ++i)
+      group[std::string(dimension_name(grouping.dimensions[i]))] = ojson::parse(g.values[i].dump());
+    group["cells"] = g.cells;
+    group["statuses"] = g.statuses;
+    group["errors"] = g.errors;
+    if (g.errors_not_listed) group["errors_not_listed"] = g.errors_not_listed;
+    group["identity"] = g.identity;
+    ojson values = ojson::object();
+    for (Metric m : metrics) {
+      const Spread& s = g.metric(m);
+      // A metric the group has no value for (a failed cell, glibc's lock waits) is left out.
+      if (s.n == 0) continue;
+      values[std::string(metric_info(m).name)] = {
+          {"n", s.n}, {"median", s.median}, {"min", s.min}, {"max", s.max}, {"mad", s.mad}};
+    }
+    group["metrics"] = values;
+    groups.push_back(std::move(group));
+  }
+  out["groups"] = groups;
+  out["warnings"] = model.warnings();
+  return out;
+}
+
+namespace {
+
+class JsonReporter : public Reporter {
+ public:
+  std::vector<Metric> default_metrics() const override { return all_metrics(); }
+  std::string render(const Model& model, const Grouping& grouping, const std::vector<Metric>& metrics) const override {
+    return summary_json(model, grouping, metrics).dump(2) + "\n";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_json_reporter() { return std::make_unique<JsonReporter>(); }
+
+}  // namespace allocmark::results

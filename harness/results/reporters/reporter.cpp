@@ -1,0 +1,38 @@
+// Choosing a reporter by name, and the summary files the driver keeps up to date in a results
+// folder.
+#include "harness/results/reporters/reporter.h"
+
+#include <fmt/format.h>
+
+namespace allocmark::results {
+
+const std::vector<std::string>& reporter_formats() {
+  static const std::vector<std::string> formats{"table", "csv", "json", "markdown"};
+  return formats;
+}
+
+std::unique_ptr<Reporter> make_reporter(std::string_view format) {
+  if (format == "table") return make_table_reporter();
+  if (format == "csv") return make_csv_reporter();
+  if (format == "json") return make_json_reporter();
+  if (format == "markdown") return make_markdown_reporter();
+  return nullptr;
+}
+
+std::string render_report(const Model& model, std::string_view format, const ReportOptions& options) {
+  auto reporter = make_reporter(format);
+  if (!reporter) throw ResultsError(fmt::format("unknown report format '{}'", format));
+  const std::vector<Metric> metrics = options.metrics.empty() ? reporter->default_metrics() : options.metrics;
+  return reporter->render(model, model.group(options.by), metrics);
+}
+
+void write_summaries(const std::string& dir) {
+  Model model = Model::load({dir}, LoadOptions{.require_cells = false});
+  // Render both before writing either, so a failure leaves the previous pair in place.
+  std::string csv = cells_csv(model);
+  std::string json = summary_json(model, model.group(default_dimensions()), all_metrics()).dump(2) + "\n";
+  write_file_atomically(dir + "/summary.csv", csv);
+  write_file_atomically(dir + "/summary.json", json);
+}
+
+}  // namespace allocmark::results

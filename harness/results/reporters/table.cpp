@@ -1,0 +1,42 @@
+// The fixed-width terminal table of `allocmark show`: one row per group, medians with their
+// min-max spread, each group's failures beneath it, a footnote on what the figures are.
+#include <fmt/format.h>
+
+#include "harness/results/reporters/reporter.h"
+#include "harness/results/reporters/text.h"
+
+namespace allocmark::results {
+namespace {
+
+class TableReporter : public Reporter {
+ public:
+  std::vector<Metric> default_metrics() const override { return text::default_human_metrics(); }
+
+  std::string render(const Model&, const Grouping& grouping, const std::vector<Metric>& metrics) const override {
+    text::TextReport report = text::text_report(grouping, metrics);
+    auto line = [&](const std::vector<std::string>& cells, const std::string& status) {
+      std::string out;
+      for (std::size_t i = 0; i < cells.size(); ++i) {
+        const text::Column& c = report.columns[i];
+        if (i) out += " ";
+        out += c.right_aligned ? fmt::format("{:>{}}", cells[i], c.width) : fmt::format("{:<{}}", cells[i], c.width);
+      }
+      return out + "  " + status + "\n";
+    };
+    std::vector<std::string> headers;
+    for (const auto& c : report.columns) headers.push_back(c.header);
+    std::string out = line(headers, "status");
+    for (const auto& row : report.rows) {
+      out += line(row.cells, row.status);
+      // Errors are indented past the identifying columns so the row they belong to stays visible.
+      for (const auto& e : row.errors) out += fmt::format("{:>50}  ! {}\n", "", e.substr(0, 200));
+    }
+    return out + "\n" + report.footnote + "\n";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_table_reporter() { return std::make_unique<TableReporter>(); }
+
+}  // namespace allocmark::results

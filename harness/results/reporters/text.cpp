@@ -1,0 +1,115 @@
+#include "harness/results/reporters/text.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+namespace allocmark::results::text {
+namespace {
+
+using Format = std::function<std::string(double)>;
+
+std::string mib(double bytes) { return fmt::format("{:.1f}", bytes / (1024.0 * 1024.0)); }
+std::string ratio(double v) { return fmt::format("{:.2f}", v); }
+
+// Counts and rates with an SI suffix: 912.9k, 5.24M.
+std::string si(double v) {
+  if (v >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
+// Phases last from microseconds to minutes: three significant digits below a second.
+std::string seconds(double v) {
+  if (v == 0) return "0";
+  if (v < 1) return fmt::format("{:.3g}", v);
+  if (v < 100) return fmt::format("{:.2f}", v);
+  return fmt::format("{:.0f}", v);
+}
+
+struct MetricColumn {
+  Metric metric;
+  Column column;
+  Format format;
+  const char* note;  // for the footnote; nullptr when the header says it all
+};
+
+const std::vector<MetricColumn>& metric_columns() {
+  static const std::vector<MetricColumn> columns{
+      {Metric::peak_rss_bytes, {"peak RSS MiB", 24, true}, mib,
+       "peak RSS: exact per phase (VmHWM after a clear_refs reset)"},
+      {Metric::end_rss_bytes, {"end RSS MiB", 24, true}, mib, nullptr},
+      {Metric::rss_above_idle_over_live, {"RSS-idle/live", 20, true}, ratio,
+       "RSS-idle/live: (peak RSS - idle baseline) / peak live requested bytes"},
+      {Metric::ops_per_s, {"ops/s", 24, true}, si, nullptr},
+      {Metric::wall_s, {"wall s", 24, true}, seconds, nullptr},
+      {Metric::minor_faults, {"minor faults", 20, true}, si, nullptr},
+      {Metric::major_faults, {"major faults", 20, true}, si, nullptr},
+      {Metric::voluntary_ctx_switches, {"vol ctx switches", 20, true}, si, nullptr},
+      {Metric::involuntary_ctx_switches, {"invol ctx switches", 20, true}, si, nullptr},
+      {Metric::user_s, {"user s", 24, true}, seconds, nullptr},
+      {Metric::sys_s, {"sys s", 24, true}, seconds, nullptr},
+      {Metric::lock_wait_s, {"lock wait s", 24, true}, seconds,
+       "lock wait: allocator lock waits summed over threads (jemalloc only)"},
+  };
+  return columns;
+}
+
+const MetricColumn& metric_column(Metric m) {
+  for (const auto& c : metric_columns())
+    if (c.metric == m) return c;
+  throw ResultsError(fmt::format("no column for metric {}", metric_info(m).name));
+}
+
+Column dimension_column(Dimension d) {
+  switch (d) {
+    case Dimension::workload: return {"workload", 14, false};
+    case Dimension::threads: return {"thr", 3, true};
+    case Dimension::allocator: return {"allocator", 18, false};
+    case Dimension::phase: return {"phase", 10, false};
+    case Dimension::backend: return {"backend", 10, false};
+    case Dimension::host: return {"host", 16, false};
+  }
+  return {std::string(dimension_name(d)), 10, false};
+}
+
+// "median [min-max]", or only the median where the repetitions agree or there is one.
+std::string spread_text(const Spread& s, const Format& format) {
+  if (s.n == 0) return "-";
+  std::string m = format(s.median);
+  return s.n == 1 || s.min == s.max ? m : fmt::format("{} [{}-{}]", m, format(s.min), format(s.max));
+}
+
+std::string status_text(const Group& g) {
+  std::string out;
+  for (const auto& [status, n] : g.statuses) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, status);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Metric> default_human_metrics() {
+  return {Metric::peak_rss_bytes, Metric::rss_above_idle_over_live, Metric::ops_per_s};
+}
+
+TextReport text_report(const Grouping& grouping, const std::vector<Metric>& metrics) {
+  TextReport report;
+  for (Dimension d : grouping.dimensions) report.columns.push_back(dimension_column(d));
+  for (Metric m : metrics) report.columns.push_back(metric_column(m).column);
+  for (const Group& g : grouping.groups) {
+    Row row;
+    for (const auto& v : g.values) row.cells.push_back(value_label(v));
+    for (Metric m : metrics) row.cells.push_back(spread_text(g.metric(m), metric_column(m).format));
+    row.status = status_text(g);
+    row.errors = g.errors;
+    if (g.errors_not_listed) row.errors.push_back(fmt::format("... and {} more", g.errors_not_listed));
+    report.rows.push_back(std::move(row));
+  }
+  for (Metric m : metrics)
+    if (const char* note = metric_column(m).note) report.footnote += std::string(note) + "; ";
+  report.footnote += "median [min-max] over repetitions.";
+  return report;
+}
+
+}  // namespace allocmark::results::text
