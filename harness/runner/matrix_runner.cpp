@@ -26,6 +26,42 @@ std::string log_name(const std::string& key) {
   return out + ".log";
 }
 
+// summary.csv and summary.json are derived from all of results.jsonl, so rewriting them costs time
+// in proportion to the folder. After a cell they are rewritten only when the time since the last
+// rewrite is at least ten times what that rewrite took (at most ~10% of a long run's wall time,
+// between cells, never while a worker runs), and always when the run ends.
+class SummaryWriter {
+ public:
+  explicit SummaryWriter(results::ResultsDir& dir) : dir_(dir) {}
+  void after_cell() {
+    if (std::chrono::steady_clock::now() - last_end_ >= 10 * last_cost_) write();
+    else stale_ = true;
+  }
+  void final() {
+    if (stale_) write();
+  }
+  void try_final() {
+    try {
+      final();
+    } catch (const std::exception&) {  // the run already stops with the first error
+    }
+  }
+
+ private:
+  void write() {
+    auto t0 = std::chrono::steady_clock::now();
+    stale_ = true;
+    dir_.write_summaries();
+    stale_ = false;
+    last_end_ = std::chrono::steady_clock::now();
+    last_cost_ = last_end_ - t0;
+  }
+  results::ResultsDir& dir_;
+  bool stale_ = false;
+  std::chrono::steady_clock::time_point last_end_{};
+  std::chrono::steady_clock::duration last_cost_{};
+};
+
 }  // namespace
 
 std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::ResultsDir& dir, bool retry_failed) {
@@ -74,6 +110,7 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
                        clock_text(elapsed), eta)
         << std::flush;
   };
+  SummaryWriter summaries(dir);
   ExecutorEvents events;
   events.stop_requested = [] { return g_interrupted.load(); };
   if (tty) events.tick = progress;
@@ -86,7 +123,7 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
     stored["attempt"] = job.attempt;
     try {
       dir.append(stored);
-      dir.write_summaries();
+      summaries.after_cell();
     } catch (const std::exception& e) {
       throw RunStopped(std::string("could not record cell ") + job.cell.label() + ": " + e.what(),
                        dir.recorded().size(), dir.path());
@@ -109,12 +146,19 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
     executor.run(jobs, events);
   } catch (const RunStopped&) {
     restore();
+    summaries.try_final();
     throw;
   } catch (const std::exception& e) {
     restore();
+    summaries.try_final();
     throw RunStopped(e.what(), dir.recorded().size(), dir.path());
   }
   restore();
+  try {
+    summaries.final();
+  } catch (const std::exception& e) {
+    throw RunStopped(std::string("could not write the summaries: ") + e.what(), dir.recorded().size(), dir.path());
+  }
   report.interrupted = g_interrupted.load();
   for (const auto& cell : plan.cells)
     if (auto it = dir.recorded().find(cell.key()); it != dir.recorded().end() && it->second.status != "ok")
