@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(ALLOCMARK_VERSION) + " (" + ALLOCMARK_GIT_COMMIT + ")");
 
   std::vector<Subcommand> commands{add_list_command(app), add_run_command(app), add_show_command(app),
-                                   add_cell_command(app)};
+                                   add_cell_command(app), add_baseline_command(app), add_gate_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
