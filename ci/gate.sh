@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# allocmark gates itself: runs the CI gate matrix (ci/gate-matrix.toml) and judges its peak RSS
+# against the committed baseline (ci/baselines/gate-matrix.json). docs/gate.md explains the rule.
+#   ci/gate.sh            run and judge; exit 0 pass, 1 regressed, 2 not comparable
+#   ci/gate.sh --update   run and rewrite the baseline; commit its diff after review, like code
+# Expects a built tree (ci/setup.sh). Results go to build/gate-run (replaced each time).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+baseline=ci/baselines/gate-matrix.json
+out=build/gate-run
+rm -rf "$out"
+status=0
+build/bin/allocmark run ci/gate-matrix.toml --out "$out" >"$out.log" 2>&1 || status=$?
+if [ "$status" -ne 0 ]; then
+  tail -n 40 "$out.log" >&2
+  echo "ci/gate.sh: the gate matrix did not complete (exit $status); full output in $out.log" >&2
+  exit "$status"
+fi
+if [ "${1:-}" = "--update" ]; then
+  build/bin/allocmark baseline "$out" -o "$baseline"
+  echo "ci/gate.sh: $baseline rewritten; review \`git diff $baseline\` and commit it"
+  exit 0
+fi
+exec build/bin/allocmark gate --baseline "$baseline" --results "$out" --metric peak_rss --format markdown
