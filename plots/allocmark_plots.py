@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""allocmark's charts: plots/allocmark_plots.py DIR [--out DIR/charts] [--format png|svg]
+[--only KIND,...] [--baseline ALLOCATOR] [--log]
+
+Reads DIR/summary.json (every figure: medians, min-max spreads), DIR/meta.json (footer) and the
+cells' timelines streamed from DIR/results.jsonl; computes no metric of its own. Writes one file per
+chart into --out; a chart the run has no data for is skipped with one line on stderr saying why.
+Exit 0 on success, 2 for bad flags or a folder that is not a results folder with summary.json.
+Needs only Debian's python3-matplotlib and python3-numpy (run with /usr/bin/python3).
+"""
+import argparse
+import os
+import sys
+
+sys.dont_write_bytecode = True  # keep plots/ free of __pycache__
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import chart_contention  # noqa: E402
+import chart_peak_rss  # noqa: E402
+import chart_scaling  # noqa: E402
+import chart_throughput  # noqa: E402
+import chart_timeline  # noqa: E402
+import chart_variants  # noqa: E402
+import data  # noqa: E402
+import style  # noqa: E402
+
+CHARTS = [chart_peak_rss, chart_timeline, chart_throughput, chart_scaling, chart_variants, chart_contention]
+KINDS = [c.KIND for c in CHARTS]
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def parse(argv):
+    p = Parser(prog="allocmark_plots.py", description="charts of an allocmark results folder")
+    p.add_argument("dir", help="results folder (results.jsonl, summary.json, meta.json)")
+    p.add_argument("--out", help="output folder (default DIR/charts)")
+    p.add_argument("--format", default="png", help="png (default) or svg")
+    p.add_argument("--only", help="comma-separated chart kinds: " + ",".join(KINDS))
+    p.add_argument("--baseline", help="allocator throughput is normalised to (default glibc if present, else the first)")
+    p.add_argument("--log", action="store_true", help="log scale for the normalised throughput")
+    opts = p.parse_args(argv)
+    if opts.format not in ("png", "svg"):
+        raise UsageError("--format: unknown format '%s' (choose from png, svg)" % opts.format)
+    if opts.only is not None:
+        kinds = opts.only.split(",")
+        for k in kinds:
+            if k not in KINDS:
+                raise UsageError("--only: unknown chart kind '%s' (choose from %s)" % (k, ", ".join(KINDS)))
+        opts.only = kinds
+    else:
+        opts.only = KINDS
+    if opts.baseline is not None and not opts.baseline:
+        raise UsageError("--baseline: empty allocator name")
+    return opts
+
+
+def main(argv):
+    try:
+        opts = parse(argv)
+        run = data.Run(opts.dir)
+        if opts.baseline and opts.baseline not in run.allocator_order(run.groups):
+            raise UsageError("--baseline: allocator '%s' is not in %s (allocators: %s)"
+                             % (opts.baseline, opts.dir, ", ".join(run.allocator_order(run.groups))))
+    except (UsageError, data.DataError) as e:
+        print("allocmark_plots: error: %s" % e, file=sys.stderr)
+        return 2
+    out = opts.out or os.path.join(opts.dir, "charts")
+    os.makedirs(out, exist_ok=True)
+    style.apply()
+    written = 0
+    failed = 0
+    for chart in CHARTS:
+        if chart.KIND not in opts.only:
+            continue
+        try:
+            files, skipped = chart.draw(run, opts, out, opts.format)
+        except Exception as e:  # one broken chart must not hide the others; the exit code says so
+            import traceback
+            traceback.print_exc()
+            print("allocmark_plots: error: chart %s failed: %s" % (chart.KIND, e), file=sys.stderr)
+            failed += 1
+            continue
+        for reason in skipped:
+            print("allocmark_plots: skipped %s" % reason, file=sys.stderr)
+        for f in files:
+            print(f)
+        written += len(files)
+    if not written:
+        print("allocmark_plots: no chart for this run's data (reasons above)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
