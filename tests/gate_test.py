@@ -2,7 +2,6 @@
 Run by ctest with Debian's /usr/bin/python3; assertions on verdicts and exit codes, never timings."""
 import json
 import os
-import subprocess
 import unittest
 
 from e2e_test import ALLOCMARK, TempDirTest, run
@@ -17,15 +16,19 @@ class Gate(TempDirTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         return out
 
+    def make_baseline(self, run_dir):
+        """The baseline file of run_dir, and its parsed content."""
+        baseline = os.path.join(self.tmp, "base.json")
+        self.assertEqual(run(["baseline", run_dir, "-o", baseline]).returncode, 0)
+        with open(baseline) as f:
+            return baseline, json.load(f)
+
     def gate(self, baseline, results, *extra):
         return run(["gate", "--baseline", baseline, "--results", results, "--format", "json", *extra])
 
     def test_a_planted_regression_trips_the_gate_and_a_rerun_does_not(self):
         before = self.make_run("before", 32)
-        baseline = os.path.join(self.tmp, "base.json")
-        self.assertEqual(run(["baseline", before, "-o", baseline]).returncode, 0)
-        with open(baseline) as f:
-            base = json.load(f)
+        baseline, base = self.make_baseline(before)
         self.assertIn("cpu_model", base["machine"])
         self.assertEqual(len(base["cells"][0]["values"]["peak_rss"]), 3)
 
@@ -48,10 +51,7 @@ class Gate(TempDirTest):
 
     def test_not_comparable_and_bad_baselines(self):
         before = self.make_run("before", 16)
-        baseline = os.path.join(self.tmp, "base.json")
-        self.assertEqual(run(["baseline", before, "-o", baseline]).returncode, 0)
-        with open(baseline) as f:
-            base = json.load(f)
+        baseline, base = self.make_baseline(before)
         base["machine"]["cpu_model"] = "another CPU"
         other = os.path.join(self.tmp, "other.json")
         with open(other, "w") as f:
