@@ -71,6 +71,14 @@ def main():
                 power[factor][0] += sum(v["verdict"] == "regressed" for v in pv)
                 power[factor][1] += len(pv)
     print(json.dumps(totals))
+    # ci/gate.sh's confirmation: against one baseline (the first run), a cell fails the gate only
+    # when two consecutive later runs both flag it.
+    base = os.path.join(tmp, "confirm-base.json")
+    subprocess.run([ALLOCMARK, "baseline", a.runs[0], "-o", base], check=True, capture_output=True)
+    flagged = [{(v["cell"], v["metric"]) for v in gate(base, r, a.metric) if v["verdict"] == "regressed"} for r in a.runs[1:]]
+    confirmed = [sorted(flagged[i] & flagged[i + 1]) for i in range(0, len(flagged) - 1, 2)]
+    print(f"against {os.path.basename(a.runs[0])}: single runs flagging any cell: {sum(bool(f) for f in flagged)} of {len(flagged)}; "
+          f"confirmed by the next run: {sum(bool(c) for c in confirmed)} of {len(confirmed)} run pairs {[c for c in confirmed if c]}")
     for factor, (caught, n) in power.items():
         if n:
             print(f"planted +{round((factor - 1) * 100)}%: {caught} of {n} verdicts regressed ({100 * caught / n:.0f}%)")
