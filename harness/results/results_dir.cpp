@@ -192,18 +192,4 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   if (ec) throw ResultsError("cannot replace " + path + ": " + ec.message());
 }
 
-std::vector<json> load_records(const std::string& dir) {
-  std::string jsonl = dir + "/results.jsonl";
-  std::ifstream in(jsonl);
-  if (!in) throw ResultsError(dir + " holds no results.jsonl");
-  std::vector<json> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    json rec = json::parse(line, nullptr, false);
-    if (!rec.is_discarded() && rec.is_object()) out.push_back(std::move(rec));
-  }
-  if (out.empty()) throw ResultsError(jsonl + " holds no finished cell");
-  return out;
-}
-
 }  // namespace allocmark::results

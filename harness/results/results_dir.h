@@ -79,10 +79,6 @@ class ResultsDir {
   std::vector<std::string> notes_;
 };
 
-// Every valid record of DIR/results.jsonl, in file order; throws ResultsError if there is none.
-// Holds every record (timelines included) in memory: readers use the results model (model.h).
-std::vector<nlohmann::json> load_records(const std::string& dir);
-
 // Writes `text` to a temporary file beside `path` and renames it over `path`, so a reader sees
 // the old file or the new one, never half of one. Throws ResultsError.
 void write_file_atomically(const std::string& path, const std::string& text);

@@ -16,6 +16,20 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
+// The folder's lines as written (the model, the one reader, applies its rules on top; these tests
+// check what the storage layer itself put in the file).
+std::vector<json> load_records(const std::string& dir) {
+  std::ifstream in(dir + "/results.jsonl");
+  if (!in) throw ResultsError(dir + " holds no results.jsonl");
+  std::vector<json> out;
+  for (std::string line; std::getline(in, line);) {
+    json rec = json::parse(line, nullptr, false);
+    if (!rec.is_discarded() && rec.is_object()) out.push_back(std::move(rec));
+  }
+  if (out.empty()) throw ResultsError(dir + "/results.jsonl holds no finished cell");
+  return out;
+}
+
 std::string fresh_dir(const std::string& name) {
   std::string d = ::testing::TempDir() + "/results_test_" + name;
   fs::remove_all(d);

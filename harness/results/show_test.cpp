@@ -1,4 +1,6 @@
-#include "harness/results/show.h"
+// The default `show` table through the model and the table reporter.
+#include "harness/results/model.h"
+#include "harness/results/reporters/reporter.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +21,7 @@ TEST(Show, TableHasMedianSpreadAndFailures) {
                                              {"peak_live_bytes", 1048576.0}, {"ops_per_s", 1000.0 * rep}}})}});
   recs.push_back({{"allocator", "bad"}, {"workload", "size_mix"}, {"threads", 2}, {"status", "crashed"},
                   {"error", "killed by signal 11"}, {"phases", json::array()}});
-  std::string t = render_table(recs);
+  std::string t = render_report(Model::from_records(recs), "table");
   EXPECT_NE(t.find("2.0 [1.0-3.0]"), std::string::npos) << t;
   EXPECT_NE(t.find("2.00 [1.00-3.00]"), std::string::npos) << t;
   EXPECT_NE(t.find("2.0k [1.0k-3.0k]"), std::string::npos) << t;
