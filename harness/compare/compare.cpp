@@ -13,6 +13,8 @@ using nlohmann::json;
 
 namespace {
 
+constexpr std::size_t kOverlayCells = 3;
+
 std::string direction_of(const gate::Verdict& v) {
   if (v.verdict == "regressed") return "worse";
   if (v.verdict == "improved") return "better";
@@ -91,6 +93,17 @@ json comparison_json(const Comparison& c) {
     j["change_low"] = ch.low;
     j["change_high"] = ch.high;
     out["changes"].push_back(std::move(j));
+  }
+  // The cells whose RSS moved most, for the overlay of both runs' RSS-over-time curves (changes
+  // are sorted moved-first, largest first).
+  out["overlay"] = json::array();
+  std::set<std::string> picked;
+  for (const auto& ch : c.changes) {
+    const auto& v = ch.judged;
+    if (!ch.moved() || v.metric == "ops_per_s" || out["overlay"].size() >= kOverlayCells) continue;
+    if (!picked.insert(v.allocator + '\n' + v.workload + '\n' + std::to_string(v.threads)).second) continue;
+    out["overlay"].push_back({{"allocator", v.allocator}, {"workload", v.workload}, {"threads", v.threads},
+                              {"phase", v.phase}, {"metric", v.metric}, {"change", v.change}});
   }
   return out;
 }
