@@ -23,6 +23,7 @@ def main(argv):
     p.add_argument("comparison")
     p.add_argument("--out", required=True)
     p.add_argument("--format", default="png", choices=("png", "svg"))
+    p.add_argument("--quiet", action="store_true", help="print the files written to stderr, not stdout")
     opts = p.parse_args(argv)
     try:
         with open(opts.comparison) as f:
@@ -37,7 +38,7 @@ def main(argv):
     for reason in skipped:
         print("compare_plots: skipped %s" % reason, file=sys.stderr)
     for f in files:
-        print(f)
+        print(f, file=sys.stderr if opts.quiet else sys.stdout)
     return 0
 
 

@@ -62,6 +62,27 @@ class Compare(TempDirTest):
         self.assertIn("| worse | glibc size_mix t1 churn | peak_rss |", md.stdout)
         self.assertIn(f"{len(moved)} of ", md.stdout)
 
+    def test_charts_of_a_comparison(self):
+        before, after, charts = (os.path.join(self.tmp, n) for n in ("before", "after", "charts"))
+        shutil.copytree(FIXTURE, before, ignore=shutil.ignore_patterns("golden"))
+        planted(FIXTURE, after, {("glibc", "churn"): ("peak_rss_bytes", 1.5)})
+        p = run(["compare", before, after, "--format", "json", "--charts", charts])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["moved"], 2)  # stdout stays one JSON document
+        with open(os.path.join(charts, "compare.json")) as f:
+            written = json.load(f)
+        self.assertEqual([(o["allocator"], o["workload"], o["threads"]) for o in written["overlay"]], [("glibc", "size_mix", 1)])
+        for name in ("compare-changes.png", "compare-rss-glibc-size_mix-t1.png"):
+            path = os.path.join(charts, name)
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", name)
+            self.assertGreater(os.path.getsize(path), 10000, name)
+        # Nothing moved: the overlay is skipped with its reason, the change chart still drawn.
+        p = run(["compare", before, before, "--charts", os.path.join(self.tmp, "same")])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("skipped compare overlay: no cell's RSS moved", p.stderr)
+        self.assertTrue(os.path.isfile(os.path.join(self.tmp, "same", "compare-changes.png")))
+
     def test_cells_on_one_side_only_are_listed(self):
         fewer = os.path.join(self.tmp, "fewer")
         shutil.copytree(FIXTURE, fewer, ignore=shutil.ignore_patterns("golden"))
@@ -78,6 +99,7 @@ class Compare(TempDirTest):
         for args, message in [([FIXTURE, os.path.join(self.tmp, "nowhere")], "nowhere"),
                               ([FIXTURE, FIXTURE, "--metric", "rss"], "unknown metric 'rss'"),
                               ([FIXTURE, FIXTURE, "--format", "html"], "--format"),
+                              ([FIXTURE, FIXTURE, "--charts", "x", "--chart-format", "gif"], "--chart-format"),
                               ([FIXTURE], "after")]:
             p = run(["compare", *args])
             self.assertEqual(p.returncode, 2, (args, p.stdout))

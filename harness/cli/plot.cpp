@@ -45,7 +45,9 @@ std::string plots_dir() {
   return ALLOCMARK_DEFAULT_PLOTS_DIR;
 }
 
-int run_script(const std::vector<std::string>& args) {
+}  // namespace
+
+static int run_script(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -65,7 +67,26 @@ int run_script(const std::vector<std::string>& args) {
   return kExitCellsFailed;
 }
 
-}  // namespace
+int run_plots_script(const std::string& script_name, const std::vector<std::string>& args) {
+  std::string script = (fs::path(plots_dir()) / script_name).string();
+  if (!fs::is_regular_file(script))
+    throw std::runtime_error(fmt::format("{} not found (set ALLOCMARK_PLOTS_DIR to the plots/ folder)", script));
+  if (::access(kPython, X_OK) != 0)
+    throw std::runtime_error(fmt::format("{} not found: install Debian's python3-matplotlib", kPython));
+  std::vector<std::string> argv{kPython, script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_script(argv);
+}
+
+void ensure_summaries(const std::string& dir) {
+  if (!fs::is_regular_file(fs::path(dir) / "results.jsonl"))
+    throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", dir));
+  if (!fs::is_regular_file(fs::path(dir) / "summary.json")) {
+    // A folder written before summary.json existed: the results model writes it now.
+    std::cerr << "allocmark: " << dir << " has no summary.json; writing it from results.jsonl\n";
+    results::write_summaries(dir);
+  }
+}
 
 Subcommand add_plot_command(CLI::App& app) {
   auto opts = std::make_shared<PlotOptions>();
@@ -88,20 +109,8 @@ Subcommand add_plot_command(CLI::App& app) {
                     "--only: unknown chart kind '{}' (choose from peak_rss, timeline, throughput, scaling, variants, contention)", k));
             if (plot->count("--baseline") && opts->baseline.empty())
               throw std::invalid_argument("--baseline: empty allocator name");
-            fs::path dir(opts->dir);
-            if (!fs::is_regular_file(dir / "results.jsonl"))
-              throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", opts->dir));
-            if (!fs::is_regular_file(dir / "summary.json")) {
-              // A folder written before summary.json existed: the results model writes it now.
-              std::cerr << "allocmark: " << opts->dir << " has no summary.json; writing it from results.jsonl\n";
-              results::write_summaries(opts->dir);
-            }
-            std::string script = (fs::path(plots_dir()) / "allocmark_plots.py").string();
-            if (!fs::is_regular_file(script))
-              throw std::runtime_error(fmt::format("{} not found (set ALLOCMARK_PLOTS_DIR to the plots/ folder)", script));
-            if (::access(kPython, X_OK) != 0)
-              throw std::runtime_error(fmt::format("{} not found: install Debian's python3-matplotlib", kPython));
-            std::vector<std::string> args{kPython, script, opts->dir, "--format", opts->format};
+            ensure_summaries(opts->dir);
+            std::vector<std::string> args{opts->dir, "--format", opts->format};
             if (!opts->out.empty()) args.insert(args.end(), {"--out", opts->out});
             if (!kinds.empty()) {
               std::string joined;
@@ -110,7 +119,7 @@ Subcommand add_plot_command(CLI::App& app) {
             }
             if (!opts->baseline.empty()) args.insert(args.end(), {"--baseline", opts->baseline});
             if (opts->log) args.push_back("--log");
-            return run_script(args);
+            return run_plots_script("allocmark_plots.py", args);
           }};
 }
 
