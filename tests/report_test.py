@@ -66,22 +66,22 @@ PROBE = r"""<script>
     });
     out.resources = performance.getEntriesByType("resource").map(function (e) { return e.name; });
     out.violations = violations;
-    out.phase_headers = headers("phases");
-    out.phases = rows("phases");
-    out.verdict_headers = headers("verdict");
-    out.verdict = rows("verdict");
-    out.failures = rows("failures");
+    out.phase_headers = headers("phase-table");
+    out.phases = rows("phase-table");
+    out.verdict_headers = headers("verdict-table");
+    out.verdict = rows("verdict-table");
+    out.failures = rows("failure-table");
     out.skipped = Array.prototype.map.call(document.querySelectorAll("ul.skipped li"), function (li) { return li.textContent; });
     out.text = document.body.innerText;
     // Sort the per-phase table by peak RSS: a click ascending, a second descending.
-    var table = document.getElementById("phases");
+    var table = document.getElementById("phase-table");
     if (table) {
-      var names = headers("phases"), column = names.indexOf("peak RSS MiB");
+      var names = headers("phase-table"), column = names.indexOf("peak RSS MiB");
       var th = table.tHead.rows[0].cells[column];
       th.click();
-      out.sorted_ascending = {state: th.getAttribute("aria-sort"), rows: rows("phases")};
+      out.sorted_ascending = {state: th.getAttribute("aria-sort"), rows: rows("phase-table")};
       th.click();
-      out.sorted_descending = {state: th.getAttribute("aria-sort"), rows: rows("phases")};
+      out.sorted_descending = {state: th.getAttribute("aria-sort"), rows: rows("phase-table")};
       out.sort_column = column;
     }
     var pre = document.createElement("pre");
@@ -107,11 +107,12 @@ def render(test, html_path, tmp):
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + os.path.join(tmp, "chromium-profile"),
          # Anything the page fetched would go through a proxy on a closed port and fail.
          "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-         "--virtual-time-budget=10000", "--dump-dom", "file://" + probed],
+         "--virtual-time-budget=10000", "--enable-logging=stderr", "--dump-dom", "file://" + probed],
         capture_output=True, text=True, timeout=120)
     test.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
     m = re.search(r'<pre id="probe-result">(.*?)</pre>', proc.stdout, re.S)
-    test.assertIsNotNone(m, "the probe wrote nothing: the page did not load\n" + proc.stderr[-2000:])
+    console = "\n".join(l for l in proc.stderr.splitlines() if "CONSOLE" in l)
+    test.assertIsNotNone(m, "the probe wrote nothing (page not loaded, or a script error):\n" + console)
     import html as htmllib
     return json.loads(htmllib.unescape(m.group(1)))
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <stdexcept>
 
 namespace allocmark::report::html {
 
@@ -117,8 +118,14 @@ std::string data_uri(std::string_view mime, std::string_view bytes) {
 
 Document::Document(std::string title) : title_(std::move(title)) {}
 
+std::string Document::id_attribute(std::string_view id) {
+  if (id.empty()) return "";
+  if (!ids_.emplace(id).second) throw std::logic_error(fmt::format("HTML id '{}' used twice in one document", id));
+  return attribute("id", id);
+}
+
 void Document::heading(int level, std::string_view text, std::string_view id) {
-  body_ += fmt::format("<h{0}{1}>{2}</h{0}>\n", level, attribute("id", id), escape(text));
+  body_ += fmt::format("<h{0}{1}>{2}</h{0}>\n", level, id_attribute(id), escape(text));
 }
 
 void Document::paragraph(std::string_view text, std::string_view css_class) {
@@ -139,7 +146,7 @@ void Document::bullets(const std::vector<std::string>& items, std::string_view c
 
 void Document::table(const Table& table) {
   sortable_ = sortable_ || table.sortable;
-  body_ += fmt::format("<table{}{}>\n<thead><tr>", attribute("id", table.id),
+  body_ += fmt::format("<table{}{}>\n<thead><tr>", id_attribute(table.id),
                        attribute("class", table.sortable ? "sortable" : ""));
   for (const auto& c : table.columns)
     body_ += fmt::format("<th{}{}>{}</th>", attribute("class", c.numeric ? "num" : ""), attribute("title", c.tooltip),
@@ -165,7 +172,7 @@ void Document::table(const Table& table) {
 void Document::figure(std::string_view mime, std::string_view bytes, std::string_view alt, std::string_view caption,
                       std::string_view id) {
   body_ += fmt::format("<figure{}><img src=\"{}\" alt=\"{}\"><figcaption>{}</figcaption></figure>\n",
-                       attribute("id", id), data_uri(mime, bytes), escape(alt), escape(caption));
+                       id_attribute(id), data_uri(mime, bytes), escape(alt), escape(caption));
 }
 
 void Document::code(std::string_view text) { body_ += "<pre>" + escape(text) + "</pre>\n"; }

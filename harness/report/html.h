@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,8 +66,12 @@ class Document {
   std::string str() const;
 
  private:
+  // An element id used twice would make getElementById (anchors, tests) find the wrong one.
+  std::string id_attribute(std::string_view id);
+
   std::string title_;
   std::string body_;
+  std::set<std::string, std::less<>> ids_;
   bool sortable_ = false;
 };
 

@@ -64,6 +64,12 @@ TEST(Html, DocumentEscapesTextAndEmbedsTheSortScriptOnlyWhenNeeded) {
   EXPECT_NE(page.find("<script>"), std::string::npos);
 }
 
+TEST(Html, AnIdUsedTwiceIsRefused) {
+  html::Document doc("t");
+  doc.heading(2, "Phases", "phases");
+  EXPECT_THROW(doc.table({"phases", {{"a"}}, {}, false}), std::logic_error);
+}
+
 TEST(Verdict, LeaderRunnerUpLeadAndSeparation) {
   // a: peak 100-120, 1000 ops/s; b: peak 200-220, 3000 ops/s. a leads on memory, b on throughput.
   std::vector<json> records;

@@ -135,7 +135,7 @@ void machine_section(html::Document& doc, const json& meta) {
   }
 
   doc.heading(3, "Allocators");
-  html::Table table{"allocators", {{"allocator"}, {"backend"}, {"version"}, {"library serving malloc"}, {"environment"}, {"preload check"}}, {}, false};
+  html::Table table{"allocator-table", {{"allocator"}, {"backend"}, {"version"}, {"library serving malloc"}, {"environment"}, {"preload check"}}, {}, false};
   if (meta.contains("allocators") && meta["allocators"].is_array())
     for (const auto& a : meta["allocators"]) {
       std::string served = field(a, "served_by");
@@ -201,7 +201,7 @@ void verdict_section(html::Document& doc, const rs::Model& model) {
   auto grouping = model.group({rs::Dimension::workload, rs::Dimension::threads, rs::Dimension::allocator});
   auto rows = verdicts(grouping);
   bool by_host = std::any_of(rows.begin(), rows.end(), [](const Verdict& v) { return !v.host.empty(); });
-  html::Table table{"verdict", {}, {}, false};
+  html::Table table{"verdict-table", {}, {}, false};
   table.columns = {{"workload"}, {"threads", true}};
   if (by_host) table.columns.push_back({"host"});
   table.columns.insert(table.columns.end(),
@@ -209,7 +209,15 @@ void verdict_section(html::Document& doc, const rs::Model& model) {
                         {"runner-up"}, {"runner-up's median", true, "median [min-max] over ok repetitions, n = repetitions"},
                         {"lead", true, "runner-up / leader for memory, leader / runner-up for ops/s: how many times better"},
                         {"is the lead real?"}});
+  std::vector<std::string> without_figures;
   for (const auto& v : rows) {
+    if (v.contenders == 0) {
+      // Said once per workload and thread count below the table, not as three empty rows.
+      std::string where = fmt::format("{} at {} thread{}{}", v.workload, v.threads, v.threads == 1 ? "" : "s",
+                                      v.host.empty() ? "" : " on " + v.host);
+      if (without_figures.empty() || without_figures.back() != where) without_figures.push_back(where);
+      continue;
+    }
     std::vector<html::Cell> row{{v.workload}, {std::to_string(v.threads), v.threads}};
     if (by_host) row.push_back({v.host});
     row.push_back({rs::text::metric_header(v.metric) + (v.lower_is_better ? " (lower is better)" : " (higher is better)")});
@@ -227,7 +235,6 @@ void verdict_section(html::Document& doc, const rs::Model& model) {
     std::string css = v.noise == Noise::separated ? "good" : v.noise == Noise::overlapping ? "warn" : "note";
     std::string noise(noise_text(v.noise));
     if (v.noise == Noise::no_contest && v.contenders == 1) noise = "only " + v.leader->allocator + " has this figure";
-    if (v.noise == Noise::no_contest && v.contenders == 0) noise = "no ok repetition";
     row.push_back({noise, std::nullopt, "", css});
     table.rows.push_back(std::move(row));
   }
@@ -240,6 +247,8 @@ void verdict_section(html::Document& doc, const rs::Model& model) {
       "phases, ops/s is total operations over total phase time), ok repetitions only. The lead compares the "
       "two best medians; the last column says whether the repetitions' ranges separate them.", "note");
   doc.table(table);
+  if (!without_figures.empty())
+    doc.paragraph("Not in the verdict (no ok cell has the figure): " + joined(without_figures, "; ") + ".", "bad");
 }
 
 void charts_section(html::Document& doc, const std::string& dir, RunReport& report) {
@@ -274,7 +283,7 @@ void charts_section(html::Document& doc, const std::string& dir, RunReport& repo
 void phase_section(html::Document& doc, const rs::Model& model) {
   doc.heading(2, "Every group and phase", "phases");
   rs::Grouping grouping = model.group(rs::default_dimensions());
-  html::Table table{"phases", {}, {}, true};
+  html::Table table{"phase-table", {}, {}, true};
   for (rs::Dimension d : grouping.dimensions)
     table.columns.push_back({std::string(rs::dimension_name(d)), d == rs::Dimension::threads});
   table.columns.push_back({"n", true, "cells (repetitions) in the group, any status"});
@@ -307,7 +316,7 @@ void phase_section(html::Document& doc, const rs::Model& model) {
 
 void failures_section(html::Document& doc, const std::string& dir, const rs::Model& model) {
   doc.heading(2, "Cells that did not finish ok", "failures");
-  html::Table table{"failures", {{"workload"}, {"threads", true}, {"allocator"}, {"repetition", true}, {"attempt", true},
+  html::Table table{"failure-table", {{"workload"}, {"threads", true}, {"allocator"}, {"repetition", true}, {"attempt", true},
                                  {"status"}, {"reason"}, {"log"}}, {}, false};
   for (const auto& cell : model.cells()) {
     if (cell.ok()) continue;
