@@ -118,10 +118,11 @@ def render(test, html_path, tmp):
 
 
 def external_references(page):
-    """Every place in the markup that could load something from elsewhere."""
+    """Every place in the markup that could load something from elsewhere (attribute names whole:
+    a workload parameter such as fill_fraction=0.9 is text, not an action= attribute)."""
     found = []
     found += re.findall(r"https?://[^\s\"'<>]+", page)
-    found += [s for s in re.findall(r"""(?:src|href|action|poster|srcset)\s*=\s*["']?([^"'\s>]+)""", page, re.I)
+    found += [s for s in re.findall(r"""(?<![\w-])(?:src|href|action|poster|srcset)\s*=\s*["']?([^"'\s>]+)""", page, re.I)
               if not s.startswith("data:") and not s.startswith("#")]
     found += re.findall(r"url\(\s*['\"]?(?!data:)[^)]*\)", page, re.I)
     found += re.findall(r"@import[^;]*", page, re.I)
