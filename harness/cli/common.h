@@ -38,17 +38,11 @@ Subcommand add_baseline_command(CLI::App& app);
 Subcommand add_gate_command(CLI::App& app);
 Subcommand add_plot_command(CLI::App& app);
 Subcommand add_compare_command(CLI::App& app);
+Subcommand add_report_command(CLI::App& app);
 
 // "a,b" "c" -> {"a","b","c"}; empty items are an error naming the flag (",," or a trailing comma
 // is a typo, not a request for a default).
 std::vector<std::string> split_commas(const std::vector<std::string>& items, const std::string& flag);
-
-// Runs plots/SCRIPT (or $ALLOCMARK_PLOTS_DIR/SCRIPT) with Debian's /usr/bin/python3 and `args`;
-// returns its exit code. Throws when the script or the interpreter is missing.
-int run_plots_script(const std::string& script_name, const std::vector<std::string>& args);
-// Charts read summary.json: a results folder written before it existed gets it now. Throws
-// std::invalid_argument for a folder without results.jsonl.
-void ensure_summaries(const std::string& dir);
 
 // --metric of gate and compare: gate metric names, checked; `fallback` when none is given.
 std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw, const std::vector<std::string>& fallback);
