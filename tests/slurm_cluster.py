@@ -156,10 +156,9 @@ PartitionName=test Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
             f.write(text)
 
     def _spawn(self, name, args):
-        out = open(os.path.join(self.root, name + ".out"), "w")
-        env = self.env()
-        self.pids[name] = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                           start_new_session=True)
+        with open(os.path.join(self.root, name + ".out"), "w") as out:
+            self.pids[name] = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=self.env(),
+                                               start_new_session=True)
 
     def _wait_idle(self, limit=60):
         deadline = time.monotonic() + limit
@@ -167,7 +166,8 @@ PartitionName=test Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
         while time.monotonic() < deadline:
             for name in ("slurmctld", "slurmd"):
                 if self.pids[name].poll() is not None:
-                    out = open(os.path.join(self.root, name + ".out"), errors="replace").read()[-2000:]
+                    with open(os.path.join(self.root, name + ".out"), errors="replace") as f:
+                        out = f.read()[-2000:]
                     self.fail(f"{name} exited with status {self.pids[name].returncode}: {out}")
             p = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True, text=True, env=self.env())
             last = (p.stdout + p.stderr).strip()

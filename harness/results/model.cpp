@@ -385,7 +385,8 @@ void Model::add_folder(const std::string& dir, const LoadOptions& options) {
 
   std::string file = dir + "/results.jsonl";
   std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  const std::vector<std::string> parts = part_files(dir);
+  if (!in && parts.empty()) {
     if (!options.require_cells) return;
     throw ResultsError(dir + " holds no results.jsonl (not a results folder?)");
   }
@@ -398,7 +399,7 @@ void Model::add_folder(const std::string& dir, const LoadOptions& options) {
   // yet (docs/ARCHITECTURE.md, "Executors"): one whole record per file. One the driver already
   // appended but had not removed yet (it died in between) is the same cell: skipped silently.
   reading_parts_ = true;
-  for (const auto& part : part_files(dir)) {
+  for (const auto& part : parts) {
     std::ifstream p(part, std::ios::binary);
     std::string record((std::istreambuf_iterator<char>(p)), std::istreambuf_iterator<char>());
     add_line(record, part, 1, false);
