@@ -3,13 +3,18 @@
 // finished record. The entry point for executors that place cells on other hosts.
 //
 // SPEC: {"cell": <as in a plan>, "settings": {"timeout_s", "sample_ms", "max_timeline_points",
-// "pin_threads"}, "log": "path of the worker's log"}.
+// "pin_threads"}, "log": "path of the worker's log"}, and from a batch executor also "attempt" (the
+// record's attempt, as the driver would stamp it) and "machines_dir" (where this host's machine
+// description goes, HOST.json, once per host, for the folder's meta.json).
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "harness/cli/common.h"
+#include "harness/results/machine.h"
+#include "harness/results/results_dir.h"
 #include "harness/runner/cell_runner.h"
 #include "harness/runner/matrix_runner.h"
 
@@ -31,8 +36,18 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
     throw matrix::ConfigError(spec_path + ": settings: timeout_s must be > 0, sample_ms >= 1, max_timeline_points >= 2");
   std::string log = spec.value("log", record_path.empty() ? std::string("/dev/null") : record_path + ".log");
   runner::CellHooks hooks{nullptr, [] { return runner::g_interrupted.load(); }};
+  const int attempt = spec.value("attempt", 1);
+  if (attempt < 1) throw matrix::ConfigError(spec_path + ": attempt must be >= 1");
+  if (std::string machines = spec.value("machines_dir", ""); !machines.empty()) {
+    json machine = results::machine_info();
+    std::string path = machines + "/" + machine.value("host", "unknown") + ".json";
+    std::error_code ec;
+    std::filesystem::create_directories(machines, ec);
+    if (!std::filesystem::exists(path, ec)) results::write_file_atomically(path, machine.dump(2) + "\n");
+  }
   runner::CellOutcome outcome = runner::run_cell(cell, settings, log, hooks);
   if (outcome.interrupted) return kExitInterrupted;
+  if (spec.contains("attempt")) outcome.record["attempt"] = attempt;
   std::string text = outcome.record.dump() + "\n";
   if (record_path.empty()) {
     std::cout << text;

@@ -39,6 +39,8 @@ Subcommand add_gate_command(CLI::App& app);
 Subcommand add_plot_command(CLI::App& app);
 Subcommand add_compare_command(CLI::App& app);
 Subcommand add_report_command(CLI::App& app);
+Subcommand add_status_command(CLI::App& app);
+Subcommand add_merge_command(CLI::App& app);
 
 // "a,b" "c" -> {"a","b","c"}; empty items are an error naming the flag (",," or a trailing comma
 // is a typo, not a request for a default).

@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
 #include <iostream>
 #include <optional>
 
@@ -17,6 +21,7 @@
 #include "harness/runner/environment.h"
 #include "harness/runner/matrix_runner.h"
 #include "harness/runner/probe.h"
+#include "harness/runner/slurm_executor.h"
 
 namespace allocmark::cli {
 namespace {
@@ -36,6 +41,10 @@ struct RunFlags {
   std::string out_dir;
   bool out_given = false;
   bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false;
+  std::string executor = "local";
+  std::vector<std::string> slurm_opts;
+  std::optional<int> cells_per_task;
+  bool no_wait = false;
   std::string command_line;
 };
 
@@ -122,6 +131,68 @@ rn::MatrixRunReport run_here(const mx::Plan& plan, rs::ResultsDir& dir, const st
   return rn::run_matrix(plan, dir, executor, {retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
 }
 
+// The executor's flags, checked before anything is written: a Slurm submission the cluster would
+// refuse is a usage error, not an empty folder.
+std::vector<std::string> check_executor_flags(const RunFlags& f) {
+  const bool slurm = f.executor == "slurm";
+  if (!slurm && (!f.slurm_opts.empty() || f.cells_per_task || f.no_wait))
+    throw mx::ConfigError("--slurm-opt, --cells-per-task and --no-wait: need --executor slurm");
+  if (f.cells_per_task && *f.cells_per_task < 1)
+    throw mx::ConfigError("--cells-per-task: must be at least 1, not " + std::to_string(*f.cells_per_task));
+  if (!slurm) return {};
+  std::vector<std::string> sbatch_args = rn::split_slurm_options(f.slurm_opts);
+  rn::check_slurm_submission(sbatch_args);
+  return sbatch_args;
+}
+
+// A folder whose Slurm array still runs cannot take more cells: they would run twice.
+void refuse_while_slurm_jobs_run(const std::string& folder) {
+  std::set<long> jobs = rn::slurm_jobs_of(folder);
+  if (jobs.empty()) return;
+  std::vector<rn::SlurmTask> active;
+  try {
+    active = rn::slurm_active_tasks(jobs);
+  } catch (const std::exception& e) {
+    throw mx::ConfigError(folder + " has cells submitted to Slurm, and whether they still run cannot be told (" + e.what() + ")");
+  }
+  if (active.empty()) return;
+  std::set<long> running;
+  for (const auto& t : active) running.insert(t.job);
+  std::string ids;
+  for (long id : running) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  throw mx::ConfigError(fmt::format("Slurm job {} still runs cells of {} ({} tasks left); wait for it (`allocmark status {}`) "
+                                    "or scancel it, then run again with --resume",
+                                    ids, folder, active.size(), folder));
+}
+
+// Each node's machine description (written by its first cell) joins meta.json's `machines`.
+void absorb_node_machines(json& meta, const std::string& folder) {
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(folder + "/machines", ec)) {
+    if (f.path().extension() != ".json") continue;
+    std::ifstream in(f.path());
+    json machine = json::parse(in, nullptr, false);
+    if (machine.is_discarded() || !machine.is_object() || !machine.contains("host")) continue;
+    const std::string host = machine.value("host", "");
+    if (meta.contains("machines") && meta["machines"].contains(host))
+      if (auto diff = rs::machine_differences(meta["machines"][host], machine); !diff.empty())
+        std::cerr << "allocmark: warning: node " << host << " differs from when its earlier cells ran (" << diff
+                  << "); its cells are shown under the same host name\n";
+    meta["machines"][host] = machine;
+  }
+}
+
+// Every cell any run planned for this folder, key -> label: what `allocmark status` counts against.
+void record_planned_cells(const mx::Plan& plan, const std::string& folder) {
+  json planned = json::object();
+  if (std::ifstream in(folder + "/cells.json"); in) {
+    planned = json::parse(in, nullptr, false);
+    if (planned.is_discarded() || !planned.is_object()) planned = json::object();
+  }
+  for (const auto& c : plan.cells) planned[c.key()] = c.label();
+  rs::write_file_atomically(folder + "/cells.json", planned.dump(1) + "\n");
+}
+
 int run(const RunFlags& f) {
   std::string matrix_path;
   mx::Plan plan = make_plan(f, matrix_path);
@@ -129,6 +200,7 @@ int run(const RunFlags& f) {
   std::string worker = worker_path();
   if (::access(worker.c_str(), X_OK) != 0) throw std::runtime_error("worker not found: " + worker + " (set ALLOCMARK_WORKER)");
   json allocators_meta = probe_plan_allocators(plan, worker);
+  std::vector<std::string> sbatch_args = check_executor_flags(f);
 
   if (f.dry_run) {
     std::cout << plan.cells.size() << " cells (" << plan.settings.size << " size, timeout " << plan.settings.timeout_s << " s):\n";
@@ -142,15 +214,20 @@ int run(const RunFlags& f) {
   rs::ResultsDir dir(f.out_dir.empty() && !f.out_given ? default_out_dir() : f.out_dir,
                      {f.resume, f.extend, f.discard_corrupt, f.command_line});
   for (const auto& n : dir.notes()) std::cerr << "allocmark: " << dir.path() << ": " << n << "\n";
+  if (dir.had_results()) refuse_while_slurm_jobs_run(dir.path());
+  const bool slurm = f.executor == "slurm";
   json machine = rs::machine_info();
-  json run_entry{{"mode", f.resume ? "resume" : f.extend ? "extend" : "run"}, {"started", std::time(nullptr)},
+  json run_entry{{"mode", f.resume ? "resume" : f.extend ? "extend" : "run"}, {"executor", f.executor}, {"started", std::time(nullptr)},
                  {"command", f.command_line}, {"matrix", plan.as_json()}, {"matrix_file", matrix_path}};
   json meta = dir.read_meta();
   if (dir.had_results() && meta.is_null())
     throw rs::ResultsError(dir.path() + " holds results but no meta.json; cannot tell what it was run with");
   if (dir.had_results()) {
-    // The folder's promise: its cells come from one machine and, unless extended on purpose, one matrix.
-    if (auto diff = rs::machine_differences(meta.value("machine", json::object()), machine); !diff.empty())
+    // The folder's promise: its cells come from one machine and, unless extended on purpose, one
+    // matrix. Cells run by Slurm come from its nodes, each record naming its host, so the machine
+    // submitting them need not be the one that ran the earlier cells.
+    if (!slurm)
+      if (auto diff = rs::machine_differences(meta.value("machine", json::object()), machine); !diff.empty())
       throw mx::ConfigError(dir.path() + " was recorded on another machine (" + diff +
                             "); cells from different machines are not comparable: use another --out");
     if (f.resume)
@@ -169,9 +246,48 @@ int run(const RunFlags& f) {
       if (!known) meta["allocators"].push_back(a);
     }
   }
+  absorb_node_machines(meta, dir.path());
   dir.write_meta(meta);
+  record_planned_cells(plan, dir.path());
 
-  rn::MatrixRunReport report = run_here(plan, dir, worker, f.retry_failed);
+  rn::CellSettings settings{worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
+                            plan.settings.pin_threads};
+  std::unique_ptr<rn::Executor> executor;
+  rn::SlurmExecutor* slurm_executor = nullptr;
+  if (slurm) {
+    auto s = std::make_unique<rn::SlurmExecutor>(
+        settings, rn::SlurmOptions{sbatch_args, f.cells_per_task.value_or(1), !f.no_wait,
+                                   std::filesystem::read_symlink("/proc/self/exe").string(),
+                                   std::filesystem::absolute(dir.path()).lexically_normal().string(), &std::cerr});
+    slurm_executor = s.get();
+    executor = std::move(s);
+  } else {
+    executor = std::make_unique<rn::LocalExecutor>(settings);
+  }
+  // Node descriptions arrive with the cells; meta.json takes them also when the run stops early.
+  struct MachinesOnExit {
+    rs::ResultsDir& dir;
+    bool slurm;
+    ~MachinesOnExit() {
+      if (!slurm) return;
+      try {
+        json meta = dir.read_meta();
+        absorb_node_machines(meta, dir.path());
+        dir.write_meta(meta);
+      } catch (const std::exception&) {
+      }
+    }
+  } machines_on_exit{dir, slurm};
+  rn::MatrixRunReport report = rn::run_matrix(plan, dir, *executor, {f.retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
+  if (slurm_executor && f.no_wait) {
+    if (slurm_executor->job_id())
+      std::cout << fmt::format("submitted Slurm job {} ({}); `allocmark status {}` follows it; when nothing runs, "
+                               "`allocmark run ... --out {} --resume` gathers its records into results.jsonl and resubmits what is missing\n",
+                               slurm_executor->job_id(), slurm_executor->submission(), dir.path(), dir.path());
+    else
+      std::cout << "nothing to submit: every cell of this matrix is recorded in " << dir.path() << "\n";
+    return kExitOk;
+  }
   if (report.interrupted) {
     std::cerr << fmt::format("allocmark: interrupted; {} finished cells are in {}; `allocmark run ... --out {} --resume` completes it\n",
                              report.ran + report.already_recorded, dir.path(), dir.path());
@@ -201,6 +317,7 @@ rn::MatrixRunReport run_in_new_folder(const mx::Plan& plan, const std::string& o
   rs::ResultsDir dir(out, {false, false, false, command});
   json run_entry{{"mode", mode}, {"started", std::time(nullptr)}, {"command", command}, {"matrix", plan.as_json()}, {"matrix_file", ""}};
   dir.write_meta(fresh_meta(plan, "", rs::machine_info(), allocators_meta, worker, run_entry));
+  record_planned_cells(plan, dir.path());
   return run_here(plan, dir, worker, false);
 }
 
@@ -225,6 +342,11 @@ Subcommand add_run_command(CLI::App& app) {
   run_cmd->add_flag("--discard-corrupt-lines", f->discard_corrupt,
                     "with --resume/--extend: move invalid lines of results.jsonl to results.corrupt.jsonl instead of stopping");
   run_cmd->add_flag("--dry-run", f->dry_run, "check the matrix and list its cells without running them");
+  run_cmd->add_option("--executor", f->executor, "where cells run: local (one after another on this host) or slurm (one sbatch job array)")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  run_cmd->add_option("--slurm-opt", f->slurm_opts, "with --executor slurm: sbatch options, e.g. \"--partition=p --time=2:00:00 --exclusive\" (repeatable)");
+  run_cmd->add_option("--cells-per-task", f->cells_per_task, "with --executor slurm: cells each array task runs, one after another (default 1)");
+  run_cmd->add_flag("--no-wait", f->no_wait, "with --executor slurm: return after submitting the array (`allocmark status DIR` follows it)");
   return {run_cmd, [f] {
             f->command_line = command_line();
             return run(*f);

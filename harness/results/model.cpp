@@ -328,7 +328,10 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
     return;
   }
 
-  auto [seen, first] = seen_.try_emplace(cell.key, Seen{cells_.size(), cell.attempt, line});
+  // A merged folder holds the same cells from several runs; each record names the folder it came
+  // from (`origin`), and attempts supersede each other only within one origin.
+  auto [seen, first] = seen_.try_emplace(r.optional_string("origin").value_or("") + '\n' + cell.key,
+                                         Seen{cells_.size(), cell.attempt, line});
   if (first) {
     cells_.push_back(std::move(cell));
     return;
@@ -338,7 +341,7 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
     seen->second.attempt = cell.attempt;
     seen->second.line = line;
     cells_[seen->second.cell] = std::move(cell);
-  } else if (cell.attempt == seen->second.attempt) {
+  } else if (cell.attempt == seen->second.attempt && !reading_parts_) {
     duplicates_.emplace_back(line, seen->second.line);
   }
   // A lower attempt after a higher one was superseded already: nothing to say.
@@ -394,7 +397,8 @@ void Model::add_folder(const std::string& dir, const LoadOptions& options) {
 
   std::string file = dir + "/results.jsonl";
   std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  const std::vector<std::string> parts = part_files(dir);
+  if (!in && parts.empty()) {
     if (!options.require_cells) return;
     throw ResultsError(dir + " holds no results.jsonl (not a results folder?)");
   }
@@ -403,6 +407,16 @@ void Model::add_folder(const std::string& dir, const LoadOptions& options) {
   for (std::size_t line = 1; std::getline(in, text); ++line)
     // getline sets eof only when the last line had no newline to end it.
     add_line(text, file, line, in.eof());
+  // Records a batch executor's tasks finished that the driver has not gathered into results.jsonl
+  // yet (docs/ARCHITECTURE.md, "Executors"): one whole record per file. One the driver already
+  // appended but had not removed yet (it died in between) is the same cell: skipped silently.
+  reading_parts_ = true;
+  for (const auto& part : parts) {
+    std::ifstream p(part, std::ios::binary);
+    std::string record((std::istreambuf_iterator<char>(p)), std::istreambuf_iterator<char>());
+    add_line(record, part, 1, false);
+  }
+  reading_parts_ = false;
   finish_file(file);
   if (options.require_cells && cells_.size() == before) throw ResultsError(file + " holds no finished cell");
 }

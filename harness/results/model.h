@@ -247,6 +247,7 @@ class Model {
   };
   std::unordered_map<std::string, Seen> seen_;
   std::vector<std::pair<std::size_t, std::size_t>> duplicates_;  // (line, line of the record kept)
+  bool reading_parts_ = false;  // a folder's parts/ files: see add_folder
 };
 
 }  // namespace allocmark::results

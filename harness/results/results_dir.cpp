@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -26,10 +27,58 @@ ResultsDir::ResultsDir(std::string path, const OpenOptions& options) : path_(std
   if (ec) throw ResultsError("cannot create " + path_ + ": " + ec.message());
   lock(options.command);
   std::string jsonl = path_ + "/results.jsonl";
-  if (!fs::exists(jsonl) || fs::file_size(jsonl) == 0) return;
+  const bool jsonl_used = fs::exists(jsonl) && fs::file_size(jsonl) > 0;
+  had_results_ = jsonl_used || !part_files(path_).empty() || !submission_dirs(path_).empty();
+  if (!had_results_) return;
   if (!options.resume && !options.extend)
     throw ResultsError(path_ + " already holds results; pass --resume to complete it, --extend to add other cells to it, or --out for a new folder");
-  scan(options.discard_corrupt);
+  if (jsonl_used) scan(options.discard_corrupt);
+  gather_parts();
+}
+
+std::vector<std::string> part_files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& sub : fs::directory_iterator(dir + "/parts", ec)) {
+    if (!sub.is_directory()) continue;
+    for (const auto& f : fs::directory_iterator(sub.path(), ec))
+      if (f.is_regular_file() && f.path().extension() == ".json") out.push_back(f.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> submission_dirs(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& sub : fs::directory_iterator(dir + "/slurm", ec))
+    if (sub.is_directory()) out.push_back(sub.path().string());
+  // s2 before s10
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  });
+  return out;
+}
+
+void ResultsDir::gather_parts() {
+  std::size_t gathered = 0;
+  for (const auto& part : part_files(path_)) {
+    std::ifstream in(part, std::ios::binary);
+    json record = json::parse(in, nullptr, false);
+    in.close();
+    if (record.is_discarded() || !record.is_object() || !record.contains("key") || !record["key"].is_string()) {
+      notes_.push_back(part + " is not a valid record; left where it is");
+      continue;
+    }
+    auto it = recorded_.find(record["key"].get<std::string>());
+    if (it == recorded_.end() || it->second.attempt < record.value("attempt", 1)) {
+      append(record);
+      ++gathered;
+    }
+    std::error_code ec;
+    fs::remove(part, ec);
+  }
+  if (gathered) notes_.push_back("gathered " + std::to_string(gathered) + " records finished by batch tasks (parts/) into results.jsonl");
 }
 
 ResultsDir::~ResultsDir() = default;
@@ -176,7 +225,9 @@ void ResultsDir::write_meta(const json& meta) const { write_file_atomically(path
 void ResultsDir::write_summaries() const { results::write_summaries(path_); }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
+  // The writer's pid in the temporary name: several writers may race to publish the same file
+  // (array tasks on one node each offering the node's machine description); each rename is whole.
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << text;

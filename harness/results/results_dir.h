@@ -50,7 +50,9 @@ class ResultsDir {
 
   const std::string& path() const { return path_; }
   std::string log_dir() const { return path_ + "/logs"; }
-  bool had_results() const { return !recorded_.empty(); }
+  // Whether the folder held anything of an earlier run when opened: recorded cells, records not yet
+  // gathered from parts/, or cells submitted to a batch scheduler (slurm/).
+  bool had_results() const { return had_results_; }
   const std::map<std::string, RecordedCell>& recorded() const { return recorded_; }
   // Notes from the scan (duplicate keys, discarded lines) for the user.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -66,6 +68,9 @@ class ResultsDir {
  private:
   void lock(const std::string& command);
   void scan(bool discard_corrupt);
+  // Appends the records in parts/ that results.jsonl lacks (a later attempt than the one it holds)
+  // and removes every part file whose record results.jsonl now holds.
+  void gather_parts();
 
   // Closed on destruction, also when the constructor throws after locking.
   struct OwnedFd {
@@ -76,8 +81,17 @@ class ResultsDir {
   std::string path_;
   OwnedFd lock_;
   std::map<std::string, RecordedCell> recorded_;
+  bool had_results_ = false;
   std::vector<std::string> notes_;
 };
+
+// Records finished on other hosts by a batch executor's tasks (`allocmark cell --record`), one whole
+// record per file: DIR/parts/SUBMISSION/N.json, sorted. The driver gathers them into results.jsonl;
+// readers (the model) also read those not gathered yet.
+std::vector<std::string> part_files(const std::string& dir);
+
+// Where a batch executor keeps its submissions (DIR/slurm/s1, s2, ...), sorted.
+std::vector<std::string> submission_dirs(const std::string& dir);
 
 // Writes `text` to a temporary file beside `path` and renames it over `path`, so a reader sees
 // the old file or the new one, never half of one. Throws ResultsError.

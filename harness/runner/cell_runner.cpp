@@ -1,6 +1,7 @@
 #include "harness/runner/cell_runner.h"
 
 #include <poll.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,6 +119,11 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
   if (!end.timed_out && !interrupted && !(end.saw_done && WIFEXITED(end.wait_status) && WEXITSTATUS(end.wait_status) == 0))
     end.log_tail = tail_of_file(log_path, 400);
   json record = builder.finish(timeline.to_json(), timeline.max_rss(), wall_s, classify(end));
+  // The host the cell ran on, in the record itself: cells of one folder may come from many nodes
+  // (a Slurm array), and readers never pool cells of different hosts.
+  utsname host{};
+  ::uname(&host);
+  record["host"] = host.nodename;
   return {std::move(record), interrupted};
 }
 

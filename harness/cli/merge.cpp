@@ -1,0 +1,204 @@
+// `allocmark merge DIR... -o OUT`: several results folders (runs on other hosts or clusters) become
+// one folder that every reader takes as it takes a single run. Each record keeps its host (from the
+// record, else its folder's meta.json) and gains `origin`, the folder it came from, so attempts
+// supersede each other only within their own run and the same cell run twice stays two cells. The
+// model's identity includes the host, so cells of different machines are never pooled; meta.json
+// keeps every host's machine description (`machines`) and each source's description (`merged_from`).
+//
+// Refused (exit 2, nothing written): an existing non-empty OUT, a folder given twice or holding a
+// run in progress, invalid lines, and one host described differently by two folders (its cells
+// would pool across machines that differ).
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "harness/cli/common.h"
+#include "harness/results/machine.h"
+#include "harness/results/reporters/reporter.h"
+#include "harness/results/results_dir.h"
+#include "harness/runner/slurm_executor.h"
+
+namespace allocmark::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+namespace rs = allocmark::results;
+namespace rn = allocmark::runner;
+
+using MergeError = matrix::ConfigError;  // bad input: exit 2
+
+void refuse_if_in_use(const std::string& dir) {
+  const std::string path = dir + "/.allocmark.lock";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0;
+    ::close(fd);
+    if (held) throw MergeError(dir + " is being written by a run; merge it when that run has finished");
+  }
+  std::set<long> jobs = rn::slurm_jobs_of(dir);
+  if (jobs.empty()) return;
+  try {
+    if (!rn::slurm_active_tasks(jobs).empty())
+      throw MergeError(dir + " has Slurm tasks still running (`allocmark status " + dir + "`); merge it when they have finished");
+  } catch (const MergeError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::cerr << "allocmark: warning: " << dir << ": cannot tell whether its Slurm jobs still run (" << e.what() << ")\n";
+  }
+}
+
+struct Source {
+  std::string folder;  // canonical
+  json meta;
+  std::vector<json> records;  // the winning attempt of each key, in file order
+};
+
+Source read_source(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw MergeError(dir + ": no such results folder");
+  Source s;
+  s.folder = fs::canonical(dir, ec).string();
+  std::ifstream meta_in(dir + "/meta.json");
+  s.meta = json::parse(meta_in, nullptr, false);
+  if (!meta_in || s.meta.is_discarded() || !s.meta.is_object()) throw MergeError(dir + "/meta.json: missing or not valid JSON");
+  refuse_if_in_use(dir);
+  const std::string host = s.meta.contains("machine") ? s.meta["machine"].value("host", "") : "";
+
+  std::vector<std::pair<std::string, std::string>> texts;  // (where, line)
+  std::ifstream in(dir + "/results.jsonl", std::ios::binary);
+  std::string line;
+  for (std::size_t n = 1; std::getline(in, line); ++n)
+    if (line.find_first_not_of(" \t\r") != std::string::npos) texts.emplace_back(fmt::format("{}/results.jsonl:{}", dir, n), line);
+  for (const auto& part : rs::part_files(dir)) {
+    std::ifstream p(part, std::ios::binary);
+    texts.emplace_back(part, std::string((std::istreambuf_iterator<char>(p)), std::istreambuf_iterator<char>()));
+  }
+  std::map<std::string, std::size_t> by_key;  // origin + key -> index in records
+  for (const auto& [where, text] : texts) {
+    json r = json::parse(text, nullptr, false);
+    if (r.is_discarded() || !r.is_object() || !r.contains("key") || !r["key"].is_string())
+      throw MergeError(where + ": not a valid record; repair the folder (`allocmark run ... --resume` names and handles damaged lines) before merging it");
+    if (!r.contains("host") || !r["host"].is_string()) r["host"] = host;
+    if (!r.contains("origin") || !r["origin"].is_string()) r["origin"] = s.folder;
+    const std::string id = r["origin"].get<std::string>() + '\n' + r["key"].get<std::string>();
+    auto [it, fresh] = by_key.try_emplace(id, s.records.size());
+    if (fresh) s.records.push_back(std::move(r));
+    else if (r.value("attempt", 1) > s.records[it->second].value("attempt", 1)) s.records[it->second] = std::move(r);
+  }
+  if (s.records.empty()) throw MergeError(dir + " holds no finished cell");
+  return s;
+}
+
+// host -> machine description, from a folder's meta.json (`machines`, else `machine`).
+std::map<std::string, json> machines_of(const json& meta) {
+  std::map<std::string, json> out;
+  if (meta.contains("machines") && meta["machines"].is_object())
+    for (auto it = meta["machines"].begin(); it != meta["machines"].end(); ++it) out[it.key()] = it.value();
+  if (meta.contains("machine") && meta["machine"].is_object() && meta["machine"].contains("host"))
+    out.try_emplace(meta["machine"].value("host", ""), meta["machine"]);
+  return out;
+}
+
+int merge(const std::vector<std::string>& dirs, const std::string& out) {
+  if (dirs.size() < 2) throw MergeError("merge: give at least two results folders");
+  if (out.empty()) throw MergeError("-o: the merged folder's name is empty");
+  std::error_code ec;
+  if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
+    throw MergeError(out + " already exists; merge into a new folder");
+
+  std::vector<Source> sources;
+  std::set<std::string> seen_folders;
+  for (const auto& d : dirs) {
+    Source s = read_source(d);
+    if (!seen_folders.insert(s.folder).second) throw MergeError(d + " is given twice");
+    sources.push_back(std::move(s));
+  }
+
+  std::map<std::string, json> machines;
+  std::map<std::string, std::string> described_by;
+  json merged_from = json::array(), allocators = json::array(), records_out;
+  std::set<std::string> ids;
+  std::string lines;
+  for (const auto& s : sources) {
+    for (const auto& [host, machine] : machines_of(s.meta)) {
+      auto [it, fresh] = machines.try_emplace(host, machine);
+      if (!fresh)
+        if (auto diff = rs::machine_differences(it->second, machine); !diff.empty())
+          throw MergeError(fmt::format("host {} is described differently by {} and {} ({}); its cells would pool across "
+                                       "machines that differ: merge those folders separately",
+                                       host, described_by[host], s.folder, diff));
+      described_by.try_emplace(host, s.folder);
+    }
+    for (const auto& a : s.meta.value("allocators", json::array())) {
+      bool known = false;
+      for (const auto& b : allocators) known = known || b == a;
+      if (!known) allocators.push_back(a);
+    }
+    json entry{{"folder", s.folder}, {"cells", s.records.size()}};
+    for (const char* field : {"allocmark", "machine", "machines", "matrix", "matrix_file", "runs", "started", "stripped_environment"})
+      if (s.meta.contains(field)) entry[field] = s.meta[field];
+    merged_from.push_back(entry);
+    for (const auto& r : s.records) {
+      const std::string id = r["origin"].get<std::string>() + '\n' + r["key"].get<std::string>();
+      if (!ids.insert(id).second)
+        throw MergeError(fmt::format("{} holds cell {} of {} that an earlier folder holds too (a merged folder merged again "
+                                     "with one of its sources?)",
+                                     s.folder, r["key"].get<std::string>(), r["origin"].get<std::string>()));
+      lines += r.dump() + "\n";
+    }
+  }
+
+  json meta{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
+            {"merged_from", merged_from},
+            {"machines", machines},
+            {"allocators", allocators},
+            {"started", std::time(nullptr)},
+            {"runs", json::array({{{"mode", "merge"}, {"command", command_line()}, {"started", std::time(nullptr)}}})}};
+  // One machine: the folder reads like a run on it (the gate's fingerprint, plots' captions).
+  if (machines.size() == 1) meta["machine"] = machines.begin()->second;
+  if (!sources.empty() && sources[0].meta.contains("backends")) meta["backends"] = sources[0].meta["backends"];
+
+  // All or nothing: built beside OUT and renamed into place.
+  const fs::path target = fs::absolute(out).lexically_normal();
+  const std::string tmp = target.string() + ".merging." + std::to_string(::getpid());
+  fs::create_directories(target.parent_path(), ec);
+  fs::remove_all(tmp, ec);
+  try {
+    fs::create_directories(tmp);
+    rs::write_file_atomically(tmp + "/results.jsonl", lines);
+    rs::write_file_atomically(tmp + "/meta.json", meta.dump(2) + "\n");
+    rs::write_summaries(tmp);
+    if (fs::exists(target)) fs::remove(target);  // the empty folder checked above
+    fs::rename(tmp, target);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  std::size_t cells = 0;
+  for (const auto& s : sources) cells += s.records.size();
+  std::cout << fmt::format("merged {} cells from {} folders ({} host{}) into {}\n", cells, sources.size(), machines.size(),
+                           machines.size() == 1 ? "" : "s", out);
+  return kExitOk;
+}
+
+}  // namespace
+
+Subcommand add_merge_command(CLI::App& app) {
+  auto dirs = std::make_shared<std::vector<std::string>>();
+  auto out = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("merge", "combine results folders (other hosts, clusters) into one; hosts are never pooled");
+  cmd->add_option("dirs", *dirs, "results folders")->required();
+  cmd->add_option("-o,--out", *out, "the merged folder (must not exist)")->required();
+  return {cmd, [dirs, out] { return merge(*dirs, *out); }};
+}
+
+}  // namespace allocmark::cli

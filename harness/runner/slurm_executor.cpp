@@ -1,0 +1,329 @@
+#include "harness/runner/slurm_executor.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "harness/matrix/config.h"
+#include "harness/results/results_dir.h"
+
+extern char** environ;
+
+namespace allocmark::runner {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct ToolResult {
+  int status = -1;     // exit status; -1 when it could not be started
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a Slurm client command and collects what it prints. Its stdin is /dev/null.
+ToolResult run_tool(const std::vector<std::string>& args) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return {-1, std::string("pipe: ") + std::strerror(errno)};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    return {-1, args[0] + ": " + std::strerror(rc)};
+  }
+  ToolResult out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.output.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int ws = 0;
+  while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  out.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+  while (!out.output.empty() && (out.output.back() == '\n' || out.output.back() == ' ')) out.output.pop_back();
+  return out;
+}
+
+bool on_path(const std::string& tool) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':'))
+    if (!dir.empty() && ::access((dir + "/" + tool).c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+std::string shell_quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+// The batch script every array task runs. A part file already there (a task Slurm requeued after a
+// node failure) is a finished cell: it is not run again.
+std::string job_script(const std::string& allocmark, const std::string& folder, const std::string& submission,
+                       const std::string& parts, std::size_t cells, int per_task) {
+  return fmt::format(R"(#!/bin/bash
+# Written by allocmark for {folder} ({submission}). Array task T runs cells T*{per}.. of cells/, one
+# after another, each through `allocmark cell` on this node: a fresh worker per cell, RSS sampled
+# here, the finished record renamed into parts/ whole.
+set -u
+sub={sub}
+parts={parts}
+first=$(( SLURM_ARRAY_TASK_ID * {per} ))
+for (( i = first; i < first + {per} && i < {cells}; i++ )); do
+  [ -e "$parts/$i.json" ] && continue
+  {allocmark} cell "$sub/cells/$i.json" --record "$parts/$i.json"
+done
+exit 0
+)",
+                     fmt::arg("folder", folder), fmt::arg("submission", fs::path(submission).filename().string()),
+                     fmt::arg("per", per_task), fmt::arg("sub", shell_quoted(submission)),
+                     fmt::arg("parts", shell_quoted(parts)), fmt::arg("cells", cells),
+                     fmt::arg("allocmark", shell_quoted(allocmark)));
+}
+
+}  // namespace
+
+std::vector<SlurmTask> slurm_active_tasks(const std::set<long>& jobs) {
+  if (jobs.empty()) return {};
+  // -r: one line per array task; %F the array's job id, %K the task index, %T the state, %N the node.
+  ToolResult r = run_tool({"squeue", "-h", "-r", "-o", "%F|%K|%T|%N"});
+  if (r.status != 0) throw std::runtime_error("squeue failed: " + (r.output.empty() ? "no output" : r.output));
+  std::vector<SlurmTask> out;
+  std::stringstream lines(r.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::stringstream fields(line);
+    std::string job, task, state, node;
+    std::getline(fields, job, '|');
+    std::getline(fields, task, '|');
+    std::getline(fields, state, '|');
+    std::getline(fields, node, '|');
+    char* end = nullptr;
+    long id = std::strtol(job.c_str(), &end, 10);
+    if (end == job.c_str() || !jobs.count(id)) continue;
+    out.push_back({id, std::atoi(task.c_str()), state, node});
+  }
+  return out;
+}
+
+std::set<long> slurm_jobs_of(const std::string& folder) {
+  std::set<long> out;
+  for (const auto& sub : results::submission_dirs(folder)) {
+    std::ifstream in(sub + "/job_id");
+    long id = 0;
+    if (in >> id) out.insert(id);
+  }
+  return out;
+}
+
+std::vector<std::string> split_slurm_options(const std::vector<std::string>& raw) {
+  std::vector<std::string> out;
+  for (const auto& text : raw) {
+    wordexp_t words{};
+    int rc = ::wordexp(text.c_str(), &words, WRDE_NOCMD);
+    if (rc != 0) {
+      if (rc == WRDE_NOSPACE) ::wordfree(&words);
+      throw matrix::ConfigError("--slurm-opt: cannot split \"" + text + "\" into options" +
+                                (rc == WRDE_CMDSUB ? " (command substitution is not allowed)"
+                                                   : rc == WRDE_BADCHAR ? " (unquoted | & ; < > ( ) { } or newline)"
+                                                                        : " (unbalanced quotes?)"));
+    }
+    for (std::size_t i = 0; i < words.we_wordc; ++i) out.emplace_back(words.we_wordv[i]);
+    ::wordfree(&words);
+  }
+  for (const auto& w : out)
+    for (const char* ours : {"--array", "-a", "--wrap", "--parsable"})
+      if (w == ours || w.rfind(std::string(ours) + "=", 0) == 0)
+        throw matrix::ConfigError("--slurm-opt: " + w + " is allocmark's to set (the matrix is one array, --cells-per-task sizes its tasks)");
+  return out;
+}
+
+void check_slurm_submission(const std::vector<std::string>& sbatch_args) {
+  for (const char* tool : {"sbatch", "squeue", "scancel"})
+    if (!on_path(tool))
+      throw matrix::ConfigError(std::string("--executor slurm: ") + tool +
+                                " not found on PATH (run from a Slurm login node; Debian: apt-get install slurm-client)");
+  std::vector<std::string> args{"sbatch", "--test-only"};
+  args.insert(args.end(), sbatch_args.begin(), sbatch_args.end());
+  args.push_back("--wrap=true");
+  ToolResult r = run_tool(args);
+  if (r.status != 0)
+    throw matrix::ConfigError("--executor slurm: sbatch refuses the submission (sbatch --test-only: " +
+                              (r.output.empty() ? "exit " + std::to_string(r.status) : r.output) + ")");
+}
+
+void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& events) {
+  if (jobs.empty()) return;
+  std::ostream* msg = options_.messages;
+  const std::string& folder = options_.folder;
+  const int per_task = options_.cells_per_task;
+  fs::create_directories(folder + "/slurm");
+  for (std::size_t n = 1;; ++n) {
+    submission_ = folder + "/slurm/s" + std::to_string(n);
+    if (fs::create_directory(submission_)) break;
+  }
+  const std::string name = fs::path(submission_).filename().string();
+  const std::string parts = folder + "/parts/" + name;
+  fs::create_directories(submission_ + "/cells");
+  fs::create_directories(parts);
+  json index = json::array();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const CellJob& job = jobs[i];
+    json spec{{"cell", matrix::cell_to_json(job.cell)},
+              {"settings",
+               {{"timeout_s", settings_.timeout_s}, {"sample_ms", settings_.sample_ms},
+                {"max_timeline_points", settings_.max_timeline_points}, {"pin_threads", settings_.pin_threads}}},
+              {"log", fs::absolute(job.log_path).string()},
+              {"attempt", job.attempt},
+              {"machines_dir", folder + "/machines"}};
+    write_text(fmt::format("{}/cells/{}.json", submission_, i), spec.dump(2) + "\n");
+    index.push_back({{"index", i}, {"key", job.cell.key()}, {"label", job.cell.label()}, {"attempt", job.attempt},
+                     {"task", static_cast<int>(i) / per_task}});
+  }
+  write_text(submission_ + "/cells.json", index.dump(1) + "\n");
+  write_text(submission_ + "/job.sh",
+             job_script(options_.allocmark, folder, submission_, parts, jobs.size(), per_task));
+  const int tasks = static_cast<int>((jobs.size() + per_task - 1) / per_task);
+
+  std::vector<std::string> args{"sbatch", "--parsable", fmt::format("--array=0-{}", tasks - 1), "--job-name=allocmark",
+                                "--output=" + submission_ + "/task-%a.out"};
+  args.insert(args.end(), options_.sbatch_args.begin(), options_.sbatch_args.end());
+  args.push_back(submission_ + "/job.sh");
+  ToolResult r = run_tool(args);
+  char* end = nullptr;
+  job_id_ = r.status == 0 ? std::strtol(r.output.c_str(), &end, 10) : 0;
+  if (job_id_ <= 0) {
+    std::error_code ec;
+    fs::remove_all(submission_, ec);
+    fs::remove_all(parts, ec);
+    throw std::runtime_error("sbatch refused the job array: " + (r.output.empty() ? "exit " + std::to_string(r.status) : r.output));
+  }
+  write_text(submission_ + "/job_id", std::to_string(job_id_) + "\n");
+  if (msg)
+    *msg << fmt::format("allocmark: submitted Slurm job {}: {} array task{} for {} cell{} ({} per task); {}\n", job_id_, tasks,
+                        tasks == 1 ? "" : "s", jobs.size(), jobs.size() == 1 ? "" : "s", per_task, submission_)
+         << std::flush;
+  if (!options_.wait) return;
+
+  std::vector<bool> reported(jobs.size(), false), started(jobs.size(), false);
+  std::size_t reported_count = 0;
+  // Every record a task renamed into parts/ since the last look, reported in the jobs' order.
+  auto gather = [&] {
+    std::error_code ec;
+    std::vector<std::size_t> found;
+    for (const auto& f : fs::directory_iterator(parts, ec)) {
+      const std::string file = f.path().filename().string();
+      if (f.path().extension() != ".json") continue;
+      std::size_t i = std::strtoul(file.c_str(), nullptr, 10);
+      if (i < jobs.size() && !reported[i]) found.push_back(i);
+    }
+    std::sort(found.begin(), found.end());
+    for (std::size_t i : found) {
+      const std::string file = fmt::format("{}/{}.json", parts, i);
+      std::ifstream in(file, std::ios::binary);
+      json record = json::parse(in, nullptr, false);
+      in.close();
+      if (record.is_discarded() || !record.is_object()) continue;  // left for `--resume` to name
+      events.finished(jobs[i], record);
+      reported[i] = true;
+      ++reported_count;
+      fs::remove(file, ec);  // results.jsonl holds it now; a leftover would be skipped as already recorded
+    }
+  };
+
+  const std::set<long> ours{job_id_};
+  auto next_poll = std::chrono::steady_clock::now();
+  int squeue_failures = 0;
+  std::string last_state;
+  bool cancelled = false;
+  for (;;) {
+    gather();
+    if (events.stop_requested && events.stop_requested() && !cancelled) {
+      run_tool({"scancel", std::to_string(job_id_)});
+      cancelled = true;
+      if (msg) *msg << fmt::format("\nallocmark: cancelled Slurm job {}\n", job_id_) << std::flush;
+    }
+    if (std::chrono::steady_clock::now() >= next_poll) {
+      next_poll = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      std::vector<SlurmTask> active;
+      try {
+        active = slurm_active_tasks(ours);
+        squeue_failures = 0;
+      } catch (const std::exception& e) {
+        // A controller busy for a moment is common on a shared cluster; ten in a row is not.
+        if (++squeue_failures >= 10)
+          throw std::runtime_error(std::string(e.what()) + "; Slurm job " + std::to_string(job_id_) +
+                                   " may still run: `allocmark status " + folder + "` shows it, `--resume` gathers its records");
+        continue;
+      }
+      if (active.empty()) break;
+      std::size_t running = 0, pending = 0;
+      for (const auto& t : active) {
+        if (t.state == "PENDING") {
+          ++pending;
+          continue;
+        }
+        ++running;
+        // The first unfinished cell of a running task is the one it runs now (as far as the driver can tell).
+        for (std::size_t i = static_cast<std::size_t>(t.task) * per_task; i < jobs.size() && i < (t.task + 1u) * per_task; ++i)
+          if (!reported[i]) {
+            if (!started[i] && events.started) events.started(jobs[i]);
+            started[i] = true;
+            break;
+          }
+      }
+      std::string state = fmt::format("{} running, {} pending, {}/{} cells recorded", running, pending, reported_count, jobs.size());
+      if (msg && state != last_state && !events.tick)
+        *msg << fmt::format("allocmark: Slurm job {}: tasks {}\n", job_id_, state) << std::flush;
+      last_state = state;
+    }
+    if (events.tick) events.tick();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  // Files renamed on another node may show up here a moment later on a network file system.
+  for (int i = 0; i < 5 && reported_count < jobs.size(); ++i) {
+    gather();
+    if (reported_count < jobs.size()) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (cancelled || reported_count == jobs.size()) return;
+  throw std::runtime_error(fmt::format(
+      "{} of {} cells of Slurm job {} ended without a record (a task was cancelled, hit its time limit or lost its node; "
+      "see {}/task-*.out); the {} finished are recorded",
+      jobs.size() - reported_count, jobs.size(), job_id_, submission_, reported_count));
+}
+
+}  // namespace allocmark::runner
