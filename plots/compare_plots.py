@@ -30,13 +30,13 @@ def main(argv):
             comparison = json.load(f)
         before, after = data.Run(comparison["before"]), data.Run(comparison["after"])
     except (OSError, ValueError, KeyError, TypeError, data.DataError) as e:
-        print("compare_plots: error: %s" % e, file=sys.stderr)
+        print("allocmark_plots: error: %s" % e, file=sys.stderr)
         return 2
     os.makedirs(opts.out, exist_ok=True)
     style.apply()
     files, skipped = chart_compare.draw(comparison, before, after, opts.out, opts.format)
     for reason in skipped:
-        print("compare_plots: skipped %s" % reason, file=sys.stderr)
+        print("allocmark_plots: skipped %s" % reason, file=sys.stderr)
     for f in files:
         print(f, file=sys.stderr if opts.quiet else sys.stdout)
     return 0

@@ -80,7 +80,7 @@ class Compare(TempDirTest):
         # Nothing moved: the overlay is skipped with its reason, the change chart still drawn.
         p = run(["compare", before, before, "--charts", os.path.join(self.tmp, "same")])
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("skipped compare overlay: no cell's RSS moved", p.stderr)
+        self.assertIn("allocmark_plots: skipped compare overlay: no cell's RSS moved", p.stderr)
         self.assertTrue(os.path.isfile(os.path.join(self.tmp, "same", "compare-changes.png")))
 
     def test_cells_on_one_side_only_are_listed(self):

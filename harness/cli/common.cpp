@@ -1,13 +1,18 @@
 #include "harness/cli/common.h"
 
+#include <fmt/format.h>
+
 #include <unistd.h>
 
 #include <climits>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 
 namespace allocmark::cli {
+
+namespace fs = std::filesystem;
 
 namespace {
 std::string self_dir() {
@@ -52,5 +57,19 @@ std::string command_line() {
 matrix::MatrixFile load_variants() {
   return matrix::load_matrix_file(matrix::config_dir() + "/variants.toml", /*variants_only=*/true);
 }
+
+// Everything that would make the write fail, checked before the charts are drawn.
+void check_output_file(const std::string& out) {
+  fs::path path(out);
+  if (fs::is_directory(path)) throw std::invalid_argument(fmt::format("-o {}: is a folder, not a file", out));
+  fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (!fs::is_directory(parent))
+    throw std::invalid_argument(fmt::format("-o {}: folder {} does not exist", out, parent.string()));
+  if (::access(parent.c_str(), W_OK) != 0)
+    throw std::invalid_argument(fmt::format("-o {}: folder {} is not writable", out, parent.string()));
+  if (fs::exists(path) && ::access(path.c_str(), W_OK) != 0)
+    throw std::invalid_argument(fmt::format("-o {}: not writable", out));
+}
+
 
 }  // namespace allocmark::cli

@@ -6,13 +6,14 @@
 #include "harness/cli/common.h"
 #include "harness/compare/compare.h"
 #include "harness/report/charts.h"
+#include "harness/report/compare_report.h"
 #include "harness/results/results_dir.h"
 
 namespace allocmark::cli {
 
 Subcommand add_compare_command(CLI::App& app) {
   struct Flags {
-    std::string before, after, format = "table", charts, chart_format = "png";
+    std::string before, after, format = "table", charts, chart_format = "png", html;
     std::vector<std::string> metrics_raw;
   };
   auto f = std::make_shared<Flags>();
@@ -21,6 +22,7 @@ Subcommand add_compare_command(CLI::App& app) {
   cmd->add_option("after", f->after, "the second results folder")->required();
   cmd->add_option("--metric", f->metrics_raw, "peak_rss, rss_over_live, end_rss, ops_per_s (comma separated; default all four)");
   cmd->add_option("--format", f->format, "table, markdown or json (default table)");
+  cmd->add_option("-o,--out", f->html, "also write a self-contained HTML page of the comparison (table, chart 7, RSS overlays)");
   cmd->add_option("--charts", f->charts, "also draw chart 7 into this folder (compare.json, compare-*.png; docs/charts.md)");
   cmd->add_option("--chart-format", f->chart_format, "png (default) or svg");
   return {cmd, [f] {
@@ -31,10 +33,18 @@ Subcommand add_compare_command(CLI::App& app) {
             const std::vector<std::string> metrics = parse_gate_metrics(f->metrics_raw, all);
             if (f->chart_format != "png" && f->chart_format != "svg")
               throw matrix::ConfigError("--chart-format: '" + f->chart_format + "' (choose from png, svg)");
+            if (!f->html.empty()) check_output_file(f->html);
             const compare::Comparison comparison = compare::compare_runs(f->before, f->after, metrics);
             std::cout << compare::render_comparison(comparison, f->format);
-            if (f->charts.empty()) return static_cast<int>(kExitOk);
+            if (f->charts.empty() && f->html.empty()) return static_cast<int>(kExitOk);
             for (const auto& dir : {f->before, f->after}) report::ensure_summaries(dir);
+            if (!f->html.empty()) {
+              report::CompareReport page = report::build_compare_report(comparison);
+              results::write_file_atomically(f->html, page.html);
+              for (const auto& e : page.chart_errors) std::cerr << "allocmark: warning: chart failed: " << e << "\n";
+              std::cerr << "allocmark: wrote " << f->html << "\n";
+              if (f->charts.empty()) return page.chart_errors.empty() ? static_cast<int>(kExitOk) : static_cast<int>(kExitCellsFailed);
+            }
             std::filesystem::create_directories(f->charts);
             const std::string json_path = f->charts + "/compare.json";
             results::write_file_atomically(json_path, compare::comparison_json(comparison).dump(2) + "\n");

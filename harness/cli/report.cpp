@@ -22,19 +22,6 @@ struct ReportOptions {
   std::string out;
 };
 
-// Everything that would make the write fail, checked before the charts are drawn.
-void check_output(const std::string& out) {
-  fs::path path(out);
-  if (fs::is_directory(path)) throw std::invalid_argument(fmt::format("-o {}: is a folder, not a file", out));
-  fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  if (!fs::is_directory(parent))
-    throw std::invalid_argument(fmt::format("-o {}: folder {} does not exist", out, parent.string()));
-  if (::access(parent.c_str(), W_OK) != 0)
-    throw std::invalid_argument(fmt::format("-o {}: folder {} is not writable", out, parent.string()));
-  if (fs::exists(path) && ::access(path.c_str(), W_OK) != 0)
-    throw std::invalid_argument(fmt::format("-o {}: not writable", out));
-}
-
 }  // namespace
 
 Subcommand add_report_command(CLI::App& app) {
@@ -48,7 +35,7 @@ Subcommand add_report_command(CLI::App& app) {
             if (!fs::is_regular_file(fs::path(opts->dir) / "results.jsonl"))
               throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", opts->dir));
             std::string out = opts->out.empty() ? (fs::path(opts->dir) / "report.html").string() : opts->out;
-            check_output(out);
+            check_output_file(out);
             report::RunReport report = report::build_run_report(opts->dir);
             results::write_file_atomically(out, report.html);
             for (const auto& e : report.chart_errors) std::cerr << "allocmark: warning: chart failed: " << e << "\n";

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include "harness/results/reporters/reporter.h"
@@ -129,12 +130,13 @@ int run_plots_script(const std::string& script_name, const std::vector<std::stri
 
 int draw_charts(const ChartRequest& request) { return run_script(script_args(request), std::nullopt); }
 
-DrawnCharts draw_charts_captured(const ChartRequest& request) {
-  if (request.out.empty()) throw std::logic_error("draw_charts_captured needs an output folder");
-  fs::create_directories(request.out);
-  Redirect redirect{(fs::path(request.out) / ".stdout").string(), (fs::path(request.out) / ".stderr").string()};
+namespace {
+
+DrawnCharts run_captured(const std::vector<std::string>& argv, const std::string& out) {
+  fs::create_directories(out);
+  Redirect redirect{(fs::path(out) / ".stdout").string(), (fs::path(out) / ".stderr").string()};
   DrawnCharts drawn;
-  drawn.exit_code = run_script(script_args(request), redirect);
+  drawn.exit_code = run_script(argv, redirect);
   drawn.files = lines_of(redirect.out);
   for (const auto& line : lines_of(redirect.err)) {
     if (line.rfind(kSkipped, 0) == 0) drawn.skipped.push_back(line.substr(kSkipped.size()));
@@ -143,6 +145,41 @@ DrawnCharts draw_charts_captured(const ChartRequest& request) {
   if (drawn.exit_code != 0)
     for (const auto& line : lines_of(redirect.err)) std::cerr << line << "\n";  // the traceback, for the user
   return drawn;
+}
+
+}  // namespace
+
+DrawnCharts draw_charts_captured(const ChartRequest& request) {
+  if (request.out.empty()) throw std::logic_error("draw_charts_captured needs an output folder");
+  return run_captured(script_args(request), request.out);
+}
+
+DrawnCharts run_plots_script_captured(const std::string& script_name, const std::vector<std::string>& args,
+                                      const std::string& out) {
+  const std::string script = (fs::path(plots_dir()) / script_name).string();
+  check_script(script);
+  std::vector<std::string> argv{kPython, script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_captured(argv, out);
+}
+
+TemporaryFolder::TemporaryFolder() {
+  std::string pattern = (fs::temp_directory_path() / "allocmark-report-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temporary folder in " + fs::temp_directory_path().string());
+  path_ = pattern;
+}
+
+TemporaryFolder::~TemporaryFolder() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace allocmark::report

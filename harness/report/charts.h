@@ -46,4 +46,25 @@ struct DrawnCharts {
 // Runs the script with its output captured (request.out must be set).
 DrawnCharts draw_charts_captured(const ChartRequest& request);
 
+// The same for another entry point of plots/ (compare_plots.py) writing into `out`.
+DrawnCharts run_plots_script_captured(const std::string& script_name, const std::vector<std::string>& args,
+                                      const std::string& out);
+
+// A folder removed with everything in it when the page is done (or fails): where charts are drawn
+// before they are embedded.
+class TemporaryFolder {
+ public:
+  TemporaryFolder();
+  ~TemporaryFolder();
+  TemporaryFolder(const TemporaryFolder&) = delete;
+  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A file's bytes (a chart to embed); std::runtime_error naming it when it cannot be read.
+std::string read_file(const std::string& path);
+
 }  // namespace allocmark::report

@@ -30,35 +30,6 @@ const std::vector<rs::Metric> kPhaseMetrics{rs::Metric::peak_rss_bytes, rs::Metr
                                             rs::Metric::rss_above_idle_over_live, rs::Metric::ops_per_s,
                                             rs::Metric::wall_s, rs::Metric::lock_wait_s};
 
-// A folder removed with everything in it when the report is done (or fails).
-class TemporaryFolder {
- public:
-  TemporaryFolder() {
-    std::string pattern = (fs::temp_directory_path() / "allocmark-report-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temporary folder in " + fs::temp_directory_path().string());
-    path_ = pattern;
-  }
-  ~TemporaryFolder() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TemporaryFolder(const TemporaryFolder&) = delete;
-  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// A scalar of meta.json as text; "" where it is missing (older folders, hand-made fixtures).
 std::string text_of(const json& j) {
   if (j.is_string()) return j.get<std::string>();
   if (j.is_null()) return "";
