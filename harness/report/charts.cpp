@@ -30,21 +30,6 @@ constexpr const char* kPython = "/usr/bin/python3";
 constexpr std::string_view kSkipped = "allocmark_plots: skipped ";
 constexpr std::string_view kError = "allocmark_plots: error: ";
 
-std::string script_path() { return (fs::path(plots_dir()) / "allocmark_plots.py").string(); }
-
-std::vector<std::string> script_args(const ChartRequest& r) {
-  std::vector<std::string> args{kPython, script_path(), r.dir, "--format", r.format};
-  if (!r.out.empty()) args.insert(args.end(), {"--out", r.out});
-  if (!r.only.empty()) {
-    std::string joined;
-    for (const auto& k : r.only) joined += (joined.empty() ? "" : ",") + k;
-    args.insert(args.end(), {"--only", joined});
-  }
-  if (!r.baseline.empty()) args.insert(args.end(), {"--baseline", r.baseline});
-  if (r.log) args.push_back("--log");
-  return args;
-}
-
 // Output files for the child's stdout and stderr; none: inherit ours.
 struct Redirect {
   std::string out, err;
@@ -93,29 +78,41 @@ std::string plots_dir() {
   return ALLOCMARK_DEFAULT_PLOTS_DIR;
 }
 
-void prepare_charts(const ChartRequest& request) {
-  fs::path dir(request.dir);
-  if (!fs::is_regular_file(dir / "results.jsonl"))
-    throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", request.dir));
-  if (!fs::is_regular_file(dir / "summary.json")) {
+void ensure_summaries(const std::string& dir) {
+  if (!fs::is_regular_file(fs::path(dir) / "results.jsonl"))
+    throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", dir));
+  if (!fs::is_regular_file(fs::path(dir) / "summary.json")) {
     // A folder written before summary.json existed: the results model writes it now.
-    std::cerr << "allocmark: " << request.dir << " has no summary.json; writing it from results.jsonl\n";
-    results::write_summaries(request.dir);
+    std::cerr << "allocmark: " << dir << " has no summary.json; writing it from results.jsonl\n";
+    results::write_summaries(dir);
   }
-  if (!fs::is_regular_file(script_path()))
-    throw std::runtime_error(fmt::format("{} not found (set ALLOCMARK_PLOTS_DIR to the plots/ folder)", script_path()));
-  if (::access(kPython, X_OK) != 0)
-    throw std::runtime_error(fmt::format("{} not found: install Debian's python3-matplotlib", kPython));
 }
 
-int draw_charts(const ChartRequest& request) { return run_script(script_args(request), std::nullopt); }
+namespace {
 
-DrawnCharts draw_charts_captured(const ChartRequest& request) {
-  if (request.out.empty()) throw std::logic_error("draw_charts_captured needs an output folder");
-  fs::create_directories(request.out);
-  Redirect redirect{(fs::path(request.out) / ".stdout").string(), (fs::path(request.out) / ".stderr").string()};
+std::vector<std::string> script_command(const std::string& script_name, const std::vector<std::string>& args) {
+  std::string script = (fs::path(plots_dir()) / script_name).string();
+  if (!fs::is_regular_file(script))
+    throw std::runtime_error(fmt::format("{} not found (set ALLOCMARK_PLOTS_DIR to the plots/ folder)", script));
+  if (::access(kPython, X_OK) != 0)
+    throw std::runtime_error(fmt::format("{} not found: install Debian's python3-matplotlib", kPython));
+  std::vector<std::string> argv{kPython, script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+}  // namespace
+
+int run_plots_script(const std::string& script_name, const std::vector<std::string>& args) {
+  return run_script(script_command(script_name, args), std::nullopt);
+}
+
+DrawnCharts draw_charts_captured(const std::string& dir, const std::string& out) {
+  fs::create_directories(out);
+  Redirect redirect{(fs::path(out) / ".stdout").string(), (fs::path(out) / ".stderr").string()};
   DrawnCharts drawn;
-  drawn.exit_code = run_script(script_args(request), redirect);
+  drawn.exit_code =
+      run_script(script_command("allocmark_plots.py", {dir, "--out", out, "--format", "png"}), redirect);
   drawn.files = lines_of(redirect.out);
   for (const auto& line : lines_of(redirect.err)) {
     if (line.rfind(kSkipped, 0) == 0) drawn.skipped.push_back(line.substr(kSkipped.size()));
