@@ -12,7 +12,6 @@
 
 #include "harness/matrix/config.h"
 #include "harness/matrix/plan.h"
-#include "harness/report/charts.h"
 #include "harness/runner/matrix_runner.h"
 
 namespace allocmark::cli {
@@ -44,10 +43,6 @@ Subcommand add_report_command(CLI::App& app);
 // "a,b" "c" -> {"a","b","c"}; empty items are an error naming the flag (",," or a trailing comma
 // is a typo, not a request for a default).
 std::vector<std::string> split_commas(const std::vector<std::string>& items, const std::string& flag);
-
-// plot, compare --charts and report run plots/ through harness/report/charts.h.
-using report::ensure_summaries;
-using report::run_plots_script;
 
 // --metric of gate and compare: gate metric names, checked; `fallback` when none is given.
 std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw, const std::vector<std::string>& fallback);

@@ -5,6 +5,7 @@
 
 #include "harness/cli/common.h"
 #include "harness/compare/compare.h"
+#include "harness/report/charts.h"
 #include "harness/results/results_dir.h"
 
 namespace allocmark::cli {
@@ -33,13 +34,13 @@ Subcommand add_compare_command(CLI::App& app) {
             const compare::Comparison comparison = compare::compare_runs(f->before, f->after, metrics);
             std::cout << compare::render_comparison(comparison, f->format);
             if (f->charts.empty()) return static_cast<int>(kExitOk);
-            for (const auto& dir : {f->before, f->after}) ensure_summaries(dir);
+            for (const auto& dir : {f->before, f->after}) report::ensure_summaries(dir);
             std::filesystem::create_directories(f->charts);
             const std::string json_path = f->charts + "/compare.json";
             results::write_file_atomically(json_path, compare::comparison_json(comparison).dump(2) + "\n");
             std::cout.flush();
             // The chart lines go to stderr so that --format json on stdout stays one document.
-            return run_plots_script("compare_plots.py", {json_path, "--out", f->charts, "--format", f->chart_format, "--quiet"});
+            return report::run_plots_script("compare_plots.py", {json_path, "--out", f->charts, "--format", f->chart_format, "--quiet"});
           }};
 }
 

@@ -1,14 +1,14 @@
 // `allocmark plot DIR`: the charts of a results folder (docs/charts.md). The drawing is Python
 // (plots/allocmark_plots.py, Debian's matplotlib under /usr/bin/python3) over summary.json and the
-// timelines; this command checks the flags, writes summary.json from results.jsonl when a folder
-// predates it, and runs the script (through harness/report/charts.h, which compare and report
-// share), returning its exit code.
+// timelines; this command checks the flags and runs the script through harness/report/charts.h
+// (shared with `allocmark report`), returning its exit code.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <stdexcept>
 
 #include "harness/cli/common.h"
+#include "harness/report/charts.h"
 
 namespace allocmark::cli {
 
@@ -48,17 +48,9 @@ Subcommand add_plot_command(CLI::App& app) {
                     "--only: unknown chart kind '{}' (choose from peak_rss, timeline, throughput, scaling, variants, contention)", k));
             if (plot->count("--baseline") && opts->baseline.empty())
               throw std::invalid_argument("--baseline: empty allocator name");
-            ensure_summaries(opts->dir);
-            std::vector<std::string> args{opts->dir, "--format", opts->format};
-            if (!opts->out.empty()) args.insert(args.end(), {"--out", opts->out});
-            if (!kinds.empty()) {
-              std::string joined;
-              for (const auto& k : kinds) joined += (joined.empty() ? "" : ",") + k;
-              args.insert(args.end(), {"--only", joined});
-            }
-            if (!opts->baseline.empty()) args.insert(args.end(), {"--baseline", opts->baseline});
-            if (opts->log) args.push_back("--log");
-            return run_plots_script("allocmark_plots.py", args);
+            report::ChartRequest request{opts->dir, opts->out, opts->format, kinds, opts->baseline, opts->log};
+            report::prepare_charts(request);
+            return report::draw_charts(request);
           }};
 }
 

@@ -30,6 +30,21 @@ constexpr const char* kPython = "/usr/bin/python3";
 constexpr std::string_view kSkipped = "allocmark_plots: skipped ";
 constexpr std::string_view kError = "allocmark_plots: error: ";
 
+std::string script_path() { return (fs::path(plots_dir()) / "allocmark_plots.py").string(); }
+
+std::vector<std::string> script_args(const ChartRequest& r) {
+  std::vector<std::string> args{kPython, script_path(), r.dir, "--format", r.format};
+  if (!r.out.empty()) args.insert(args.end(), {"--out", r.out});
+  if (!r.only.empty()) {
+    std::string joined;
+    for (const auto& k : r.only) joined += (joined.empty() ? "" : ",") + k;
+    args.insert(args.end(), {"--only", joined});
+  }
+  if (!r.baseline.empty()) args.insert(args.end(), {"--baseline", r.baseline});
+  if (r.log) args.push_back("--log");
+  return args;
+}
+
 // Output files for the child's stdout and stderr; none: inherit ours.
 struct Redirect {
   std::string out, err;
@@ -90,29 +105,36 @@ void ensure_summaries(const std::string& dir) {
 
 namespace {
 
-std::vector<std::string> script_command(const std::string& script_name, const std::vector<std::string>& args) {
-  std::string script = (fs::path(plots_dir()) / script_name).string();
+void check_script(const std::string& script) {
   if (!fs::is_regular_file(script))
     throw std::runtime_error(fmt::format("{} not found (set ALLOCMARK_PLOTS_DIR to the plots/ folder)", script));
   if (::access(kPython, X_OK) != 0)
     throw std::runtime_error(fmt::format("{} not found: install Debian's python3-matplotlib", kPython));
-  std::vector<std::string> argv{kPython, script};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
 }
 
 }  // namespace
 
-int run_plots_script(const std::string& script_name, const std::vector<std::string>& args) {
-  return run_script(script_command(script_name, args), std::nullopt);
+void prepare_charts(const ChartRequest& request) {
+  ensure_summaries(request.dir);
+  check_script(script_path());
 }
 
-DrawnCharts draw_charts_captured(const std::string& dir, const std::string& out) {
-  fs::create_directories(out);
-  Redirect redirect{(fs::path(out) / ".stdout").string(), (fs::path(out) / ".stderr").string()};
+int run_plots_script(const std::string& script_name, const std::vector<std::string>& args) {
+  const std::string script = (fs::path(plots_dir()) / script_name).string();
+  check_script(script);
+  std::vector<std::string> argv{kPython, script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_script(argv, std::nullopt);
+}
+
+int draw_charts(const ChartRequest& request) { return run_script(script_args(request), std::nullopt); }
+
+DrawnCharts draw_charts_captured(const ChartRequest& request) {
+  if (request.out.empty()) throw std::logic_error("draw_charts_captured needs an output folder");
+  fs::create_directories(request.out);
+  Redirect redirect{(fs::path(request.out) / ".stdout").string(), (fs::path(request.out) / ".stderr").string()};
   DrawnCharts drawn;
-  drawn.exit_code =
-      run_script(script_command("allocmark_plots.py", {dir, "--out", out, "--format", "png"}), redirect);
+  drawn.exit_code = run_script(script_args(request), redirect);
   drawn.files = lines_of(redirect.out);
   for (const auto& line : lines_of(redirect.err)) {
     if (line.rfind(kSkipped, 0) == 0) drawn.skipped.push_back(line.substr(kSkipped.size()));

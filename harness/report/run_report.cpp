@@ -254,8 +254,11 @@ void verdict_section(html::Document& doc, const rs::Model& model) {
 void charts_section(html::Document& doc, const std::string& dir, RunReport& report) {
   doc.heading(2, "Charts", "charts");
   TemporaryFolder tmp;
-  ensure_summaries(dir);
-  DrawnCharts drawn = draw_charts_captured(dir, tmp.path());
+  ChartRequest request;
+  request.dir = dir;
+  request.out = tmp.path();
+  prepare_charts(request);
+  DrawnCharts drawn = draw_charts_captured(request);
   for (const auto& file : drawn.files) {
     fs::path path(file);
     std::string name = path.filename().string();
