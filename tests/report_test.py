@@ -308,6 +308,31 @@ class Rendered(unittest.TestCase):
                     self.assertEqual(external_references(f.read()), [])
 
 
+class BrokenChart(unittest.TestCase):
+    """A chart that fails to draw: the report is still written, names it, and exits 1."""
+
+    def test_failed_chart_is_named_and_exit_1(self):
+        tmp = tempfile.mkdtemp(prefix="allocmark-report-broken-")
+        try:
+            plots = os.path.join(tmp, "plots")
+            shutil.copytree(os.path.join(ROOT, "plots"), plots)
+            with open(os.path.join(plots, "chart_contention.py"), "a") as f:
+                f.write("\n\ndef draw(run, opts, out_dir, fmt):\n    raise RuntimeError('planted failure')\n")
+            folder = fixture_copy("threads-sweep", tmp)
+            proc = subprocess.run([allocmark_bin(), "report", folder], capture_output=True, text=True, timeout=600,
+                                  env=dict(os.environ, ALLOCMARK_PLOTS_DIR=plots))
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("planted failure", proc.stderr)
+            out = render(self, os.path.join(folder, "report.html"), tmp)
+            self.assertIn("Charts that failed to draw", out["text"])
+            self.assertIn("chart contention failed: planted failure", out["text"])
+            ids = [i["id"] for i in out["images"]]
+            self.assertNotIn("chart-contention", ids)
+            self.assertIn("chart-scaling-size_mix", ids)  # the others are still there
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 class Probe(unittest.TestCase):
     """The checks above can fail: a page that fetches from elsewhere or has a broken image is caught."""
 

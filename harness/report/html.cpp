@@ -29,6 +29,8 @@ table.sortable th[aria-sort="descending"]::after { content: " \25BC"; font-size:
 .warn { color: #8a5a00; }
 .good { color: #1b6e20; }
 .note { color: #555; }
+nav { margin: 0.8em 0; }
+nav a { color: #0b57d0; text-decoration: none; }
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: 0.15em 1.2em; }
 dl.facts dt { font-weight: 600; }
 dl.facts dd { margin: 0; }
@@ -126,6 +128,13 @@ std::string Document::id_attribute(std::string_view id) {
 
 void Document::heading(int level, std::string_view text, std::string_view id) {
   body_ += fmt::format("<h{0}{1}>{2}</h{0}>\n", level, id_attribute(id), escape(text));
+}
+
+void Document::contents(const std::vector<std::pair<std::string, std::string>>& anchors) {
+  body_ += "<nav>";
+  for (std::size_t i = 0; i < anchors.size(); ++i)
+    body_ += fmt::format("{}<a href=\"#{}\">{}</a>", i ? " &middot; " : "", escape(anchors[i].first), escape(anchors[i].second));
+  body_ += "</nav>\n";
 }
 
 void Document::paragraph(std::string_view text, std::string_view css_class) {

@@ -49,6 +49,8 @@ class Document {
   explicit Document(std::string title);
 
   void heading(int level, std::string_view text, std::string_view id = "");
+  // Links to the given (id, label) anchors of this page.
+  void contents(const std::vector<std::pair<std::string, std::string>>& anchors);
   void paragraph(std::string_view text, std::string_view css_class = "");
   // A definition list of (term, value) pairs: the machine, the matrix.
   void facts(const std::vector<std::pair<std::string, std::string>>& items);

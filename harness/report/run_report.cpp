@@ -336,6 +336,11 @@ RunReport build_run_report(const std::string& dir) {
                               model.cells().size() - statuses["ok"]),
                   "warn");
 
+  std::vector<std::pair<std::string, std::string>> anchors{
+      {"machine", "Machine"}, {"matrix", "Matrix and command"}, {"verdict", "Verdict"}, {"charts", "Charts"},
+      {"phases", "Every group and phase"}, {"failures", "Cells that did not finish ok"}};
+  if (!warnings.empty()) anchors.emplace_back("warnings", "Warnings");
+  doc.contents(anchors);
   machine_section(doc, meta);
   matrix_section(doc, meta);
   verdict_section(doc, model);
