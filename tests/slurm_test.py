@@ -263,6 +263,11 @@ class Merging(ClusterTest):
 
         p = run(["plot", merged, "--only", "peak_rss"])
         self.assertEqual(p.returncode, 0, p.stderr)
+        p = run(["report", merged, "-o", self.path("merged.html")])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.getsize(self.path("merged.html")) > 0)
+        p = run(["compare", local, slurm])
+        self.assertIn(p.returncode, (0, 1), p.stderr)
         p = run(["baseline", merged, "-o", self.path("baseline.json")])
         self.assertEqual(p.returncode, 0, p.stderr)
         p = run(["gate", "--baseline", self.path("baseline.json"), "--results", merged])
@@ -296,6 +301,12 @@ class Merging(ClusterTest):
         rows = json.loads(p.stdout)["groups"]
         self.assertEqual(len(rows), 12)
         self.assertEqual({g["metrics"]["peak_rss_bytes"]["n"] for g in rows}, {2})
+
+        p = run(["report", merged2, "-o", self.path("merged2.html")])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(self.path("merged2.html")) as f:
+            html = f.read()
+        self.assertIn("node2", html)
 
         # The same host described differently by two folders: refused, nothing written.
         meta["machines"] = {HOST: dict(meta["machines"]["node2"], host=HOST, kernel="another kernel")}

@@ -21,4 +21,11 @@ inline double ops_per_second(double ops, double wall_s) { return wall_s > 0 ? op
 // total_wait_ns (summed over threads, so it can exceed the wall time).
 inline double lock_wait_seconds(double total_wait_ns) { return total_wait_ns / 1e9; }
 
+// Share of the allocator's lock acquisitions that found the lock taken and had to wait
+// (contention.num_wait / num_ops); undefined without acquisitions.
+inline std::optional<double> contended_share(double waits, double acquisitions) {
+  if (!(acquisitions > 0)) return std::nullopt;
+  return waits / acquisitions;
+}
+
 }  // namespace allocmark::results
