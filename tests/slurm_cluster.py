@@ -145,6 +145,7 @@ JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 MpiDefault=none
 ReturnToService=2
+MailProg=/bin/true
 SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=1
 KillWait=5

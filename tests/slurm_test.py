@@ -8,6 +8,7 @@ behaviour (records, statuses, exit codes, files), never timings.
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -141,7 +142,9 @@ class SlurmExecutor(ClusterTest):
             self.assertLess(time.monotonic(), deadline, f"task 0 wrote no record: {status(out)}")
             time.sleep(0.1)
         s = status(out)
-        self.assertGreaterEqual(s["running"], 1, s)
+        # Each of the two tasks runs one cell at a time; the rest of its cells wait.
+        self.assertIn(s["running"], (1, 2), s)
+        self.assertEqual(s["running"] + s["pending"] + s["ok"], 4, s)
         subprocess.run(["scancel", f"{job}_0"], env=cluster.env(), check=True)
         s = self.wait_until_idle(out)
 
@@ -163,6 +166,70 @@ class SlurmExecutor(ClusterTest):
         self.assertNotIn("duplicate", p.stderr)
         s = status(out)
         self.assertEqual((s["ok"], s["missing"]), (4, 0))
+
+    def start_waiting_run(self, out, extra=()):
+        """A `run` that follows its array, and the array's job id once it is submitted."""
+        proc = subprocess.Popen([ALLOCMARK, "run"] + SLOW + ["-o", out, "--executor", "slurm", "--cells-per-task", "2",
+                                                            *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env())
+        job_file = os.path.join(out, "slurm", "s1", "job_id")
+        deadline = time.monotonic() + 60
+        while not os.path.exists(job_file):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                self.fail(f"no submission: {proc.communicate()}")
+            time.sleep(0.1)
+        with open(job_file) as f:
+            return proc, f.read().strip()
+
+    def wait_for_record(self, out, index):
+        deadline = time.monotonic() + 120
+        while True:
+            # Gathered into results.jsonl by a waiting run, or still a part file.
+            if os.path.exists(os.path.join(out, "parts", "s1", f"{index}.json")):
+                return
+            try:
+                if any(r["key"] == self.key_of(out, index) for r in records(out)):
+                    return
+            except (FileNotFoundError, json.JSONDecodeError):  # not created yet, or a line being appended
+                pass
+            self.assertLess(time.monotonic(), deadline, f"cell {index} wrote no record: {status(out)}")
+            time.sleep(0.1)
+
+    def key_of(self, out, index):
+        with open(os.path.join(out, "slurm", "s1", "cells.json")) as f:
+            return next(c["key"] for c in json.load(f) if c["index"] == index)
+
+    def test_a_waiting_run_whose_task_is_killed_exits_3_with_its_finished_cells_recorded(self):
+        out = self.path("out")
+        proc, job = self.start_waiting_run(out)
+        self.wait_for_record(out, 0)
+        subprocess.run(["scancel", f"{job}_0"], env=cluster.env(), check=True)
+        stdout, stderr = proc.communicate(timeout=180)
+        self.assertEqual(proc.returncode, 3, stderr)
+        self.assertIn(f"1 of 4 cells of Slurm job {job} ended without a record", stderr)
+        recs = records(out)
+        self.assertEqual(sorted(r["key"] for r in recs),
+                         sorted(self.key_of(out, i) for i in (0, 2, 3)))
+        p = run(["run"] + SLOW + ["-o", out, "--executor", "slurm", "--resume"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(records(out)), 4)
+        self.assertEqual(len({r["key"] for r in records(out)}), 4)
+
+    def test_ctrl_c_cancels_the_array_and_keeps_what_finished(self):
+        out = self.path("out")
+        proc, job = self.start_waiting_run(out)
+        self.wait_for_record(out, 0)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=180)
+        self.assertEqual(proc.returncode, 130, stderr)
+        self.assertIn(f"cancelled Slurm job {job}", stderr)
+        queue = subprocess.run(["squeue", "-h", "-j", job], env=cluster.env(), capture_output=True, text=True)
+        self.assertEqual(queue.stdout.strip(), "")
+        recorded = {r["key"] for r in records(out)}
+        self.assertIn(self.key_of(out, 0), recorded)
+        self.assertLess(len(recorded), 4)
+        self.assertEqual(status(out)["missing"], 4 - len(recorded))
 
     def test_resume_while_the_array_still_runs_is_refused(self):
         out = self.path("out")
@@ -194,6 +261,18 @@ class Merging(ClusterTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn("duplicate", p.stderr)
 
+        p = run(["plot", merged, "--only", "peak_rss"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = run(["report", merged, "-o", self.path("merged.html")])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.getsize(self.path("merged.html")) > 0)
+        p = run(["compare", local, slurm])
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        p = run(["baseline", merged, "-o", self.path("baseline.json")])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = run(["gate", "--baseline", self.path("baseline.json"), "--results", merged])
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+
         # A run from a second host (this machine's records under another name, as a second node
         # would write them): merged, `--by host` separates the hosts and nothing pools across them.
         shutil.copytree(slurm, other)
@@ -222,6 +301,12 @@ class Merging(ClusterTest):
         rows = json.loads(p.stdout)["groups"]
         self.assertEqual(len(rows), 12)
         self.assertEqual({g["metrics"]["peak_rss_bytes"]["n"] for g in rows}, {2})
+
+        p = run(["report", merged2, "-o", self.path("merged2.html")])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(self.path("merged2.html")) as f:
+            html = f.read()
+        self.assertIn("node2", html)
 
         # The same host described differently by two folders: refused, nothing written.
         meta["machines"] = {HOST: dict(meta["machines"]["node2"], host=HOST, kernel="another kernel")}

@@ -112,25 +112,6 @@ json probe_plan_allocators(const mx::Plan& plan, const std::string& worker) {
   return out;
 }
 
-json fresh_meta(const mx::Plan& plan, const std::string& matrix_path, const json& machine, const json& allocators_meta,
-                const std::string& worker, const json& run_entry) {
-  return json{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
-              {"machine", machine},
-              {"allocators", allocators_meta},
-              {"backends", rn::describe_backends(worker)},
-              {"matrix", plan.as_json()},
-              {"matrix_file", matrix_path},
-              {"stripped_environment", rn::stripped_environment()},
-              {"started", std::time(nullptr)},
-              {"runs", json::array({run_entry})}};
-}
-
-rn::MatrixRunReport run_here(const mx::Plan& plan, rs::ResultsDir& dir, const std::string& worker, bool retry_failed) {
-  rn::LocalExecutor executor({worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
-                              plan.settings.pin_threads});
-  return rn::run_matrix(plan, dir, executor, {retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
-}
-
 // The executor's flags, checked before anything is written: a Slurm submission the cluster would
 // refuse is a usage error, not an empty folder.
 std::vector<std::string> check_executor_flags(const RunFlags& f) {
@@ -193,6 +174,25 @@ void record_planned_cells(const mx::Plan& plan, const std::string& folder) {
   rs::write_file_atomically(folder + "/cells.json", planned.dump(1) + "\n");
 }
 
+json fresh_meta(const mx::Plan& plan, const std::string& matrix_path, const json& machine, const json& allocators_meta,
+                const std::string& worker, const json& run_entry) {
+  return json{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
+              {"machine", machine},
+              {"allocators", allocators_meta},
+              {"backends", rn::describe_backends(worker)},
+              {"matrix", plan.as_json()},
+              {"matrix_file", matrix_path},
+              {"stripped_environment", rn::stripped_environment()},
+              {"started", std::time(nullptr)},
+              {"runs", json::array({run_entry})}};
+}
+
+rn::MatrixRunReport run_here(const mx::Plan& plan, rs::ResultsDir& dir, const std::string& worker, bool retry_failed) {
+  rn::LocalExecutor executor({worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
+                              plan.settings.pin_threads});
+  return rn::run_matrix(plan, dir, executor, {retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
+}
+
 int run(const RunFlags& f) {
   std::string matrix_path;
   mx::Plan plan = make_plan(f, matrix_path);
@@ -252,18 +252,12 @@ int run(const RunFlags& f) {
 
   rn::CellSettings settings{worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
                             plan.settings.pin_threads};
-  std::unique_ptr<rn::Executor> executor;
-  rn::SlurmExecutor* slurm_executor = nullptr;
-  if (slurm) {
-    auto s = std::make_unique<rn::SlurmExecutor>(
-        settings, rn::SlurmOptions{sbatch_args, f.cells_per_task.value_or(1), !f.no_wait,
-                                   std::filesystem::read_symlink("/proc/self/exe").string(),
-                                   std::filesystem::absolute(dir.path()).lexically_normal().string(), &std::cerr});
-    slurm_executor = s.get();
-    executor = std::move(s);
-  } else {
-    executor = std::make_unique<rn::LocalExecutor>(settings);
-  }
+  std::optional<rn::SlurmExecutor> slurm_executor;
+  if (slurm)
+    slurm_executor.emplace(settings, rn::SlurmOptions{sbatch_args, f.cells_per_task.value_or(1), !f.no_wait,
+                                                      std::filesystem::read_symlink("/proc/self/exe").string(),
+                                                      std::filesystem::absolute(dir.path()).lexically_normal().string(),
+                                                      &std::cerr});
   // Node descriptions arrive with the cells; meta.json takes them also when the run stops early.
   struct MachinesOnExit {
     rs::ResultsDir& dir;
@@ -278,7 +272,9 @@ int run(const RunFlags& f) {
       }
     }
   } machines_on_exit{dir, slurm};
-  rn::MatrixRunReport report = rn::run_matrix(plan, dir, *executor, {f.retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
+  rn::MatrixRunReport report =
+      slurm ? rn::run_matrix(plan, dir, *slurm_executor, {f.retry_failed, static_cast<bool>(::isatty(2)), &std::cerr})
+            : run_here(plan, dir, worker, f.retry_failed);
   if (slurm_executor && f.no_wait) {
     if (slurm_executor->job_id())
       std::cout << fmt::format("submitted Slurm job {} ({}); `allocmark status {}` follows it; when nothing runs, "
@@ -317,7 +313,6 @@ rn::MatrixRunReport run_in_new_folder(const mx::Plan& plan, const std::string& o
   rs::ResultsDir dir(out, {false, false, false, command});
   json run_entry{{"mode", mode}, {"started", std::time(nullptr)}, {"command", command}, {"matrix", plan.as_json()}, {"matrix_file", ""}};
   dir.write_meta(fresh_meta(plan, "", rs::machine_info(), allocators_meta, worker, run_entry));
-  record_planned_cells(plan, dir.path());
   return run_here(plan, dir, worker, false);
 }
 

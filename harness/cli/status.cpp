@@ -86,14 +86,17 @@ int status(const std::string& dir, bool as_json) {
     long job = 0;
     std::ifstream(sub + "/job_id") >> job;
     json index = read_json_file(sub + "/cells.json");
-    std::set<int> running_tasks, pending_tasks;
+    std::set<int> running_tasks, pending_tasks, task_has_running_cell;
     if (index.is_array())
       for (const auto& e : index) {
         auto it = active.find({job, e.value("task", -1)});
         if (it == active.end()) continue;
         const std::string key = e.value("key", "");
         if (auto r = recorded.find(key); r != recorded.end() && r->second.attempt >= e.value("attempt", 1)) continue;
-        queued[key] = it->second;
+        rn::SlurmTask t = it->second;
+        // A task runs its cells one after another: its first unrecorded cell runs, the rest wait.
+        if (t.state != "PENDING" && !task_has_running_cell.insert(t.task).second) t.state = "PENDING";
+        queued[key] = t;
       }
     for (const auto& [id, t] : active)
       if (id.first == job) (t.state == "PENDING" ? pending_tasks : running_tasks).insert(t.task);

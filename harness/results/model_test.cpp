@@ -255,6 +255,37 @@ TEST(Reading, TheSameKeyInTwoFoldersIsTwoRuns) {
   EXPECT_EQ(m.group(default_dimensions()).groups[0].cells, 2u);
 }
 
+TEST(Reading, PartsNotGatheredYetAreRecordsOfTheFolderAndRepeatsOfGatheredOnesAreSkipped) {
+  std::string d = fresh_dir("parts");
+  json gathered = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)});
+  json pending = cell("jemalloc", 1, {phase("fill", 1000, 1000, 1, 1)});
+  write(d + "/results.jsonl", gathered.dump() + "\n");
+  std::filesystem::create_directories(d + "/parts/s1");
+  write(d + "/parts/s1/0.json", gathered.dump() + "\n");  // the driver died before removing it
+  write(d + "/parts/s1/1.json", pending.dump() + "\n");
+  Model m = Model::load({d});
+  EXPECT_EQ(m.cells().size(), 2u);
+  EXPECT_TRUE(m.warnings().empty());
+  // Only parts, no results.jsonl yet (a --no-wait array still running).
+  std::filesystem::remove(d + "/results.jsonl");
+  EXPECT_EQ(Model::load({d}).cells().size(), 2u);
+}
+
+TEST(Reading, AttemptsSupersedeOnlyWithinTheirOrigin) {
+  json a = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)});
+  a["origin"] = "/runs/a";
+  a["host"] = "h1";
+  json b = a;
+  b["origin"] = "/runs/b";
+  json a_retry = a;
+  a_retry["attempt"] = 2;
+  Model m = Model::from_records({a, b, a_retry});
+  EXPECT_TRUE(m.warnings().empty());
+  ASSERT_EQ(m.cells().size(), 2u);  // a's retry replaced a; b is its own run of the same cell
+  EXPECT_EQ(m.cells()[0].attempt, 2);
+  EXPECT_EQ(m.group(default_dimensions()).groups[0].cells, 2u);  // one host: pooled as repetitions
+}
+
 TEST(Reading, TheFoldersMetaNamesTheHostOfRecordsWithout) {
   std::string a = fresh_dir("host_a"), b = fresh_dir("host_b");
   std::string line = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)}).dump() + "\n";

@@ -147,3 +147,28 @@ TEST(ResultsDir, ResumeStopsAtACorruptMiddleLineAndNamesIt) {
   EXPECT_EQ(discarding.recorded().size(), 2u);
   EXPECT_EQ(load_records(d).size(), 2u);
 }
+
+TEST(ResultsDir, PartsAreGatheredOnceAndRemoved) {
+  std::string d = fresh_dir("parts");
+  {
+    ResultsDir dir(d, {});
+    dir.append(record("a"));
+  }
+  fs::create_directories(d + "/parts/s1");
+  auto put = [&](const std::string& name, const json& r) { std::ofstream(d + "/parts/s1/" + name) << r.dump() << "\n"; };
+  put("0.json", record("a"));  // already appended (the driver died before removing the part)
+  put("1.json", record("b"));
+  json retry = record("a", "ok");
+  retry["attempt"] = 2;
+  put("2.json", retry);
+  std::ofstream(d + "/parts/s1/3.json.tmp.99") << "{\"key\": \"c\"";  // a task killed mid-write: not a part
+  EXPECT_THROW(ResultsDir(d, {}), ResultsError);  // parts are results: a plain run is refused
+  ResultsDir dir(d, {.resume = true});
+  auto recs = load_records(d);
+  ASSERT_EQ(recs.size(), 3u);  // a, b, a's attempt 2; a's attempt 1 not twice
+  EXPECT_EQ(recs[1]["key"], "b");
+  EXPECT_EQ(recs[2].value("attempt", 1), 2);
+  EXPECT_EQ(dir.recorded().at("a").attempt, 2);
+  EXPECT_TRUE(part_files(d).empty());
+  EXPECT_TRUE(fs::exists(d + "/parts/s1/3.json.tmp.99"));
+}
