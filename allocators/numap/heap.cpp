@@ -883,7 +883,7 @@ void Heap::maybe_start_decay() {
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 64 << 10);
   // Joinable: destroy() (tests) stops and joins it before unmapping what it reads.
-  if (pthread_create(&decay_thread_, &attr, decay_main, this) != 0) decay_state_.store(2);  // no thread; slow path only
+  if (pthread_create(&decay_thread_, &attr, decay_main, this) != 0) decay_state_.store(2);  // 2: slow path only
   pthread_attr_destroy(&attr);
 }
 
@@ -900,7 +900,10 @@ void Heap::fork_prepare() { for_each_lock([](Lock& l) { l.lock(); }); }
 void Heap::fork_parent() { for_each_lock([](Lock& l) { l.unlock(); }); }
 void Heap::fork_child() {
   for_each_lock([](Lock& l) { l.reset(); });
-  decay_state_.store(0);  // the decay thread does not exist in the child; its next slow path starts one
+  // The decay thread does not exist in the child, and a child of a multithreaded parent may not
+  // safely start threads (pthread_create is not async-signal-safe; TSan refuses it): the child
+  // applies the decay on its allocation slow path only. An exec starts afresh.
+  decay_state_.store(2);
 }
 
 // ---- statistics ---------------------------------------------------------------------------------

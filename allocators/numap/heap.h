@@ -167,7 +167,7 @@ class Heap {
   // cached page chunks. Order: registry_lock_, then a cache's page_lock, then Slot locks.
   Lock registry_lock_;
   ThreadCache* registry_ = nullptr;
-  std::atomic<int> decay_state_{0};  // 0 not started, 1 starting/running
+  std::atomic<int> decay_state_{0};  // 0 not started, 1 running, 2 none (failed, or a forked child)
   pthread_t decay_thread_{};
   std::uint32_t decay_stop_ = 0;     // futex word: 1 asks the background thread to exit (destroy)
   std::uint64_t epoch_ms_ = 0;
