@@ -137,9 +137,9 @@ class NumapCells(TempDirTest):
             self.assertLess(end["in_use_bytes"], st["in_use_bytes"], name)
         # The variant's environment reached the worker's numap (the options table it reports).
         self.assertEqual(by["numap"]["allocator_options"]["decay_ms"], 1000)
-        self.assertEqual(by["numap"]["allocator_options"]["exchange"], 1)
+        self.assertEqual(by["numap"]["allocator_options"]["exchange_ms"], 100)
         self.assertEqual(by["numap:keep"]["allocator_options"]["decay_ms"], 0)
-        self.assertEqual(by["numap:keep"]["allocator_options"]["exchange"], 0)
+        self.assertEqual(by["numap:keep"]["allocator_options"]["exchange_ms"], 0)
         self.assertEqual(by["numap:keep"]["phases"][-1]["alloc_stats"]["decay_bytes"], 0)
 
 

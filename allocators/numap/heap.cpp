@@ -241,12 +241,23 @@ void Heap::maybe_decay() {
 }
 
 void Heap::exchange(int part, int slot, std::uint64_t bytes) {
-  if (!opt_.exchange) return;
+  if (opt_.exchange_ms <= 0) return;
   NodePart& np = part_[part];
+  // Only pages idle for EXCHANGE_MS: under hot churn each class keeps the free chunks it is about
+  // to reuse (taking those made every fresh chunk cost a madvise and a refault: 20x slower on
+  // size_mix). A scan that found nothing idle enough is not repeated for a tenth of that time.
+  const std::uint32_t now = tick();
+  if (static_cast<std::int32_t>(now - np.exchange_after.load(std::memory_order_relaxed)) < 0) return;
   bool any = false;
   for (int s = 0; s < nslots_ && !any; ++s) any = s != slot && np.slots[s].free_mapped() != 0;
   if (!any) return;
-  exchanged_bytes_.fetch_add(purge_pages(bytes, part, slot, false, 0), std::memory_order_relaxed);
+  const std::uint64_t got =
+      purge_pages(bytes, part, slot, true, now - static_cast<std::uint32_t>(opt_.exchange_ms));
+  if (got == 0) {
+    const std::uint32_t pause = static_cast<std::uint32_t>(opt_.exchange_ms / 10 > 0 ? opt_.exchange_ms / 10 : 1);
+    np.exchange_after.store(now + pause, std::memory_order_relaxed);
+  }
+  exchanged_bytes_.fetch_add(got, std::memory_order_relaxed);
 }
 
 // ---- page chunks --------------------------------------------------------------------------------

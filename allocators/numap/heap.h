@@ -34,6 +34,7 @@ struct NodePart {
   SlabMeta* slab_meta = nullptr;
   std::uint64_t capacity = 0;  // 0 = unlimited
   std::atomic<std::uint64_t> mapped{0}, fallback_in{0}, huge_bytes{0};
+  std::atomic<std::uint32_t> exchange_after{0};  // tick before which exchange() does not scan again
 };
 
 class Heap {
@@ -141,8 +142,8 @@ class Heap {
   // or before tick `freed_by`. Returns bytes advised away.
   std::uint64_t purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by);
   // Fresh pages are about to be charged for slot `slot` of `part`: advise away as many bytes of
-  // free resident chunks of the other classes of that node, so RSS does not grow while free
-  // resident memory exists (NUMAP_EXCHANGE).
+  // free resident chunks of the node's other classes idle for NUMAP_EXCHANGE_MS, so RSS does not
+  // grow while idle resident memory exists.
   void exchange(int part, int slot, std::uint64_t bytes);
   void for_each_lock(void (*fn)(Lock&));
 

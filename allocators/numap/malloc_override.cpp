@@ -380,4 +380,4 @@ NUMAP_EXPORT int numap_option(size_t index, const char** name, long long* value,
   return 1;
 }
 
-NUMAP_EXPORT const char* numap_version(void) { return "numap 0.1.0"; }
+NUMAP_EXPORT const char* numap_version(void) { return "numap 0.3.0"; }

@@ -33,8 +33,8 @@ const OptionInfo kTable[] = {
      "per-thread cache of page-class chunks up to 256 KiB (charged bytes); 0 = off"},
     {"DECAY_THREAD", OptKind::kBool, 1, 0, 1, nullptr,
      "a background thread applies DECAY_MS while the program does not allocate"},
-    {"EXCHANGE", OptKind::kBool, 1, 0, 1, nullptr,
-     "before touching fresh pages, release as many free resident bytes of other classes"},
+    {"EXCHANGE_MS", OptKind::kInt, 100, 0, 3600000, nullptr,
+     "before touching fresh pages, advise away as many bytes of other classes' pages idle this long; 0 = off"},
     {"STATS_AT_EXIT", OptKind::kBool, 0, 0, 1, nullptr, "print one line of numap's counters to stderr at exit"},
 };
 constexpr std::size_t kCount = sizeof kTable / sizeof kTable[0];
@@ -164,7 +164,7 @@ Options options_from_env() {
       case 12: o.print = v != 0; break;
       case 13: o.page_cache_bytes = static_cast<std::uint64_t>(v); break;
       case 14: o.decay_thread = v != 0; break;
-      case 15: o.exchange = v != 0; break;
+      case 15: o.exchange_ms = v; break;
       case 16: o.stats_at_exit = v != 0; break;
     }
   }
@@ -206,7 +206,7 @@ long long option_value(const Options& o, std::size_t index, const char** text) {
     case 12: return o.print;
     case 13: return static_cast<long long>(o.page_cache_bytes);
     case 14: return o.decay_thread;
-    case 15: return o.exchange;
+    case 15: return o.exchange_ms;
     case 16: return o.stats_at_exit;
   }
   return 0;

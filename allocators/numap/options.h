@@ -38,7 +38,7 @@ struct Options {
   bool print = false;                // PRINT_OPTIONS
   std::uint64_t page_cache_bytes = 512 << 10;  // PAGE_CACHE_BYTES: per thread, page chunks <= 256 KiB
   bool decay_thread = true;          // DECAY_THREAD: a background thread applies the decay while idle
-  bool exchange = true;              // EXCHANGE: fresh pages of one class are paid for by free resident pages of others
+  long long exchange_ms = 100;       // EXCHANGE_MS: fresh pages are paid for by other classes' pages idle this long; 0 = off
   bool stats_at_exit = false;        // STATS_AT_EXIT: one summary line on stderr when the process exits
 };
 

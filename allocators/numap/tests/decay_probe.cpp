@@ -7,9 +7,11 @@
 //        takes the slow path, which advises the idle pages away;
 //      --trigger thread: the background thread does it with no call from the program.
 //   Either way numap's decay_bytes must cover 90% of the set and the kernel's RSS drop by 75% of it.
+//   3. malloc_trim purges now (young pages too) and mallinfo2 reports numap's figures.
 // Nothing here allocates between the measurements (statm is read with open/read).
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +158,30 @@ int main(int argc, char** argv) {
   if (dropped < set_bytes * 3 / 4) {
     fprintf(stderr, "decay_probe: the kernel's RSS dropped by %llu bytes, expected at least %llu\n",
             (unsigned long long)dropped, (unsigned long long)(set_bytes * 3 / 4));
+    ++failures;
+  }
+  // 3. malloc_trim and mallinfo2 are numap's: 16 MiB in use shows in uordblks; once freed,
+  // malloc_trim advises it away at once (no decay time) and the kernel's RSS drops.
+  char* volatile held = static_cast<char*>(malloc(16 << 20));
+  memset(held, 3, 16 << 20);
+  const struct mallinfo2 in_use = mallinfo2();
+  free(held);
+  const uint64_t trim_rss0 = rss_bytes();
+  const struct numap_stats trim0 = stats();
+  const int trimmed = malloc_trim(0);
+  const struct numap_stats trim1 = stats();
+  const uint64_t trim_rss1 = rss_bytes();
+  printf("decay_probe: mallinfo2 uordblks %zu KiB arena %zu KiB; malloc_trim -> %d, advised %llu KiB, RSS %llu -> %llu KiB\n",
+         in_use.uordblks >> 10, in_use.arena >> 10, trimmed,
+         (unsigned long long)((trim1.advised_bytes - trim0.advised_bytes) >> 10), (unsigned long long)(trim_rss0 >> 10),
+         (unsigned long long)(trim_rss1 >> 10));
+  if (in_use.uordblks < (16u << 20) || in_use.arena < in_use.uordblks) {
+    fprintf(stderr, "decay_probe: mallinfo2 does not report numap's 16 MiB in use\n");
+    ++failures;
+  }
+  if (trimmed != 1 || trim1.trims != trim0.trims + 1 || trim1.advised_bytes - trim0.advised_bytes < (16u << 20) ||
+      trim_rss0 < trim_rss1 + (12u << 20)) {
+    fprintf(stderr, "decay_probe: malloc_trim did not advise the freed 16 MiB away\n");
     ++failures;
   }
   return failures == 0 ? 0 : 1;
