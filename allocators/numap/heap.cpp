@@ -244,8 +244,9 @@ void Heap::exchange(int part, int slot, std::uint64_t bytes) {
   if (opt_.exchange_ms <= 0) return;
   NodePart& np = part_[part];
   // Only pages idle for EXCHANGE_MS: under hot churn each class keeps the free chunks it is about
-  // to reuse (taking those made every fresh chunk cost a madvise and a refault: 20x slower on
-  // size_mix). A scan that found nothing idle enough is not repeated for a tenth of that time.
+  // to reuse (taking those too made every fresh chunk under churn cost a madvise and a refault;
+  // size_mix ran an order of magnitude slower). A scan that found nothing idle enough is not
+  // repeated for a tenth of that time.
   const std::uint32_t now = tick();
   if (static_cast<std::int32_t>(now - np.exchange_after.load(std::memory_order_relaxed)) < 0) return;
   bool any = false;

@@ -65,7 +65,9 @@ struct numap_stats {
   uint64_t fallback_count[NUMAP_MAX_DISTANCES];    /* ... and allocations placed at it */
   struct numap_node_stats node[NUMAP_MAX_NODES];
   /* Version 2 (after node[], so a version-1 reader's struct_size still copies what it knows). */
-  uint64_t allocs;             /* calls served: thread-cache hits flushed so far + central allocations + huge */
+  uint64_t allocs;             /* allocations served, approximately: objects and chunks leaving the central
+                                  structures (to callers or thread caches) + thread-cache hits flushed so
+                                  far + huge; 0 means numap served nothing */
   uint64_t decay_passes;       /* passes advising away pages free longer than NUMAP_DECAY_MS */
   uint64_t decay_bytes;        /* bytes those passes advised away (also in advised_bytes) */
   uint64_t borrowed_bytes;     /* resident bytes of a larger class's free chunk that served a smaller request */
