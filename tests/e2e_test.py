@@ -102,6 +102,47 @@ class AllBackends(TempDirTest):
         self.assertEqual(by["mimalloc:eager"]["allocator_options"]["page_reset"], 1)
 
 
+class NumapCells(TempDirTest):
+    """numap cells through the harness: the worker's reader must see numap's own figures, with values
+    that show numap served the workload (not merely that the keys exist)."""
+
+    def test_numap_cells_report_real_stats_and_contention(self):
+        p = run(["run", "--allocators", "numap,numap:keep", "--workloads", "size_mix", "--threads", "2",
+                 "--reps", "1", "--out", self.out] + SMALL)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        by = {r["allocator"]: r for r in records(self.out)}
+        self.assertEqual(set(by), {"numap", "numap:keep"})
+        for name, r in by.items():
+            self.assertEqual(r["status"], "ok", r)
+            self.assertEqual(os.path.basename(r["library"]), "libnumap.so", r["library"])
+            churn = r["phases"][1]
+            self.assertEqual(churn["name"], "churn")
+            st = churn["alloc_stats"]
+            # Calls really went through numap: allocations counted, memory charged and in use,
+            # thread caches hit, and per-class entries with allocations in them.
+            self.assertGreater(st["allocs"], 20000, name)
+            self.assertGreater(st["in_use_bytes"], 1 << 20, name)
+            self.assertGreaterEqual(st["mapped_bytes"], st["in_use_bytes"] // 2, name)
+            self.assertGreater(st["tcache_hits"], 0, name)
+            self.assertGreater(st["mmap_calls"], 0, name)
+            self.assertTrue(any(c["allocs"] > 0 for c in st["classes"].values()), name)
+            # Contention: numap's own locks were taken; waits cannot exceed acquisitions.
+            ct = churn["contention"]
+            self.assertGreater(ct["num_ops"], 0, name)
+            self.assertLessEqual(ct["num_wait"], ct["num_ops"], name)
+            self.assertGreater(len(ct["mutexes"]), 0, name)
+            self.assertLessEqual(sum(m["num_ops"] for m in ct["mutexes"].values()), ct["num_ops"], name)
+            # At the end of release the live set is gone: numap's in-use figure is small.
+            end = r["phases"][-1]["alloc_stats"]
+            self.assertLess(end["in_use_bytes"], st["in_use_bytes"], name)
+        # The variant's environment reached the worker's numap (the options table it reports).
+        self.assertEqual(by["numap"]["allocator_options"]["decay_ms"], 1000)
+        self.assertEqual(by["numap"]["allocator_options"]["exchange_ms"], 100)
+        self.assertEqual(by["numap:keep"]["allocator_options"]["decay_ms"], 0)
+        self.assertEqual(by["numap:keep"]["allocator_options"]["exchange_ms"], 0)
+        self.assertEqual(by["numap:keep"]["phases"][-1]["alloc_stats"]["decay_bytes"], 0)
+
+
 class FailureIsolation(TempDirTest):
     def test_non_allocator_library_fails_its_cell_only(self):
         m = self.write("m.toml", f"""

@@ -50,6 +50,7 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   opt_ = options;
   topo_ = topology;
   os_ = os;
+  epoch_ms_ = os_->now_ms();
   numa_ = numa_enabled(topo_, opt_.numa);
   nparts_ = numa_ ? topo_.count : 1;
   span_ = opt_.class_span;
@@ -104,6 +105,12 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
 }
 
 void Heap::destroy() {
+  if (decay_state_.load() == 1) {
+    __atomic_store_n(&decay_stop_, 1u, __ATOMIC_RELEASE);
+    Os::wake(&decay_stop_);
+    pthread_join(decay_thread_, nullptr);
+    decay_state_.store(0);
+  }
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this) {
     unregister_cache(tc);
@@ -174,20 +181,23 @@ std::size_t Heap::purge(std::uint64_t want, int only_part) {
   purges_.fetch_add(1, std::memory_order_relaxed);
   // Cached page chunks are charged but not free in their Slots: return every thread's first.
   flush_all_page_caches();
+  return purge_pages(want, only_part, -1, false, 0);
+}
+
+std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by) {
   std::uint64_t got = 0;
   PurgeRun runs[32];
   // Largest classes first: the fewest calls for the most bytes, and the slabs (64 KiB) in their place.
-  for (int c = npage_ - 1; c >= -1; --c) {
+  for (int c = npage_ - 1; c >= 0; --c) {
     int slots[2] = {c + 1, -1};
-    if (c >= 0 && page_class_size(c) == kSlabBytes) slots[1] = kSlabSlot;
-    if (c == -1) break;
+    if (page_class_size(c) == kSlabBytes) slots[1] = kSlabSlot;
     for (int si : slots) {
-      if (si < 0) continue;
+      if (si < 0 || si == skip_slot) continue;
       for (int p = 0; p < nparts_; ++p) {
         if (only_part >= 0 && p != only_part) continue;
         Slot& sl = part_[p].slots[si];
         while (sl.free_mapped() != 0) {
-          const int n = sl.purge_begin(runs, 32, want != 0 ? want - got : 0);
+          const int n = sl.purge_begin(runs, 32, want != 0 ? want - got : 0, aged, freed_by);
           if (n == 0) break;
           std::uint64_t released = 0;
           for (int r = 0; r < n; ++r) {
@@ -209,11 +219,53 @@ std::size_t Heap::purge(std::uint64_t want, int only_part) {
   return got;
 }
 
+std::size_t Heap::trim() {
+  trims_.fetch_add(1, std::memory_order_relaxed);
+  ThreadCache* tc = thread_cache_tls();
+  if (tc->owner == this)
+    for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
+  return purge();
+}
+
+void Heap::maybe_decay() {
+  const std::uint32_t now = tick();
+  std::uint32_t next = next_decay_.load(std::memory_order_relaxed);
+  if (static_cast<std::int32_t>(now - next) < 0) return;
+  // One thread per quarter period does the pass; the others go on allocating.
+  const std::uint32_t period = static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
+  if (!next_decay_.compare_exchange_strong(next, now + period, std::memory_order_relaxed)) return;
+  decay_passes_.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t got =
+      purge_pages(0, -1, -1, true, now - static_cast<std::uint32_t>(opt_.decay_ms));
+  decay_bytes_.fetch_add(got, std::memory_order_relaxed);
+}
+
+void Heap::exchange(int part, int slot, std::uint64_t bytes) {
+  if (opt_.exchange_ms <= 0) return;
+  NodePart& np = part_[part];
+  // Only pages idle for EXCHANGE_MS: under hot churn each class keeps the free chunks it is about
+  // to reuse (taking those too made every fresh chunk under churn cost a madvise and a refault;
+  // size_mix ran an order of magnitude slower). A scan that found nothing idle enough is not
+  // repeated for a tenth of that time.
+  const std::uint32_t now = tick();
+  if (static_cast<std::int32_t>(now - np.exchange_after.load(std::memory_order_relaxed)) < 0) return;
+  bool any = false;
+  for (int s = 0; s < nslots_ && !any; ++s) any = s != slot && np.slots[s].free_mapped() != 0;
+  if (!any) return;
+  const std::uint64_t got =
+      purge_pages(bytes, part, slot, true, now - static_cast<std::uint32_t>(opt_.exchange_ms));
+  if (got == 0) {
+    const std::uint32_t pause = static_cast<std::uint32_t>(opt_.exchange_ms / 10 > 0 ? opt_.exchange_ms / 10 : 1);
+    np.exchange_after.store(now + pause, std::memory_order_relaxed);
+  }
+  exchanged_bytes_.fetch_add(got, std::memory_order_relaxed);
+}
+
 // ---- page chunks --------------------------------------------------------------------------------
 
 void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
                         bool borrow) {
-  maybe_start_decay();
+  on_slow_path();
   int order[kMaxNodes];
   std::uint64_t free_bytes[kMaxNodes];
   for (int pass = 0; pass < 2; ++pass) {
@@ -250,12 +302,15 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
       if (ext < need) {
         const Charge r = charge(m, (need - ext) * kPage);
         if (r != Charge::kOk) {
-          sl.give(static_cast<std::uint64_t>(i));
+          sl.give(static_cast<std::uint64_t>(i), tick());
           (r == Charge::kGlobalFull ? global_full : node_full) = true;
           continue;
         }
         sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
+        exchange(m, slot, (need - ext) * kPage);
         ext = static_cast<std::uint32_t>(need);
+      } else if (slot != slot0) {
+        borrowed_bytes_.fetch_add(ext * kPage, std::memory_order_relaxed);
       }
       sl.allocs.fetch_add(1, std::memory_order_relaxed);
       sl.in_use_bytes.fetch_add(sl.chunk(), std::memory_order_relaxed);
@@ -284,7 +339,7 @@ void Heap::chunk_free(int part, int slot, std::uint64_t index) {
   Slot& sl = part_[part].slots[slot];
   sl.frees.fetch_add(1, std::memory_order_relaxed);
   sl.in_use_bytes.fetch_sub(sl.chunk(), std::memory_order_relaxed);
-  sl.give(index);
+  sl.give(index, tick());
 }
 
 bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes) {
@@ -296,6 +351,7 @@ bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t by
     const Charge r = charge(part, (need - ext) * kPage);
     if (r == Charge::kOk) {
       sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
+      exchange(part, slot, (need - ext) * kPage);
       ext = static_cast<std::uint32_t>(need);
       return true;
     }
@@ -345,6 +401,7 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
   }
   part_[node].huge_bytes.fetch_add(bytes, std::memory_order_relaxed);
   huge_live_.fetch_add(1, std::memory_order_relaxed);
+  huge_allocs_.fetch_add(1, std::memory_order_relaxed);
   return p;
 }
 
@@ -506,7 +563,7 @@ void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool bo
 }
 
 void Heap::page_refill(ThreadCache* tc, int cls) {
-  maybe_start_decay();
+  // No decay here: the owner's page_lock is held, and starting the decay thread may allocate.
   recheck_node(tc);
   PageCacheList& l = tc->pages[cls];
   Slot& sl = part_[tc->node].slots[1 + cls];
@@ -561,7 +618,7 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep) {
     }
     sl.frees.fetch_add(static_cast<std::uint64_t>(k), std::memory_order_relaxed);
     sl.in_use_bytes.fetch_sub(static_cast<std::uint64_t>(k) * sl.chunk(), std::memory_order_relaxed);
-    sl.give_batch(idx, k);
+    sl.give_batch(idx, k, tick());
   }
   for (std::uint32_t j = 0; j < keep; ++j) l.chunk[j] = l.chunk[n + j];
   l.count = keep;
@@ -816,28 +873,29 @@ void* Heap::memalign(std::size_t align, std::size_t n) {
 
 namespace {
 void* decay_main(void* arg) {
-  auto* heap = static_cast<Heap*>(arg);
-  const long long ms = heap->options().decay_ms;
-  for (;;) {
-    timespec ts{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-    heap->purge();
-  }
+  static_cast<Heap*>(arg)->decay_loop();
   return nullptr;
 }
 }  // namespace
 
+void Heap::decay_loop() {
+  const long period = static_cast<long>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
+  while (__atomic_load_n(&decay_stop_, __ATOMIC_ACQUIRE) == 0) {
+    Os::sleep_unless(&decay_stop_, 0, period);
+    if (__atomic_load_n(&decay_stop_, __ATOMIC_ACQUIRE) != 0) break;
+    maybe_decay();
+  }
+}
+
 void Heap::maybe_start_decay() {
-  if (opt_.decay_ms <= 0 || decay_state_.load(std::memory_order_relaxed) != 0) return;
+  if (!opt_.decay_thread || decay_state_.load(std::memory_order_relaxed) != 0) return;
   int expected = 0;
   if (!decay_state_.compare_exchange_strong(expected, 1)) return;
-  pthread_t t;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 64 << 10);
-  if (pthread_create(&t, &attr, decay_main, this) != 0) decay_state_.store(0);
+  // Joinable: destroy() (tests) stops and joins it before unmapping what it reads.
+  if (pthread_create(&decay_thread_, &attr, decay_main, this) != 0) decay_state_.store(2);  // 2: slow path only
   pthread_attr_destroy(&attr);
 }
 
@@ -854,7 +912,10 @@ void Heap::fork_prepare() { for_each_lock([](Lock& l) { l.lock(); }); }
 void Heap::fork_parent() { for_each_lock([](Lock& l) { l.unlock(); }); }
 void Heap::fork_child() {
   for_each_lock([](Lock& l) { l.reset(); });
-  decay_state_.store(0);  // the purge thread does not exist in the child
+  // The decay thread does not exist in the child, and a child of a multithreaded parent may not
+  // safely start threads (pthread_create is not async-signal-safe; TSan refuses it): the child
+  // applies the decay on its allocation slow path only. An exec starts afresh.
+  decay_state_.store(2);
 }
 
 // ---- statistics ---------------------------------------------------------------------------------
@@ -881,6 +942,12 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
     s.enomem = enomem_.load();
     s.tcache_hits = tcache_hits_.load();
     s.tcache_misses = tcache_misses_.load();
+    s.decay_passes = decay_passes_.load();
+    s.decay_bytes = decay_bytes_.load();
+    s.borrowed_bytes = borrowed_bytes_.load();
+    s.exchanged_bytes = exchanged_bytes_.load();
+    s.trims = trims_.load();
+    s.allocs = s.tcache_hits + huge_allocs_.load(std::memory_order_relaxed);
     int nd = 0;
     for (int d = 0; d < 256 && nd < NUMAP_MAX_DISTANCES; ++d) {
       const std::uint64_t v = fallback_by_distance_[d].load(std::memory_order_relaxed);
@@ -901,13 +968,17 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
       for (int c = 0; c < kSmallClasses; ++c) {
         Central& ce = np.central[c];
         ns.in_use_bytes += ce.in_use_bytes.load(std::memory_order_relaxed);
+        s.allocs += ce.allocs.load(std::memory_order_relaxed);
         s.lock_acquisitions += ce.lock.acquisitions();
         s.lock_contended += ce.lock.contended();
         s.lock_wait_ns += ce.lock.wait_ns();
       }
       for (int si = 0; si < nslots_; ++si) {
         Slot& sl = np.slots[si];
-        if (si != kSlabSlot) ns.in_use_bytes += sl.in_use_bytes.load(std::memory_order_relaxed);
+        if (si != kSlabSlot) {
+          ns.in_use_bytes += sl.in_use_bytes.load(std::memory_order_relaxed);
+          s.allocs += sl.allocs.load(std::memory_order_relaxed);
+        }
         ns.advised_bytes += sl.advised_bytes.load(std::memory_order_relaxed);
         s.lock_acquisitions += sl.lock.acquisitions();
         s.lock_contended += sl.lock.contended();

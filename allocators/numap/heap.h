@@ -7,6 +7,8 @@
 // Topology and Os; the preloaded library builds one from the environment.
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +34,7 @@ struct NodePart {
   SlabMeta* slab_meta = nullptr;
   std::uint64_t capacity = 0;  // 0 = unlimited
   std::atomic<std::uint64_t> mapped{0}, fallback_in{0}, huge_bytes{0};
+  std::atomic<std::uint32_t> exchange_after{0};  // tick before which exchange() does not scan again
 };
 
 class Heap {
@@ -54,7 +57,16 @@ class Heap {
     return static_cast<const char*>(p) >= arena_ && static_cast<const char*>(p) < arena_ + arena_bytes_;
   }
 
+  // Capacity pressure, numap_purge: every thread's cached page chunks, then free mapped pages of
+  // any age, largest classes first, until want_bytes (0: all). Returns the bytes advised away.
   std::size_t purge(std::uint64_t want_bytes = 0, int part = -1);
+  // malloc_trim: the calling thread's cached small objects too, then purge().
+  std::size_t trim();
+  // Advises away free pages idle longer than the decay time, at most once per quarter of it
+  // (the allocation slow path and the background thread call this).
+  void maybe_decay();
+  // The background decay thread's body: sleeps a quarter of the decay time between passes.
+  void decay_loop();
   std::size_t stats(struct numap_stats* out, numap_class_stats* classes, std::size_t max_classes);
 
   void fork_prepare();
@@ -117,6 +129,22 @@ class Heap {
   void note_fallback(int from, int to);
   ThreadCache* cache();
   void maybe_start_decay();
+  void on_slow_path() {
+    if (opt_.decay_ms > 0) {
+      maybe_start_decay();
+      maybe_decay();
+    }
+  }
+  // Milliseconds since init, wrapping at 2^32 (chunk ages are compared wrap-safe).
+  std::uint32_t tick() const { return static_cast<std::uint32_t>(os_->now_ms() - epoch_ms_); }
+  // The purge loop shared by purge, decay and exchange: free mapped chunks of part `only_part`
+  // (-1: all), skipping slot `skip_slot`, largest classes first; `aged`: only those given back at
+  // or before tick `freed_by`. Returns bytes advised away.
+  std::uint64_t purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by);
+  // Fresh pages are about to be charged for slot `slot` of `part`: advise away as many bytes of
+  // free resident chunks of the node's other classes idle for NUMAP_EXCHANGE_MS, so RSS does not
+  // grow while idle resident memory exists.
+  void exchange(int part, int slot, std::uint64_t bytes);
   void for_each_lock(void (*fn)(Lock&));
 
   Options opt_;
@@ -140,8 +168,14 @@ class Heap {
   // cached page chunks. Order: registry_lock_, then a cache's page_lock, then Slot locks.
   Lock registry_lock_;
   ThreadCache* registry_ = nullptr;
-  std::atomic<int> decay_state_{0};  // 0 not started, 1 starting/running
+  std::atomic<int> decay_state_{0};  // 0 not started, 1 running, 2 none (failed, or a forked child)
+  pthread_t decay_thread_{};
+  std::uint32_t decay_stop_ = 0;     // futex word: 1 asks the background thread to exit (destroy)
+  std::uint64_t epoch_ms_ = 0;
+  std::atomic<std::uint32_t> next_decay_{0};  // tick before which no decay pass runs
+  std::atomic<std::uint64_t> decay_passes_{0}, decay_bytes_{0}, borrowed_bytes_{0}, exchanged_bytes_{0}, trims_{0};
   std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
+  std::atomic<std::uint64_t> huge_allocs_{0};
 };
 
 }  // namespace numap

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -43,7 +45,10 @@ struct FakeOs {
   }
   static int current_cpu() { return cpu; }
   static std::uint64_t policy_nodes() { return 0; }
+  static inline std::atomic<std::uint64_t> now{1000};  // the clock decay reads; tests move it
+  static std::uint64_t now_ms() { return now.load(); }
   static void reset() {
+    now = 1000;
     cpu = 0;
     binds = 0;
     bound_nodes = 0;
@@ -52,7 +57,7 @@ struct FakeOs {
   }
 };
 const OsOps kFakeOps{FakeOs::reserve, FakeOs::unmap, FakeOs::advise_free, FakeOs::advise_huge,
-                     FakeOs::bind,    FakeOs::current_cpu, FakeOs::policy_nodes};
+                     FakeOs::bind,    FakeOs::current_cpu, FakeOs::policy_nodes, FakeOs::now_ms};
 
 class HeapTest : public ::testing::Test {
  protected:
@@ -80,6 +85,28 @@ class HeapTest : public ::testing::Test {
     o.capacity = capacity;
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
+  }
+  // One node, no capacity, no thread caches (every page-class call reaches the Slots).
+  void make_decay(long long decay_ms, bool thread, long long exchange_ms) {
+    Topology t;
+    topology_single(&t, 0);
+    Options o;
+    o.class_span = 1ull << 30;
+    o.decay_ms = decay_ms;
+    o.decay_thread = thread;
+    o.exchange_ms = exchange_ms;
+    o.tcache = false;
+    ASSERT_TRUE(heap.init(o, t, &os));
+    heap_ready = true;
+  }
+  // n allocations of `bytes`, every page touched (resident).
+  std::vector<void*> touched(int n, std::size_t bytes) {
+    std::vector<void*> v;
+    for (int i = 0; i < n; ++i) {
+      v.push_back(heap.malloc(bytes));
+      memset(v.back(), 1, bytes);
+    }
+    return v;
   }
   Stats stats() {
     Stats s{};
@@ -207,9 +234,11 @@ TEST_F(HeapTest, CapacityPurgesFreePagesThenFailsWithEnomem) {
   void* big = heap.malloc(3 << 20);
   ASSERT_NE(big, nullptr);
   memset(big, 2, 3 << 20);
+  // One merged run of exactly the 3 MiB needed; the last free chunk is young, so no exchange.
   EXPECT_EQ(FakeOs::advises - before, 1);
   EXPECT_LE(heap.mapped_bytes(), 8u << 20);
-  EXPECT_EQ(stats().advised_bytes, 4u << 20);
+  EXPECT_EQ(stats().advised_bytes, 3u << 20);
+  EXPECT_EQ(stats().exchanged_bytes, 0u);
   heap.free(big);
   heap.free(keep[0]);
   heap.free(keep[1]);
@@ -325,6 +354,91 @@ TEST_F(HeapTest, PageClassCacheHitsAndPurgeReclaimsOtherThreadsCache) {
   other.join();
   Stats s = stats();
   EXPECT_GE(s.tcache_hits, 100u);
+}
+
+TEST_F(HeapTest, DecayAdvisesAwayOnlyChunksIdleLongerThanTheDecayTime) {
+  make_decay(100, false, 0);
+  std::vector<void*> v = touched(8, 1 << 20);
+  for (void* p : v) heap.free(p);
+  // Hot churn over 3.5 decay times, every chunk reused within 10 ms of its free: nothing is old.
+  for (int step = 0; step < 35; ++step) {
+    FakeOs::now += 10;
+    for (auto& p : v) p = heap.malloc(1 << 20);
+    for (void* p : v) heap.free(p);
+  }
+  EXPECT_GT(stats().decay_passes, 0u);
+  EXPECT_EQ(stats().advised_bytes, 0u);
+  EXPECT_EQ(stats().decay_bytes, 0u);
+  EXPECT_EQ(heap.mapped_bytes(), 8u << 20);
+  // Idle past the decay time: the next slow path advises the 8 idle chunks away (one merged run).
+  FakeOs::now += 150;
+  const int before = FakeOs::advises;
+  void* p = heap.malloc(1 << 20);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(stats().decay_bytes, 8u << 20);
+  EXPECT_EQ(stats().advised_bytes, 8u << 20);
+  EXPECT_EQ(FakeOs::advises - before, 1);
+  EXPECT_EQ(heap.mapped_bytes(), 1u << 20);  // only the chunk just handed out
+  heap.free(p);
+}
+
+TEST_F(HeapTest, DecayZeroNeverAdvises) {
+  make_decay(0, true, 0);
+  void* p = heap.malloc(1 << 20);
+  memset(p, 1, 1 << 20);
+  heap.free(p);
+  FakeOs::now += 1000000;
+  heap.free(heap.malloc(2 << 20));
+  EXPECT_EQ(stats().decay_passes, 0u);
+  EXPECT_EQ(stats().advised_bytes, 0u);
+}
+
+TEST_F(HeapTest, BackgroundThreadDecaysWithoutAllocations) {
+  make_decay(40, true, 0);
+  for (void* p : touched(4, 1 << 20)) heap.free(p);  // the first slow path starts the thread
+  FakeOs::now += 100;  // past the decay time; the program makes no call from here on
+  for (int i = 0; i < 2000 && stats().decay_bytes == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(stats().decay_bytes, 4u << 20);
+  EXPECT_EQ(heap.mapped_bytes(), 0u);
+}
+
+TEST_F(HeapTest, ExchangeReleasesOtherClassesIdlePagesBeforeFreshPages) {
+  for (bool exchange : {true, false}) {
+    make_decay(0, false, exchange ? 50 : 0);
+    for (void* p : touched(8, 1 << 20)) heap.free(p);
+    // Freed just now: hot, kept even though another class needs fresh pages.
+    FakeOs::now += 10;
+    heap.free(heap.malloc(2 << 20));
+    EXPECT_EQ(stats().exchanged_bytes, 0u);
+    EXPECT_EQ(heap.mapped_bytes(), 10u << 20);
+    FakeOs::now += 100;  // idle past EXCHANGE_MS
+    void* big = heap.malloc(4 << 20);  // another class, fresh pages
+    ASSERT_NE(big, nullptr);
+    memset(big, 2, 4 << 20);
+    if (exchange) {
+      EXPECT_EQ(stats().exchanged_bytes, 4u << 20);  // as many idle resident bytes as fresh ones
+      EXPECT_EQ(heap.mapped_bytes(), 10u << 20);
+    } else {
+      EXPECT_EQ(stats().exchanged_bytes, 0u);
+      EXPECT_EQ(heap.mapped_bytes(), 14u << 20);
+    }
+    heap.free(big);
+    heap.destroy();
+    heap_ready = false;
+    heap.~Heap();
+    new (&heap) Heap();
+  }
+}
+
+TEST_F(HeapTest, BorrowedChunksAreCounted) {
+  make_decay(0, false, 0);
+  void* p = heap.malloc(1 << 20);
+  memset(p, 1, 1 << 20);
+  heap.free(p);
+  void* q = heap.malloc(800 << 10);  // the 896 KiB class, empty: borrows the resident 1 MiB chunk
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(stats().borrowed_bytes, 1u << 20);
+  heap.free(q);
 }
 
 TEST_F(HeapTest, ForkedChildOfAMultithreadedParentAllocates) {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <new>
@@ -282,6 +283,84 @@ NUMAP_EXPORT_CXX void operator delete[](void* p, std::align_val_t, const std::no
 NUMAP_EXPORT_CXX void operator delete(void* p, std::size_t, std::align_val_t) noexcept { release(p); }
 NUMAP_EXPORT_CXX void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { release(p); }
 
+// ---- glibc's malloc extras: numap's own figures, not glibc's unused arena ----------------------
+
+// <malloc.h>'s layouts, spelled out: including it would redeclare the exported names noexcept.
+struct numap_mallinfo2 {
+  size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost;
+};
+struct numap_mallinfo {
+  int arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost;
+};
+
+namespace numap {
+namespace {
+// arena: bytes charged (may be resident) in numap's arena; hblkhd: huge mappings; uordblks: in
+// use (thread-cached objects count as in use, as in numap_stats); fordblks: charged but free.
+numap_mallinfo2 info() {
+  numap_mallinfo2 m{};
+  struct numap_stats s{};
+  s.struct_size = sizeof s;
+  heap()->stats(&s, nullptr, 0);
+  m.hblkhd = s.huge_bytes;
+  m.arena = s.mapped_bytes - s.huge_bytes;
+  m.uordblks = s.in_use_bytes - s.huge_bytes;
+  m.fordblks = m.arena > m.uordblks ? m.arena - m.uordblks : 0;
+  return m;
+}
+int clamp_int(size_t v) { return v > 0x7fffffff ? 0x7fffffff : static_cast<int>(v); }
+
+void print_counters(const char* what) {
+  struct numap_stats s{};
+  s.struct_size = sizeof s;
+  g_heap->stats(&s, nullptr, 0);
+  const struct {
+    const char* name;
+    std::uint64_t value;
+  } fields[] = {{" allocs=", s.allocs},           {" in_use_bytes=", s.in_use_bytes},
+                {" mapped_bytes=", s.mapped_bytes}, {" advised_bytes=", s.advised_bytes},
+                {" decay_passes=", s.decay_passes}, {" decay_bytes=", s.decay_bytes},
+                {" borrowed_bytes=", s.borrowed_bytes}, {" exchanged_bytes=", s.exchanged_bytes},
+                {" purges=", s.purges},           {" trims=", s.trims},
+                {" tcache_misses=", s.tcache_misses}, {" lock_acquisitions=", s.lock_acquisitions}};
+  write_stderr("numap: ");
+  write_stderr(what);
+  write_stderr(" pid=");
+  write_stderr_u64(static_cast<std::uint64_t>(getpid()));
+  for (const auto& f : fields) {
+    write_stderr(f.name);
+    write_stderr_u64(f.value);
+  }
+  write_stderr("\n");
+}
+
+// NUMAP_STATS_AT_EXIT=1: proof, from inside any program, that numap served it (the preload tests
+// read this line; a silently failed preload prints nothing).
+__attribute__((destructor)) void stats_at_exit() {
+  if (g_state.load(std::memory_order_acquire) == 2 && g_options.stats_at_exit) print_counters("exit");
+}
+}  // namespace
+}  // namespace numap
+
+NUMAP_EXPORT struct numap_mallinfo2 mallinfo2(void) { return numap::info(); }
+
+NUMAP_EXPORT struct numap_mallinfo mallinfo(void) {
+  const numap_mallinfo2 m = numap::info();
+  numap_mallinfo o{};
+  o.arena = numap::clamp_int(m.arena);
+  o.hblkhd = numap::clamp_int(m.hblkhd);
+  o.uordblks = numap::clamp_int(m.uordblks);
+  o.fordblks = numap::clamp_int(m.fordblks);
+  return o;
+}
+
+NUMAP_EXPORT int malloc_trim(size_t) { return numap::heap()->trim() > 0 ? 1 : 0; }
+
+NUMAP_EXPORT void malloc_stats(void) {
+  numap::heap();
+  numap::print_counters("malloc_stats");
+}
+
 // ---- numap's own API ----------------------------------------------------------------------------
 
 NUMAP_EXPORT size_t numap_stats(struct numap_stats* out, struct numap_class_stats* classes, size_t max_classes) {
@@ -301,4 +380,4 @@ NUMAP_EXPORT int numap_option(size_t index, const char** name, long long* value,
   return 1;
 }
 
-NUMAP_EXPORT const char* numap_version(void) { return "numap 0.1.0"; }
+NUMAP_EXPORT const char* numap_version(void) { return "numap 0.3.0"; }

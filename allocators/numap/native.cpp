@@ -52,6 +52,12 @@ nlohmann::json read_stats() {
   out["enomem"] = s.enomem;
   out["tcache_hits"] = s.tcache_hits;
   out["tcache_misses"] = s.tcache_misses;
+  out["allocs"] = s.allocs;
+  out["decay_passes"] = s.decay_passes;
+  out["decay_bytes"] = s.decay_bytes;
+  out["borrowed_bytes"] = s.borrowed_bytes;
+  out["exchanged_bytes"] = s.exchanged_bytes;
+  out["trims"] = s.trims;
   out["numa_enabled"] = s.numa_enabled;
   nlohmann::json fallback = nlohmann::json::object();
   for (int i = 0; i < NUMAP_MAX_DISTANCES; ++i)

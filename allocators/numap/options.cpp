@@ -17,7 +17,8 @@ const OptionInfo kTable[] = {
     {"NODE_CAPACITY", OptKind::kSize, 0, 0, 1ll << 50, nullptr, "bytes per node; 0 = the node's MemTotal"},
     {"CLASS_SPAN", OptKind::kSize, 16 * kG, 256ll << 20, 1ll << 40, nullptr,
      "address space reserved per (node, class), a power of two"},
-    {"DECAY_MS", OptKind::kInt, 0, 0, 3600000, nullptr, "background purge of free pages every N ms; 0 = off"},
+    {"DECAY_MS", OptKind::kInt, 1000, 0, 3600000, nullptr,
+     "free pages idle longer than N ms are advised away (slow path, background thread); 0 = never"},
     {"NEXT_BELOW", OptKind::kSize, 0, 0, 1 << 20, nullptr,
      "requests below this size go to the next allocator (numap:velox uses 3072)"},
     {"NUMA", OptKind::kInt, -1, -1, 1, nullptr, "-1 auto (on with >1 usable node), 0 off, 1 on"},
@@ -30,6 +31,11 @@ const OptionInfo kTable[] = {
     {"PRINT_OPTIONS", OptKind::kBool, 0, 0, 1, nullptr, "print effective options to stderr at start"},
     {"PAGE_CACHE_BYTES", OptKind::kSize, 512 << 10, 0, 1ll << 30, nullptr,
      "per-thread cache of page-class chunks up to 256 KiB (charged bytes); 0 = off"},
+    {"DECAY_THREAD", OptKind::kBool, 1, 0, 1, nullptr,
+     "a background thread applies DECAY_MS while the program does not allocate"},
+    {"EXCHANGE_MS", OptKind::kInt, 100, 0, 3600000, nullptr,
+     "before touching fresh pages, advise away as many bytes of other classes' pages idle this long; 0 = off"},
+    {"STATS_AT_EXIT", OptKind::kBool, 0, 0, 1, nullptr, "print one line of numap's counters to stderr at exit"},
 };
 constexpr std::size_t kCount = sizeof kTable / sizeof kTable[0];
 
@@ -157,6 +163,9 @@ Options options_from_env() {
       case 11: o.sysfs_root = value; break;
       case 12: o.print = v != 0; break;
       case 13: o.page_cache_bytes = static_cast<std::uint64_t>(v); break;
+      case 14: o.decay_thread = v != 0; break;
+      case 15: o.exchange_ms = v; break;
+      case 16: o.stats_at_exit = v != 0; break;
     }
   }
   // Unknown NUMAP_* names are typos that would otherwise be silently ignored.
@@ -196,6 +205,9 @@ long long option_value(const Options& o, std::size_t index, const char** text) {
     case 11: *text = o.sysfs_root; return 0;
     case 12: return o.print;
     case 13: return static_cast<long long>(o.page_cache_bytes);
+    case 14: return o.decay_thread;
+    case 15: return o.exchange_ms;
+    case 16: return o.stats_at_exit;
   }
   return 0;
 }

@@ -26,7 +26,7 @@ struct Options {
   std::uint64_t capacity = 0;        // CAPACITY: bytes all nodes together may have mapped; 0 = unlimited
   std::uint64_t node_capacity = 0;   // NODE_CAPACITY: per node; 0 = the node's MemTotal
   std::uint64_t class_span = 16ull << 30;  // CLASS_SPAN: address space reserved per (node, class)
-  long long decay_ms = 0;            // DECAY_MS: background purge period; 0 = off
+  long long decay_ms = 1000;         // DECAY_MS: free pages older than this are advised away; 0 = never
   std::uint64_t next_below = 0;      // NEXT_BELOW: requests below go to the next allocator (velox: 3072)
   int numa = -1;                     // NUMA: -1 auto, 0 off, 1 on (even on one node)
   int distance_limit = 0;            // DISTANCE_LIMIT: farthest fallback distance; 0 = none
@@ -37,6 +37,9 @@ struct Options {
   const char* sysfs_root = "/sys";   // SYSFS_ROOT: where devices/system/node lives (tests)
   bool print = false;                // PRINT_OPTIONS
   std::uint64_t page_cache_bytes = 512 << 10;  // PAGE_CACHE_BYTES: per thread, page chunks <= 256 KiB
+  bool decay_thread = true;          // DECAY_THREAD: a background thread applies the decay while idle
+  long long exchange_ms = 100;       // EXCHANGE_MS: fresh pages are paid for by other classes' pages idle this long; 0 = off
+  bool stats_at_exit = false;        // STATS_AT_EXIT: one summary line on stderr when the process exits
 };
 
 const OptionInfo* option_table(std::size_t* count);

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace numap {
@@ -41,8 +43,14 @@ std::uint64_t real_policy_nodes() {
   return mode == kMpolBind ? mask[0] : 0;
 }
 
+std::uint64_t real_now_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+}
+
 const OsOps kReal{real_reserve, real_unmap, real_advise_free, real_advise_huge,
-                  real_bind, real_current_cpu, real_policy_nodes};
+                  real_bind, real_current_cpu, real_policy_nodes, real_now_ms};
 
 }  // namespace
 
@@ -74,6 +82,13 @@ bool Os::bind(void* p, std::size_t bytes, int os_node) {
   counters.mbind_calls.fetch_add(1, std::memory_order_relaxed);
   return ops_->bind(p, bytes, os_node) == 0;
 }
+
+void Os::sleep_unless(const std::uint32_t* word, std::uint32_t expected, long ms) {
+  timespec ts{static_cast<time_t>(ms / 1000), (ms % 1000) * 1000000};
+  ::syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, &ts, nullptr, 0);
+}
+
+void Os::wake(const std::uint32_t* word) { ::syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0); }
 
 void write_stderr(const char* s) {
   std::size_t n = ::strlen(s);

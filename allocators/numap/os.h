@@ -20,6 +20,9 @@ struct OsOps {
   int (*current_cpu)();                                      // getcpu; -1 when unknown
   // Nodes the memory policy binds the process to (MPOL_BIND), as a mask; 0 = not bound / unknown.
   std::uint64_t (*policy_nodes)();
+  // Milliseconds of a monotonic clock (CLOCK_MONOTONIC_COARSE: a vDSO read, no system call);
+  // tests inject a clock they move by hand to check decay by age.
+  std::uint64_t (*now_ms)();
 };
 
 struct OsCounters {
@@ -44,6 +47,11 @@ class Os {
   bool bind(void* p, std::size_t bytes, int os_node);
   int current_cpu() const { return ops_->current_cpu(); }
   std::uint64_t policy_nodes() const { return ops_->policy_nodes(); }
+  std::uint64_t now_ms() const { return ops_->now_ms(); }
+  // Sleeps up to `ms` unless *word != expected or wake(word) is called (futex: the background
+  // decay thread sleeps here so that a heap being destroyed need not wait out its period).
+  static void sleep_unless(const std::uint32_t* word, std::uint32_t expected, long ms);
+  static void wake(const std::uint32_t* word);
 
   OsCounters counters;
 

@@ -13,7 +13,7 @@ std::uint64_t round8(std::uint64_t b) { return (b + 7) & ~std::uint64_t{7}; }
 std::size_t Slot::metadata_bytes(std::uint64_t nchunks) {
   std::uint64_t w = words_for(nchunks);
   std::uint64_t s = words_for(w);
-  return (2 * w + 2 * s) * 8 + round8(nchunks * 4);
+  return (2 * w + 2 * s) * 8 + 2 * round8(nchunks * 4);
 }
 
 void Slot::init(char* base, std::uint64_t chunk, std::uint64_t nchunks, std::uint32_t grain_pages, void* meta) {
@@ -29,6 +29,7 @@ void Slot::init(char* base, std::uint64_t chunk, std::uint64_t nchunks, std::uin
   full_sum_ = mapped_ + nwords_;
   fm_sum_ = full_sum_ + s;
   extent_ = reinterpret_cast<std::uint32_t*>(fm_sum_ + s);
+  freed_at_ = reinterpret_cast<std::uint32_t*>(reinterpret_cast<char*>(extent_) + round8(nchunks * 4));
   // Bits past the end are permanently "allocated", so no search ever returns them.
   if (nchunks % 64 != 0) {
     alloc_[nwords_ - 1] = ~std::uint64_t{0} << (nchunks % 64);
@@ -63,14 +64,14 @@ int Slot::take_batch(std::uint64_t* out, int n, bool mapped_only) {
   return got;
 }
 
-void Slot::give(std::uint64_t i) {
+void Slot::give(std::uint64_t i, std::uint32_t now) {
   LockGuard g(lock);
-  give_locked(i);
+  give_locked(i, now);
 }
 
-void Slot::give_batch(const std::uint64_t* idx, int n) {
+void Slot::give_batch(const std::uint64_t* idx, int n, std::uint32_t now) {
   LockGuard g(lock);
-  for (int k = 0; k < n; ++k) give_locked(idx[k]);
+  for (int k = 0; k < n; ++k) give_locked(idx[k], now);
 }
 
 std::int64_t Slot::take_locked() {
@@ -109,10 +110,11 @@ std::int64_t Slot::take_locked() {
   return -1;
 }
 
-void Slot::give_locked(std::uint64_t i) {
+void Slot::give_locked(std::uint64_t i, std::uint32_t now) {
   const std::uint64_t w = i / 64, bit = std::uint64_t{1} << (i % 64);
   alloc_[w] &= ~bit;
   if (extent_[i] != 0) {
+    freed_at_[i] = now;
     mapped_[w] |= bit;
     ++free_mapped_;
     if (w < fm_hint_) fm_hint_ = w;
@@ -121,7 +123,7 @@ void Slot::give_locked(std::uint64_t i) {
   refresh(w);
 }
 
-int Slot::purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes) {
+int Slot::purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes, bool aged, std::uint32_t freed_by) {
   LockGuard g(lock);
   int n = 0;
   std::uint64_t got = 0;
@@ -137,6 +139,13 @@ int Slot::purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes) {
       std::uint64_t w = s * 64 + ww;
       if (w >= nwords_) break;
       std::uint64_t bits = ~alloc_[w] & mapped_[w];
+      if (aged) {
+        // Wrap-safe: ticks are milliseconds in 32 bits; a chunk freed after `freed_by` is young.
+        for (std::uint64_t young = bits; young != 0; young &= young - 1) {
+          const std::uint64_t b = static_cast<std::uint64_t>(__builtin_ctzll(young));
+          if (static_cast<std::int32_t>(freed_by - freed_at_[w * 64 + b]) < 0) bits &= ~(std::uint64_t{1} << b);
+        }
+      }
       if (bits == 0) {
         open = false;
         continue;
@@ -148,12 +157,13 @@ int Slot::purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes) {
         }
         const std::uint64_t i = w * 64 + b;
         const std::uint64_t bytes = std::uint64_t{extent_[i]} * kPage;
+        if (want_bytes != 0 && got >= want_bytes) goto done;  // no more than asked (exchange, capacity)
         if (open && runs[n - 1].first + runs[n - 1].count == i &&
             runs[n - 1].bytes == std::uint64_t{runs[n - 1].count} * chunk_) {
           runs[n - 1].count++;
           runs[n - 1].bytes += bytes;
         } else {
-          if (n == max_runs || (want_bytes != 0 && got >= want_bytes)) goto done;
+          if (n == max_runs) goto done;
           runs[n++] = PurgeRun{static_cast<std::uint32_t>(i), 1, bytes, false};
         }
         open = true;

@@ -3,7 +3,8 @@
 // purged) and `mapped` (a free chunk whose pages may be resident), plus one-bit-per-word summaries
 // so finding a free mapped chunk (reuse before touching new pages) or the lowest free chunk does
 // not scan the whole bitmap. `extent[i]` is how many pages of chunk i may be resident: what was
-// charged to the capacity for it. A Slot makes no system call: purging hands runs out under the
+// charged to the capacity for it; `freed_at[i]` when a free mapped chunk was last given back (the
+// heap's millisecond tick), so decay can advise away only chunks idle longer than the decay time. A Slot makes no system call: purging hands runs out under the
 // lock and takes them back after the caller's madvise, so the lock is never held across a syscall.
 #pragma once
 
@@ -32,15 +33,17 @@ class Slot {
   std::int64_t take();
   // Takes a free mapped chunk only; -1 when there is none. Locks inside.
   std::int64_t take_mapped();
-  // Returns chunk i; it stays mapped iff extent(i) > 0.
-  void give(std::uint64_t i);
+  // Returns chunk i at tick `now`; it stays mapped iff extent(i) > 0.
+  void give(std::uint64_t i, std::uint32_t now);
   // Up to n chunks under one lock acquisition (thread caches' transfers): mapped ones first, then
   // fresh ones. Returns how many were written to out.
   int take_batch(std::uint64_t* out, int n, bool mapped_only);
-  void give_batch(const std::uint64_t* idx, int n);
+  void give_batch(const std::uint64_t* idx, int n, std::uint32_t now);
   // Marks up to max_runs runs of free mapped chunks as being purged (taken) and clears their
   // mapped bits; returns how many runs. The caller advises them away, then calls purge_done.
-  int purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes);
+  // With `aged`, only chunks given back at or before tick `freed_by` qualify (decay by age).
+  int purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes, bool aged = false,
+                  std::uint32_t freed_by = 0);
   void purge_done(const PurgeRun* runs, int n);
 
   char* base() const { return base_; }
@@ -63,7 +66,7 @@ class Slot {
  private:
   void refresh(std::uint64_t w);  // recompute both summaries for word w
   std::int64_t take_locked();
-  void give_locked(std::uint64_t i);
+  void give_locked(std::uint64_t i, std::uint32_t now);
 
   char* base_ = nullptr;
   std::uint64_t chunk_ = 0, nchunks_ = 0, nwords_ = 0;
@@ -73,6 +76,7 @@ class Slot {
   std::uint64_t* full_sum_ = nullptr;  // bit w: alloc word w is all ones (no free chunk)
   std::uint64_t* fm_sum_ = nullptr;    // bit w: word w has a free mapped chunk
   std::uint32_t* extent_ = nullptr;
+  std::uint32_t* freed_at_ = nullptr;  // tick at which each free mapped chunk was given back
   std::atomic<std::uint64_t> free_mapped_{0};  // written under the lock; read racily to skip empty slots
   std::uint64_t nonfull_hint_ = 0;     // no word below this has a free chunk
   std::uint64_t fm_hint_ = 0;          // no word below this has a free mapped chunk

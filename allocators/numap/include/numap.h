@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 1
+#define NUMAP_STATS_VERSION 2
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -64,6 +64,16 @@ struct numap_stats {
   uint32_t fallback_distance[NUMAP_MAX_DISTANCES]; /* distance d (0 = unused slot) ... */
   uint64_t fallback_count[NUMAP_MAX_DISTANCES];    /* ... and allocations placed at it */
   struct numap_node_stats node[NUMAP_MAX_NODES];
+  /* Version 2 (after node[], so a version-1 reader's struct_size still copies what it knows). */
+  uint64_t allocs;             /* allocations served, approximately: objects and chunks leaving the central
+                                  structures (to callers or thread caches) + thread-cache hits flushed so
+                                  far + huge; 0 means numap served nothing */
+  uint64_t decay_passes;       /* passes advising away pages free longer than NUMAP_DECAY_MS */
+  uint64_t decay_bytes;        /* bytes those passes advised away (also in advised_bytes) */
+  uint64_t borrowed_bytes;     /* resident bytes of a larger class's free chunk that served a smaller request */
+  uint64_t exchanged_bytes;    /* free resident bytes of other classes advised away so that a request
+                                  needing fresh pages did not raise RSS (NUMAP_EXCHANGE) */
+  uint64_t trims;              /* malloc_trim calls */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
@@ -71,7 +81,7 @@ struct numap_stats {
  * array when it exceeds max_classes). Returns 0 and fills nothing before numap is initialised. */
 size_t numap_stats(struct numap_stats* out, struct numap_class_stats* classes, size_t max_classes);
 
-/* Advises away every free mapped page now; returns the bytes released. */
+/* Advises away every free mapped page now (malloc_trim does the same); returns the bytes released. */
 size_t numap_purge(void);
 
 /* The effective options: index 0.. until it returns 0. *value is the number (sizes in bytes);

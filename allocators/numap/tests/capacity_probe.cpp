@@ -2,14 +2,21 @@
 // sizes (1 KiB .. 4 MiB, then beyond the capacity) and checks against the KERNEL's figures (VmRSS,
 // VmHWM from /proc/self/status, not numap's counters) that RSS never exceeds the baseline plus the
 // capacity plus numap's documented metadata bound (allocators/numap/README.md), that requests
-// which cannot fit fail with ENOMEM, and that the process keeps working afterwards.
+// which cannot fit fail with ENOMEM, and that the process keeps working afterwards. With
+// NUMAP_DECAY_MS > 0 it also checks that, idle after the last free, decay advised the freed pages
+// away: numap's decay counter moved and the kernel's VmRSS dropped by most of them.
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <chrono>
 #include <cstdint>
+#include <thread>
 #include <vector>
+
+#include "allocators/numap/include/numap.h"
 
 namespace {
 
@@ -31,6 +38,17 @@ int main() {
     fprintf(stderr, "capacity_probe: set NUMAP_CAPACITY (and preload libnumap.so)\n");
     return 2;
   }
+  auto* stats_fn = reinterpret_cast<decltype(&numap_stats)>(dlsym(RTLD_DEFAULT, "numap_stats"));
+  if (stats_fn == nullptr) {
+    fprintf(stderr, "capacity_probe: numap_stats not found: libnumap.so is not preloaded\n");
+    return 1;
+  }
+  auto numap_counters = [&] {
+    struct numap_stats s {};
+    s.struct_size = sizeof s;
+    stats_fn(&s, nullptr, 0);
+    return s;
+  };
   const uint64_t cap = strtoull(cap_env, nullptr, 10) << 20;  // given in MiB
   const uint64_t bound = (4u << 20) + cap / 256;             // README: metadata bound
   std::vector<std::pair<char*, size_t>> live;
@@ -96,7 +114,33 @@ int main() {
     ++failures;
   } else {
     memset(again, 1, cap / 2);
-    free(again);
+    const char* decay_env = getenv("NUMAP_DECAY_MS");
+    const long decay_ms = decay_env != nullptr ? atol(decay_env) : 0;
+    if (decay_ms > 0) {
+      const struct numap_stats before = numap_counters();
+      const uint64_t rss_before = status_kib("VmRSS:");
+      free(again);
+      // The background thread (on by default) applies the decay while this thread only sleeps.
+      for (int i = 0; i < 400 && numap_counters().decay_bytes - before.decay_bytes < cap / 2; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(decay_ms));
+      const uint64_t decayed = numap_counters().decay_bytes - before.decay_bytes;
+      const uint64_t rss_after = status_kib("VmRSS:");
+      printf("capacity_probe: decay advised %llu KiB after the last free; VmRSS %llu -> %llu KiB\n",
+             (unsigned long long)(decayed >> 10), (unsigned long long)(rss_before >> 10),
+             (unsigned long long)(rss_after >> 10));
+      if (decayed < cap / 2) {
+        fprintf(stderr, "decay advised %llu bytes away, expected the freed %llu\n", (unsigned long long)decayed,
+                (unsigned long long)(cap / 2));
+        ++failures;
+      }
+      if (rss_after + cap / 2 * 3 / 4 > rss_before) {
+        fprintf(stderr, "VmRSS fell from %llu to %llu only: the decayed pages are still resident\n",
+                (unsigned long long)rss_before, (unsigned long long)rss_after);
+        ++failures;
+      }
+    } else {
+      free(again);
+    }
   }
   const uint64_t hwm = status_kib("VmHWM:");
   if (hwm > baseline + cap + bound) {

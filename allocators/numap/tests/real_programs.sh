@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Real programs under libnumap.so, their outputs compared with the same programs on glibc:
 # python3 (dict- and string-heavy), sqlite3 (1e6 rows inserted, indexed and queried), git (log,
-# rev-list, grep, clone, fsck on the project repo). Extra environment (e.g. NUMAP_NEXT_BELOW=3072)
+# rev-list, grep, clone, fsck on the project repo), multi-threaded compression (xz -T2, zstd -T2
+# round trips of the repo's archive), perl (hash- and string-heavy) and a C++ compiler run
+# (g++ -O2 -S of numap's own heap.cpp). Extra environment (e.g. NUMAP_NEXT_BELOW=3072)
 # is passed through. Exit 0: every output identical and numap really served malloc.
 #   real_programs.sh /path/to/libnumap.so /path/to/repo
 set -euo pipefail
 lib=$1
 repo=$2
-command -v sqlite3 >/dev/null || { echo "real_programs.sh: sqlite3 missing (ci/setup.sh installs it)" >&2; exit 1; }
+for tool in sqlite3 xz zstd perl g++; do
+  command -v "$tool" >/dev/null || { echo "real_programs.sh: $tool missing (ci/setup.sh installs it)" >&2; exit 1; }
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail=0
@@ -94,5 +98,12 @@ compare git-log git -C "$repo" log --stat -n 300 --format='%H %s'
 compare git-rev-list sh -c "git -C '$repo' rev-list --all --objects | sort"
 compare git-grep git -C "$repo" grep -n -I -e malloc -e numap HEAD
 compare git-clone-fsck sh -c "d=\$(mktemp -d -p '$work'); git clone -q --no-local '$repo' \$d/c && git -C \$d/c fsck --full 2>&1 | sort && git -C \$d/c log --format=%H | head -50; rm -rf \$d"
+
+compare xz-threads sh -c "git -C '$repo' archive HEAD | xz -T2 -6 -c | xz -T2 -d -c | sha256sum"
+compare zstd-threads sh -c "git -C '$repo' archive HEAD | zstd -T2 -q -c | zstd -d -q -c | sha256sum"
+compare perl perl -e 'my %h; for my $i (1..300000) { $h{"k$i" . ("x" x ($i % 29))} = [$i, reverse("v$i")] }
+  delete $h{$_} for grep { /7$/ } keys %h; my $s = join(",", map { $h{$_}[1] } sort keys %h);
+  print scalar(keys %h), " ", length($s), " ", substr($s, 0, 60), "\n";'
+compare gxx-compile sh -c "g++ -std=c++20 -O2 -S -o - -I '$repo' '$repo/allocators/numap/heap.cpp' | sha256sum"
 
 exit $fail

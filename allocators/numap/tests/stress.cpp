@@ -8,6 +8,7 @@
 //   numap_stress [--ops N] [--threads T] [--seed S]      (ops are per thread)
 // Built twice: numap_stress calls the C library names (run it with LD_PRELOAD=libnumap.so), and
 // numap_stress_heap drives a numap::Heap from the static library in-process. Exit 0: zero mismatches.
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -49,6 +50,7 @@ void* pvalloc(size_t n) { return heap->memalign(4096, (n + 4095) & ~size_t{4095}
 size_t usable(void* p) { return heap->usable_size(p); }
 }  // namespace api
 #else
+#include "allocators/numap/include/numap.h"
 namespace api {
 using ::aligned_alloc;
 using ::calloc;
@@ -271,6 +273,27 @@ int main(int argc, char** argv) {
   if (!heap.init(o, t, &os)) return 3;
   api::heap = &heap;
 #endif
+#ifndef NUMAP_STRESS_HEAP
+  // This build only means something with libnumap.so preloaded: prove that it serves malloc (the
+  // symbol the process resolves lives in libnumap.so, and numap's own counter moves), so a preload
+  // that silently did not take fails instead of stress-testing glibc.
+  Dl_info where{};
+  void* resolved = dlsym(RTLD_DEFAULT, "malloc");
+  auto* stats_fn = reinterpret_cast<decltype(&numap_stats)>(dlsym(RTLD_DEFAULT, "numap_stats"));
+  if (resolved == nullptr || dladdr(resolved, &where) == 0 || where.dli_fname == nullptr ||
+      strstr(where.dli_fname, "libnumap") == nullptr || stats_fn == nullptr) {
+    fprintf(stderr, "numap_stress: malloc resolves to %s, not libnumap.so (is LD_PRELOAD set?)\n",
+            where.dli_fname != nullptr ? where.dli_fname : "nothing");
+    return 1;
+  }
+  auto served = [&] {
+    struct numap_stats s {};
+    s.struct_size = sizeof s;
+    stats_fn(&s, nullptr, 0);
+    return s.allocs;
+  };
+  const uint64_t served_before = served();
+#endif
   std::vector<std::thread> ts;
   for (int i = 0; i < threads; ++i) ts.emplace_back(worker, i, ops, seed);
   for (auto& t : ts) t.join();
@@ -283,5 +306,17 @@ int main(int argc, char** argv) {
   }
   printf("numap_stress: %d threads, %llu API calls checked, %llu mismatches\n", threads,
          static_cast<unsigned long long>(g_ops.load()), static_cast<unsigned long long>(g_mismatches.load()));
+#ifndef NUMAP_STRESS_HEAP
+  // The workers' caches were returned at thread exit, so their hits are counted by now. Most calls
+  // allocate; with NUMAP_NEXT_BELOW (velox) the small ones go to glibc, the rest still to numap.
+  const uint64_t by_numap = served() - served_before;
+  printf("numap_stress: libnumap served %llu allocations\n", static_cast<unsigned long long>(by_numap));
+  const uint64_t at_least = getenv("NUMAP_NEXT_BELOW") != nullptr ? 1 : g_ops.load() / 10;
+  if (by_numap < at_least) {
+    fprintf(stderr, "numap_stress: libnumap served %llu allocations, expected at least %llu\n",
+            static_cast<unsigned long long>(by_numap), static_cast<unsigned long long>(at_least));
+    return 1;
+  }
+#endif
   return g_mismatches.load() == 0 ? 0 : 1;
 }
