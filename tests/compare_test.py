@@ -2,6 +2,7 @@
 planted cells move, in the planted direction; bad input is a usage error. No timings asserted."""
 import json
 import os
+import re
 import shutil
 
 from e2e_test import TempDirTest, run
@@ -82,6 +83,39 @@ class Compare(TempDirTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("allocmark_plots: skipped compare overlay: no cell's RSS moved", p.stderr)
         self.assertTrue(os.path.isfile(os.path.join(self.tmp, "same", "compare-changes.png")))
+
+    def test_the_comparison_page_in_a_real_browser(self):
+        import report_test
+        before, after, page = os.path.join(self.tmp, "before"), os.path.join(self.tmp, "after"), os.path.join(self.tmp, "cmp", "c.html")
+        shutil.copytree(FIXTURE, before, ignore=shutil.ignore_patterns("golden"))
+        planted(FIXTURE, after, {("glibc", "churn"): ("peak_rss_bytes", 1.5)})
+        os.makedirs(os.path.dirname(page))
+        p = run(["compare", before, after, "-o", page])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(page, encoding="utf-8") as f:
+            markup = f.read()
+        self.assertEqual(report_test.external_references(markup), [])
+        out = report_test.render(self, page, self.tmp)
+        self.assertEqual(out["resources"], [])
+        self.assertEqual(out["violations"], [])
+        self.assertEqual(len(out["images"]), 2)  # the change chart and glibc's RSS overlay
+        for img in out["images"]:
+            self.assertTrue(img["complete"] and img["data"] and img["width"] > 200 and img["height"] > 200, img)
+        with open(os.path.join(self.tmp, "c.json"), "w") as f:
+            f.write(run(["compare", before, after, "--format", "json"]).stdout)
+        with open(os.path.join(self.tmp, "c.json")) as f:
+            changes = json.load(f)["changes"]
+        self.assertIn("2 of %d cell-phase figures moved" % len(changes), out["text"])
+        # One table row per figure, the moved ones first.
+        m = re.search(r'<table id="changes".*?<tbody>(.*?)</tbody>', markup, re.S)
+        self.assertIsNotNone(m)
+        rows = re.findall(r"<tr>(.*?)</tr>", m.group(1), re.S)
+        self.assertEqual(len(rows), len(changes))
+        self.assertTrue(all("worse" in r for r in rows[:2]))
+        # A page that cannot be written is refused before any work.
+        p = run(["compare", before, after, "-o", os.path.join(self.tmp, "nowhere", "c.html")])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("does not exist", p.stderr)
 
     def test_cells_on_one_side_only_are_listed(self):
         fewer = os.path.join(self.tmp, "fewer")

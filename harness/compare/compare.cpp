@@ -62,13 +62,7 @@ Comparison compare_runs(const std::string& before, const std::string& after, con
     if (c.phase == results::kCellPhase || in_first.count(c.id())) continue;
     for (const auto& name : metrics) {
       if (!c.values.count(name)) continue;
-      gate::Verdict v;
-      v.cell = c.id();
-      v.metric = name;
-      v.allocator = c.allocator;
-      v.workload = c.workload;
-      v.phase = c.phase;
-      v.threads = c.threads;
+      gate::Verdict v = gate::identify(c, name);
       v.verdict = "missing";
       v.reason = "not in the first run";
       v.after = results::spread_of(c.values.at(name));

@@ -24,17 +24,6 @@ json under_test_changes(const json& before, const json& after) {
   return out;
 }
 
-Verdict identify(const GateCell& c, const std::string& metric) {
-  Verdict v;
-  v.cell = c.id();
-  v.metric = metric;
-  v.allocator = c.allocator;
-  v.workload = c.workload;
-  v.phase = c.phase;
-  v.threads = c.threads;
-  return v;
-}
-
 Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, const RuleSettings& rule) {
   Verdict v = identify(b, m.name);
   std::vector<double> before = b.values.count(m.name) ? b.values.at(m.name) : std::vector<double>{};
@@ -124,6 +113,17 @@ void conclude(GateResult& result, const RuleSettings& rule) {
 }
 
 }  // namespace
+
+Verdict identify(const GateCell& c, const std::string& metric) {
+  Verdict v;
+  v.cell = c.id();
+  v.metric = metric;
+  v.allocator = c.allocator;
+  v.workload = c.workload;
+  v.phase = c.phase;
+  v.threads = c.threads;
+  return v;
+}
 
 GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::vector<std::string>& metrics,
                  const std::string& phase, const RuleSettings& rule) {

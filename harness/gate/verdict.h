@@ -47,6 +47,9 @@ struct GateResult {
   std::string summary;            // the one-line verdict
 };
 
+// A verdict naming `cell` and `metric`, nothing judged yet.
+Verdict identify(const GateCell& cell, const std::string& metric);
+
 GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::vector<std::string>& metrics,
                  const std::string& phase, const RuleSettings& rule);
 

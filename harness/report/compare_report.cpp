@@ -7,6 +7,7 @@
 
 #include "harness/report/charts.h"
 #include "harness/report/html.h"
+#include "harness/report/run_report.h"
 #include "harness/results/results_dir.h"
 
 namespace allocmark::report {
@@ -68,23 +69,7 @@ CompareReport build_compare_report(const compare::Comparison& c) {
   results::write_file_atomically(json_path, compare::comparison_json(c).dump() + "\n");
   const std::string out = tmp.path() + "/charts";
   DrawnCharts drawn = run_plots_script_captured("compare_plots.py", {json_path, "--out", out}, out);
-  for (const auto& file : drawn.files) {
-    fs::path path(file);
-    doc.figure("image/png", read_file(file), path.filename().string(),
-               path.filename().string() + " (docs/charts.md, chart 7)", "chart-" + path.stem().string());
-    report.charts++;
-  }
-  if (!drawn.skipped.empty()) {
-    doc.heading(3, "Charts not drawn");
-    doc.bullets(drawn.skipped, "skipped");
-  }
-  report.chart_errors = drawn.errors;
-  if (drawn.exit_code != 0 && drawn.errors.empty())
-    report.chart_errors.push_back(fmt::format("the plotting script exited with status {}", drawn.exit_code));
-  if (!report.chart_errors.empty()) {
-    doc.heading(3, "Charts that failed to draw");
-    doc.bullets(report.chart_errors, "bad");
-  }
+  report.charts = embed_charts(doc, drawn, "docs/charts.md, chart 7", report.chart_errors);
   report.html = doc.str();
   return report;
 }

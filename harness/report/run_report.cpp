@@ -230,25 +230,8 @@ void charts_section(html::Document& doc, const std::string& dir, RunReport& repo
   request.out = tmp.path();
   prepare_charts(request);
   DrawnCharts drawn = draw_charts_captured(request);
-  for (const auto& file : drawn.files) {
-    fs::path path(file);
-    std::string name = path.filename().string();
-    doc.figure("image/png", read_file(file), name, name + " (docs/charts.md says what it shows and how to read it)",
-               "chart-" + path.stem().string());
-    report.charts++;
-  }
-  if (drawn.files.empty()) doc.paragraph("No chart: this run has no data a chart can draw (reasons below).", "warn");
-  if (!drawn.skipped.empty()) {
-    doc.heading(3, "Charts not drawn");
-    doc.bullets(drawn.skipped, "skipped");
-  }
-  report.chart_errors = drawn.errors;
-  if (drawn.exit_code != 0 && drawn.errors.empty())
-    report.chart_errors.push_back(fmt::format("the plotting script exited with status {}", drawn.exit_code));
-  if (!report.chart_errors.empty()) {
-    doc.heading(3, "Charts that failed to draw");
-    doc.bullets(report.chart_errors, "bad");
-  }
+  report.charts = embed_charts(doc, drawn, "docs/charts.md says what it shows and how to read it", report.chart_errors);
+  if (drawn.files.empty()) doc.paragraph("No chart: this run has no data a chart can draw (reasons above).", "warn");
 }
 
 void phase_section(html::Document& doc, const rs::Model& model) {
@@ -353,6 +336,27 @@ RunReport build_run_report(const std::string& dir) {
   }
   report.html = doc.str();
   return report;
+}
+
+std::size_t embed_charts(html::Document& doc, const DrawnCharts& drawn, const std::string& caption,
+                         std::vector<std::string>& errors) {
+  for (const auto& file : drawn.files) {
+    fs::path path(file);
+    std::string name = path.filename().string();
+    doc.figure("image/png", read_file(file), name, name + " (" + caption + ")", "chart-" + path.stem().string());
+  }
+  if (!drawn.skipped.empty()) {
+    doc.heading(3, "Charts not drawn");
+    doc.bullets(drawn.skipped, "skipped");
+  }
+  errors = drawn.errors;
+  if (drawn.exit_code != 0 && drawn.errors.empty())
+    errors.push_back(fmt::format("the plotting script exited with status {}", drawn.exit_code));
+  if (!errors.empty()) {
+    doc.heading(3, "Charts that failed to draw");
+    doc.bullets(errors, "bad");
+  }
+  return drawn.files.size();
 }
 
 }  // namespace allocmark::report

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "harness/report/charts.h"
+#include "harness/report/html.h"
+
 namespace allocmark::report {
 
 struct RunReport {
@@ -17,5 +20,11 @@ struct RunReport {
 // Reads DIR through the results model (throws results::ResultsError for a folder that is not a
 // results folder or holds no cell) and draws its charts into a temporary folder, removed after.
 RunReport build_run_report(const std::string& dir);
+
+// Embeds the drawn charts (captioned "FILE (caption)"), lists the skipped ones with their reasons
+// and the failed ones; `errors` gets the failures. Returns the number of images embedded. Shared
+// by every page that carries charts.
+std::size_t embed_charts(html::Document& doc, const DrawnCharts& drawn, const std::string& caption,
+                         std::vector<std::string>& errors);
 
 }  // namespace allocmark::report
