@@ -28,14 +28,14 @@ namespace rn = allocmark::runner;
 
 struct RunFlags {
   std::string matrix_path;
-  std::vector<std::string> allocators_raw, workloads_raw, threads_raw, sets;
+  std::vector<std::string> allocators_raw, workloads_raw, threads_raw, sets, programs;
   std::optional<int> reps;
   std::optional<std::string> size;
   std::optional<double> timeout_s;
   std::optional<int> sample_ms;
   std::string out_dir;
   bool out_given = false;
-  bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false;
+  bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false, keep_data = false;
   std::string command_line;
 };
 
@@ -62,7 +62,7 @@ std::vector<int> parse_threads(const std::vector<std::string>& raw) {
 }
 
 mx::Plan make_plan(const RunFlags& f, std::string& matrix_path) {
-  bool axis_flags = !f.allocators_raw.empty() || !f.workloads_raw.empty() || !f.threads_raw.empty();
+  bool axis_flags = !f.allocators_raw.empty() || !f.workloads_raw.empty() || !f.threads_raw.empty() || !f.programs.empty();
   std::optional<mx::MatrixFile> file;
   matrix_path = f.matrix_path;
   if (matrix_path.empty() && !axis_flags) matrix_path = mx::config_dir() + "/quick.toml";
@@ -83,6 +83,7 @@ mx::Plan make_plan(const RunFlags& f, std::string& matrix_path) {
   o.sample_ms = f.sample_ms;
   if (f.no_pin) o.pin_threads = false;
   o.sets = f.sets;
+  o.programs = f.programs;
   return mx::build_plan(file, load_variants(), o);
 }
 
@@ -161,7 +162,7 @@ int run(const RunFlags& f) {
   dir.write_meta(meta);
 
   rn::LocalExecutor executor({worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
-                              plan.settings.pin_threads});
+                              plan.settings.pin_threads, dir.path() + "/data", f.keep_data});
   rn::MatrixRunReport report = rn::run_matrix(plan, dir, executor, {f.retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
   if (report.interrupted) {
     std::cerr << fmt::format("allocmark: interrupted; {} finished cells are in {}; `allocmark run ... --out {} --resume` completes it\n",
@@ -194,12 +195,15 @@ Subcommand add_run_command(CLI::App& app) {
   run_cmd->add_option("--threads,-t", f->threads_raw, "thread counts, comma separated (default 1,2)");
   run_cmd->add_option("--reps,-r", f->reps, "repetitions of every cell (default 3)");
   run_cmd->add_option("--size", f->size, "parameter preset: quick or full (default quick)")->check(CLI::IsMember({"quick", "full"}));
+  run_cmd->add_option("--program", f->programs,
+                      "run your own program as a cell's workload: NAME='COMMAND ARGS' (repeatable; docs/programs.md)");
   run_cmd->add_option("--set", f->sets, "override a workload parameter: workload.param=value (repeatable)");
   run_cmd->add_option("--out,-o", f->out_dir, "results folder (default results/<date-time>)")
       ->each([f](const std::string&) { f->out_given = true; });
   run_cmd->add_option("--timeout", f->timeout_s, "seconds before a cell is killed and recorded as timeout (default 300)");
   run_cmd->add_option("--sample-ms", f->sample_ms, "RSS timeline sampling period in ms (default 10)");
   run_cmd->add_flag("--no-pin", f->no_pin, "do not pin worker threads to CPUs");
+  run_cmd->add_flag("--keep-data", f->keep_data, "keep each cell's on-disk data (DIR/data/, e.g. rocksdb's database) after the cell");
   run_cmd->add_flag("--resume", f->resume, "complete an existing results folder of the same matrix: run only the cells it lacks");
   run_cmd->add_flag("--extend", f->extend, "add this matrix's cells to an existing results folder of another matrix (same machine)");
   run_cmd->add_flag("--retry-failed", f->retry_failed, "with --resume/--extend: also rerun cells recorded as failed, crashed or timeout");

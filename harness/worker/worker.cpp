@@ -216,6 +216,7 @@ int run_cell(const json& spec) {
     metrics::read_statm_rss(0, rss);
     return rss;
   };
+  env.data_dir = spec.value("data_dir", "");
   std::unique_ptr<wl::Workload> workload = info->make(params, threads, env);
   wl::LiveBytes live(threads);
   PhaseCrew crew(*workload, live, threads, pin);
@@ -252,9 +253,9 @@ int run_cell(const json& spec) {
         {"peak_rss_bytes", read_ok ? json(end.hwm_bytes) : json(nullptr)},
         {"peak_rss_exact", exact && read_ok},
         {"end_rss_bytes", read_ok ? json(end.rss_bytes) : json(nullptr)},
-        {"start_live_bytes", live_start},
-        {"peak_live_bytes", std::max(live.peak(), live_start)},
-        {"end_live_bytes", live.current()},
+        {"start_live_bytes", info->tracks_live_bytes ? json(live_start) : json(nullptr)},
+        {"peak_live_bytes", info->tracks_live_bytes ? json(std::max(live.peak(), live_start)) : json(nullptr)},
+        {"end_live_bytes", info->tracks_live_bytes ? json(live.current()) : json(nullptr)},
         {"minor_faults", ru1.ru_minflt - ru0.ru_minflt},
         {"major_faults", ru1.ru_majflt - ru0.ru_majflt},
         {"voluntary_ctx_switches", ru1.ru_nvcsw - ru0.ru_nvcsw},
