@@ -47,6 +47,8 @@ int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+void on_exit();
+
 __attribute__((constructor)) void on_load() {
   const char* fd = std::getenv("ALLOCMARK_REPORT_FD");
   if (!fd) return;
@@ -62,6 +64,9 @@ __attribute__((constructor)) void on_load() {
   } catch (const std::out_of_range&) {
     g_api = nullptr;  // generic libraries expose nothing we know
   }
+  // Registered now, after the backend tables were constructed (see harness/CMakeLists.txt), so it
+  // runs before they are destroyed.
+  std::atexit(on_exit);
   std::string served = allocmark::worker::library_serving("malloc");
   report({{"event", "start"}, {"library", served}, {"pid", g_pid}, {"t_ns", now_ns()},
           {"version", g_api ? g_api->version() : ""}, {"options", g_api ? g_api->read_options() : json::object()}});
@@ -71,7 +76,7 @@ __attribute__((constructor)) void on_load() {
   }
 }
 
-__attribute__((destructor)) void on_exit() {
+void on_exit() {
   if (g_fd < 0 || ::getpid() != g_pid) return;  // a forked child without exec inherits our state
   allocmark::metrics::MemStatus mem{};
   bool read_ok = allocmark::metrics::read_mem_status(0, mem);

@@ -30,8 +30,9 @@ static std::string first_definition_after_executable(const char* symbol) {
     if (!handle) continue;
     void* address = ::dlsym(handle, symbol);  // searches the object, then its dependencies
     Dl_info info{};
-    bool defines = address && ::dladdr(address, &info) != 0 && info.dli_fbase == reinterpret_cast<void*>(l->l_addr) &&
-                   info.dli_sname && std::strcmp(info.dli_sname, symbol) == 0;
+    const ElfW(Sym)* sym = nullptr;
+    bool defines = address && ::dladdr1(address, &info, reinterpret_cast<void**>(const_cast<ElfW(Sym)**>(&sym)), RTLD_DL_SYMENT) != 0 &&
+                   info.dli_fname && sym && sym->st_shndx != SHN_UNDEF && canonical(info.dli_fname) == canonical(l->l_name);
     ::dlclose(handle);
     if (defines) return canonical(l->l_name);
   }
@@ -42,11 +43,13 @@ std::string library_serving(const char* symbol) {
   void* address = ::dlsym(RTLD_DEFAULT, symbol);
   if (!address) return "";
   Dl_info info{};
-  if (::dladdr(address, &info) == 0 || !info.dli_fname) return "";
+  const ElfW(Sym)* sym = nullptr;
+  if (::dladdr1(address, &info, reinterpret_cast<void**>(const_cast<ElfW(Sym)**>(&sym)), RTLD_DL_SYMENT) == 0 || !info.dli_fname) return "";
   // A non-PIE executable that takes malloc's address (python3.11) exports a PLT stub as the
-  // function's canonical address: dladdr names the executable, though it only jumps to the real
-  // definition. Then the definition is the first object after it in lookup order.
-  if (!info.dli_sname || std::strcmp(info.dli_sname, symbol) != 0) {
+  // function's canonical address: an undefined symbol with a value, which dladdr attributes to
+  // the executable though it only jumps to the real definition. Then the definition is the first
+  // object after the executable in lookup order.
+  if (sym && sym->st_shndx == SHN_UNDEF) {
     std::string defined = first_definition_after_executable(symbol);
     if (!defined.empty()) return defined;
   }
