@@ -122,6 +122,25 @@ class Outcomes(ProgramTest):
         self.assertIn("output differs", s.stderr + s.stdout)
 
 
+class Advise(ProgramTest):
+    def test_advise_on_a_small_program_prints_its_recommendation(self):
+        p = run(["advise", "--reps", "2", "--allocators", "glibc,jemalloc,tcmalloc", "--out", self.out, "--", PHASE_DEMO])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        recs = records(self.out)
+        self.assertEqual(len(recs), 6)
+        self.assertEqual({r["allocator"] for r in recs}, {"glibc", "jemalloc", "tcmalloc"})
+        self.assertIn("recommendation:", p.stdout)
+        for line in ("lowest peak RSS", "fastest", "best trade-off"):
+            self.assertRegex(p.stdout, line + r" +(glibc|jemalloc|tcmalloc) +\(.*% better than (glibc|jemalloc|tcmalloc)")
+        for a in ("glibc", "jemalloc", "tcmalloc"):
+            self.assertRegex(p.stdout, r"\n  " + a + r" +2/2 ")
+
+    def test_advise_without_a_command_is_a_usage_error(self):
+        p = run(["advise", "--out", self.out])
+        self.assertEqual(p.returncode, 2)
+        self.assertFalse(os.path.exists(self.out))
+
+
 class BadInput(unittest.TestCase):
     def test_rejected_before_anything_runs(self):
         with tempfile.TemporaryDirectory() as tmp:

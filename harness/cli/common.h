@@ -35,6 +35,7 @@ Subcommand add_cell_command(CLI::App& app);
 Subcommand add_baseline_command(CLI::App& app);
 Subcommand add_gate_command(CLI::App& app);
 Subcommand add_plot_command(CLI::App& app);
+Subcommand add_advise_command(CLI::App& app);
 
 // "a,b" "c" -> {"a","b","c"}; empty items are an error naming the flag (",," or a trailing comma
 // is a typo, not a request for a default).

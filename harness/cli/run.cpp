@@ -8,6 +8,7 @@
 #include <iostream>
 #include <optional>
 
+#include "harness/cli/run.h"
 #include "harness/cli/common.h"
 #include "harness/matrix/plan.h"
 #include "harness/results/machine.h"
@@ -26,25 +27,7 @@ namespace mx = allocmark::matrix;
 namespace rs = allocmark::results;
 namespace rn = allocmark::runner;
 
-struct RunFlags {
-  std::string matrix_path;
-  std::vector<std::string> allocators_raw, workloads_raw, threads_raw, sets, programs;
-  std::optional<int> reps;
-  std::optional<std::string> size;
-  std::optional<double> timeout_s;
-  std::optional<int> sample_ms;
-  std::string out_dir;
-  bool out_given = false;
-  bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false, keep_data = false;
-  std::string command_line;
-};
 
-std::string default_out_dir() {
-  std::time_t t = std::time(nullptr);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "results/%Y%m%d-%H%M%S", std::localtime(&t));
-  return buf;
-}
 
 std::vector<int> parse_threads(const std::vector<std::string>& raw) {
   std::vector<int> out;
@@ -104,7 +87,16 @@ json probe_plan_allocators(const mx::Plan& plan, const std::string& worker) {
   return out;
 }
 
-int run(const RunFlags& f) {
+}  // namespace
+
+std::string default_out_dir(const char* prefix) {
+  std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+  return std::string("results/") + prefix + buf;
+}
+
+int run_command(const RunFlags& f) {
   std::string matrix_path;
   mx::Plan plan = make_plan(f, matrix_path);
   for (const auto& n : plan.notes) std::cerr << "allocmark: " << n << "\n";
@@ -121,7 +113,7 @@ int run(const RunFlags& f) {
   if (f.resume && f.extend) throw mx::ConfigError("--resume and --extend: choose one (--extend also completes missing cells)");
   if (f.retry_failed && !f.resume && !f.extend) throw mx::ConfigError("--retry-failed: needs --resume or --extend");
   if (f.discard_corrupt && !f.resume && !f.extend) throw mx::ConfigError("--discard-corrupt-lines: needs --resume or --extend");
-  rs::ResultsDir dir(f.out_dir.empty() && !f.out_given ? default_out_dir() : f.out_dir,
+  rs::ResultsDir dir(f.out_dir.empty() && !f.out_given ? default_out_dir("") : f.out_dir,
                      {f.resume, f.extend, f.discard_corrupt, f.command_line});
   for (const auto& n : dir.notes()) std::cerr << "allocmark: " << dir.path() << ": " << n << "\n";
   json machine = rs::machine_info();
@@ -184,8 +176,6 @@ int run(const RunFlags& f) {
   return report.not_ok_in_folder ? kExitCellsFailed : kExitOk;
 }
 
-}  // namespace
-
 Subcommand add_run_command(CLI::App& app) {
   auto f = std::make_shared<RunFlags>();
   auto* run_cmd = app.add_subcommand("run", "run a matrix: allocator x workload x threads x repetitions");
@@ -212,7 +202,7 @@ Subcommand add_run_command(CLI::App& app) {
   run_cmd->add_flag("--dry-run", f->dry_run, "check the matrix and list its cells without running them");
   return {run_cmd, [f] {
             f->command_line = command_line();
-            return run(*f);
+            return run_command(*f);
           }};
 }
 

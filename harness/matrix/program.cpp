@@ -103,6 +103,16 @@ void check_program(const ProgramDef& def) {
   }
 }
 
+std::string join_command_words(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) {
+    out += out.empty() ? "'" : " '";
+    for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += "'";
+  }
+  return out;
+}
+
 ProgramDef parse_program_flag(const std::string& flag) {
   auto eq = flag.find('=');
   if (eq == std::string::npos || eq == 0)

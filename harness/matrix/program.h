@@ -32,6 +32,8 @@ std::vector<std::string> command_words(const std::string& command, const std::st
 // Checks everything that can be checked before a cell runs (name, words, an executable found on
 // PATH or relative to cwd, cwd and input readable, env names); throws ConfigError.
 void check_program(const ProgramDef& def);
+// Words back into one command that command_words() splits into the same words (each quoted).
+std::string join_command_words(const std::vector<std::string>& words);
 // "NAME=COMMAND ARGS" from --program; throws ConfigError.
 ProgramDef parse_program_flag(const std::string& flag);
 
