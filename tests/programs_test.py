@@ -5,24 +5,15 @@ Python script); standard library only. Run by ctest (tests/CMakeLists.txt).
 """
 import json
 import os
-import subprocess
 import tempfile
 import unittest
 
-ALLOCMARK = os.environ["ALLOCMARK_BIN"]
+from e2e_test import records, run  # the driver as a subprocess; results.jsonl as a list
+
 PHASE_DEMO = os.environ.get("PHASE_DEMO", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
 BACKENDS = ["glibc", "jemalloc", "tcmalloc", "mimalloc", "numap"]
 MIB = 1 << 20
-
-
-def run(args, timeout=300):
-    return subprocess.run([ALLOCMARK] + args, capture_output=True, text=True, timeout=timeout)
-
-
-def records(out):
-    with open(os.path.join(out, "results.jsonl")) as f:
-        return [json.loads(line) for line in f]
 
 
 class ProgramTest(unittest.TestCase):

@@ -4,24 +4,15 @@ Run by ctest (tests/CMakeLists.txt) with Debian's /usr/bin/python3; standard lib
 """
 import json
 import os
-import subprocess
 import tempfile
 import unittest
 
-ALLOCMARK = os.environ["ALLOCMARK_BIN"]
+from e2e_test import records, run  # the driver as a subprocess; results.jsonl as a list
+
 PHASES = ["l.i0", "l.x", "idle.x", "l.i1", "q100", "q500", "q1000", "idle.end"]
 TINY = ["--set", "rocksdb.rows=20000", "--set", "rocksdb.rows_i1=5000", "--set", "rocksdb.q_seconds=0.2",
         "--set", "rocksdb.idle_s=0.1", "--set", "rocksdb.write_buffer=1M", "--set", "rocksdb.sort_buffer=256K",
         "--set", "rocksdb.block_cache=4M"]
-
-
-def run(args, timeout=600):
-    return subprocess.run([ALLOCMARK] + args, capture_output=True, text=True, timeout=timeout)
-
-
-def records(out):
-    with open(os.path.join(out, "results.jsonl")) as f:
-        return [json.loads(line) for line in f]
 
 
 class RocksdbTest(unittest.TestCase):

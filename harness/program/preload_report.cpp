@@ -19,6 +19,7 @@
 #include "allocators/native_api.h"
 #include "harness/metrics/proc.h"
 #include "harness/worker/preload_check.h"
+#include "harness/worker/report_line.h"
 
 namespace {
 
@@ -28,18 +29,7 @@ int g_fd = -1;
 pid_t g_pid = -1;
 const allocmark::allocators::NativeApi* g_api = nullptr;
 
-void report(const json& event) {
-  std::string line = event.dump() + "\n";
-  const char* p = line.data();
-  std::size_t left = line.size();
-  while (left > 0) {
-    ssize_t n = ::write(g_fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-}
+void report(const json& event) { allocmark::worker::write_report_line(g_fd, event); }
 
 int64_t now_ns() {
   timespec ts{};

@@ -22,6 +22,7 @@
 #include "allocators/native_api.h"
 #include "harness/metrics/proc.h"
 #include "harness/worker/preload_check.h"
+#include "harness/worker/report_line.h"
 #include "workloads/workload.h"
 
 namespace {
@@ -40,18 +41,7 @@ int64_t now_ns() {
 
 double seconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
 
-void report(const json& event) {
-  std::string line = event.dump() + "\n";
-  const char* p = line.data();
-  std::size_t left = line.size();
-  while (left > 0) {
-    ssize_t n = ::write(kReportFd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the driver went away; nothing more to say
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-}
+void report(const json& event) { allocmark::worker::write_report_line(kReportFd, event); }
 
 [[noreturn]] void fail(const std::string& error, int code = 3) {
   std::fprintf(stderr, "allocmark-worker: %s\n", error.c_str());

@@ -21,6 +21,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "workloads/clock.h"
+#include "workloads/rng.h"
 #include "workloads/rocksdb/config.h"
 
 namespace allocmark::workloads::rocksdb_workload {
@@ -33,27 +35,8 @@ constexpr const char* kCounterNames[kCounterCount] = {"rows_inserted", "rows_del
 constexpr std::size_t kPrimaryKeyBytes = 4 + 8;        // client, row number (big endian: key order = row order)
 constexpr std::size_t kSecondaryKeyBytes = 4 + 8 + 8;  // client, indexed value, row number
 
-double now_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-void sleep_s(double seconds) {
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(seconds);
-  ts.tv_nsec = static_cast<long>((seconds - ts.tv_sec) * 1e9);
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
-
-uint64_t mix(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ULL;
-  return k ^ (k >> 33);
-}
+// A 64-bit hash: one splitmix64 step of the value.
+uint64_t mix(uint64_t k) { return Rng(k).next(); }
 
 void put_be(char* out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out[i] = static_cast<char>(v >> (8 * (bytes - 1 - i)));
@@ -102,8 +85,8 @@ class RocksdbWorkload final : public Workload {
     for (auto& counters : stats_)
       for (auto& v : counters) v = 0;
     for (int i = 0; i < clients_; ++i) {
-      tables_[i].rng = mix(c.seed * 1000003 + static_cast<uint64_t>(i));
-      tables_[i].write_rng = mix(tables_[i].rng + 17);
+      tables_[i].rng = Rng(c.seed * 1000003 + static_cast<uint64_t>(i));
+      tables_[i].write_rng = Rng(c.seed * 1000003 + static_cast<uint64_t>(i) + 500009);
     }
   }
 
@@ -175,11 +158,9 @@ class RocksdbWorkload final : public Workload {
   // Per client: rows [tail, head) exist; the generators are only touched by the owning thread.
   struct alignas(64) Table {
     uint64_t head = 0, tail = 0;
-    uint64_t rng = 0;        // queries
-    uint64_t write_rng = 0;  // values
+    Rng rng;        // queries
+    Rng write_rng;  // values
   };
-
-  static uint64_t next(uint64_t& state) { return mix(state += 0x9e3779b97f4a7c15ULL); }
 
   uint64_t share(uint64_t total, int client) const {
     return total / clients_ + (static_cast<uint64_t>(client) < total % clients_ ? 1 : 0);
@@ -223,7 +204,7 @@ class RocksdbWorkload final : public Workload {
       for (uint64_t r = 0; r < in_batch; ++r) {
         uint64_t row = t.head++;
         for (std::size_t b = 0; b + 8 <= value.size(); b += 8) {
-          uint64_t v = next(t.write_rng);
+          uint64_t v = t.write_rng.next();
           std::memcpy(&value[b], &v, 8);
         }
         primary_key(key, client, row);
@@ -341,7 +322,7 @@ class RocksdbWorkload final : public Workload {
       if (due > written) written += insert_rows(client, due - written, true, true, n);
       uint64_t live = t.head - t.tail;
       if (live == 0) continue;
-      uint64_t r = next(t.rng);
+      uint64_t r = t.rng.next();
       if (queries % 2 == 0 || indexes_.empty()) {
         primary_key(key, client, t.tail + r % live);
         db_->Get(rocksdb::ReadOptions(), rocksdb::Slice(key, kPrimaryKeyBytes), &value).PermitUncheckedError();
@@ -349,7 +330,7 @@ class RocksdbWorkload final : public Workload {
       } else {
         int index = static_cast<int>(r % indexes_.size());
         put_be(key, static_cast<uint64_t>(client), 4);
-        put_be(key + 4, next(t.rng), 8);
+        put_be(key + 4, t.rng.next(), 8);
         rocksdb::ReadOptions ro;
         ro.iterate_upper_bound = &upper_bound;
         std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, indexes_[index]));
