@@ -99,6 +99,9 @@ class Outcomes(ProgramTest):
             self.assertIn("exit code 3", exit3["error"])
             # The phases measured before the end are kept.
             self.assertEqual([ph["name"] for ph in crash["phases"]][:4], ["startup", "small", "large", "after"])
+            # No exit report from a crashed program: its last phase's peak is not claimed exact.
+            self.assertFalse(crash["phases"][-1]["peak_rss_exact"])
+            self.assertTrue(crash["phases"][2]["peak_rss_exact"])
 
     def test_output_that_differs_between_allocators_is_flagged(self):
         # The output names the preloaded library: different under each allocator by construction.

@@ -207,7 +207,9 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
   ::close(w.report_fd);
   if (w.phase_fd >= 0) ::close(w.phase_fd);
   if (program) {
-    builder.on_event(phases->finish(exit_event, usage, monotonic_ns()));
+    const int64_t now_ns = monotonic_ns();
+    builder.on_event(phases->finish(exit_event, usage, now_ns,
+                                    timeline.max_rss_between((phases->current_begin_ns() - start_ns) / 1e6, (now_ns - start_ns) / 1e6)));
     if (!builder.saw_start() && WIFEXITED(end.wait_status) && WEXITSTATUS(end.wait_status) == 0)
       builder.on_event({{"event", "error"},
                         {"error", "no preload proof: the program never loaded allocmark's companion library (statically "

@@ -81,7 +81,7 @@ std::vector<json> ProgramPhases::feed(const char* data, std::size_t size, int64_
   return closed;
 }
 
-json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t end_ns) {
+json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t end_ns, uint64_t sampled_peak) {
   metrics::TaskCounters total{};
   total.minor_faults = static_cast<uint64_t>(totals.ru_minflt);
   total.major_faults = static_cast<uint64_t>(totals.ru_majflt);
@@ -101,7 +101,9 @@ json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t
   json peak = reported ? exit_event.value("peak_rss_bytes", json()) : json();
   json end_rss = reported ? exit_event.value("end_rss_bytes", json()) : json();
   int64_t t_end = reported ? exit_event.value("t_ns", end_ns) : end_ns;
-  return phase_event(t_end, peak, end_rss, reset_ok_, total);
+  const bool exact = !peak.is_null();
+  if (peak.is_null() && sampled_peak > 0) peak = sampled_peak;
+  return phase_event(t_end, peak, end_rss, reset_ok_ && exact, total);
 }
 
 }  // namespace allocmark::runner

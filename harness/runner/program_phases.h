@@ -26,10 +26,13 @@ class ProgramPhases {
   ProgramPhases(pid_t pid, int64_t start_ns);
   // Bytes read from the phase pipe; returns the phase_end events of the phases this closed.
   std::vector<nlohmann::json> feed(const char* data, std::size_t size, int64_t now_ns);
-  // After the program exited: the last phase_end, from the companion's `program_exit` event (null
-  // when the program never reported its exit: then the last phase's peak is unknown) and the
-  // wait4 totals of the whole run.
-  nlohmann::json finish(const nlohmann::json& exit_event, const rusage& totals, int64_t end_ns);
+  // After the program exited: the last phase_end, from the companion's `program_exit` event and
+  // the wait4 totals of the whole run. A program that left without running its exit handlers
+  // (_exit, a signal) has no exit event: then the last phase's peak is `sampled_peak` (the
+  // parent's samples over the phase, 0 for none) and not exact.
+  nlohmann::json finish(const nlohmann::json& exit_event, const rusage& totals, int64_t end_ns, uint64_t sampled_peak);
+  // When the phase now running began (CLOCK_MONOTONIC ns).
+  int64_t current_begin_ns() const { return begin_ns_; }
   // Lines on the phase pipe that were not `phase NAME`: reported in the record, never guessed at.
   const std::vector<std::string>& bad_lines() const { return bad_lines_; }
   // The answers to the lines fed so far, in order ("ok\n" or "error\n" each), for the phase
