@@ -10,6 +10,7 @@ packages=(
   libmimalloc-dev libnuma-dev librocksdb-dev
   libbenchmark-dev libgtest-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev
   python3 python3-matplotlib python3-numpy zlib1g sqlite3
+  chromium  # tests/report_test.py opens the HTML report in headless Chromium
 )
 missing=()
 for p in "${packages[@]}"; do

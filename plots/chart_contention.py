@@ -1,4 +1,4 @@
-"""Chart 6: where do threads wait for allocator locks?"""
+"""Chart 6: where do threads wait for allocator locks, and how often does a lock acquisition wait?"""
 import matplotlib.pyplot as plt
 
 import bars
@@ -6,43 +6,56 @@ import data
 import style
 
 KIND = "contention"
+# (metric in summary.json, axis label, scale to the axis unit, bar label format)
+PANELS = (("lock_wait_s", "lock wait (ms, summed over threads)", 1e3, "%.3g"),
+          ("contended_share", "contended acquisitions (% of all)", 100.0, "%.2g%%"))
 
 
 def draw(run, opts, out_dir, fmt):
     groups = run.ok_groups()
     with_wait = [g for g in groups if data.metric(g, "lock_wait_s")]
     allocs_all = run.allocator_order(groups)
+    skipped = []
+    if not any(g.get("nodes") for g in groups):
+        skipped.append("contention per NUMA node: this run has no per-node figures")
     if not with_wait:
-        return [], ["contention: no lock_wait_s in summary.json (only jemalloc counts lock waits; allocators "
-                    "in this run: %s)" % ", ".join(allocs_all)]
+        return [], skipped + ["contention: no lock_wait_s in summary.json (only jemalloc and numap count lock waits; "
+                              "allocators in this run: %s)" % ", ".join(allocs_all)]
     allocs = run.allocator_order(with_wait)
     without = [a for a in allocs_all if a not in allocs]
     backends = {a: run.backend(a) for a in allocs_all}
     workloads = run.ordered("workload", with_wait)
-    fig, axes = plt.subplots(len(workloads), 1, squeeze=False,
-                             figsize=(min(12.0, max(8.0, 1.5 + 0.3 * len(allocs) * len(run.ordered("phase", with_wait))
-                                          * len(run.ordered("threads", with_wait)))), 1.3 + 2.8 * len(workloads)))
+    width = min(16.0, max(10.0, 2.0 + 0.5 * len(allocs) * len(run.ordered("phase", with_wait))
+                          * len(run.ordered("threads", with_wait))))
+    fig, axes = plt.subplots(len(workloads), len(PANELS), squeeze=False, figsize=(width, 1.3 + 2.8 * len(workloads)))
     for row, wl in enumerate(workloads):
-        ax = axes[row][0]
         wg = [g for g in with_wait if g["workload"] == wl]
-        cats, values = [], {}
-        for g in wg:
-            cat = "%s\n%dT" % (g["phase"], g["threads"])
-            if cat not in cats:
-                cats.append(cat)
-            med, lo, hi = data.metric(g, "lock_wait_s")
-            values[(cat, g["allocator"])] = (med * 1e3, lo * 1e3, hi * 1e3)
-        bars.grouped(ax, cats, allocs, values, backends,
-                     lambda c, a: "%.3g" % values[(c, a)][0] if (c, a) in values else "")
-        ax.set_ylabel("lock wait (ms, summed over threads)")
-        ax.set_xlabel("phase, threads")
-        ax.set_title(wl, fontsize=9)
-        ax.margins(y=0.2)
-        if row == 0:
-            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    fig.suptitle("Where do threads wait for allocator locks?", fontsize=11)
-    note = "bars: median lock_wait_s per phase, whiskers min-max over repetitions"
+        for col, (metric, label, scale, text) in enumerate(PANELS):
+            ax = axes[row][col]
+            cats, values = [], {}
+            for g in wg:
+                cat = "%s\n%dT" % (g["phase"], g["threads"])
+                if cat not in cats:
+                    cats.append(cat)
+                m = data.metric(g, metric)
+                if m:
+                    values[(cat, g["allocator"])] = tuple(v * scale for v in m)
+            if not values:
+                ax.text(0.5, 0.5, "no %s in summary.json" % metric, ha="center", va="center", transform=ax.transAxes)
+                ax.set_axis_off()
+                continue
+            bars.grouped(ax, cats, allocs, values, backends,
+                         lambda c, a: text % values[(c, a)][0] if (c, a) in values else "")
+            ax.set_ylabel(label)
+            ax.set_xlabel("phase, threads")
+            ax.set_title(wl, fontsize=9)
+            ax.margins(y=0.2)
+            if row == 0 and col == len(PANELS) - 1:
+                ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    fig.suptitle("Where do threads wait for allocator locks, and how often does an acquisition wait?", fontsize=11)
+    note = ("bars: medians per phase of lock_wait_s and contended_share (num_wait / num_ops of the allocator's "
+            "lock counters), whiskers min-max over repetitions")
     if without:
         note += "; not shown (expose no lock counters): " + ", ".join(without)
     path = "%s/contention.%s" % (out_dir, fmt)
-    return [style.finish(fig, run.meta, path, fmt, note)], []
+    return [style.finish(fig, run.meta, path, fmt, note)], skipped

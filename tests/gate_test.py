@@ -2,6 +2,7 @@
 Run by ctest with Debian's /usr/bin/python3; assertions on verdicts and exit codes, never timings."""
 import json
 import os
+import shutil
 import unittest
 
 from e2e_test import ALLOCMARK, TempDirTest, run
@@ -48,6 +49,57 @@ class Gate(TempDirTest):
         p = self.gate(baseline, after, "--phase", "fill", "--strict")
         self.assertEqual(p.returncode, 2)
         self.assertIn("--strict", p.stdout)
+
+    def test_confirm_reruns_only_the_flagged_cells_and_keeps_what_they_repeat(self):
+        runs = self.make_run("runs", 32)
+        baseline, base = self.make_baseline(runs)
+        # A baseline that glibc's fill phase now exceeds by 25% (a real, repeatable regression):
+        # --confirm reruns only glibc's cells, which flag it again.
+        for cell in base["cells"]:
+            if cell["allocator"] == "glibc" and cell["phase"] == "fill":
+                cell["values"]["peak_rss"] = [v * 0.8 for v in cell["values"]["peak_rss"]]
+        lowered = os.path.join(self.tmp, "lowered.json")
+        with open(lowered, "w") as f:
+            json.dump(base, f)
+        rerun_dir = os.path.join(self.tmp, "rerun")
+        p = self.gate(lowered, runs, "--phase", "fill", "--confirm", "--confirm-out", rerun_dir)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        verdicts = json.loads(p.stdout)["verdicts"]
+        regressed = [v for v in verdicts if v["verdict"] == "regressed"]
+        self.assertEqual([v["cell"] for v in regressed], ["glibc size_mix t2 fill"])
+        self.assertIn("confirmed by the rerun", regressed[0]["reason"])
+        with open(os.path.join(rerun_dir, "results.jsonl")) as f:
+            rerun = [json.loads(line) for line in f]
+        self.assertEqual(sorted((r["allocator"], r["rep"]) for r in rerun), [("glibc", 1), ("glibc", 2), ("glibc", 3)])
+        self.assertTrue(all(r["params"]["live_mib"] == "32" and r["status"] == "ok" for r in rerun))
+
+        # A first run whose glibc fill peaks were inflated by 25% (a one-off): the rerun, of the
+        # cells as they were really configured, does not repeat it, so the gate passes and says why.
+        noisy = os.path.join(self.tmp, "noisy")
+        shutil.copytree(runs, noisy)
+        with open(os.path.join(noisy, "results.jsonl")) as f:
+            records = [json.loads(line) for line in f]
+        for r in records:
+            for phase in r["phases"]:
+                if r["allocator"] == "glibc" and phase["name"] == "fill":
+                    phase["peak_rss_bytes"] = int(phase["peak_rss_bytes"] * 1.25)
+        with open(os.path.join(noisy, "results.jsonl"), "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in records)
+        self.assertEqual(self.gate(baseline, noisy, "--phase", "fill").returncode, 1)
+        p = self.gate(baseline, noisy, "--phase", "fill", "--confirm")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        glibc = [v for v in json.loads(p.stdout)["verdicts"] if v["allocator"] == "glibc"]
+        self.assertEqual([v["verdict"] for v in glibc], ["pass"])
+        self.assertIn("not confirmed by the rerun", glibc[0]["reason"])
+        self.assertTrue(os.path.isfile(os.path.join(noisy + "-confirm", "results.jsonl")))
+
+        # The rerun never overwrites results; --confirm-out alone is a usage error.
+        p = self.gate(baseline, noisy, "--phase", "fill", "--confirm")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("-confirm", p.stderr)
+        p = self.gate(baseline, runs, "--confirm-out", rerun_dir)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--confirm-out: needs --confirm", p.stderr)
 
     def test_not_comparable_and_bad_baselines(self):
         before = self.make_run("before", 16)

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "harness/matrix/config.h"
+#include "harness/matrix/plan.h"
+#include "harness/runner/matrix_runner.h"
 
 namespace allocmark::cli {
 
@@ -35,17 +37,29 @@ Subcommand add_cell_command(CLI::App& app);
 Subcommand add_baseline_command(CLI::App& app);
 Subcommand add_gate_command(CLI::App& app);
 Subcommand add_plot_command(CLI::App& app);
+Subcommand add_compare_command(CLI::App& app);
+Subcommand add_report_command(CLI::App& app);
 Subcommand add_advise_command(CLI::App& app);
 
 // "a,b" "c" -> {"a","b","c"}; empty items are an error naming the flag (",," or a trailing comma
 // is a typo, not a request for a default).
 std::vector<std::string> split_commas(const std::vector<std::string>& items, const std::string& flag);
 
+// --metric of gate and compare: gate metric names, checked; `fallback` when none is given.
+std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw, const std::vector<std::string>& fallback);
+
 // allocmark-worker next to this binary, or $ALLOCMARK_WORKER.
 std::string worker_path();
 
 // This process's command line, for meta.json and the results folder's lock.
 std::string command_line();
+
+// Runs `plan` into the new results folder `out` as `allocmark run` does (every allocator probed
+// first, meta.json with `mode` as the run's mode, one fresh worker per cell on this host), for
+// commands that run cells of their own (gate --confirm). A folder that already holds results is
+// refused (ResultsError).
+runner::MatrixRunReport run_in_new_folder(const matrix::Plan& plan, const std::string& out, const std::string& command,
+                                          const std::string& mode);
 
 // The built-in variants (configs/variants.toml).
 matrix::MatrixFile load_variants();

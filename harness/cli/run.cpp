@@ -87,6 +87,26 @@ json probe_plan_allocators(const mx::Plan& plan, const std::string& worker) {
   return out;
 }
 
+json fresh_meta(const mx::Plan& plan, const std::string& matrix_path, const json& machine, const json& allocators_meta,
+                const std::string& worker, const json& run_entry) {
+  return json{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
+              {"machine", machine},
+              {"allocators", allocators_meta},
+              {"backends", rn::describe_backends(worker)},
+              {"matrix", plan.as_json()},
+              {"matrix_file", matrix_path},
+              {"stripped_environment", rn::stripped_environment()},
+              {"started", std::time(nullptr)},
+              {"runs", json::array({run_entry})}};
+}
+
+rn::MatrixRunReport run_here(const mx::Plan& plan, rs::ResultsDir& dir, const std::string& worker, bool retry_failed,
+                             bool keep_data = false) {
+  rn::LocalExecutor executor({worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
+                              plan.settings.pin_threads, dir.path() + "/data", keep_data});
+  return rn::run_matrix(plan, dir, executor, {retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
+}
+
 }  // namespace
 
 std::string default_out_dir(const char* prefix) {
@@ -133,15 +153,7 @@ int run_command(const RunFlags& f) {
                               ". Resume with the same matrix, or add cells on purpose with --extend");
     meta["runs"].push_back(run_entry);
   } else {
-    meta = json{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
-                {"machine", machine},
-                {"allocators", allocators_meta},
-                {"backends", rn::describe_backends(worker)},
-                {"matrix", plan.as_json()},
-                {"matrix_file", matrix_path},
-                {"stripped_environment", rn::stripped_environment()},
-                {"started", std::time(nullptr)},
-                {"runs", json::array({run_entry})}};
+    meta = fresh_meta(plan, matrix_path, machine, allocators_meta, worker, run_entry);
   }
   if (f.extend) {
     // Allocators new to the folder join its description.
@@ -153,9 +165,7 @@ int run_command(const RunFlags& f) {
   }
   dir.write_meta(meta);
 
-  rn::LocalExecutor executor({worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
-                              plan.settings.pin_threads, dir.path() + "/data", f.keep_data});
-  rn::MatrixRunReport report = rn::run_matrix(plan, dir, executor, {f.retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
+  rn::MatrixRunReport report = run_here(plan, dir, worker, f.retry_failed, f.keep_data);
   if (report.interrupted) {
     std::cerr << fmt::format("allocmark: interrupted; {} finished cells are in {}; `allocmark run ... --out {} --resume` completes it\n",
                              report.ran + report.already_recorded, dir.path(), dir.path());
@@ -174,6 +184,16 @@ int run_command(const RunFlags& f) {
                              report.not_ok_in_folder - report.not_ok);
   // The exit code tells the folder's state for this matrix, not only this invocation's cells.
   return report.not_ok_in_folder ? kExitCellsFailed : kExitOk;
+}
+
+rn::MatrixRunReport run_in_new_folder(const mx::Plan& plan, const std::string& out, const std::string& command, const std::string& mode) {
+  std::string worker = worker_path();
+  if (::access(worker.c_str(), X_OK) != 0) throw std::runtime_error("worker not found: " + worker + " (set ALLOCMARK_WORKER)");
+  json allocators_meta = probe_plan_allocators(plan, worker);
+  rs::ResultsDir dir(out, {false, false, false, command});
+  json run_entry{{"mode", mode}, {"started", std::time(nullptr)}, {"command", command}, {"matrix", plan.as_json()}, {"matrix_file", ""}};
+  dir.write_meta(fresh_meta(plan, "", rs::machine_info(), allocators_meta, worker, run_entry));
+  return run_here(plan, dir, worker, false);
 }
 
 Subcommand add_run_command(CLI::App& app) {

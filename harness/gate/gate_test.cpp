@@ -129,6 +129,32 @@ TEST(Rule, AMissingCellFailsTheGate) {
   EXPECT_EQ(r.verdicts[0].verdict, "missing");
 }
 
+TEST(Rule, ARerunKeepsOnlyTheFlagsItRepeats) {
+  RunSummary base = run_with("peak_rss", mib({100, 101, 102}));
+  GateResult first = judge(base, run_with("peak_rss", mib({111, 112, 113})), {"peak_rss"}, "", {});
+  ASSERT_EQ(first.verdicts[0].verdict, "regressed");
+  EXPECT_EQ(first.verdicts[0].allocator, "jemalloc");
+  EXPECT_EQ(first.verdicts[0].threads, 2);
+
+  GateResult confirmed = confirm(first, judge(base, run_with("peak_rss", mib({110, 112, 114})), {"peak_rss"}, "", {}), {});
+  EXPECT_EQ(confirmed.exit_code, 1);
+  EXPECT_EQ(confirmed.verdicts[0].verdict, "regressed");
+  EXPECT_NE(confirmed.verdicts[0].reason.find("confirmed by the rerun"), std::string::npos);
+
+  // The rerun is back inside the band: a one-off, reported as such, and the gate passes.
+  GateResult refuted = confirm(first, judge(base, run_with("peak_rss", mib({100, 101.5, 102})), {"peak_rss"}, "", {}), {});
+  EXPECT_EQ(refuted.exit_code, 0);
+  EXPECT_EQ(refuted.verdicts[0].verdict, "pass");
+  EXPECT_NE(refuted.verdicts[0].reason.find("not confirmed"), std::string::npos) << refuted.verdicts[0].reason;
+  EXPECT_NE(refuted.summary.find("PASS"), std::string::npos);
+
+  // A rerun that moved the other way does not confirm either; nor does one that lacks the cell.
+  EXPECT_EQ(confirm(first, judge(base, run_with("peak_rss", mib({80, 81, 82})), {"peak_rss"}, "", {}), {}).verdicts[0].verdict, "pass");
+  RunSummary empty;
+  empty.machine = base.machine;
+  EXPECT_EQ(confirm(first, judge(base, empty, {"peak_rss"}, "", {}), {}).verdicts[0].verdict, "pass");
+}
+
 TEST(Baseline, RoundTripsAndRejectsTruncatedFiles) {
   std::string path = ::testing::TempDir() + "/baseline.json";
   std::string text = baseline_json(run_with("peak_rss", mib({100, 101, 102})), "dir").dump(1);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -23,10 +24,19 @@ json under_test_changes(const json& before, const json& after) {
   return out;
 }
 
-Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, const RuleSettings& rule) {
+Verdict identify(const GateCell& c, const std::string& metric) {
   Verdict v;
-  v.cell = b.id();
-  v.metric = m.name;
+  v.cell = c.id();
+  v.metric = metric;
+  v.allocator = c.allocator;
+  v.workload = c.workload;
+  v.phase = c.phase;
+  v.threads = c.threads;
+  return v;
+}
+
+Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, const RuleSettings& rule) {
+  Verdict v = identify(b, m.name);
   std::vector<double> before = b.values.count(m.name) ? b.values.at(m.name) : std::vector<double>{};
   std::vector<double> after = a.values.count(m.name) ? a.values.at(m.name) : std::vector<double>{};
   v.before = results::spread_of(before);
@@ -81,16 +91,36 @@ std::string format_value(double v, const std::string& metric) {
   return fmt::format("{:.3f}", v);
 }
 
+}  // namespace
+
 std::string spread_text(const results::Spread& s, const std::string& metric) {
   if (s.n == 0) return "-";
   return fmt::format("{} [{}-{}] n={}", format_value(s.median, metric), format_value(s.min, metric), format_value(s.max, metric), s.n);
 }
+
+namespace {
 
 std::string detail(const Verdict& v) {
   std::string out = v.reason;
   for (const auto& [k, change] : v.changed.items())
     out += (out.empty() ? "" : "; ") + std::string("changed ") + k + ": " + change[0].dump() + " -> " + change[1].dump();
   return out;
+}
+
+// Order (regressions first), exit code and the one-line verdict, from the verdicts.
+void conclude(GateResult& result, const RuleSettings& rule) {
+  std::stable_sort(result.verdicts.begin(), result.verdicts.end(),
+                   [](const Verdict& x, const Verdict& y) { return rank(x.verdict) < rank(y.verdict); });
+  std::map<std::string, int> counts;
+  for (const auto& v : result.verdicts) counts[v.verdict]++;
+  result.exit_code = 0;
+  if (counts["not comparable"] && !rule.allow_mismatch) result.exit_code = 2;
+  else if (counts["regressed"] || counts["missing"]) result.exit_code = 1;
+  std::string tally;
+  for (const char* k : {"regressed", "missing", "improved", "not comparable", "pass"})
+    if (counts[k]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[k], k);
+  result.summary = fmt::format("gate: {} ({})", result.exit_code == 0 ? "PASS" : result.exit_code == 1 ? "FAIL" : "NOT COMPARABLE",
+                               tally.empty() ? "nothing to compare" : tally);
 }
 
 }  // namespace
@@ -113,8 +143,7 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
       if (!b.values.count(name)) continue;  // the baseline has no such figure for this phase
       Verdict v;
       if (it == by_id.end()) {
-        v.cell = b.id();
-        v.metric = name;
+        v = identify(b, name);
         v.before = results::spread_of(b.values.at(name));
         v.verdict = "missing";
         v.reason = "not in the results";
@@ -137,49 +166,77 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
       result.verdicts.push_back(std::move(v));
     }
   }
-  std::stable_sort(result.verdicts.begin(), result.verdicts.end(),
-                   [](const Verdict& x, const Verdict& y) { return rank(x.verdict) < rank(y.verdict); });
-  std::map<std::string, int> counts;
-  for (const auto& v : result.verdicts) counts[v.verdict]++;
-  if (counts["not comparable"] && !rule.allow_mismatch) result.exit_code = 2;
-  else if (counts["regressed"] || counts["missing"]) result.exit_code = 1;
-  std::string tally;
-  for (const char* k : {"regressed", "missing", "improved", "not comparable", "pass"})
-    if (counts[k]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[k], k);
-  result.summary = fmt::format("gate: {} ({})", result.exit_code == 0 ? "PASS" : result.exit_code == 1 ? "FAIL" : "NOT COMPARABLE",
-                               tally.empty() ? "nothing to compare" : tally);
+  conclude(result, rule);
   return result;
+}
+
+GateResult confirm(const GateResult& first, const GateResult& rerun, const RuleSettings& rule) {
+  std::map<std::pair<std::string, std::string>, const Verdict*> again;
+  for (const auto& v : rerun.verdicts) again[{v.cell, v.metric}] = &v;
+  GateResult out = first;
+  for (auto& v : out.verdicts) {
+    if (!needs_confirmation(v)) continue;
+    auto it = again.find({v.cell, v.metric});
+    const Verdict* second = it == again.end() ? nullptr : it->second;
+    const std::string first_run = fmt::format("first run {} {:+.1f}% (p = {:.3f})", v.verdict, 100 * v.change, v.p);
+    if (second && second->verdict == v.verdict) {
+      v.reason = (v.reason.empty() ? "" : v.reason + "; ") +
+                 fmt::format("confirmed by the rerun: {:+.1f}% (p = {:.3f}, n = {})", 100 * second->change, second->p, second->after.n);
+      continue;
+    }
+    v.verdict = "pass";
+    v.reason = first_run + ", not confirmed by the rerun: " +
+               (second ? fmt::format("{} {:+.1f}%{}", second->verdict, 100 * second->change,
+                                     second->reason.empty() ? "" : " (" + second->reason + ")")
+                       : std::string("not rerun"));
+  }
+  conclude(out, rule);
+  return out;
+}
+
+json verdict_json(const Verdict& v, const std::string& before_name, const std::string& after_name) {
+  auto spread = [](const results::Spread& s) {
+    return json{{"n", s.n}, {"median", s.median}, {"min", s.min}, {"max", s.max}, {"mad", s.mad}};
+  };
+  return json{{"cell", v.cell}, {"allocator", v.allocator}, {"workload", v.workload}, {"threads", v.threads},
+              {"phase", v.phase}, {"metric", v.metric}, {"verdict", v.verdict}, {"reason", v.reason},
+              {before_name, spread(v.before)}, {after_name, spread(v.after)}, {"change", v.change},
+              {"band", v.band}, {"p", v.p}, {"changed_under_test", v.changed}};
+}
+
+std::string render_verdict_rows(const std::vector<Verdict>& verdicts, const std::vector<std::string>& labels,
+                                const std::array<std::string, 3>& headings, bool markdown) {
+  const auto& [label, before, after] = headings;
+  std::string out = markdown ? fmt::format("| {} | cell | metric | {} | {} | change | band | p | notes |\n|---|---|---|---|---|---|---|---|---|\n",
+                                           label, before, after)
+                             : fmt::format("{:<15} {:<36} {:<14} {:>32} {:>32} {:>8} {:>6} {:>6}  {}\n", label, "cell", "metric",
+                                           before, after, "change", "band", "p", "notes");
+  for (std::size_t i = 0; i < verdicts.size(); ++i) {
+    const Verdict& v = verdicts[i];
+    std::string change = v.after.n && v.before.n ? fmt::format("{:+.1f}%", 100 * v.change) : "-";
+    std::string band = v.band > 0 ? fmt::format("{:.1f}%", 100 * v.band) : "-";
+    std::string p = v.p < 1 ? fmt::format("{:.3f}", v.p) : "-";
+    if (markdown)
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", labels[i], v.cell, v.metric,
+                         spread_text(v.before, v.metric), spread_text(v.after, v.metric), change, band, p, detail(v));
+    else
+      out += fmt::format("{:<15} {:<36} {:<14} {:>32} {:>32} {:>8} {:>6} {:>6}  {}\n", labels[i], v.cell, v.metric,
+                         spread_text(v.before, v.metric), spread_text(v.after, v.metric), change, band, p, detail(v));
+  }
+  return out;
 }
 
 std::string render_gate(const GateResult& r, const std::string& format) {
   if (format == "json") {
     json out{{"summary", r.summary}, {"exit_code", r.exit_code}, {"machine_difference", r.machine_difference}};
     out["verdicts"] = json::array();
-    for (const auto& v : r.verdicts) {
-      auto spread = [](const results::Spread& s) {
-        return json{{"n", s.n}, {"median", s.median}, {"min", s.min}, {"max", s.max}, {"mad", s.mad}};
-      };
-      out["verdicts"].push_back({{"cell", v.cell}, {"metric", v.metric}, {"verdict", v.verdict}, {"reason", v.reason},
-                                 {"baseline", spread(v.before)}, {"results", spread(v.after)}, {"change", v.change},
-                                 {"band", v.band}, {"p", v.p}, {"changed_under_test", v.changed}});
-    }
+    for (const auto& v : r.verdicts) out["verdicts"].push_back(verdict_json(v, "baseline", "results"));
     return out.dump(2) + "\n";
   }
   const bool md = format == "markdown";
-  std::string out = md ? "| verdict | cell | metric | baseline | results | change | band | p | notes |\n|---|---|---|---|---|---|---|---|---|\n"
-                       : fmt::format("{:<15} {:<36} {:<14} {:>32} {:>32} {:>8} {:>6} {:>6}  {}\n", "verdict", "cell", "metric",
-                                     "baseline", "results", "change", "band", "p", "notes");
-  for (const auto& v : r.verdicts) {
-    std::string change = v.after.n ? fmt::format("{:+.1f}%", 100 * v.change) : "-";
-    std::string band = v.band > 0 ? fmt::format("{:.1f}%", 100 * v.band) : "-";
-    std::string p = v.p < 1 ? fmt::format("{:.3f}", v.p) : "-";
-    if (md)
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", v.verdict, v.cell, v.metric, spread_text(v.before, v.metric),
-                         spread_text(v.after, v.metric), change, band, p, detail(v));
-    else
-      out += fmt::format("{:<15} {:<36} {:<14} {:>32} {:>32} {:>8} {:>6} {:>6}  {}\n", v.verdict, v.cell, v.metric,
-                         spread_text(v.before, v.metric), spread_text(v.after, v.metric), change, band, p, detail(v));
-  }
+  std::vector<std::string> labels;
+  for (const auto& v : r.verdicts) labels.push_back(v.verdict);
+  std::string out = render_verdict_rows(r.verdicts, labels, {"verdict", "baseline", "results"}, md);
   return out + (md ? "\n**" + r.summary + "**\n" : "\n" + r.summary + "\n");
 }
 

@@ -2,12 +2,14 @@
 //   (a) its median moved the wrong way beyond a dead band of max(tolerance, k x the baseline's
 //       relative median absolute deviation), and by at least one huge page for byte metrics, and
 //   (b) a one-sided exact Mann-Whitney U test supports the move at alpha, which the sample sizes
-//       must be able to reach (3 and 3: only complete separation, p = 0.05).
+//       must be able to reach (3 and 3: only complete separation, p = 0.05), and, with --confirm,
+//   (c) an independent rerun of only the flagged cells, interleaved, flags them again.
 // Improvements mirror it. Too few repetitions, a baseline too noisy to judge, or another machine
 // make a cell "not comparable", each saying why; what changed under test is listed, not refused
 // (unless strict).
 #pragma once
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -29,6 +31,8 @@ struct RuleSettings {
 
 struct Verdict {
   std::string cell, metric;
+  std::string allocator, workload, phase;  // what `cell` names, for rerunning it
+  int threads = 0;
   std::string verdict;  // regressed | improved | pass | missing | not comparable
   std::string reason;
   results::Spread before, after;
@@ -45,6 +49,22 @@ struct GateResult {
 
 GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::vector<std::string>& metrics,
                  const std::string& phase, const RuleSettings& rule);
+
+// (c) of the rule: the first judgement's regressions and improvements stand where `rerun` (the
+// same baseline judged against an independent rerun of those cells) flags them the same way;
+// the others become passes that say what the first run showed. Other verdicts are kept.
+GateResult confirm(const GateResult& first, const GateResult& rerun, const RuleSettings& rule);
+
+// The verdicts a confirming rerun must revisit.
+inline bool needs_confirmation(const Verdict& v) { return v.verdict == "regressed" || v.verdict == "improved"; }
+
+// Shared by the gate's and compare's reports: one verdict as JSON (the two spreads under the given
+// names), a value and its spread as text ("12.3 MiB [12.1-12.6 MiB] n=3"), and a table or markdown
+// of verdicts whose first column is `labels[i]`; headings = {first column, before, after}.
+nlohmann::json verdict_json(const Verdict& v, const std::string& before_name, const std::string& after_name);
+std::string spread_text(const results::Spread& s, const std::string& metric);
+std::string render_verdict_rows(const std::vector<Verdict>& verdicts, const std::vector<std::string>& labels,
+                                const std::array<std::string, 3>& headings, bool markdown);
 
 // table | markdown | json
 std::string render_gate(const GateResult& result, const std::string& format);

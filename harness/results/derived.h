@@ -33,4 +33,11 @@ inline double tradeoff_score(double peak_rss, double best_peak_rss, double wall_
   return (best_peak_rss > 0 ? peak_rss / best_peak_rss : 1.0) + (best_wall_s > 0 ? wall_s / best_wall_s : 1.0);
 }
 
+// Share of the allocator's lock acquisitions that found the lock taken and had to wait
+// (contention.num_wait / num_ops); undefined without acquisitions.
+inline std::optional<double> contended_share(double waits, double acquisitions) {
+  if (!(acquisitions > 0)) return std::nullopt;
+  return waits / acquisitions;
+}
+
 }  // namespace allocmark::results

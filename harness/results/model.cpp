@@ -70,7 +70,10 @@ constexpr std::array<MetricInfo, kMetricCount> kMetrics{{
     {Metric::involuntary_ctx_switches, "involuntary_ctx_switches", "count", "involuntary context switches"},
     {Metric::user_s, "user_s", "s", "user CPU time"},
     {Metric::sys_s, "sys_s", "s", "system CPU time"},
-    {Metric::lock_wait_s, "lock_wait_s", "s", "time threads waited for allocator locks (jemalloc's mutex profiling)"},
+    {Metric::lock_wait_s, "lock_wait_s", "s", "time threads waited for allocator locks (jemalloc's mutex profiling, numap's counters)"},
+    {Metric::peak_live_bytes, "peak_live_bytes", "bytes", "peak live requested bytes (the workload's own exact count)"},
+    {Metric::contended_share, "contended_share", "ratio",
+     "share of allocator lock acquisitions that had to wait (contention num_wait / num_ops)"},
 }};
 
 }  // namespace
@@ -118,6 +121,12 @@ std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues
       if (!ns) return std::nullopt;
       return lock_wait_seconds(*ns);
     }
+    case Metric::peak_live_bytes: return phase.get(Field::peak_live_bytes);
+    case Metric::contended_share: {
+      auto waits = phase.get(Field::lock_waits), ops = phase.get(Field::lock_ops);
+      if (!waits || !ops) return std::nullopt;
+      return contended_share(*waits, *ops);
+    }
     case Metric::kCount: break;
   }
   return std::nullopt;
@@ -139,7 +148,8 @@ PhaseValues whole_cell(const Cell& cell) {
   fold(Field::peak_live_bytes, max);
   fold(Field::end_rss_bytes, last);
   for (Field f : {Field::wall_s, Field::ops, Field::minor_faults, Field::major_faults, Field::voluntary_ctx_switches,
-                  Field::involuntary_ctx_switches, Field::user_s, Field::sys_s, Field::lock_wait_ns})
+                  Field::involuntary_ctx_switches, Field::user_s, Field::sys_s, Field::lock_wait_ns, Field::lock_ops,
+                  Field::lock_waits})
     fold(f, sum);
   // Not the sum of the phases' rates: total operations over total time.
   if (auto ops = whole.get(Field::ops), wall = whole.get(Field::wall_s); ops && wall)
@@ -260,7 +270,9 @@ class RecordReader {
       for (const auto& [field, key] : kPlainFields)
         if (auto v = optional_number(p, key, context)) values.set(field, *v);
       if (auto c = p.find("contention"); c != p.end() && c->is_object())
-        if (auto ns = optional_number(*c, "total_wait_ns", context + "contention.")) values.set(Field::lock_wait_ns, *ns);
+        for (const auto& [field, key] : {std::pair{Field::lock_wait_ns, "total_wait_ns"}, std::pair{Field::lock_ops, "num_ops"},
+                                         std::pair{Field::lock_waits, "num_wait"}})
+          if (auto v = optional_number(*c, key, context + "contention.")) values.set(field, *v);
       out.push_back(std::move(values));
     }
     return out;

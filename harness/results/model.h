@@ -57,7 +57,9 @@ enum class Field : std::size_t {
   involuntary_ctx_switches,
   user_s,
   sys_s,
-  lock_wait_ns,  // the phase's contention.total_wait_ns (jemalloc only; absent elsewhere)
+  lock_wait_ns,  // the phase's contention.total_wait_ns (allocators with lock counters: jemalloc, numap)
+  lock_ops,      // contention.num_ops: lock acquisitions
+  lock_waits,    // contention.num_wait: acquisitions that had to wait
   kCount
 };
 inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::kCount);
@@ -122,6 +124,8 @@ enum class Metric : std::size_t {
   user_s,
   sys_s,
   lock_wait_s,
+  peak_live_bytes,
+  contended_share,
   kCount
 };
 inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::kCount);

@@ -189,7 +189,11 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  if (ec) throw ResultsError("cannot replace " + path + ": " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw ResultsError("cannot replace " + path + ": " + ec.message());
+  }
 }
 
 }  // namespace allocmark::results

@@ -89,6 +89,14 @@ std::string status_text(const Group& g) {
 
 }  // namespace
 
+std::string value_text(Metric m, double value) { return metric_column(m).format(value); }
+std::string spread_text(Metric m, const Spread& s) { return spread_text(s, metric_column(m).format); }
+std::string metric_header(Metric m) { return metric_column(m).column.header; }
+std::string metric_note(Metric m) {
+  const char* note = metric_column(m).note;
+  return note ? note : "";
+}
+
 std::vector<Metric> default_human_metrics() {
   return {Metric::peak_rss_bytes, Metric::rss_above_idle_over_live, Metric::ops_per_s};
 }

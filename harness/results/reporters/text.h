@@ -30,6 +30,14 @@ struct TextReport {
 
 TextReport text_report(const Grouping& grouping, const std::vector<Metric>& metrics);
 
+// One value of a metric as the table writes it ("912.9k", "12.3" MiB, "1.05"), and a spread as
+// "median [min-max]" (the median alone where there is one value or they agree; "-" for none).
+std::string value_text(Metric m, double value);
+std::string spread_text(Metric m, const Spread& s);
+// The column header of a metric ("peak RSS MiB") and its footnote ("" where the header says it all).
+std::string metric_header(Metric m);
+std::string metric_note(Metric m);
+
 // The metrics `show` has always printed: peak RSS, RSS-idle/live, ops/s.
 std::vector<Metric> default_human_metrics();
 

@@ -1,0 +1,47 @@
+// `allocmark compare BEFORE AFTER`: the same cells in two runs, per cell, phase and metric, with
+// both runs' spreads and whether each moved by the gate's rule (harness/compare/compare.h).
+#include <filesystem>
+#include <iostream>
+
+#include "harness/cli/common.h"
+#include "harness/compare/compare.h"
+#include "harness/report/charts.h"
+#include "harness/results/results_dir.h"
+
+namespace allocmark::cli {
+
+Subcommand add_compare_command(CLI::App& app) {
+  struct Flags {
+    std::string before, after, format = "table", charts, chart_format = "png";
+    std::vector<std::string> metrics_raw;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* cmd = app.add_subcommand("compare", "compare two runs of the same cells: what moved, by how much, with both spreads");
+  cmd->add_option("before", f->before, "the first results folder (e.g. before an allocator upgrade)")->required();
+  cmd->add_option("after", f->after, "the second results folder")->required();
+  cmd->add_option("--metric", f->metrics_raw, "peak_rss, rss_over_live, end_rss, ops_per_s (comma separated; default all four)");
+  cmd->add_option("--format", f->format, "table, markdown or json (default table)");
+  cmd->add_option("--charts", f->charts, "also draw chart 7 into this folder (compare.json, compare-*.png; docs/charts.md)");
+  cmd->add_option("--chart-format", f->chart_format, "png (default) or svg");
+  return {cmd, [f] {
+            if (f->format != "table" && f->format != "markdown" && f->format != "json")
+              throw matrix::ConfigError("--format: '" + f->format + "' (choose from table, markdown, json)");
+            std::vector<std::string> all;
+            for (const auto& m : gate::gate_metrics()) all.push_back(m.name);
+            const std::vector<std::string> metrics = parse_gate_metrics(f->metrics_raw, all);
+            if (f->chart_format != "png" && f->chart_format != "svg")
+              throw matrix::ConfigError("--chart-format: '" + f->chart_format + "' (choose from png, svg)");
+            const compare::Comparison comparison = compare::compare_runs(f->before, f->after, metrics);
+            std::cout << compare::render_comparison(comparison, f->format);
+            if (f->charts.empty()) return static_cast<int>(kExitOk);
+            for (const auto& dir : {f->before, f->after}) report::ensure_summaries(dir);
+            std::filesystem::create_directories(f->charts);
+            const std::string json_path = f->charts + "/compare.json";
+            results::write_file_atomically(json_path, compare::comparison_json(comparison).dump(2) + "\n");
+            std::cout.flush();
+            // The chart lines go to stderr so that --format json on stdout stays one document.
+            return report::run_plots_script("compare_plots.py", {json_path, "--out", f->charts, "--format", f->chart_format, "--quiet"});
+          }};
+}
+
+}  // namespace allocmark::cli

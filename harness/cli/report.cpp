@@ -1,0 +1,61 @@
+// `allocmark report DIR [-o FILE.html]`: one self-contained HTML page of a results folder
+// (harness/report/run_report.h; docs/report.md), written atomically; prints its path.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+
+#include "harness/cli/common.h"
+#include "harness/report/run_report.h"
+#include "harness/results/results_dir.h"
+
+namespace allocmark::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReportOptions {
+  std::string dir;
+  std::string out;
+};
+
+// Everything that would make the write fail, checked before the charts are drawn.
+void check_output(const std::string& out) {
+  fs::path path(out);
+  if (fs::is_directory(path)) throw std::invalid_argument(fmt::format("-o {}: is a folder, not a file", out));
+  fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (!fs::is_directory(parent))
+    throw std::invalid_argument(fmt::format("-o {}: folder {} does not exist", out, parent.string()));
+  if (::access(parent.c_str(), W_OK) != 0)
+    throw std::invalid_argument(fmt::format("-o {}: folder {} is not writable", out, parent.string()));
+  if (fs::exists(path) && ::access(path.c_str(), W_OK) != 0)
+    throw std::invalid_argument(fmt::format("-o {}: not writable", out));
+}
+
+}  // namespace
+
+Subcommand add_report_command(CLI::App& app) {
+  auto opts = std::make_shared<ReportOptions>();
+  auto* cmd = app.add_subcommand("report", "one self-contained HTML report of a results folder (docs/report.md)");
+  cmd->add_option("dir", opts->dir, "results folder")->required();
+  cmd->add_option("-o,--out", opts->out, "the HTML file to write (default DIR/report.html)");
+  return {cmd, [opts] {
+            if (!fs::is_directory(opts->dir))
+              throw std::invalid_argument(fmt::format("{}: no such folder", opts->dir));
+            if (!fs::is_regular_file(fs::path(opts->dir) / "results.jsonl"))
+              throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", opts->dir));
+            std::string out = opts->out.empty() ? (fs::path(opts->dir) / "report.html").string() : opts->out;
+            check_output(out);
+            report::RunReport report = report::build_run_report(opts->dir);
+            results::write_file_atomically(out, report.html);
+            for (const auto& e : report.chart_errors) std::cerr << "allocmark: warning: chart failed: " << e << "\n";
+            std::cout << out << "\n";
+            // A chart that failed to draw is said on the page; the exit code says it too.
+            return report.chart_errors.empty() ? kExitOk : kExitCellsFailed;
+          }};
+}
+
+}  // namespace allocmark::cli

@@ -1,0 +1,148 @@
+#include "harness/report/charts.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+
+#include "harness/results/reporters/reporter.h"
+
+#ifndef ALLOCMARK_DEFAULT_PLOTS_DIR
+#define ALLOCMARK_DEFAULT_PLOTS_DIR "plots"
+#endif
+
+namespace allocmark::report {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kPython = "/usr/bin/python3";
+constexpr std::string_view kSkipped = "allocmark_plots: skipped ";
+constexpr std::string_view kError = "allocmark_plots: error: ";
+
+std::string script_path() { return (fs::path(plots_dir()) / "allocmark_plots.py").string(); }
+
+std::vector<std::string> script_args(const ChartRequest& r) {
+  std::vector<std::string> args{kPython, script_path(), r.dir, "--format", r.format};
+  if (!r.out.empty()) args.insert(args.end(), {"--out", r.out});
+  if (!r.only.empty()) {
+    std::string joined;
+    for (const auto& k : r.only) joined += (joined.empty() ? "" : ",") + k;
+    args.insert(args.end(), {"--only", joined});
+  }
+  if (!r.baseline.empty()) args.insert(args.end(), {"--baseline", r.baseline});
+  if (r.log) args.push_back("--log");
+  return args;
+}
+
+// Output files for the child's stdout and stderr; none: inherit ours.
+struct Redirect {
+  std::string out, err;
+};
+
+int run_script(const std::vector<std::string>& args, const std::optional<Redirect>& redirect) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::cout.flush();
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(fmt::format("cannot start {}: {}", kPython, std::strerror(errno)));
+  if (pid == 0) {
+    if (redirect) {
+      int out = ::open(redirect->out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      int err = ::open(redirect->err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) {
+        std::fprintf(stderr, "allocmark: error: cannot capture the plotting script's output: %s\n", std::strerror(errno));
+        ::_exit(127);
+      }
+    }
+    ::execv(kPython, argv.data());
+    std::fprintf(stderr, "allocmark: error: cannot run %s: %s\n", kPython, std::strerror(errno));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error(fmt::format("waiting for {}: {}", kPython, std::strerror(errno)));
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  std::cerr << "allocmark: error: the plotting script was killed by signal " << WTERMSIG(status) << "\n";
+  return 1;
+}
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+std::string plots_dir() {
+  if (const char* dir = std::getenv("ALLOCMARK_PLOTS_DIR"); dir && *dir) return dir;
+  return ALLOCMARK_DEFAULT_PLOTS_DIR;
+}
+
+void ensure_summaries(const std::string& dir) {
+  if (!fs::is_regular_file(fs::path(dir) / "results.jsonl"))
+    throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", dir));
+  if (!fs::is_regular_file(fs::path(dir) / "summary.json")) {
+    // A folder written before summary.json existed: the results model writes it now.
+    std::cerr << "allocmark: " << dir << " has no summary.json; writing it from results.jsonl\n";
+    results::write_summaries(dir);
+  }
+}
+
+namespace {
+
+void check_script(const std::string& script) {
+  if (!fs::is_regular_file(script))
+    throw std::runtime_error(fmt::format("{} not found (set ALLOCMARK_PLOTS_DIR to the plots/ folder)", script));
+  if (::access(kPython, X_OK) != 0)
+    throw std::runtime_error(fmt::format("{} not found: install Debian's python3-matplotlib", kPython));
+}
+
+}  // namespace
+
+void prepare_charts(const ChartRequest& request) {
+  ensure_summaries(request.dir);
+  check_script(script_path());
+}
+
+int run_plots_script(const std::string& script_name, const std::vector<std::string>& args) {
+  const std::string script = (fs::path(plots_dir()) / script_name).string();
+  check_script(script);
+  std::vector<std::string> argv{kPython, script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_script(argv, std::nullopt);
+}
+
+int draw_charts(const ChartRequest& request) { return run_script(script_args(request), std::nullopt); }
+
+DrawnCharts draw_charts_captured(const ChartRequest& request) {
+  if (request.out.empty()) throw std::logic_error("draw_charts_captured needs an output folder");
+  fs::create_directories(request.out);
+  Redirect redirect{(fs::path(request.out) / ".stdout").string(), (fs::path(request.out) / ".stderr").string()};
+  DrawnCharts drawn;
+  drawn.exit_code = run_script(script_args(request), redirect);
+  drawn.files = lines_of(redirect.out);
+  for (const auto& line : lines_of(redirect.err)) {
+    if (line.rfind(kSkipped, 0) == 0) drawn.skipped.push_back(line.substr(kSkipped.size()));
+    else if (line.rfind(kError, 0) == 0) drawn.errors.push_back(line.substr(kError.size()));
+  }
+  if (drawn.exit_code != 0)
+    for (const auto& line : lines_of(redirect.err)) std::cerr << line << "\n";  // the traceback, for the user
+  return drawn;
+}
+
+}  // namespace allocmark::report

@@ -1,0 +1,111 @@
+"""`allocmark compare` on committed fixture runs with planted differences (issue 9): exactly the
+planted cells move, in the planted direction; bad input is a usage error. No timings asserted."""
+import json
+import os
+import shutil
+
+from e2e_test import TempDirTest, run
+
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "results-small")
+
+
+def planted(src, dst, plants):
+    """A copy of the results folder src with plants[(allocator, phase)] = (field, factor) applied to
+    every repetition's phase record."""
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("golden"))
+    with open(os.path.join(src, "results.jsonl")) as f:
+        records = [json.loads(line) for line in f]
+    for r in records:
+        for phase in r["phases"]:
+            field_factor = plants.get((r["allocator"], phase["name"]))
+            if field_factor:
+                field, factor = field_factor
+                phase[field] = phase[field] * factor
+    with open(os.path.join(dst, "results.jsonl"), "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in records)
+
+
+class Compare(TempDirTest):
+    def compare(self, before, after, *extra):
+        p = run(["compare", before, after, "--format", "json", *extra])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    def test_a_run_compared_with_itself_moves_nowhere(self):
+        c = self.compare(FIXTURE, FIXTURE)
+        self.assertEqual(c["moved"], 0)
+        self.assertEqual({ch["direction"] for ch in c["changes"]}, {"same"})
+        self.assertEqual({ch["metric"] for ch in c["changes"]}, {"peak_rss", "rss_over_live", "end_rss", "ops_per_s"})
+
+    def test_exactly_the_planted_cells_move(self):
+        after = os.path.join(self.tmp, "after")
+        # glibc's churn phase holds 50% more at its peak; mimalloc's fill phase runs at half speed.
+        planted(FIXTURE, after, {("glibc", "churn"): ("peak_rss_bytes", 1.5), ("mimalloc", "fill"): ("ops_per_s", 0.5)})
+        c = self.compare(FIXTURE, after)
+        moved = [ch for ch in c["changes"] if ch["moved"]]
+        self.assertEqual({ch["cell"] for ch in moved}, {"glibc size_mix t1 churn", "mimalloc size_mix t1 fill"})
+        by_metric = {(ch["cell"], ch["metric"]): ch for ch in moved}
+        peak = by_metric[("glibc size_mix t1 churn", "peak_rss")]
+        self.assertEqual(peak["direction"], "worse")
+        self.assertAlmostEqual(peak["change"], 0.5, places=6)
+        self.assertLessEqual(peak["change_low"], peak["change"])
+        self.assertGreaterEqual(peak["change_high"], peak["change"])
+        self.assertEqual(by_metric[("mimalloc size_mix t1 fill", "ops_per_s")]["direction"], "worse")
+        self.assertEqual(c["changes"][0]["moved"], True, "moved cells come first")
+        # The reverse comparison sees the same cells get better.
+        back = self.compare(after, FIXTURE)
+        self.assertEqual({(ch["cell"], ch["metric"], ch["direction"]) for ch in back["changes"] if ch["moved"]},
+                         {(cell, metric, "better") for cell, metric in by_metric})
+        # Text and markdown say the same.
+        md = run(["compare", FIXTURE, after, "--format", "markdown"])
+        self.assertEqual(md.returncode, 0, md.stderr)
+        self.assertIn("| worse | glibc size_mix t1 churn | peak_rss |", md.stdout)
+        self.assertIn(f"{len(moved)} of ", md.stdout)
+
+    def test_charts_of_a_comparison(self):
+        before, after, charts = (os.path.join(self.tmp, n) for n in ("before", "after", "charts"))
+        shutil.copytree(FIXTURE, before, ignore=shutil.ignore_patterns("golden"))
+        planted(FIXTURE, after, {("glibc", "churn"): ("peak_rss_bytes", 1.5)})
+        p = run(["compare", before, after, "--format", "json", "--charts", charts])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["moved"], 2)  # stdout stays one JSON document
+        with open(os.path.join(charts, "compare.json")) as f:
+            written = json.load(f)
+        self.assertEqual([(o["allocator"], o["workload"], o["threads"]) for o in written["overlay"]], [("glibc", "size_mix", 1)])
+        for name in ("compare-changes.png", "compare-rss-glibc-size_mix-t1.png"):
+            path = os.path.join(charts, name)
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", name)
+            self.assertGreater(os.path.getsize(path), 10000, name)
+        # Nothing moved: the overlay is skipped with its reason, the change chart still drawn.
+        p = run(["compare", before, before, "--charts", os.path.join(self.tmp, "same")])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("skipped compare overlay: no cell's RSS moved", p.stderr)
+        self.assertTrue(os.path.isfile(os.path.join(self.tmp, "same", "compare-changes.png")))
+
+    def test_cells_on_one_side_only_are_listed(self):
+        fewer = os.path.join(self.tmp, "fewer")
+        shutil.copytree(FIXTURE, fewer, ignore=shutil.ignore_patterns("golden"))
+        with open(os.path.join(FIXTURE, "results.jsonl")) as f:
+            kept = [line for line in f if json.loads(line)["allocator"] != "jemalloc"]
+        with open(os.path.join(fewer, "results.jsonl"), "w") as f:
+            f.writelines(kept)
+        c = self.compare(FIXTURE, fewer, "--metric", "peak_rss")
+        self.assertEqual({ch["cell"].split()[0] for ch in c["changes"] if ch["direction"] == "only before"}, {"jemalloc"})
+        c = self.compare(fewer, FIXTURE, "--metric", "peak_rss")
+        self.assertEqual({ch["cell"].split()[0] for ch in c["changes"] if ch["direction"] == "only after"}, {"jemalloc"})
+
+    def test_bad_input_is_a_usage_error(self):
+        for args, message in [([FIXTURE, os.path.join(self.tmp, "nowhere")], "nowhere"),
+                              ([FIXTURE, FIXTURE, "--metric", "rss"], "unknown metric 'rss'"),
+                              ([FIXTURE, FIXTURE, "--format", "html"], "--format"),
+                              ([FIXTURE, FIXTURE, "--charts", "x", "--chart-format", "gif"], "--chart-format"),
+                              ([FIXTURE], "after")]:
+            p = run(["compare", *args])
+            self.assertEqual(p.returncode, 2, (args, p.stdout))
+            self.assertIn(message, p.stderr)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()

@@ -1,0 +1,380 @@
+"""`allocmark report` (issue 9, docs/report.md): the HTML report of each committed fixture folder,
+opened in a real headless Chromium (Debian's `chromium`, installed by ci/setup.sh). Run with
+Debian's /usr/bin/python3:
+
+    cd tests && ALLOCMARK_BIN=../build/bin/allocmark /usr/bin/python3 -m unittest -v report_test
+
+What the rendered page is checked for: every image decoded with a non-zero size, one row of the
+per-phase table per summary.json group (workload x threads x allocator x phase), the verdict's
+leaders against `allocmark show`, header clicks sorting the table, the failed and timed-out cells
+with their reasons, and no request of any kind leaving the page (Chromium runs behind a proxy on a
+closed port; the page's resource timing and CSP violations are collected and must be empty).
+Behaviour only, no timings. Chromium missing is a failure naming the package, never a skip.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from plots_test import EXPECTED, FIXTURES, fixture_copy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CHROMIUM = "/usr/bin/chromium"
+
+
+def allocmark_bin():
+    path = os.environ.get("ALLOCMARK_BIN") or os.path.join(ROOT, "build", "bin", "allocmark")
+    if not os.access(path, os.X_OK):
+        raise AssertionError("the driver %s is not built (set ALLOCMARK_BIN or build in build/)" % path)
+    return path
+
+
+def run_allocmark(*args):
+    return subprocess.run([allocmark_bin(), *args], capture_output=True, text=True, timeout=600)
+
+
+# Runs first in the page (injected as the first element of <head>, before the report's own
+# Content-Security-Policy takes effect, so violations of it are seen too). After `load` it inspects
+# what Chromium rendered, drives the sort by clicking a header, and writes the findings as JSON into
+# the DOM, which --dump-dom prints.
+PROBE = r"""<script>
+(function () {
+  var violations = [];
+  document.addEventListener("securitypolicyviolation", function (e) { violations.push(e.blockedURI + " " + e.violatedDirective); });
+  function rows(id) {
+    var t = document.getElementById(id);
+    if (!t) return null;
+    return Array.prototype.map.call(t.tBodies[0].rows, function (r) {
+      return Array.prototype.map.call(r.cells, function (c) {
+        return {text: c.textContent, sort: c.hasAttribute("data-sort") ? parseFloat(c.getAttribute("data-sort")) : null};
+      });
+    });
+  }
+  function headers(id) {
+    var t = document.getElementById(id);
+    return t ? Array.prototype.map.call(t.tHead.rows[0].cells, function (c) { return c.textContent; }) : null;
+  }
+  window.addEventListener("load", function () {
+    var out = {};
+    out.images = Array.prototype.map.call(document.images, function (img) {
+      return {id: img.parentNode.id, complete: img.complete, width: img.naturalWidth, height: img.naturalHeight,
+              data: img.src.indexOf("data:image/png;base64,") === 0};
+    });
+    out.resources = performance.getEntriesByType("resource").map(function (e) { return e.name; });
+    out.violations = violations;
+    out.phase_headers = headers("phase-table");
+    out.phases = rows("phase-table");
+    out.verdict_headers = headers("verdict-table");
+    out.verdict = rows("verdict-table");
+    out.failures = rows("failure-table");
+    out.skipped = Array.prototype.map.call(document.querySelectorAll("ul.skipped li"), function (li) { return li.textContent; });
+    out.text = document.body.innerText;
+    // Sort the per-phase table by peak RSS: a click ascending, a second descending.
+    var table = document.getElementById("phase-table");
+    if (table) {
+      var names = headers("phase-table"), column = names.indexOf("peak RSS MiB");
+      var th = table.tHead.rows[0].cells[column];
+      th.click();
+      out.sorted_ascending = {state: th.getAttribute("aria-sort"), rows: rows("phase-table")};
+      th.click();
+      out.sorted_descending = {state: th.getAttribute("aria-sort"), rows: rows("phase-table")};
+      out.sort_column = column;
+    }
+    var pre = document.createElement("pre");
+    pre.id = "probe-result";
+    pre.textContent = JSON.stringify(out);
+    document.body.appendChild(pre);
+  });
+})();
+</script>"""
+
+
+def render(test, html_path, tmp):
+    """The report as Chromium rendered it: the probe's findings."""
+    if not os.access(CHROMIUM, os.X_OK):
+        raise AssertionError("%s not found: install Debian's package `chromium` (ci/setup.sh does)" % CHROMIUM)
+    with open(html_path, encoding="utf-8") as f:
+        page = f.read()
+    test.assertEqual(page.count("<head>"), 1)
+    probed = os.path.join(tmp, "probed-" + os.path.basename(os.path.dirname(html_path)) + ".html")
+    with open(probed, "w", encoding="utf-8") as f:
+        f.write(page.replace("<head>", "<head>" + PROBE, 1))
+    proc = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + os.path.join(tmp, "chromium-profile"),
+         # Anything the page fetched would go through a proxy on a closed port and fail.
+         "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+         "--virtual-time-budget=10000", "--enable-logging=stderr", "--dump-dom", "file://" + probed],
+        capture_output=True, text=True, timeout=120)
+    test.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+    m = re.search(r'<pre id="probe-result">(.*?)</pre>', proc.stdout, re.S)
+    console = "\n".join(l for l in proc.stderr.splitlines() if "CONSOLE" in l)
+    test.assertIsNotNone(m, "the probe wrote nothing (page not loaded, or a script error):\n" + console)
+    import html as htmllib
+    return json.loads(htmllib.unescape(m.group(1)))
+
+
+def external_references(page):
+    """Every place in the markup that could load something from elsewhere (attribute names whole:
+    a workload parameter such as fill_fraction=0.9 is text, not an action= attribute)."""
+    found = []
+    found += re.findall(r"https?://[^\s\"'<>]+", page)
+    found += [s for s in re.findall(r"""(?<![\w-])(?:src|href|action|poster|srcset)\s*=\s*["']?([^"'\s>]+)""", page, re.I)
+              if not s.startswith("data:") and not s.startswith("#")]
+    found += re.findall(r"url\(\s*['\"]?(?!data:)[^)]*\)", page, re.I)
+    found += re.findall(r"@import[^;]*", page, re.I)
+    found += re.findall(r"""["'(]\s*//[a-z0-9.-]+""", page, re.I)  # protocol-relative
+    return found
+
+
+def summary_groups(folder):
+    proc = run_allocmark("show", folder, "--format", "json")
+    if proc.returncode != 0:
+        raise AssertionError(proc.stderr)
+    return json.loads(proc.stdout)["groups"]
+
+
+def all_failed_copy(tmp):
+    """results-small with only its failed and timed-out cells: a run where nothing finished ok."""
+    dst = os.path.join(tmp, "all-failed")
+    os.makedirs(dst)
+    shutil.copy(os.path.join(FIXTURES, "results-small", "meta.json"), dst)
+    with open(os.path.join(FIXTURES, "results-small", "results.jsonl")) as f, \
+            open(os.path.join(dst, "results.jsonl"), "w") as out:
+        for line in f:
+            if json.loads(line)["status"] != "ok":
+                out.write(line)
+    return dst
+
+
+def not_ok_records(folder):
+    with open(os.path.join(folder, "results.jsonl")) as f:
+        return [r for r in map(json.loads, f) if r["status"] != "ok"]
+
+
+class Rendered(unittest.TestCase):
+    """Each fixture's report, generated by the driver and rendered by Chromium."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="allocmark-report-")
+        cls.folders, cls.pages, cls.procs = {}, {}, {}
+        for name in list(EXPECTED) + ["all-failed"]:
+            folder = all_failed_copy(cls.tmp) if name == "all-failed" else fixture_copy(name, cls.tmp)
+            cls.folders[name] = folder
+            cls.procs[name] = run_allocmark("report", folder)
+        cls.rendered = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def page(self, name):
+        proc = self.procs[name]
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        path = os.path.join(self.folders[name], "report.html")
+        self.assertEqual(proc.stdout.strip(), path, "the report's path is printed")
+        if name not in self.rendered:
+            self.rendered[name] = render(self, path, self.tmp)
+        return self.rendered[name]
+
+    def test_every_chart_is_embedded_and_decoded(self):
+        for name, (charts, skipped) in EXPECTED.items():
+            with self.subTest(fixture=name):
+                out = self.page(name)
+                self.assertEqual(sorted(i["id"] for i in out["images"]),
+                                 sorted("chart-" + os.path.splitext(c)[0] for c in charts))
+                for img in out["images"]:
+                    self.assertTrue(img["data"], img)
+                    self.assertTrue(img["complete"], img)
+                    self.assertGreater(img["width"], 200, img)
+                    self.assertGreater(img["height"], 200, img)
+                kinds = sorted({s.split(":")[0] for s in out["skipped"]})
+                # No fixture has per-node figures, so chart 6's per-node view is listed as skipped too.
+                self.assertEqual(kinds, sorted(set(skipped) | {"contention per NUMA node"}), out["skipped"])
+                for s in out["skipped"]:
+                    self.assertGreater(len(s.split(":", 1)[1].strip()), 10, "no reason: " + s)
+
+    def test_one_phase_row_per_summary_group(self):
+        for name in list(EXPECTED) + ["all-failed"]:
+            with self.subTest(fixture=name):
+                out = self.page(name)
+                groups = summary_groups(self.folders[name])
+                self.assertEqual(out["phase_headers"][:4], ["workload", "threads", "allocator", "phase"])
+                got = sorted((r[0]["text"], int(r[1]["text"]), r[2]["text"], r[3]["text"]) for r in out["phases"])
+                want = sorted((g["workload"], g["threads"], g["allocator"], g["phase"]) for g in groups)
+                self.assertEqual(got, want)
+                # The medians are the model's: peak RSS of each row against show's json.
+                column = out["phase_headers"].index("peak RSS MiB")
+                by_key = {(g["workload"], g["threads"], g["allocator"], g["phase"]): g for g in groups}
+                for r in out["phases"]:
+                    g = by_key[(r[0]["text"], int(r[1]["text"]), r[2]["text"], r[3]["text"])]
+                    peak = g.get("metrics", {}).get("peak_rss_bytes")
+                    if peak:
+                        self.assertEqual(r[column]["sort"], peak["median"])
+                        self.assertIn("%.1f" % (peak["median"] / 2**20), r[column]["text"])
+                    else:
+                        self.assertIsNone(r[column]["sort"])
+
+    def test_clicking_a_header_sorts_the_table(self):
+        for name in ("threads-sweep", "results-small"):
+            with self.subTest(fixture=name):
+                out = self.page(name)
+                column = out["sort_column"]
+                for key, state, ordered in (("sorted_ascending", "ascending", lambda v: v == sorted(v)),
+                                            ("sorted_descending", "descending", lambda v: v == sorted(v, reverse=True))):
+                    rows = out[key]["rows"]
+                    self.assertEqual(out[key]["state"], state)
+                    self.assertEqual(len(rows), len(out["phases"]))
+                    values = [r[column]["sort"] for r in rows if r[column]["sort"] is not None]
+                    self.assertGreater(len(set(values)), 2)
+                    self.assertTrue(ordered(values), values)
+                    # Rows without a figure (failed cells) stay after the measured ones.
+                    flags = [r[column]["sort"] is None for r in rows]
+                    self.assertEqual(flags, sorted(flags))
+                    self.assertNotEqual([r[column]["sort"] for r in out["phases"]], [r[column]["sort"] for r in rows],
+                                        "the order did not change")
+
+    def test_verdict_names_the_leader_the_model_computes(self):
+        for name in ("results-small", "threads-sweep", "variants"):
+            with self.subTest(fixture=name):
+                out = self.page(name)
+                proc = run_allocmark("show", self.folders[name], "--by", "workload,threads,allocator", "--format", "json")
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                groups = [g for g in json.loads(proc.stdout)["groups"] if g.get("metrics")]
+                headers = out["verdict_headers"]
+                col = {h: headers.index(h) for h in ("workload", "threads", "figure", "leader", "runner-up", "lead")}
+                checked = 0
+                for metric, header, lower in (("peak_rss_bytes", "peak RSS MiB", True),
+                                              ("rss_above_idle_over_live", "RSS-idle/live", True),
+                                              ("ops_per_s", "ops/s", False)):
+                    for r in out["verdict"]:
+                        if not r[col["figure"]]["text"].startswith(header + " ("):
+                            continue
+                        mine = [g for g in groups if g["workload"] == r[col["workload"]]["text"]
+                                and g["threads"] == int(r[col["threads"]]["text"]) and metric in g["metrics"]]
+                        ranked = sorted(mine, key=lambda g: g["metrics"][metric]["median"], reverse=not lower)
+                        self.assertEqual(r[col["leader"]]["text"], ranked[0]["allocator"], r)
+                        self.assertEqual(r[col["runner-up"]]["text"], ranked[1]["allocator"], r)
+                        a, b = ranked[0]["metrics"][metric]["median"], ranked[1]["metrics"][metric]["median"]
+                        lead = b / a if lower else a / b
+                        self.assertAlmostEqual(r[col["lead"]]["sort"], lead, places=9)
+                        self.assertGreaterEqual(lead, 1.0)
+                        checked += 1
+                self.assertGreaterEqual(checked, 3)
+
+    def test_failed_and_timed_out_cells_with_their_reasons(self):
+        for name in ("results-small", "all-failed"):
+            with self.subTest(fixture=name):
+                out = self.page(name)
+                records = not_ok_records(self.folders[name])
+                self.assertEqual({r["status"] for r in records}, {"failed", "timeout"})
+                rows = out["failures"]
+                self.assertIsNotNone(rows, "no table of failed cells")
+                got = sorted((r[2]["text"], r[5]["text"], r[6]["text"]) for r in rows)
+                want = sorted((r["allocator"], r["status"], r["error"]) for r in records)
+                self.assertEqual(got, want)
+
+    def test_a_run_where_every_cell_failed_says_so(self):
+        out = self.page("all-failed")
+        self.assertIn("Every cell failed", out["text"])
+        self.assertEqual(out["images"], [])
+        self.assertIn("No verdict", out["text"])
+        self.assertIn("no chart", out["text"].lower())
+
+    def test_machine_and_matrix_from_meta_json(self):
+        for name in EXPECTED:
+            with self.subTest(fixture=name):
+                out = self.page(name)
+                with open(os.path.join(self.folders[name], "meta.json")) as f:
+                    meta = json.load(f)
+                for value in (meta["machine"]["cpu_model"], meta["machine"]["kernel"], meta["machine"]["glibc_version"],
+                              meta["machine"]["thp_enabled"]):
+                    self.assertIn(value, out["text"])
+                for a in meta["allocators"]:
+                    self.assertIn(a["name"], out["text"])
+                    self.assertIn(a["version"], out["text"])
+
+    def test_nothing_is_requested_from_anywhere(self):
+        for name in list(EXPECTED) + ["all-failed"]:
+            with self.subTest(fixture=name):
+                out = self.page(name)
+                self.assertEqual(out["resources"], [])
+                self.assertEqual(out["violations"], [])
+                with open(os.path.join(self.folders[name], "report.html"), encoding="utf-8") as f:
+                    self.assertEqual(external_references(f.read()), [])
+
+
+class Probe(unittest.TestCase):
+    """The checks above can fail: a page that fetches from elsewhere or has a broken image is caught."""
+
+    def test_an_external_image_and_stylesheet_are_caught(self):
+        tmp = tempfile.mkdtemp(prefix="allocmark-report-probe-")
+        try:
+            folder = os.path.join(tmp, "bad")
+            os.makedirs(folder)
+            path = os.path.join(folder, "report.html")
+            with open(path, "w") as f:
+                f.write('<!DOCTYPE html><html><head><link rel="stylesheet" href="https://example.com/a.css">'
+                        '</head><body><figure id="x"><img src="http://example.com/x.png"></figure>'
+                        '<figure id="y"><img src="data:image/png;base64,AAAA"></figure></body></html>')
+            out = render(self, path, tmp)
+            self.assertEqual(sorted(out["resources"]), ["http://example.com/x.png", "https://example.com/a.css"])
+            self.assertEqual([i["width"] for i in out["images"]], [0, 0])
+            with open(path) as f:
+                self.assertEqual(len(external_references(f.read())), 4)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class BadInput(unittest.TestCase):
+    """Exit 2 with a clear message, and no file left behind."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="allocmark-report-bad-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def assert_refused(self, args, words, leftovers_in):
+        before = {d: sorted(os.listdir(d)) for d in leftovers_in}
+        proc = run_allocmark("report", *args)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        for w in words:
+            self.assertIn(w, proc.stderr)
+        self.assertEqual(proc.stdout, "")
+        for d in leftovers_in:
+            self.assertEqual(sorted(os.listdir(d)), before[d], "files left behind in " + d)
+
+    def test_missing_folder(self):
+        self.assert_refused([os.path.join(self.tmp, "nope")], ["nope", "no such folder"], [self.tmp])
+
+    def test_not_a_results_folder(self):
+        self.assert_refused([self.tmp], [self.tmp, "not a results folder"], [self.tmp])
+
+    def test_empty_results_file(self):
+        open(os.path.join(self.tmp, "results.jsonl"), "w").close()
+        self.assert_refused([self.tmp], ["no finished cell"], [self.tmp])
+
+    def test_unwritable_or_impossible_output(self):
+        folder = fixture_copy("single-allocator", self.tmp)
+        locked = os.path.join(self.tmp, "locked")
+        os.makedirs(locked)
+        os.chmod(locked, 0o555)
+        cases = [([folder, "-o", os.path.join(self.tmp, "missing", "r.html")], ["does not exist"]),
+                 ([folder, "-o", self.tmp], ["is a folder"])]
+        if os.geteuid() != 0:  # root writes anywhere: only the kernel's refusal below applies to it
+            cases.append(([folder, "-o", os.path.join(locked, "r.html")], ["not writable"]))
+        for args, words in cases:
+            with self.subTest(args=args):
+                self.assert_refused(args, words, [self.tmp, folder, locked])
+        # A path the kernel refuses at write time even for root: a file under /proc.
+        self.assert_refused([folder, "-o", "/proc/allocmark-report.html"], ["/proc/allocmark-report.html"],
+                            [self.tmp, folder])
+
+
+if __name__ == "__main__":
+    unittest.main()
