@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake pkg-config git
   libjemalloc-dev libjemalloc2 libgoogle-perftools-dev libgoogle-perftools4 libtcmalloc-minimal4
-  libmimalloc-dev libnuma-dev
+  libmimalloc-dev libnuma-dev librocksdb-dev
   libbenchmark-dev libgtest-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev
   python3 python3-matplotlib python3-numpy zlib1g sqlite3 xz-utils zstd perl
   chromium  # tests/report_test.py opens the HTML report in headless Chromium

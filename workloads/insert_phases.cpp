@@ -6,6 +6,8 @@
 // at all, so an allocator that only returns memory when called keeps it.
 #include "workloads/insert_phases.h"
 
+#include "workloads/clock.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -31,20 +33,6 @@ void* checked_malloc(std::size_t bytes) {
 inline uint64_t trace_mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h;
-}
-
-double now_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-void sleep_s(double seconds) {
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(seconds);
-  ts.tv_nsec = static_cast<long>((seconds - ts.tv_sec) * 1e9);
-  while (nanosleep(&ts, &ts) != 0) {
-  }
 }
 
 }  // namespace

@@ -108,6 +108,9 @@ struct WorkloadEnv {
   std::function<bool()> purge;
   // Current resident bytes of this process (allocation-free /proc read).
   std::function<uint64_t()> rss_bytes;
+  // A folder of the cell's own for on-disk state (a database), under the results folder; it does
+  // not exist yet. The driver removes it when the worker has ended, however it ended.
+  std::string data_dir;
 };
 
 class Workload {
@@ -134,6 +137,9 @@ struct WorkloadInfo {
   // the driver before any cell starts.
   std::function<std::string(const Params&)> validate;
   bool diagnostic = false;  // exists to test the harness (crash, hang); excluded from default matrices
+  // false: the workload's memory is allocated inside a library it does not instrument, so its
+  // phases report no live bytes (null, not 0) and no fragmentation ratio.
+  bool tracks_live_bytes = true;
 };
 
 // Registration happens from static initialisers in each workload's file.

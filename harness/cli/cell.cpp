@@ -5,7 +5,8 @@
 // SPEC: {"cell": <as in a plan>, "settings": {"timeout_s", "sample_ms", "max_timeline_points",
 // "pin_threads"}, "log": "path of the worker's log"}, and from a batch executor also "attempt" (the
 // record's attempt, as the driver would stamp it) and "machines_dir" (where this host's machine
-// description goes, HOST.json, once per host, for the folder's meta.json).
+// description goes, HOST.json, once per host, for the folder's meta.json),
+// "data_root" and "keep_data" (data_root defaults to a data/ folder beside the log).
 #include <unistd.h>
 
 #include <filesystem>
@@ -31,10 +32,14 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
   matrix::Cell cell = matrix::cell_from_json(spec.value("cell", json::object()));
   json s = spec.value("settings", json::object());
   runner::CellSettings settings{worker_path(), s.value("timeout_s", 300.0), s.value("sample_ms", 10),
-                                s.value("max_timeline_points", 2000), s.value("pin_threads", true)};
+                                s.value("max_timeline_points", 2000), s.value("pin_threads", true), "", false};
   if (!(settings.timeout_s > 0) || settings.sample_ms < 1 || settings.max_timeline_points < 2)
     throw matrix::ConfigError(spec_path + ": settings: timeout_s must be > 0, sample_ms >= 1, max_timeline_points >= 2");
   std::string log = spec.value("log", record_path.empty() ? std::string("/dev/null") : record_path + ".log");
+  settings.data_root = s.value("data_root", std::string());
+  if (settings.data_root.empty())
+    settings.data_root = (log == "/dev/null" ? std::filesystem::current_path() : std::filesystem::absolute(log).parent_path()).string() + "/data";
+  settings.keep_data = s.value("keep_data", false);
   runner::CellHooks hooks{nullptr, [] { return runner::g_interrupted.load(); }};
   const int attempt = spec.value("attempt", 1);
   if (attempt < 1) throw matrix::ConfigError(spec_path + ": attempt must be >= 1");

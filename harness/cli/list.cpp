@@ -32,7 +32,8 @@ json list_json() {
     out["allocators"].push_back({{"name", name}, {"kind", "variant"}, {"backend", def.backend}, {"env", def.env},
                                  {"library", def.library}, {"summary", def.description}});
   for (const auto& w : wl::registered_workloads()) {
-    json entry{{"name", w.name}, {"summary", w.summary}, {"phases", w.phases}, {"diagnostic", w.diagnostic}};
+    json entry{{"name", w.name}, {"summary", w.summary}, {"phases", w.phases}, {"diagnostic", w.diagnostic},
+                {"live_bytes", w.tracks_live_bytes}};
     for (const auto& p : w.params)
       entry["params"].push_back({{"name", p.name}, {"type", param_type(p.type)}, {"quick", p.quick}, {"full", p.full}, {"help", p.help}});
     out["workloads"].push_back(entry);

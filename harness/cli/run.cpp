@@ -12,6 +12,7 @@
 #include <iostream>
 #include <optional>
 
+#include "harness/cli/run.h"
 #include "harness/cli/common.h"
 #include "harness/matrix/plan.h"
 #include "harness/results/machine.h"
@@ -31,29 +32,7 @@ namespace mx = allocmark::matrix;
 namespace rs = allocmark::results;
 namespace rn = allocmark::runner;
 
-struct RunFlags {
-  std::string matrix_path;
-  std::vector<std::string> allocators_raw, workloads_raw, threads_raw, sets;
-  std::optional<int> reps;
-  std::optional<std::string> size;
-  std::optional<double> timeout_s;
-  std::optional<int> sample_ms;
-  std::string out_dir;
-  bool out_given = false;
-  bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false;
-  std::string executor = "local";
-  std::vector<std::string> slurm_opts;
-  std::optional<int> cells_per_task;
-  bool no_wait = false;
-  std::string command_line;
-};
 
-std::string default_out_dir() {
-  std::time_t t = std::time(nullptr);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "results/%Y%m%d-%H%M%S", std::localtime(&t));
-  return buf;
-}
 
 std::vector<int> parse_threads(const std::vector<std::string>& raw) {
   std::vector<int> out;
@@ -71,7 +50,7 @@ std::vector<int> parse_threads(const std::vector<std::string>& raw) {
 }
 
 mx::Plan make_plan(const RunFlags& f, std::string& matrix_path) {
-  bool axis_flags = !f.allocators_raw.empty() || !f.workloads_raw.empty() || !f.threads_raw.empty();
+  bool axis_flags = !f.allocators_raw.empty() || !f.workloads_raw.empty() || !f.threads_raw.empty() || !f.programs.empty();
   std::optional<mx::MatrixFile> file;
   matrix_path = f.matrix_path;
   if (matrix_path.empty() && !axis_flags) matrix_path = mx::config_dir() + "/quick.toml";
@@ -92,6 +71,7 @@ mx::Plan make_plan(const RunFlags& f, std::string& matrix_path) {
   o.sample_ms = f.sample_ms;
   if (f.no_pin) o.pin_threads = false;
   o.sets = f.sets;
+  o.programs = f.programs;
   return mx::build_plan(file, load_variants(), o);
 }
 
@@ -187,13 +167,23 @@ json fresh_meta(const mx::Plan& plan, const std::string& matrix_path, const json
               {"runs", json::array({run_entry})}};
 }
 
-rn::MatrixRunReport run_here(const mx::Plan& plan, rs::ResultsDir& dir, const std::string& worker, bool retry_failed) {
+rn::MatrixRunReport run_here(const mx::Plan& plan, rs::ResultsDir& dir, const std::string& worker, bool retry_failed,
+                             bool keep_data = false) {
   rn::LocalExecutor executor({worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
-                              plan.settings.pin_threads});
+                              plan.settings.pin_threads, dir.path() + "/data", keep_data});
   return rn::run_matrix(plan, dir, executor, {retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
 }
 
-int run(const RunFlags& f) {
+}  // namespace
+
+std::string default_out_dir(const char* prefix) {
+  std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+  return std::string("results/") + prefix + buf;
+}
+
+int run_command(const RunFlags& f) {
   std::string matrix_path;
   mx::Plan plan = make_plan(f, matrix_path);
   for (const auto& n : plan.notes) std::cerr << "allocmark: " << n << "\n";
@@ -211,7 +201,7 @@ int run(const RunFlags& f) {
   if (f.resume && f.extend) throw mx::ConfigError("--resume and --extend: choose one (--extend also completes missing cells)");
   if (f.retry_failed && !f.resume && !f.extend) throw mx::ConfigError("--retry-failed: needs --resume or --extend");
   if (f.discard_corrupt && !f.resume && !f.extend) throw mx::ConfigError("--discard-corrupt-lines: needs --resume or --extend");
-  rs::ResultsDir dir(f.out_dir.empty() && !f.out_given ? default_out_dir() : f.out_dir,
+  rs::ResultsDir dir(f.out_dir.empty() && !f.out_given ? default_out_dir("") : f.out_dir,
                      {f.resume, f.extend, f.discard_corrupt, f.command_line});
   for (const auto& n : dir.notes()) std::cerr << "allocmark: " << dir.path() << ": " << n << "\n";
   if (dir.had_results()) refuse_while_slurm_jobs_run(dir.path());
@@ -251,7 +241,7 @@ int run(const RunFlags& f) {
   record_planned_cells(plan, dir.path());
 
   rn::CellSettings settings{worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
-                            plan.settings.pin_threads};
+                            plan.settings.pin_threads, dir.path() + "/data", f.keep_data};
   std::optional<rn::SlurmExecutor> slurm_executor;
   if (slurm)
     slurm_executor.emplace(settings, rn::SlurmOptions{sbatch_args, f.cells_per_task.value_or(1), !f.no_wait,
@@ -274,7 +264,7 @@ int run(const RunFlags& f) {
   } machines_on_exit{dir, slurm};
   rn::MatrixRunReport report =
       slurm ? rn::run_matrix(plan, dir, *slurm_executor, {f.retry_failed, static_cast<bool>(::isatty(2)), &std::cerr})
-            : run_here(plan, dir, worker, f.retry_failed);
+            : run_here(plan, dir, worker, f.retry_failed, f.keep_data);
   if (slurm_executor && f.no_wait) {
     if (slurm_executor->job_id())
       std::cout << fmt::format("submitted Slurm job {} ({}); `allocmark status {}` follows it; when nothing runs, "
@@ -304,8 +294,6 @@ int run(const RunFlags& f) {
   return report.not_ok_in_folder ? kExitCellsFailed : kExitOk;
 }
 
-}  // namespace
-
 rn::MatrixRunReport run_in_new_folder(const mx::Plan& plan, const std::string& out, const std::string& command, const std::string& mode) {
   std::string worker = worker_path();
   if (::access(worker.c_str(), X_OK) != 0) throw std::runtime_error("worker not found: " + worker + " (set ALLOCMARK_WORKER)");
@@ -325,12 +313,15 @@ Subcommand add_run_command(CLI::App& app) {
   run_cmd->add_option("--threads,-t", f->threads_raw, "thread counts, comma separated (default 1,2)");
   run_cmd->add_option("--reps,-r", f->reps, "repetitions of every cell (default 3)");
   run_cmd->add_option("--size", f->size, "parameter preset: quick or full (default quick)")->check(CLI::IsMember({"quick", "full"}));
+  run_cmd->add_option("--program", f->programs,
+                      "run your own program as a cell's workload: NAME='COMMAND ARGS' (repeatable; docs/programs.md)");
   run_cmd->add_option("--set", f->sets, "override a workload parameter: workload.param=value (repeatable)");
   run_cmd->add_option("--out,-o", f->out_dir, "results folder (default results/<date-time>)")
       ->each([f](const std::string&) { f->out_given = true; });
   run_cmd->add_option("--timeout", f->timeout_s, "seconds before a cell is killed and recorded as timeout (default 300)");
   run_cmd->add_option("--sample-ms", f->sample_ms, "RSS timeline sampling period in ms (default 10)");
   run_cmd->add_flag("--no-pin", f->no_pin, "do not pin worker threads to CPUs");
+  run_cmd->add_flag("--keep-data", f->keep_data, "keep each cell's on-disk data (DIR/data/, e.g. rocksdb's database) after the cell");
   run_cmd->add_flag("--resume", f->resume, "complete an existing results folder of the same matrix: run only the cells it lacks");
   run_cmd->add_flag("--extend", f->extend, "add this matrix's cells to an existing results folder of another matrix (same machine)");
   run_cmd->add_flag("--retry-failed", f->retry_failed, "with --resume/--extend: also rerun cells recorded as failed, crashed or timeout");
@@ -344,7 +335,7 @@ Subcommand add_run_command(CLI::App& app) {
   run_cmd->add_flag("--no-wait", f->no_wait, "with --executor slurm: return after submitting the array (`allocmark status DIR` follows it)");
   return {run_cmd, [f] {
             f->command_line = command_line();
-            return run(*f);
+            return run_command(*f);
           }};
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -132,6 +133,41 @@ void parse_allocator_defs(const std::string& path, const toml::node& node, Matri
   }
 }
 
+void parse_programs(const std::string& path, const toml::node& node, MatrixFile& out) {
+  const auto* defs = node.as_table();
+  if (!defs) fail(path, node, "[programs] must hold one table per program, e.g. [programs.myapp]");
+  for (const auto& [key, value] : *defs) {
+    std::string name(key.str());
+    const auto* t = value.as_table();
+    if (!t) fail(path, value, "program '" + name + "' must be a table");
+    reject_unknown_keys(path, *t, "program '" + name + "'", {"command", "cwd", "input", "env"});
+    ProgramDef def;
+    def.name = name;
+    def.origin = where(path, value);
+    auto text = [&](const char* k, std::string& into) {
+      if (auto n = t->get(k)) {
+        if (!n->is_string()) fail(path, *n, std::string("'") + k + "' must be a string");
+        into = n->as_string()->get();
+      }
+    };
+    if (!t->get("command")) fail(path, value, "program '" + name + "' needs command = \"PROGRAM ARGS\"");
+    text("command", def.command);
+    text("cwd", def.cwd);
+    text("input", def.input);
+    if (auto env = t->get("env")) {
+      const auto* et = env->as_table();
+      if (!et) fail(path, *env, "'env' must be a table of NAME = \"value\"");
+      for (const auto& [ek, ev] : *et) def.env[std::string(ek.str())] = scalar_text(path, ev, "env value");
+    }
+    // Relative folders and files are relative to the matrix file, not to wherever allocmark runs.
+    std::filesystem::path base = std::filesystem::absolute(path).parent_path();
+    if (!def.cwd.empty() && std::filesystem::path(def.cwd).is_relative()) def.cwd = (base / def.cwd).lexically_normal().string();
+    if (!def.input.empty() && std::filesystem::path(def.input).is_relative() && def.cwd.empty())
+      def.input = (base / def.input).lexically_normal().string();
+    out.programs[name] = def;
+  }
+}
+
 }  // namespace
 
 MatrixFile load_matrix_file(const std::string& path, bool variants_only) {
@@ -152,7 +188,7 @@ MatrixFile load_matrix_file(const std::string& path, bool variants_only) {
   if (variants_only)
     reject_unknown_keys(path, root, "a variants file", {"allocators"});
   else
-    reject_unknown_keys(path, root, "a matrix file", {"matrix", "params", "allocators"});
+    reject_unknown_keys(path, root, "a matrix file", {"matrix", "params", "allocators", "programs"});
   if (auto m = root.get("matrix")) {
     if (!m->is_table()) fail(path, *m, "[matrix] must be a table");
     parse_matrix_table(path, *m->as_table(), out);
@@ -168,6 +204,7 @@ MatrixFile load_matrix_file(const std::string& path, bool variants_only) {
     }
   }
   if (auto a = root.get("allocators")) parse_allocator_defs(path, *a, out);
+  if (auto p = root.get("programs"); p && !variants_only) parse_programs(path, *p, out);
   return out;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/matrix/program.h"
+
 namespace allocmark::matrix {
 
 class ConfigError : public std::runtime_error {
@@ -56,6 +58,7 @@ struct MatrixFile {
   std::map<std::string, std::map<std::string, Located>> params;
   std::map<std::string, std::string> params_origin;  // workload -> where its [params.*] table is
   std::map<std::string, AllocatorDef> allocator_defs;
+  std::map<std::string, ProgramDef> programs;  // [programs.NAME]
 };
 
 // Parses a matrix or variants file. `variants_only`: only [allocators.*] tables are allowed.

@@ -25,8 +25,7 @@ std::string join(const std::vector<std::string>& items) {
 }
 
 std::string fnv1a_hex(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  uint64_t h = fnv1a64(text.data(), text.size());
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return std::string(buf, 10);
@@ -233,12 +232,23 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
 
   if (plan.allocators.empty()) throw ConfigError(allocator_ctx + ": none of these allocators is installed (ci/setup.sh installs them)");
 
+  // Programs: the file's [programs.*] and --program; a matrix that names programs runs only them
+  // unless it also names workloads.
+  std::map<std::string, ProgramDef> programs = file ? file->programs : std::map<std::string, ProgramDef>{};
+  for (const auto& flag : flags.programs) {
+    ProgramDef def = parse_program_flag(flag);
+    if (programs.count(def.name))
+      throw ConfigError(def.origin + ": program '" + def.name + "' is defined twice (also at " + programs[def.name].origin + ")");
+    programs[def.name] = def;
+  }
+  for (const auto& [name, def] : programs) check_program(def);
+
   Axis workload_axis = pick_axis(flags.workloads, "--workloads", file ? &file->workloads : nullptr, "workloads",
-                                 runnable_workload_names());
+                                 programs.empty() ? runnable_workload_names() : std::vector<std::string>{});
   dedupe(workload_axis.names, "workload", plan.notes);
   const std::vector<std::string>& workload_names = workload_axis.names;
   const std::string& workload_ctx = workload_axis.origin;
-  if (workload_names.empty()) throw ConfigError(workload_ctx + ": no workload named");
+  if (workload_names.empty() && programs.empty()) throw ConfigError(workload_ctx + ": no workload named");
   for (const auto& name : workload_names)
     if (!wl::find_workload(name))
       throw ConfigError(workload_ctx + ": unknown workload '" + name + "' (valid: " + join(all_workload_names()) + ")");
@@ -283,10 +293,14 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
 
   // Repetitions outermost, allocators innermost: slow drift on a shared machine then spreads over
   // every allocator instead of landing on one.
-  for (int rep = 1; rep <= s.reps; ++rep)
+  for (int rep = 1; rep <= s.reps; ++rep) {
     for (const auto& w : workload_names)
       for (int t : threads)
         for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, w, t, rep, params[w]});
+    // A program runs with its own threads: the threads axis does not apply, each is one cell per allocator.
+    for (const auto& [name, def] : programs)
+      for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, kProgramPrefix + name, 1, rep, program_params(def)});
+  }
   return plan;
 }
 
@@ -357,7 +371,7 @@ Cell cell_from_json(const nlohmann::json& j) {
     c.params = j.at("params").get<std::map<std::string, std::string>>();
     if (!allocmark::allocators::find_backend(c.allocator.backend))
       throw ConfigError("unknown backend '" + c.allocator.backend + "'");
-    if (!wl::find_workload(c.workload)) throw ConfigError("unknown workload '" + c.workload + "'");
+    if (!is_program(c.workload) && !wl::find_workload(c.workload)) throw ConfigError("unknown workload '" + c.workload + "'");
     if (c.threads < 1 || c.rep < 1) throw ConfigError("threads and rep must be at least 1");
     return c;
   } catch (const nlohmann::json::exception& e) {

@@ -24,6 +24,7 @@ struct Overrides {
   std::optional<int> sample_ms;
   std::optional<bool> pin_threads;
   std::vector<std::string> sets;  // "workload.param=value"
+  std::vector<std::string> programs;  // "NAME=COMMAND ARGS" (--program)
 };
 
 struct ResolvedAllocator {

@@ -77,12 +77,54 @@ bool read_mem_status(pid_t pid, MemStatus& out) {
   return true;
 }
 
-bool reset_peak_rss() {
-  int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+bool reset_peak_rss(pid_t pid) {
+  char path[64];
+  proc_path(path, sizeof path, pid, "clear_refs");
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0) return false;
   bool ok = ::write(fd, "5", 1) == 1;
   ::close(fd);
   return ok;
+}
+
+bool parse_stat_counters(const char* text, TaskCounters& out) {
+  // The command name may hold spaces and parentheses: fields are counted after the last ')'.
+  const char* p = std::strrchr(text, ')');
+  if (!p) return false;
+  ++p;
+  static const long ticks = ::sysconf(_SC_CLK_TCK);
+  unsigned long long v[13] = {};
+  // Fields 3..15 of proc(5): state, ppid, pgrp, session, tty_nr, tpgid, flags, minflt, cminflt,
+  // majflt, cmajflt, utime, stime; the state is a letter, the rest numbers.
+  while (*p == ' ') ++p;
+  if (!*p) return false;
+  ++p;
+  for (int i = 1; i < 13; ++i) {
+    char* end = nullptr;
+    v[i] = std::strtoull(p, &end, 10);
+    if (end == p) return false;
+    p = end;
+  }
+  out.minor_faults = v[7];
+  out.major_faults = v[9];
+  out.user_s = static_cast<double>(v[11]) / ticks;
+  out.sys_s = static_cast<double>(v[12]) / ticks;
+  return true;
+}
+
+bool read_task_counters(pid_t pid, TaskCounters& out) {
+  char path[64];
+  char buf[4096];
+  proc_path(path, sizeof path, pid, "stat");
+  if (read_small_file(path, buf, sizeof buf) <= 0 || !parse_stat_counters(buf, out)) return false;
+  proc_path(path, sizeof path, pid, "status");
+  if (read_small_file(path, buf, sizeof buf) <= 0) return false;
+  uint64_t vol = 0, invol = 0;
+  if (!parse_status_kib(buf, "voluntary_ctxt_switches", vol) || !parse_status_kib(buf, "nonvoluntary_ctxt_switches", invol))
+    return false;
+  out.voluntary_ctx_switches = vol;
+  out.involuntary_ctx_switches = invol;
+  return true;
 }
 
 bool read_statm_rss(pid_t pid, uint64_t& rss_bytes) {

@@ -18,7 +18,18 @@ struct MemStatus {
 bool read_mem_status(pid_t pid, MemStatus& out);
 // Resets the kernel's RSS high-water mark of this process to its current RSS (clear_refs 5).
 // False where the kernel refuses (then VmHWM keeps its value since process start).
-bool reset_peak_rss();
+bool reset_peak_rss(pid_t pid = 0);
+
+// What getrusage says of a process, read from the outside (/proc/<pid>/stat and status): for the
+// phase edges of a program the driver runs, where the process cannot measure itself.
+struct TaskCounters {
+  uint64_t minor_faults = 0, major_faults = 0;
+  double user_s = 0, sys_s = 0;
+  uint64_t voluntary_ctx_switches = 0, involuntary_ctx_switches = 0;
+};
+bool read_task_counters(pid_t pid, TaskCounters& out);
+// The fields of a /proc/<pid>/stat line, for tests.
+bool parse_stat_counters(const char* text, TaskCounters& out);
 // Resident bytes of a process from /proc/<pid>/statm: cheaper than status, for the parent sampler.
 bool read_statm_rss(pid_t pid, uint64_t& rss_bytes);
 

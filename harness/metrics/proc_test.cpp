@@ -71,3 +71,21 @@ TEST(Maps, CountsAnonymousAndGlibcHeapLikeMappings) {
 }
 
 TEST(Maps, SelfHasMappings) { EXPECT_GT(summarize_maps()["mappings"].get<int>(), 5); }
+
+TEST(ProcParse, StatCountersAfterTheCommandName) {
+  // A command name with spaces and a ')' must not shift the fields.
+  const char* line = "4242 (a b) c)) S 1 4242 4242 0 -1 4194560 111 5 22 7 300 40 0 0 20 0 1 0 100 0 0";
+  allocmark::metrics::TaskCounters c;
+  ASSERT_TRUE(allocmark::metrics::parse_stat_counters(line, c));
+  EXPECT_EQ(c.minor_faults, 111u);
+  EXPECT_EQ(c.major_faults, 22u);
+  EXPECT_DOUBLE_EQ(c.user_s * sysconf(_SC_CLK_TCK), 300);
+  EXPECT_DOUBLE_EQ(c.sys_s * sysconf(_SC_CLK_TCK), 40);
+  EXPECT_FALSE(allocmark::metrics::parse_stat_counters("no paren here", c));
+}
+
+TEST(ProcRead, OwnTaskCounters) {
+  allocmark::metrics::TaskCounters c;
+  ASSERT_TRUE(allocmark::metrics::read_task_counters(getpid(), c));
+  EXPECT_GT(c.minor_faults, 0u);
+}

@@ -21,6 +21,18 @@ inline double ops_per_second(double ops, double wall_s) { return wall_s > 0 ? op
 // total_wait_ns (summed over threads, so it can exceed the wall time).
 inline double lock_wait_seconds(double total_wait_ns) { return total_wait_ns / 1e9; }
 
+// How much worse the runner-up is than the best (lower is better): 0.25 = 25 % more.
+inline double relative_margin(double best, double runner_up) { return best > 0 ? runner_up / best - 1 : 0.0; }
+
+// Spread of repetitions relative to their median: (max - min) / median.
+inline double relative_range(double min, double max, double median) { return median > 0 ? (max - min) / median : 0.0; }
+
+// `advise`'s trade-off between memory and time, equal weights: each as a ratio to the best
+// allocator's value, summed (2.0 = best at both).
+inline double tradeoff_score(double peak_rss, double best_peak_rss, double wall_s, double best_wall_s) {
+  return (best_peak_rss > 0 ? peak_rss / best_peak_rss : 1.0) + (best_wall_s > 0 ? wall_s / best_wall_s : 1.0);
+}
+
 // Share of the allocator's lock acquisitions that found the lock taken and had to wait
 // (contention.num_wait / num_ops); undefined without acquisitions.
 inline std::optional<double> contended_share(double waits, double acquisitions) {

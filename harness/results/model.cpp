@@ -315,6 +315,7 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
   cell.allocator_version = r.optional_string("allocator_version");
   cell.idle_rss_bytes = r.optional_number(record, "idle_rss_bytes", "");
   cell.phases = r.phases();
+  cell.stdout_checksum = r.optional_string("stdout_checksum");
   // Records always carry a key; one written by hand may not. It gets one of the same shape, but
   // without the driver's key nothing says two records are the same cell: each is taken as its own.
   auto key = r.optional_string("key");
@@ -425,6 +426,7 @@ Model Model::load(const std::vector<std::string>& dirs, const LoadOptions& optio
   if (dirs.empty()) throw ResultsError("no results folder given");
   Model model;
   for (const auto& dir : dirs) model.add_folder(dir, options);
+  model.warn_on_differing_outputs();
   return model;
 }
 
@@ -432,7 +434,33 @@ Model Model::from_records(const std::vector<json>& records, const std::string& s
   Model model;
   for (std::size_t i = 0; i < records.size(); ++i) model.add_record(records[i], source, i + 1);
   model.finish_file(source);
+  model.warn_on_differing_outputs();
   return model;
+}
+
+void Model::warn_on_differing_outputs() {
+  // Cells of one program and parameters, whatever the allocator, repetition or host.
+  std::map<std::string, std::map<std::string, std::set<std::string>>> outputs;  // workload+params -> checksum -> allocators
+  std::map<std::string, std::string> names;
+  for (const auto& c : cells_) {
+    if (!c.stdout_checksum) continue;
+    const CellIdentity& id = identities_[c.identity];
+    std::string what = id.workload + '\n' + id.params.dump();
+    names[what] = id.workload;
+    outputs[what][*c.stdout_checksum].insert(id.allocator);
+  }
+  for (const auto& [what, sums] : outputs) {
+    if (sums.size() < 2) continue;
+    std::string listed;
+    for (const auto& [sum, allocators] : sums) {
+      std::string who;
+      for (const auto& a : allocators) who += (who.empty() ? "" : ", ") + a;
+      listed += fmt::format("{}{} under {}", listed.empty() ? "" : "; ", sum, who);
+    }
+    warnings_.push_back(fmt::format("{}: output differs between cells (stdout checksums: {}); an allocator may change "
+                                    "what the program computes, or the program's output is not deterministic",
+                                    names[what], listed));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

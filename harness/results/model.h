@@ -100,6 +100,9 @@ struct Cell {
   std::optional<double> idle_rss_bytes;
   std::optional<std::string> library, allocator_version;  // what really served malloc, and its version
   std::vector<PhaseValues> phases;
+  // A program cell's standard output (FNV-1a): the same program should print the same under every
+  // allocator; Model warns when it does not.
+  std::optional<std::string> stdout_checksum;
   std::string file;  // where the winning record was read: DIR/results.jsonl as given, and its line
   std::size_t line = 0;
   bool ok() const { return status == "ok"; }
@@ -228,6 +231,7 @@ class Model {
 
  private:
   void add_folder(const std::string& dir, const LoadOptions& options);
+  void warn_on_differing_outputs();
   std::size_t intern(CellIdentity identity);
 
   std::vector<Cell> cells_;

@@ -8,6 +8,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sys/resource.h>
+#include <stdexcept>
 
 #include "harness/metrics/proc.h"
 #include "harness/runner/environment.h"
@@ -15,6 +20,8 @@
 #include "harness/runner/process.h"
 #include "harness/runner/record.h"
 #include "harness/runner/timeline.h"
+#include "harness/runner/program_phases.h"
+#include "harness/matrix/program.h"
 
 namespace allocmark::runner {
 
@@ -36,33 +43,115 @@ constexpr auto kDrainLimit = std::chrono::seconds(5);
 
 }  // namespace
 
-json worker_spec(const matrix::Cell& cell, const CellSettings& settings) {
+std::string cell_data_dir(const CellSettings& settings, const std::string& log_path) {
+  if (settings.data_root.empty()) return "";
+  std::string name = std::filesystem::path(log_path).filename().string();
+  if (name.size() > 4 && name.ends_with(".log")) name.resize(name.size() - 4);
+  return settings.data_root + "/" + name + ".data";
+}
+
+json worker_spec(const matrix::Cell& cell, const CellSettings& settings, const std::string& data_dir) {
   return {{"allocator", cell.allocator.name}, {"backend", cell.allocator.backend},
           {"library", cell.allocator.library}, {"workload", cell.workload},
           {"threads", cell.threads},           {"rep", cell.rep},
           {"params", cell.params},             {"pin_threads", settings.pin_threads},
-          {"driver_pid", ::getpid()}};
+          {"driver_pid", ::getpid()},         {"data_dir", data_dir}};
 }
+
+namespace {
+
+// A program cell's command line, environment and files (see harness/program/preload_report.cpp).
+Spawned spawn_program(const matrix::Cell& cell, const std::string& log_path, const std::string& stdout_path) {
+  matrix::ProgramDef def = matrix::program_from_params(cell.workload, cell.params);
+  std::vector<std::string> argv = matrix::command_words(def.command, "program " + def.name);
+  std::vector<std::string> env = worker_environment(cell.allocator);
+  // The companion comes after the allocator, so the allocator serves malloc, the companion too.
+  const std::string preload = cell.allocator.library.empty() ? ALLOCMARK_PRELOAD_REPORT_LIBRARY
+                                                             : cell.allocator.library + " " + ALLOCMARK_PRELOAD_REPORT_LIBRARY;
+  std::erase_if(env, [](const std::string& e) { return e.rfind("LD_PRELOAD=", 0) == 0; });
+  env.push_back("LD_PRELOAD=" + preload);
+  env.push_back("ALLOCMARK_REPORT_FD=3");
+  env.push_back(std::string(matrix::kPhaseFdVariable) + "=4");
+  env.push_back("ALLOCMARK_EXPECT_LIBRARY=" + cell.allocator.library);
+  env.push_back("ALLOCMARK_BACKEND=" + cell.allocator.backend);
+  for (const auto& [k, v] : def.env) env.push_back(k + "=" + v);
+  SpawnOptions options;
+  options.stdout_path = stdout_path;
+  options.cwd = def.cwd;
+  options.stdin_path = def.input.empty() || def.cwd.empty() || def.input[0] == '/' ? def.input : def.cwd + "/" + def.input;
+  options.phase_pipe = true;
+  options.search_path = argv[0].find('/') == std::string::npos;
+  return spawn_process(argv, env, log_path, options);
+}
+
+// FNV-1a of a program's standard output: equal outputs under two allocators have equal sums.
+json stdout_summary(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {{"stdout_bytes", nullptr}, {"stdout_checksum", nullptr}};
+  uint64_t h = 1469598103934665603ULL, bytes = 0;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    h = matrix::fnv1a64(buf, static_cast<std::size_t>(in.gcount()), h);
+    bytes += static_cast<uint64_t>(in.gcount());
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return {{"stdout_bytes", bytes}, {"stdout_checksum", hex}};
+}
+
+}  // namespace
 
 CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, const std::string& log_path,
                      const CellHooks& hooks) {
-  Spawned w = spawn_worker(settings.worker_path, {"--cell", worker_spec(cell, settings).dump()},
-                           worker_environment(cell.allocator), log_path);
+  const bool program = matrix::is_program(cell.workload);
+  const std::string data_dir = program ? "" : cell_data_dir(settings, log_path);
+  if (!data_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(settings.data_root, ec);
+    if (ec) throw std::runtime_error("cannot create the data folder " + settings.data_root + ": " + ec.message());
+  }
+  std::string stdout_path;
+  if (program) {
+    stdout_path = log_path.ends_with(".log") ? log_path.substr(0, log_path.size() - 4) : log_path;
+    stdout_path += ".stdout";
+  }
+  Spawned w = program ? spawn_program(cell, log_path, stdout_path)
+                      : spawn_worker(settings.worker_path, {"--cell", worker_spec(cell, settings, data_dir).dump()},
+                                     worker_environment(cell.allocator), log_path);
   const int64_t start_ns = monotonic_ns();
   const auto deadline = Clock::now() + std::chrono::duration<double>(settings.timeout_s);
   RecordBuilder builder(cell, log_path, start_ns);
   EventStream stream;
   Timeline timeline(settings.max_timeline_points);
+  std::optional<ProgramPhases> phases;
+  if (program) phases.emplace(w.pid, start_ns);
+  json exit_event;
+  rusage usage{};
   WorkerEnd end;
   end.timeout_s = settings.timeout_s;
-  bool interrupted = false, exited = false, pipe_open = true;
+  bool interrupted = false, exited = false, pipe_open = true, phase_open = w.phase_fd >= 0;
   std::optional<Clock::time_point> drain_until;
   auto next_sample = Clock::now();
   auto next_tick = Clock::now() + std::chrono::seconds(1);
   char buf[65536];
+  auto on_report = [&](const char* data, std::size_t n) {
+    for (const auto& ev : stream.feed(data, n)) {
+      if (program && ev.value("event", "") == "program_exit")
+        exit_event = ev;  // closes the last phase once the program has gone
+      else
+        builder.on_event(ev);
+    }
+  };
+  auto on_phase_marks = [&](const char* data, std::size_t n) {
+    for (const auto& ev : phases->feed(data, n, monotonic_ns())) builder.on_event(ev);
+    // Answered after the edge was measured; a program that never reads the answers loses nothing.
+    std::string answers = phases->take_answers();
+    if (!answers.empty()) (void)!::write(w.phase_fd, answers.data(), answers.size());
+  };
+
 
   // Runs until the worker has exited and its report pipe reached end of file (or the drain limit).
-  while (!exited || pipe_open) {
+  while (!exited || pipe_open || phase_open) {
     auto now = Clock::now();
     if (!exited) {
       if (!end.timed_out && now >= deadline) {
@@ -90,26 +179,60 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
                          : std::clamp(static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                           next_sample - Clock::now()).count()),
                                       0, settings.sample_ms);
-    if (pipe_open) {
-      pollfd pfd{w.report_fd, POLLIN, 0};
-      if (::poll(&pfd, 1, wait_ms) > 0) {
-        ssize_t n = ::read(w.report_fd, buf, sizeof buf);
-        if (n > 0) {
-          for (const auto& ev : stream.feed(buf, static_cast<std::size_t>(n))) builder.on_event(ev);
-        } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-          pipe_open = false;
+    if (pipe_open || phase_open) {
+      // The report pipe and a program's phase pipe, each read as it has data.
+      pollfd pfds[2] = {{pipe_open ? w.report_fd : -1, POLLIN, 0}, {phase_open ? w.phase_fd : -1, POLLIN, 0}};
+      if (::poll(pfds, 2, wait_ms) > 0) {
+        for (int i = 0; i < 2; ++i) {
+          if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+          ssize_t n = ::read(pfds[i].fd, buf, sizeof buf);
+          if (n > 0) {
+            if (i == 0)
+              on_report(buf, static_cast<std::size_t>(n));
+            else
+              on_phase_marks(buf, static_cast<std::size_t>(n));
+          } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+            (i == 0 ? pipe_open : phase_open) = false;
+          }
         }
       }
     } else if (!exited) {
       ::usleep(static_cast<useconds_t>(std::max(wait_ms, 1)) * 1000);
     }
-    if (!exited && ::waitpid(w.pid, &end.wait_status, WNOHANG) == w.pid) {
+    if (!exited && ::wait4(w.pid, &end.wait_status, WNOHANG, &usage) == w.pid) {
       exited = true;
       kill_group(w.pid);  // anything the worker left behind in its group
       drain_until = Clock::now() + kDrainLimit;
     }
   }
   ::close(w.report_fd);
+  if (w.phase_fd >= 0) ::close(w.phase_fd);
+  if (program) {
+    const int64_t now_ns = monotonic_ns();
+    builder.on_event(phases->finish(exit_event, usage, now_ns,
+                                    timeline.max_rss_between((phases->current_begin_ns() - start_ns) / 1e6, (now_ns - start_ns) / 1e6)));
+    if (!builder.saw_start() && WIFEXITED(end.wait_status) && WEXITSTATUS(end.wait_status) == 0)
+      builder.on_event({{"event", "error"},
+                        {"error", "no preload proof: the program never loaded allocmark's companion library (statically "
+                                  "linked, set-uid, or it replaced its environment), so which allocator served it is unknown"}});
+    else if (builder.saw_start() && !end.timed_out && !interrupted)
+      builder.on_event({{"event", "done"},
+                        {"alloc_stats", exit_event.is_object() ? exit_event.value("alloc_stats", json::object()) : json::object()},
+                        {"contention", exit_event.is_object() ? exit_event.value("contention", json()) : json()}});
+    json extra = stdout_summary(stdout_path);
+    extra["exit_code"] = WIFEXITED(end.wait_status) ? json(WEXITSTATUS(end.wait_status)) : json(nullptr);
+    extra["exit_signal"] = WIFSIGNALED(end.wait_status) ? json(WTERMSIG(end.wait_status)) : json(nullptr);
+    extra["phase_mark_errors"] = phases->bad_lines();
+    extra["stdout"] = stdout_path;
+    builder.annotate(extra);
+  }
+  // The worker's whole group is dead by now, so nothing writes into the folder any more; a cell
+  // that crashed or timed out leaves nothing behind either.
+  if (!data_dir.empty() && !settings.keep_data) {
+    std::error_code ec;
+    std::filesystem::remove_all(data_dir, ec);
+    std::filesystem::remove(settings.data_root, ec);  // only succeeds when no other cell's folder is kept there
+  }
   const double wall_s = (monotonic_ns() - start_ns) / 1e9;
 
   end.saw_done = builder.saw_done();

@@ -18,6 +18,10 @@ struct CellSettings {
   int sample_ms = 10;
   int max_timeline_points = 2000;
   bool pin_threads = true;
+  // Where cells keep on-disk state (a database): each cell gets DATA_ROOT/<its log's name>.data,
+  // removed once its worker has ended, however it ended, unless keep_data. Empty: no folder.
+  std::string data_root;
+  bool keep_data = false;
 };
 
 struct CellHooks {
@@ -35,6 +39,9 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
                      const CellHooks& hooks = {});
 
 // The description of a cell the worker reads (its argv): the cell plus how to run it.
-nlohmann::json worker_spec(const matrix::Cell& cell, const CellSettings& settings);
+nlohmann::json worker_spec(const matrix::Cell& cell, const CellSettings& settings, const std::string& data_dir);
+
+// The cell's data folder (see CellSettings::data_root); "" when there is no data root.
+std::string cell_data_dir(const CellSettings& settings, const std::string& log_path);
 
 }  // namespace allocmark::runner

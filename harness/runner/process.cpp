@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,37 +11,66 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <vector>
 #include <stdexcept>
 
 namespace allocmark::runner {
 
 Spawned spawn_worker(const std::string& worker, const std::vector<std::string>& args,
                      const std::vector<std::string>& env, const std::string& log_path) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    int err = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw std::runtime_error("cannot write " + log_path + ": " + std::strerror(err));
+  std::vector<std::string> argv{worker};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return spawn_process(argv, env, log_path, {});
+}
+
+namespace {
+// Closes what was opened so far when a later step fails.
+struct Fds {
+  std::vector<int> fds;
+  ~Fds() {
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
   }
-  std::vector<char*> argv{const_cast<char*>(worker.c_str())};
+  int keep(int fd) {
+    fds.push_back(fd);
+    return fd;
+  }
+};
+
+int open_or_throw(Fds& owned, const std::string& path, int flags, const char* what) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(std::string("cannot ") + what + " " + path + ": " + std::strerror(errno));
+  return owned.keep(fd);
+}
+}  // namespace
+
+Spawned spawn_process(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                      const std::string& log_path, const SpawnOptions& options) {
+  Fds owned;
+  int report[2], phase[2] = {-1, -1};
+  if (::pipe2(report, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  owned.keep(report[0]);
+  owned.keep(report[1]);
+  if (options.phase_pipe) {
+    // A socket, not a pipe: the driver answers each mark once the phase edge is measured, so a
+    // program that waits for the answer has exact edges.
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, phase) != 0)
+      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    owned.keep(phase[0]);
+    owned.keep(phase[1]);
+  }
+  int log_fd = open_or_throw(owned, log_path, O_WRONLY | O_CREAT | O_TRUNC, "write");
+  int out_fd = options.stdout_path.empty() ? log_fd : open_or_throw(owned, options.stdout_path, O_WRONLY | O_CREAT | O_TRUNC, "write");
+  int in_fd = open_or_throw(owned, options.stdin_path.empty() ? "/dev/null" : options.stdin_path, O_RDONLY, "read");
+  std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<char*> envp;
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-
   const pid_t driver = ::getpid();
   pid_t pid = ::fork();
-  if (pid < 0) {
-    int err = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    ::close(log_fd);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(err));
-  }
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);
     // Die with the driver. The signal follows the thread that forked, which is always the
@@ -48,21 +78,34 @@ Spawned spawn_worker(const std::string& worker, const std::vector<std::string>& 
     // prctl took effect. It survives execve (the worker is not set-uid).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != driver) ::_exit(127);
-    ::dup2(fds[1], 3);
-    ::dup2(log_fd, 1);
+    // dup2 clears close-on-exec on the copies; the originals close at exec.
+    ::dup2(report[1], 3);
+    if (options.phase_pipe) ::dup2(phase[1], 4);
+    ::dup2(out_fd, 1);
     ::dup2(log_fd, 2);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    ::execve(worker.c_str(), argv.data(), envp.data());
+    ::dup2(in_fd, 0);
+    if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) {
+      char msg[512];
+      int n = std::snprintf(msg, sizeof msg, "allocmark: cannot enter %s: %s\n", options.cwd.c_str(), std::strerror(errno));
+      (void)!::write(2, msg, n);
+      ::_exit(127);
+    }
+    if (options.search_path)
+      ::execvpe(argv[0], argv.data(), envp.data());
+    else
+      ::execve(argv[0], argv.data(), envp.data());
     char msg[512];
-    int n = std::snprintf(msg, sizeof msg, "allocmark: cannot execute %s: %s\n", worker.c_str(), std::strerror(errno));
+    int n = std::snprintf(msg, sizeof msg, "allocmark: cannot execute %s: %s\n", argv[0], std::strerror(errno));
     (void)!::write(2, msg, n);
     ::_exit(127);
   }
   ::setpgid(pid, pid);
-  ::close(fds[1]);
-  ::close(log_fd);
-  return {pid, fds[0]};
+  if (phase[0] >= 0) ::fcntl(phase[0], F_SETFL, O_NONBLOCK);  // an answer nobody reads must not block the driver
+  Spawned out{pid, report[0], phase[0]};
+  // The parent keeps only the read ends; everything else closes with `owned`.
+  for (int& fd : owned.fds)
+    if (fd == report[0] || fd == phase[0]) fd = -1;
+  return out;
 }
 
 void kill_group(pid_t pid) {

@@ -13,12 +13,25 @@ namespace allocmark::runner {
 struct Spawned {
   pid_t pid = -1;
   int report_fd = -1;  // read end of the worker's fd 3
+  int phase_fd = -1;   // the driver's end of a program's phase socket (the program's fd 4), when asked for
+};
+
+// How to start a process other than the worker: a user's program in a program cell.
+struct SpawnOptions {
+  std::string stdout_path;  // "" = the log
+  std::string stdin_path;   // "" = /dev/null
+  std::string cwd;          // "" = the driver's
+  bool phase_pipe = false;  // a socket on fd 4 (matrix::kPhaseFdVariable names it) for phase marks
+  bool search_path = false; // argv[0] is looked up on PATH (execvp rules)
 };
 
 // Everything is built before fork: the child only sets up descriptors and execs. Throws
 // std::runtime_error when the pipe, the log file or the fork cannot be made.
 Spawned spawn_worker(const std::string& worker, const std::vector<std::string>& args,
                      const std::vector<std::string>& env, const std::string& log_path);
+// argv[0] is the program. Throws std::runtime_error like spawn_worker, also for the stdin and stdout files.
+Spawned spawn_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                      const std::string& log_path, const SpawnOptions& options);
 
 // SIGKILL to the worker's whole process group (anything it started goes with it).
 void kill_group(pid_t pid);

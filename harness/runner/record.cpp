@@ -1,6 +1,7 @@
 #include "harness/runner/record.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "harness/results/derived.h"
 
@@ -48,11 +49,13 @@ json RecordBuilder::finish(const json& timeline, uint64_t sampled_peak_rss, doub
   record["timeline"] = timeline;
   record["sampled_peak_rss_bytes"] = sampled_peak_rss;
   uint64_t peak_rss = 0;
-  int64_t peak_live = 0;
+  // Absent (null) for a workload that cannot count live bytes, rather than a made-up 0.
+  std::optional<int64_t> peak_live;
   for (const auto& p : phases_) {
     if (p.contains("peak_rss_bytes") && p["peak_rss_bytes"].is_number())
       peak_rss = std::max<uint64_t>(peak_rss, p["peak_rss_bytes"].get<uint64_t>());
-    peak_live = std::max<int64_t>(peak_live, p.value("peak_live_bytes", int64_t{0}));
+    if (p.contains("peak_live_bytes") && p["peak_live_bytes"].is_number())
+      peak_live = std::max<int64_t>(peak_live.value_or(0), p["peak_live_bytes"].get<int64_t>());
   }
   if (!phases_.empty()) {
     json totals = json::object();
@@ -66,10 +69,10 @@ json RecordBuilder::finish(const json& timeline, uint64_t sampled_peak_rss, doub
     record["totals"] = totals;
   }
   record["peak_rss_bytes"] = phases_.empty() ? json(nullptr) : json(peak_rss);
-  record["peak_live_bytes"] = phases_.empty() ? json(nullptr) : json(peak_live);
-  if (!phases_.empty() && record.contains("idle_rss_bytes") && record["idle_rss_bytes"].is_number())
+  record["peak_live_bytes"] = peak_live ? json(*peak_live) : json(nullptr);
+  if (peak_live && record.contains("idle_rss_bytes") && record["idle_rss_bytes"].is_number())
     if (auto ratio = results::rss_above_idle_over_live(static_cast<double>(peak_rss), record["idle_rss_bytes"].get<double>(),
-                                                       static_cast<double>(peak_live)))
+                                                       static_cast<double>(*peak_live)))
       record["fragmentation_ratio"] = *ratio;
   record["alloc_stats"] = done_.is_null() ? json::object() : done_.value("alloc_stats", json::object());
   if (!done_.is_null() && done_.contains("contention")) record["contention"] = done_["contention"];

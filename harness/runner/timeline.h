@@ -34,6 +34,13 @@ class Timeline {
     for (const auto& p : points_) m = std::max(m, p[1]);
     return static_cast<uint64_t>(m);
   }
+  // The largest sample taken in [from_ms, to_ms]; 0 when none was.
+  uint64_t max_rss_between(double from_ms, double to_ms) const {
+    double m = 0;
+    for (const auto& p : points_)
+      if (p[0] >= from_ms && p[0] <= to_ms) m = std::max(m, p[1]);
+    return static_cast<uint64_t>(m);
+  }
   std::size_t size() const { return points_.size(); }
 
  private:

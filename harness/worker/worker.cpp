@@ -22,6 +22,7 @@
 #include "allocators/native_api.h"
 #include "harness/metrics/proc.h"
 #include "harness/worker/preload_check.h"
+#include "harness/worker/report_line.h"
 #include "workloads/workload.h"
 
 namespace {
@@ -40,18 +41,7 @@ int64_t now_ns() {
 
 double seconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
 
-void report(const json& event) {
-  std::string line = event.dump() + "\n";
-  const char* p = line.data();
-  std::size_t left = line.size();
-  while (left > 0) {
-    ssize_t n = ::write(kReportFd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the driver went away; nothing more to say
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-}
+void report(const json& event) { allocmark::worker::write_report_line(kReportFd, event); }
 
 [[noreturn]] void fail(const std::string& error, int code = 3) {
   std::fprintf(stderr, "allocmark-worker: %s\n", error.c_str());
@@ -216,6 +206,7 @@ int run_cell(const json& spec) {
     metrics::read_statm_rss(0, rss);
     return rss;
   };
+  env.data_dir = spec.value("data_dir", "");
   std::unique_ptr<wl::Workload> workload = info->make(params, threads, env);
   wl::LiveBytes live(threads);
   PhaseCrew crew(*workload, live, threads, pin);
@@ -252,9 +243,9 @@ int run_cell(const json& spec) {
         {"peak_rss_bytes", read_ok ? json(end.hwm_bytes) : json(nullptr)},
         {"peak_rss_exact", exact && read_ok},
         {"end_rss_bytes", read_ok ? json(end.rss_bytes) : json(nullptr)},
-        {"start_live_bytes", live_start},
-        {"peak_live_bytes", std::max(live.peak(), live_start)},
-        {"end_live_bytes", live.current()},
+        {"start_live_bytes", info->tracks_live_bytes ? json(live_start) : json(nullptr)},
+        {"peak_live_bytes", info->tracks_live_bytes ? json(std::max(live.peak(), live_start)) : json(nullptr)},
+        {"end_live_bytes", info->tracks_live_bytes ? json(live.current()) : json(nullptr)},
         {"minor_faults", ru1.ru_minflt - ru0.ru_minflt},
         {"major_faults", ru1.ru_majflt - ru0.ru_majflt},
         {"voluntary_ctx_switches", ru1.ru_nvcsw - ru0.ru_nvcsw},

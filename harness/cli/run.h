@@ -1,0 +1,32 @@
+// `allocmark run`'s flags and body, shared with `advise`, which runs a program matrix through it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace allocmark::cli {
+
+struct RunFlags {
+  std::string matrix_path;
+  std::vector<std::string> allocators_raw, workloads_raw, threads_raw, sets, programs;
+  std::optional<int> reps;
+  std::optional<std::string> size;
+  std::optional<double> timeout_s;
+  std::optional<int> sample_ms;
+  std::string out_dir;
+  bool out_given = false;
+  bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false, keep_data = false;
+  std::string executor = "local";  // local | slurm
+  std::vector<std::string> slurm_opts;
+  std::optional<int> cells_per_task;
+  bool no_wait = false;
+  std::string command_line;
+};
+
+// Runs the matrix the flags describe into a results folder and prints its table; returns the exit code.
+int run_command(const RunFlags& f);
+// results/<prefix><date-time>
+std::string default_out_dir(const char* prefix);
+
+}  // namespace allocmark::cli

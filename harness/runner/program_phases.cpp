@@ -1,0 +1,109 @@
+#include "harness/runner/program_phases.h"
+
+#include <algorithm>
+
+namespace allocmark::runner {
+
+using nlohmann::json;
+
+namespace {
+double seconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
+constexpr std::size_t kMaxLine = 256;
+}  // namespace
+
+ProgramPhases::ProgramPhases(pid_t pid, int64_t start_ns) : pid_(pid), begin_ns_(start_ns) {}
+
+json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& end_rss, bool exact,
+                                const metrics::TaskCounters& now) const {
+  const double wall = (end_ns - begin_ns_) / 1e9;
+  return {{"event", "phase_end"},
+          {"phase",
+           {{"name", current_},
+            {"wall_s", wall},
+            {"ops", 0},
+            {"ops_per_s", 0.0},
+            {"peak_rss_bytes", peak},
+            {"peak_rss_exact", exact && !peak.is_null()},
+            {"end_rss_bytes", end_rss},
+            {"start_live_bytes", nullptr},
+            {"peak_live_bytes", nullptr},
+            {"end_live_bytes", nullptr},
+            {"minor_faults", now.minor_faults - at_begin_.minor_faults},
+            {"major_faults", now.major_faults - at_begin_.major_faults},
+            {"voluntary_ctx_switches", now.voluntary_ctx_switches - at_begin_.voluntary_ctx_switches},
+            {"involuntary_ctx_switches", now.involuntary_ctx_switches - at_begin_.involuntary_ctx_switches},
+            {"user_s", now.user_s - at_begin_.user_s},
+            {"sys_s", now.sys_s - at_begin_.sys_s},
+            {"t_begin_ns", begin_ns_},
+            {"t_end_ns", end_ns}}}};
+}
+
+json ProgramPhases::close_phase(const std::string& next, int64_t now_ns) {
+  metrics::MemStatus mem{};
+  metrics::TaskCounters now{};
+  bool read_ok = metrics::read_mem_status(pid_, mem) && metrics::read_task_counters(pid_, now);
+  json ev = read_ok ? phase_event(now_ns, mem.hwm_bytes, mem.rss_bytes, reset_ok_, now)
+                    : phase_event(now_ns, nullptr, nullptr, false, at_begin_);
+  reset_ok_ = read_ok && metrics::reset_peak_rss(pid_);
+  if (read_ok) at_begin_ = now;
+  current_ = next;
+  begin_ns_ = now_ns;
+  return ev;
+}
+
+std::vector<json> ProgramPhases::feed(const char* data, std::size_t size, int64_t now_ns) {
+  std::vector<json> closed;
+  partial_.append(data, size);
+  std::size_t nl;
+  while ((nl = partial_.find('\n')) != std::string::npos) {
+    std::string line = partial_.substr(0, nl);
+    partial_.erase(0, nl + 1);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::string prefix = "phase ";
+    std::string name = line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : "";
+    bool valid = !name.empty() && name.size() <= 64 && name.find_first_of(" \t\"\\") == std::string::npos;
+    if (!valid) {
+      if (bad_lines_.size() < 10) bad_lines_.push_back(line.substr(0, kMaxLine));
+      answers_ += "error\n";
+      continue;
+    }
+    if (!marked_) {
+      marked_ = true;
+      current_ = "startup";
+    }
+    closed.push_back(close_phase(name, now_ns));
+    answers_ += "ok\n";
+  }
+  if (partial_.size() > kMaxLine) {  // no newline in sight: not a phase line
+    if (bad_lines_.size() < 10) bad_lines_.push_back(partial_.substr(0, kMaxLine));
+    partial_.clear();
+  }
+  return closed;
+}
+
+json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t end_ns, uint64_t sampled_peak) {
+  metrics::TaskCounters total{};
+  total.minor_faults = static_cast<uint64_t>(totals.ru_minflt);
+  total.major_faults = static_cast<uint64_t>(totals.ru_majflt);
+  total.user_s = seconds(totals.ru_utime);
+  total.sys_s = seconds(totals.ru_stime);
+  total.voluntary_ctx_switches = static_cast<uint64_t>(totals.ru_nvcsw);
+  total.involuntary_ctx_switches = static_cast<uint64_t>(totals.ru_nivcsw);
+  // Counters can only grow; wait4 counts every thread while the phase edges saw the main thread's
+  // context switches, so a difference below zero is clamped rather than reported negative.
+  total.voluntary_ctx_switches = std::max(total.voluntary_ctx_switches, at_begin_.voluntary_ctx_switches);
+  total.involuntary_ctx_switches = std::max(total.involuntary_ctx_switches, at_begin_.involuntary_ctx_switches);
+  total.minor_faults = std::max(total.minor_faults, at_begin_.minor_faults);
+  total.major_faults = std::max(total.major_faults, at_begin_.major_faults);
+  total.user_s = std::max(total.user_s, at_begin_.user_s);
+  total.sys_s = std::max(total.sys_s, at_begin_.sys_s);
+  bool reported = exit_event.is_object();
+  json peak = reported ? exit_event.value("peak_rss_bytes", json()) : json();
+  json end_rss = reported ? exit_event.value("end_rss_bytes", json()) : json();
+  int64_t t_end = reported ? exit_event.value("t_ns", end_ns) : end_ns;
+  const bool exact = !peak.is_null();
+  if (peak.is_null() && sampled_peak > 0) peak = sampled_peak;
+  return phase_event(t_end, peak, end_rss, reset_ok_ && exact, total);
+}
+
+}  // namespace allocmark::runner

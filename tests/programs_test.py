@@ -1,0 +1,161 @@
+"""The user's own program as a cell: `allocmark run --program NAME='COMMAND ARGS'` and [programs.*].
+
+Real driver, real allocator libraries, real programs (a small C program built beside the tests and a
+Python script); standard library only. Run by ctest (tests/CMakeLists.txt).
+"""
+import json
+import os
+import tempfile
+import unittest
+
+from e2e_test import records, run  # the driver as a subprocess; results.jsonl as a list
+
+PHASE_DEMO = os.environ.get("PHASE_DEMO", "")
+HERE = os.path.dirname(os.path.abspath(__file__))
+BACKENDS = ["glibc", "jemalloc", "tcmalloc", "mimalloc", "numap"]
+MIB = 1 << 20
+
+
+class ProgramTest(unittest.TestCase):
+    def setUp(self):
+        self.assertTrue(os.access(PHASE_DEMO, os.X_OK), "PHASE_DEMO (the phase_demo test program) is not built: " + PHASE_DEMO)
+        self._tmp = tempfile.TemporaryDirectory(prefix="allocmark-programs-")
+        self.tmp = self._tmp.name
+        self.out = os.path.join(self.tmp, "out")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+
+class EveryBackend(ProgramTest):
+    def test_c_and_python_programs_with_phase_marks(self):
+        p = run(["run", "--allocators", ",".join(BACKENDS), "--reps", "1", "--out", self.out,
+                 "--program", "cdemo=" + PHASE_DEMO,
+                 "--program", "pydemo=/usr/bin/python3 " + os.path.join(HERE, "programs", "phase_demo.py")])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        recs = records(self.out)
+        self.assertEqual(len(recs), 2 * len(BACKENDS))
+        expected_lib = {"glibc": "libc.so.6", "jemalloc": "libjemalloc.so.2", "tcmalloc": "libtcmalloc.so.4",
+                        "mimalloc": "libmimalloc.so.2", "numap": "libnumap.so"}
+        for r in recs:
+            self.assertEqual(r["status"], "ok", r.get("error"))
+            # The preload proof, made inside the program by the companion library.
+            self.assertTrue(os.path.basename(r["library"]).startswith(expected_lib[r["backend"]]), r["library"])
+            self.assertEqual(r["exit_code"], 0)
+            self.assertIsNone(r["peak_live_bytes"])
+            self.assertGreater(len(r["timeline"]), 0)
+            self.assertGreater(r["totals"]["user_s"] + r["totals"]["sys_s"], 0)
+            for ph in r["phases"]:
+                self.assertTrue(ph["peak_rss_exact"], (r["allocator"], ph))
+            if r["backend"] != "glibc":
+                self.assertTrue(r["alloc_stats"], r["allocator"])  # native statistics from the program's exit
+        for r in recs:
+            names = [ph["name"] for ph in r["phases"]]
+            peaks = {ph["name"]: ph["peak_rss_bytes"] for ph in r["phases"]}
+            if r["workload"] == "program:cdemo":
+                self.assertEqual(names, ["startup", "small", "large", "after"])
+                self.assertGreaterEqual(peaks["large"], 96 * MIB, r["allocator"])
+                self.assertGreaterEqual(peaks["small"], 8 * MIB, r["allocator"])
+                self.assertLess(peaks["small"], peaks["large"], r["allocator"])
+            else:
+                self.assertEqual(names, ["startup", "build", "drop"])
+                self.assertGreater(peaks["build"], peaks["startup"], r["allocator"])
+        # Same program, same output under every allocator: one checksum each, nothing flagged.
+        for w in ("program:cdemo", "program:pydemo"):
+            self.assertEqual(len({r["stdout_checksum"] for r in recs if r["workload"] == w}), 1, w)
+        self.assertNotIn("output differs", p.stderr)
+
+    def test_a_program_without_marks_is_one_phase_from_a_matrix_file(self):
+        with open(os.path.join(self.tmp, "input.txt"), "w") as f:
+            f.write("3\n1\n2\n")
+        matrix = os.path.join(self.tmp, "m.toml")
+        with open(matrix, "w") as f:
+            f.write('[matrix]\nallocators = ["glibc", "jemalloc"]\nreps = 1\n'
+                    '[programs.sorter]\ncommand = "sort -n"\ninput = "input.txt"\nenv = { LC_ALL = "C" }\n')
+        p = run(["run", matrix, "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        for r in records(self.out):
+            self.assertEqual(r["status"], "ok", r.get("error"))
+            self.assertEqual([ph["name"] for ph in r["phases"]], ["run"])
+            with open(r["stdout"]) as f:
+                self.assertEqual(f.read(), "1\n2\n3\n")
+
+
+class Outcomes(ProgramTest):
+    def test_crash_hang_and_exit_code_are_recorded(self):
+        p = run(["run", "--allocators", "glibc,jemalloc", "--reps", "1", "--timeout", "5", "--out", self.out,
+                 "--program", "crash=" + PHASE_DEMO + " crash", "--program", "hang=" + PHASE_DEMO + " hang",
+                 "--program", "exit3=" + PHASE_DEMO + " exit3"])
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        by = {(r["workload"], r["allocator"]): r for r in records(self.out)}
+        for a in ("glibc", "jemalloc"):
+            crash, hang, exit3 = by[("program:crash", a)], by[("program:hang", a)], by[("program:exit3", a)]
+            self.assertEqual(crash["status"], "crashed")
+            self.assertEqual(crash["exit_signal"], 11)
+            self.assertIn("signal 11", crash["error"])
+            self.assertEqual(hang["status"], "timeout")
+            self.assertEqual(exit3["status"], "failed")
+            self.assertEqual(exit3["exit_code"], 3)
+            self.assertIn("exit code 3", exit3["error"])
+            # The phases measured before the end are kept.
+            self.assertEqual([ph["name"] for ph in crash["phases"]][:4], ["startup", "small", "large", "after"])
+            # No exit report from a crashed program: its last phase's peak is not claimed exact.
+            self.assertFalse(crash["phases"][-1]["peak_rss_exact"])
+            self.assertTrue(crash["phases"][2]["peak_rss_exact"])
+
+    def test_output_that_differs_between_allocators_is_flagged(self):
+        # The output names the preloaded library: different under each allocator by construction.
+        p = run(["run", "--allocators", "glibc,jemalloc", "--reps", "1", "--out", self.out,
+                 "--program", "leaky=/bin/sh -c 'echo $LD_PRELOAD'"])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        recs = records(self.out)
+        self.assertEqual(len({r["stdout_checksum"] for r in recs}), 2)
+        self.assertIn("output differs", p.stderr)
+        self.assertIn("program:leaky", p.stderr)
+        s = run(["show", self.out])
+        self.assertIn("output differs", s.stderr + s.stdout)
+
+
+class Advise(ProgramTest):
+    def test_advise_on_a_small_program_prints_its_recommendation(self):
+        p = run(["advise", "--reps", "2", "--allocators", "glibc,jemalloc,tcmalloc", "--out", self.out, "--", PHASE_DEMO])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        recs = records(self.out)
+        self.assertEqual(len(recs), 6)
+        self.assertEqual({r["allocator"] for r in recs}, {"glibc", "jemalloc", "tcmalloc"})
+        self.assertIn("recommendation:", p.stdout)
+        for line in ("lowest peak RSS", "fastest", "best trade-off"):
+            self.assertRegex(p.stdout, line + r" +(glibc|jemalloc|tcmalloc) +\(.*% better than (glibc|jemalloc|tcmalloc)")
+        for a in ("glibc", "jemalloc", "tcmalloc"):
+            self.assertRegex(p.stdout, r"\n  " + a + r" +2/2 ")
+
+    def test_advise_without_a_command_is_a_usage_error(self):
+        p = run(["advise", "--out", self.out])
+        self.assertEqual(p.returncode, 2)
+        self.assertFalse(os.path.exists(self.out))
+
+
+class BadInput(unittest.TestCase):
+    def test_rejected_before_anything_runs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            for flag, words in [("nope=/no/such/program", "not an executable"),
+                                ("x=echo 'unbalanced", "syntax error"),
+                                ("x=echo $(id)", "command substitution"),
+                                ("=echo hi", "expected NAME="),
+                                ("bad name=echo hi", "must be letters")]:
+                p = run(["run", "--allocators", "glibc", "--out", out, "--program", flag])
+                self.assertEqual(p.returncode, 2, (flag, p.stderr))
+                self.assertIn(words, p.stderr, flag)
+                self.assertFalse(os.path.exists(out), flag)
+            matrix = os.path.join(tmp, "m.toml")
+            with open(matrix, "w") as f:
+                f.write('[programs.p]\ncommand = "true"\ninput = "missing.txt"\n')
+            p = run(["run", matrix, "--allocators", "glibc", "--out", out])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("m.toml", p.stderr)
+            self.assertIn("missing.txt", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
