@@ -177,4 +177,26 @@ nlohmann::json summarize_maps() {
   return summarize_maps_text(ss.str());
 }
 
+TaskCounters counters_of(const struct rusage& usage) {
+  TaskCounters c;
+  c.minor_faults = static_cast<uint64_t>(usage.ru_minflt);
+  c.major_faults = static_cast<uint64_t>(usage.ru_majflt);
+  c.user_s = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6;
+  c.sys_s = usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
+  c.voluntary_ctx_switches = static_cast<uint64_t>(usage.ru_nvcsw);
+  c.involuntary_ctx_switches = static_cast<uint64_t>(usage.ru_nivcsw);
+  return c;
+}
+
+TaskCounters counters_since(const TaskCounters& later, const TaskCounters& earlier) {
+  TaskCounters c;
+  c.minor_faults = later.minor_faults - earlier.minor_faults;
+  c.major_faults = later.major_faults - earlier.major_faults;
+  c.user_s = later.user_s - earlier.user_s;
+  c.sys_s = later.sys_s - earlier.sys_s;
+  c.voluntary_ctx_switches = later.voluntary_ctx_switches - earlier.voluntary_ctx_switches;
+  c.involuntary_ctx_switches = later.involuntary_ctx_switches - earlier.involuntary_ctx_switches;
+  return c;
+}
+
 }  // namespace allocmark::metrics

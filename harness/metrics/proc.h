@@ -2,6 +2,8 @@
 // raw open/read, no iostreams.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -28,6 +30,10 @@ struct TaskCounters {
   uint64_t voluntary_ctx_switches = 0, involuntary_ctx_switches = 0;
 };
 bool read_task_counters(pid_t pid, TaskCounters& out);
+// From getrusage/wait4's figures.
+TaskCounters counters_of(const struct rusage& usage);
+// What happened between two readings (`later` - `earlier`, field by field).
+TaskCounters counters_since(const TaskCounters& later, const TaskCounters& earlier);
 // The fields of a /proc/<pid>/stat line, for tests.
 bool parse_stat_counters(const char* text, TaskCounters& out);
 // Resident bytes of a process from /proc/<pid>/statm: cheaper than status, for the parent sampler.

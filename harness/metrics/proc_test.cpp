@@ -1,4 +1,5 @@
 #include "harness/metrics/proc.h"
+#include "harness/metrics/phase_record.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -88,4 +89,34 @@ TEST(ProcRead, OwnTaskCounters) {
   allocmark::metrics::TaskCounters c;
   ASSERT_TRUE(allocmark::metrics::read_task_counters(getpid(), c));
   EXPECT_GT(c.minor_faults, 0u);
+}
+
+TEST(PhaseRecord, OneSpellingOfThePhaseFieldsWithAbsentFiguresAsNull) {
+  rusage before{}, after{};
+  before.ru_minflt = 10;
+  after.ru_minflt = 25;
+  after.ru_utime.tv_sec = 1;
+  after.ru_utime.tv_usec = 500000;
+  after.ru_nvcsw = 7;
+  allocmark::metrics::PhaseFigures f;
+  f.name = "churn";
+  f.begin_ns = 1'000'000'000;
+  f.end_ns = 3'000'000'000;
+  f.ops = 500;
+  f.peak_rss_bytes = 4096;
+  f.peak_rss_reset = true;
+  f.counters = allocmark::metrics::counters_since(allocmark::metrics::counters_of(after), allocmark::metrics::counters_of(before));
+  nlohmann::json p = allocmark::metrics::phase_record(f);
+  EXPECT_EQ(p["name"], "churn");
+  EXPECT_DOUBLE_EQ(p["wall_s"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(p["ops_per_s"].get<double>(), 250.0);
+  EXPECT_EQ(p["peak_rss_bytes"], 4096);
+  EXPECT_EQ(p["peak_rss_exact"], true);
+  EXPECT_TRUE(p["end_rss_bytes"].is_null());
+  EXPECT_TRUE(p["peak_live_bytes"].is_null());  // not counted: null, never 0
+  EXPECT_EQ(p["minor_faults"], 15);
+  EXPECT_DOUBLE_EQ(p["user_s"].get<double>(), 1.5);
+  EXPECT_EQ(p["voluntary_ctx_switches"], 7);
+  f.peak_rss_bytes.reset();
+  EXPECT_EQ(allocmark::metrics::phase_record(f)["peak_rss_exact"], false);  // no reading, nothing exact
 }

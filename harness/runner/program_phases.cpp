@@ -1,13 +1,15 @@
 #include "harness/runner/program_phases.h"
 
 #include <algorithm>
+#include <optional>
+
+#include "harness/metrics/phase_record.h"
 
 namespace allocmark::runner {
 
 using nlohmann::json;
 
 namespace {
-double seconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
 constexpr std::size_t kMaxLine = 256;
 }  // namespace
 
@@ -15,27 +17,16 @@ ProgramPhases::ProgramPhases(pid_t pid, int64_t start_ns) : pid_(pid), begin_ns_
 
 json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& end_rss, bool exact,
                                 const metrics::TaskCounters& now) const {
-  const double wall = (end_ns - begin_ns_) / 1e9;
-  return {{"event", "phase_end"},
-          {"phase",
-           {{"name", current_},
-            {"wall_s", wall},
-            {"ops", 0},
-            {"ops_per_s", 0.0},
-            {"peak_rss_bytes", peak},
-            {"peak_rss_exact", exact && !peak.is_null()},
-            {"end_rss_bytes", end_rss},
-            {"start_live_bytes", nullptr},
-            {"peak_live_bytes", nullptr},
-            {"end_live_bytes", nullptr},
-            {"minor_faults", now.minor_faults - at_begin_.minor_faults},
-            {"major_faults", now.major_faults - at_begin_.major_faults},
-            {"voluntary_ctx_switches", now.voluntary_ctx_switches - at_begin_.voluntary_ctx_switches},
-            {"involuntary_ctx_switches", now.involuntary_ctx_switches - at_begin_.involuntary_ctx_switches},
-            {"user_s", now.user_s - at_begin_.user_s},
-            {"sys_s", now.sys_s - at_begin_.sys_s},
-            {"t_begin_ns", begin_ns_},
-            {"t_end_ns", end_ns}}}};
+  auto bytes = [](const json& v) { return v.is_number() ? std::optional<uint64_t>(v.get<uint64_t>()) : std::nullopt; };
+  metrics::PhaseFigures f;
+  f.name = current_;
+  f.begin_ns = begin_ns_;
+  f.end_ns = end_ns;
+  f.peak_rss_bytes = bytes(peak);
+  f.end_rss_bytes = bytes(end_rss);
+  f.peak_rss_reset = exact;
+  f.counters = metrics::counters_since(now, at_begin_);  // a program counts no operations or live bytes
+  return {{"event", "phase_end"}, {"phase", metrics::phase_record(f)}};
 }
 
 json ProgramPhases::close_phase(const std::string& next, int64_t now_ns) {
@@ -82,13 +73,7 @@ std::vector<json> ProgramPhases::feed(const char* data, std::size_t size, int64_
 }
 
 json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t end_ns, uint64_t sampled_peak) {
-  metrics::TaskCounters total{};
-  total.minor_faults = static_cast<uint64_t>(totals.ru_minflt);
-  total.major_faults = static_cast<uint64_t>(totals.ru_majflt);
-  total.user_s = seconds(totals.ru_utime);
-  total.sys_s = seconds(totals.ru_stime);
-  total.voluntary_ctx_switches = static_cast<uint64_t>(totals.ru_nvcsw);
-  total.involuntary_ctx_switches = static_cast<uint64_t>(totals.ru_nivcsw);
+  metrics::TaskCounters total = metrics::counters_of(totals);
   // Counters can only grow; wait4 counts every thread while the phase edges saw the main thread's
   // context switches, so a difference below zero is clamped rather than reported negative.
   total.voluntary_ctx_switches = std::max(total.voluntary_ctx_switches, at_begin_.voluntary_ctx_switches);

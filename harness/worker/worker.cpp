@@ -20,6 +20,7 @@
 
 #include "allocators/backends.h"
 #include "allocators/native_api.h"
+#include "harness/metrics/phase_record.h"
 #include "harness/metrics/proc.h"
 #include "harness/worker/preload_check.h"
 #include "harness/worker/report_line.h"
@@ -38,8 +39,6 @@ int64_t now_ns() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
-
-double seconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
 
 void report(const json& event) { allocmark::worker::write_report_line(kReportFd, event); }
 
@@ -233,28 +232,23 @@ int run_cell(const json& spec) {
     getrusage(RUSAGE_SELF, &ru1);
     bool read_ok = metrics::read_mem_status(0, end);
 
-    double wall = (t1 - t0) / 1e9;
-    uint64_t ops = crew.total_ops();
-    json phase{
-        {"name", phases[i]},
-        {"wall_s", wall},
-        {"ops", ops},
-        {"ops_per_s", wall > 0 ? ops / wall : 0.0},
-        {"peak_rss_bytes", read_ok ? json(end.hwm_bytes) : json(nullptr)},
-        {"peak_rss_exact", exact && read_ok},
-        {"end_rss_bytes", read_ok ? json(end.rss_bytes) : json(nullptr)},
-        {"start_live_bytes", info->tracks_live_bytes ? json(live_start) : json(nullptr)},
-        {"peak_live_bytes", info->tracks_live_bytes ? json(std::max(live.peak(), live_start)) : json(nullptr)},
-        {"end_live_bytes", info->tracks_live_bytes ? json(live.current()) : json(nullptr)},
-        {"minor_faults", ru1.ru_minflt - ru0.ru_minflt},
-        {"major_faults", ru1.ru_majflt - ru0.ru_majflt},
-        {"voluntary_ctx_switches", ru1.ru_nvcsw - ru0.ru_nvcsw},
-        {"involuntary_ctx_switches", ru1.ru_nivcsw - ru0.ru_nivcsw},
-        {"user_s", seconds(ru1.ru_utime) - seconds(ru0.ru_utime)},
-        {"sys_s", seconds(ru1.ru_stime) - seconds(ru0.ru_stime)},
-        {"t_begin_ns", t0},
-        {"t_end_ns", t1},
-    };
+    metrics::PhaseFigures f;
+    f.name = phases[i];
+    f.begin_ns = t0;
+    f.end_ns = t1;
+    f.ops = crew.total_ops();
+    if (read_ok) {
+      f.peak_rss_bytes = end.hwm_bytes;
+      f.end_rss_bytes = end.rss_bytes;
+    }
+    f.peak_rss_reset = exact;
+    if (info->tracks_live_bytes) {
+      f.start_live_bytes = live_start;
+      f.peak_live_bytes = std::max(live.peak(), live_start);
+      f.end_live_bytes = live.current();
+    }
+    f.counters = metrics::counters_since(metrics::counters_of(ru1), metrics::counters_of(ru0));
+    json phase = metrics::phase_record(f);
     phase["thread_cpus"] = crew.last_cpus();
     phase["maps"] = metrics::summarize_maps();
     if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;
