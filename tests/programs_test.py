@@ -150,6 +150,15 @@ class Advise(ProgramTest):
         self.assertTrue(os.path.isfile(report))
         self.assertFalse(os.path.exists(os.path.join(self.out, "report.html")))
 
+    def test_a_report_that_cannot_be_drawn_keeps_the_recommendation(self):
+        # No plotting scripts where ALLOCMARK_PLOTS_DIR points: the page cannot be drawn.
+        env = dict(os.environ, ALLOCMARK_PLOTS_DIR=os.path.join(self.tmp, "no-plots"))
+        p = run(["advise", "--reps", "1", "--allocators", "glibc,jemalloc", "--out", self.out, "--", PHASE_DEMO], env=env)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"lowest peak RSS +(glibc|jemalloc) ")
+        self.assertIn("the report was not written", p.stderr)
+        self.assertNotIn("report: ", p.stdout)
+
     def test_advise_with_an_unwritable_report_path_runs_nothing(self):
         p = run(["advise", "--out", self.out, "--report", os.path.join(self.tmp, "missing", "r.html"), "--", PHASE_DEMO])
         self.assertEqual(p.returncode, 2)

@@ -113,6 +113,11 @@ class InsertPhases final : public Workload {
   int64_t held_bytes() const;
   int64_t memtable_bytes() const { return arena_total_.load(); }
   std::size_t column_families() const { return families_.size(); }
+  int64_t memtable_bytes(std::size_t family) const {
+    int64_t sum = 0;
+    for (const auto& m : families_[family].memtables) sum += static_cast<int64_t>(m.arena_bytes);
+    return sum;
+  }
   uint64_t counter(std::size_t phase, Counter c) const { return stats_[phase][c].load(); }
   int clients() const { return clients_; }
 

@@ -108,12 +108,21 @@ TEST(InsertPhases, EverySecondaryIndexHasItsOwnMemtablesFromLi1On) {
     InsertPhases w(small_params(), threads);
     LiveBytes live(threads);
     std::vector<int64_t> memtables;
-    test_support::run_all_phases(w, live, threads, [&](std::size_t) { memtables.push_back(w.memtable_bytes()); });
-    EXPECT_EQ(w.column_families(), 4u);
+    std::vector<std::vector<int64_t>> per_family;
+    test_support::run_all_phases(w, live, threads, [&](std::size_t) {
+      memtables.push_back(w.memtable_bytes());
+      per_family.emplace_back();
+      for (std::size_t f = 0; f < w.column_families(); ++f) per_family.back().push_back(w.memtable_bytes(f));
+    });
+    ASSERT_EQ(w.column_families(), 4u);
     // l.i0 writes the primary key only, and l.x bulk-loads the indexes without memtables.
     EXPECT_LE(memtables[InsertPhases::kLoad], 4 * write_buffer) << threads;
     EXPECT_EQ(memtables[InsertPhases::kIndex], memtables[InsertPhases::kLoad]) << threads;
-    if (threads == 1) EXPECT_GE(memtables[InsertPhases::kInsertDelete], 4 * arena_block);
+    for (std::size_t f = 1; f < 4; ++f) EXPECT_EQ(per_family[InsertPhases::kIndex][f], 0) << threads << " family " << f;
+    if (threads == 1) {
+      for (std::size_t f = 0; f < 4; ++f) EXPECT_GE(per_family[InsertPhases::kInsertDelete][f], arena_block) << "family " << f;
+      EXPECT_GE(memtables[InsertPhases::kInsertDelete], 4 * arena_block);
+    }
     // Each family may hold max_write_buffers memtables of write_buffer (plus the block that passed it).
     EXPECT_LE(memtables[InsertPhases::kInsertDelete], 4 * 4 * (write_buffer + arena_block)) << threads;
     EXPECT_GT(w.counter(InsertPhases::kInsertDelete, kFlushes), 0u) << threads;
