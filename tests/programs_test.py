@@ -5,6 +5,7 @@ Python script); standard library only. Run by ctest (tests/CMakeLists.txt).
 """
 import json
 import os
+import re
 import tempfile
 import unittest
 
@@ -128,6 +129,41 @@ class Advise(ProgramTest):
             self.assertRegex(p.stdout, line + r" +(glibc|jemalloc|tcmalloc) +\(.*% better than (glibc|jemalloc|tcmalloc)")
         for a in ("glibc", "jemalloc", "tcmalloc"):
             self.assertRegex(p.stdout, r"\n  " + a + r" +2/2 ")
+        # The report of the same folder, its path printed, with the recommendation's table on it.
+        report = os.path.join(self.out, "report.html")
+        self.assertIn("report: " + report, p.stdout)
+        with open(report, encoding="utf-8") as f:
+            page = f.read()
+        table = re.search(r'<table[^>]*id="advice-table".*?</table>', page, re.S)
+        self.assertIsNotNone(table, "no advice-table in " + report)
+        for a in ("glibc", "jemalloc", "tcmalloc"):
+            self.assertRegex(table.group(0), r"<td[^>]*>" + a + r"</td>\s*<td[^>]*>2/2</td>")
+        winner = re.search(r"lowest peak RSS +(\w+)", p.stdout).group(1)
+        self.assertRegex(page, r"lowest peak RSS</dt>\s*<dd>" + winner + " ")
+        self.assertLess(page.index('id="recommendation"'), page.index('id="verdict"'))
+
+    def test_advise_writes_the_report_where_asked(self):
+        report = os.path.join(self.tmp, "advice.html")
+        p = run(["advise", "--reps", "1", "--allocators", "glibc", "--out", self.out, "--report", report, "--", PHASE_DEMO])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("report: " + report, p.stdout)
+        self.assertTrue(os.path.isfile(report))
+        self.assertFalse(os.path.exists(os.path.join(self.out, "report.html")))
+
+    def test_a_report_that_cannot_be_drawn_keeps_the_recommendation(self):
+        # No plotting scripts where ALLOCMARK_PLOTS_DIR points: the page cannot be drawn.
+        env = dict(os.environ, ALLOCMARK_PLOTS_DIR=os.path.join(self.tmp, "no-plots"))
+        p = run(["advise", "--reps", "1", "--allocators", "glibc,jemalloc", "--out", self.out, "--", PHASE_DEMO], env=env)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"lowest peak RSS +(glibc|jemalloc) ")
+        self.assertIn("the report was not written", p.stderr)
+        self.assertNotIn("report: ", p.stdout)
+
+    def test_advise_with_an_unwritable_report_path_runs_nothing(self):
+        p = run(["advise", "--out", self.out, "--report", os.path.join(self.tmp, "missing", "r.html"), "--", PHASE_DEMO])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--report", p.stderr)
+        self.assertFalse(os.path.exists(self.out))
 
     def test_advise_without_a_command_is_a_usage_error(self):
         p = run(["advise", "--out", self.out])

@@ -218,6 +218,7 @@ InsertPhases::InsertPhases(const Params& p, int threads)
       max_write_buffers_(static_cast<int>(p.integer("max_write_buffers"))),
       indexes_(static_cast<int>(p.integer("indexes"))),
       merge_buf_(p.bytes("merge_buf")),
+      sort_limit_(static_cast<std::size_t>(std::llround(static_cast<double>(p.bytes("merge_buf")) * p.real("sort_fill")))),
       combine_read_(p.bytes("combine_read")),
       block_bytes_(p.bytes("block_bytes")),
       rows_per_block_(std::max<std::size_t>(1, p.bytes("block_bytes") / ((entry_min_ + entry_max_) / 2))),
@@ -235,7 +236,7 @@ InsertPhases::InsertPhases(const Params& p, int threads)
     auto t = std::make_unique<Table>();
     t->rng = Rng(seed * 1000003 + c);
     uint64_t rows = rows_ / clients_ + (static_cast<uint64_t>(c) < rows_ % clients_ ? 1 : 0);
-    std::size_t max_chunks = static_cast<std::size_t>(rows * max_record / (merge_buf_ - max_record)) + 2;
+    std::size_t max_chunks = static_cast<std::size_t>(rows * max_record / (sort_limit_ - max_record)) + 2;
     for (int i = 0; i < indexes_; ++i) {
       auto m = std::make_unique<IndexMerge>(&t->live);
       m->chunk_bytes.reserve(max_chunks);
@@ -246,10 +247,13 @@ InsertPhases::InsertPhases(const Params& p, int threads)
     tables_.push_back(std::move(t));
   }
   for (auto& ts : thread_state_) ts.batch.resize(rows_per_commit_ * 2 * (1 + indexes_));
-  memtables_.resize(max_write_buffers_);
-  for (auto& m : memtables_) m.blocks.reserve(write_buffer_ / arena_block_ + 2);
-  memtables_[0].state = 1;
-  immutable_queue_.assign(max_write_buffers_, -1);
+  families_.resize(1 + indexes_);
+  for (auto& f : families_) {
+    f.memtables.resize(max_write_buffers_);
+    for (auto& m : f.memtables) m.blocks.reserve(write_buffer_ / arena_block_ + 2);
+    f.memtables[0].state = 1;
+    f.immutable_queue.assign(max_write_buffers_, -1);
+  }
   clients_done_.assign(phase_names().size(), 0);
   readers_done_ = std::make_unique<std::atomic<int>[]>(phase_names().size());
   stats_ = std::make_unique<std::array<std::atomic<uint64_t>, kCounterCount>[]>(phase_names().size());
@@ -306,31 +310,35 @@ void InsertPhases::free_memtable(ThreadContext& ctx, Memtable& m, Counters& c) {
 }
 
 void InsertPhases::append_batch(ThreadContext& ctx, const uint8_t* wb, const uint16_t* sizes, std::size_t n,
-                                bool inline_flush, Counters& c) {
+                                std::size_t per_row, bool inline_flush, Counters& c) {
   std::unique_lock<std::mutex> lock(db_mu_);
   const uint8_t* src = wb + kWriteBatchHeader;
   for (std::size_t i = 0; i < n; ++i) {
-    if (memtables_[active_].arena_bytes >= write_buffer_) {
+    // The batch holds groups of per_row entries: the primary key's, then one per index.
+    ColumnFamily& f = families_[i % per_row];
+    if (f.memtables[f.active].arena_bytes >= write_buffer_) {
       ++c[kMemtableSwitches];
       if (inline_flush) {
         // No flush thread: the writer flushes the full memtable itself and keeps its slot.
-        free_memtable(ctx, memtables_[active_], c);
+        free_memtable(ctx, f.memtables[f.active], c);
       } else {
-        // max_write_buffer_number memtables exist: writes stall until the flush thread frees one.
-        if (imm_count_ + 1 >= static_cast<std::size_t>(max_write_buffers_)) ++c[kStalls];
-        space_cv_.wait(lock, [&] { return imm_count_ + 1 < static_cast<std::size_t>(max_write_buffers_); });
-        memtables_[active_].state = 2;
-        immutable_queue_[(imm_head_ + imm_count_) % max_write_buffers_] = active_;
-        ++imm_count_;
+        // max_write_buffer_number memtables per family: writes stall until the flush thread frees one.
+        const auto room = [&] { return f.imm_count + 1 < static_cast<std::size_t>(max_write_buffers_); };
+        if (!room()) ++c[kStalls];
+        space_cv_.wait(lock, room);
+        f.memtables[f.active].state = 2;
+        f.immutable_queue[(f.imm_head + f.imm_count) % max_write_buffers_] = f.active;
+        ++f.imm_count;
+        ++imm_total_;
         int next = 0;
-        while (memtables_[next].state != 0) ++next;
-        memtables_[next].state = 1;
-        active_ = next;
+        while (f.memtables[next].state != 0) ++next;
+        f.memtables[next].state = 1;
+        f.active = next;
         work_cv_.notify_all();
       }
     }
     src += kEntryHeader;
-    void* dst = arena_alloc(ctx, memtables_[active_], sizes[i]);
+    void* dst = arena_alloc(ctx, f.memtables[f.active], sizes[i]);
     std::memcpy(dst, src, sizes[i]);
     src += sizes[i];
   }
@@ -339,15 +347,19 @@ void InsertPhases::append_batch(ThreadContext& ctx, const uint8_t* wb, const uin
 void InsertPhases::flush_loop(ThreadContext& ctx, std::size_t phase, Counters& c) {
   std::unique_lock<std::mutex> lock(db_mu_);
   for (;;) {
-    work_cv_.wait(lock, [&] { return imm_count_ > 0 || clients_done_[phase] == clients_; });
-    if (imm_count_ == 0) return;  // every client finished and nothing is left to flush
-    int slot = immutable_queue_[imm_head_];
+    work_cv_.wait(lock, [&] { return imm_total_ > 0 || clients_done_[phase] == clients_; });
+    if (imm_total_ == 0) return;  // every client finished and nothing is left to flush
+    while (families_[next_flush_].imm_count == 0) next_flush_ = (next_flush_ + 1) % families_.size();
+    ColumnFamily& f = families_[next_flush_];
+    next_flush_ = (next_flush_ + 1) % families_.size();
+    int slot = f.immutable_queue[f.imm_head];
     lock.unlock();
-    free_memtable(ctx, memtables_[slot], c);
+    free_memtable(ctx, f.memtables[slot], c);
     lock.lock();
-    memtables_[slot].state = 0;
-    imm_head_ = (imm_head_ + 1) % max_write_buffers_;
-    --imm_count_;
+    f.memtables[slot].state = 0;
+    f.imm_head = (f.imm_head + 1) % max_write_buffers_;
+    --f.imm_count;
+    --imm_total_;
     space_cv_.notify_all();
   }
 }
@@ -387,7 +399,7 @@ uint64_t InsertPhases::write_rows(ThreadContext& ctx, ThreadState& ts, int clien
     auto* wb = static_cast<uint8_t*>(checked_malloc(bytes));
     ctx.live.add(static_cast<int64_t>(bytes));
     std::memset(wb, static_cast<int>(n), bytes);
-    append_batch(ctx, wb, ts.batch.data(), n, inline_flush, c);
+    append_batch(ctx, wb, ts.batch.data(), n, per_row, inline_flush, c);
     std::free(wb);
     ctx.live.add(-static_cast<int64_t>(bytes));
     c[kRowsInserted] += batch_rows;
@@ -399,8 +411,10 @@ uint64_t InsertPhases::write_rows(ThreadContext& ctx, ThreadState& ts, int clien
 
 // ---------------------------------------------------------------------------------------------
 // l.x: MyRocks inplace_populate_sk. One scan of the primary key feeds every new index's
-// Rdb_index_merge; a full sort buffer is written out in key order as one chunk and its set
-// cleared; then each index is merged from its chunks with combine_read_size / chunks per chunk.
+// Rdb_index_merge; a sort buffer filled to sort_limit_ is written out in key order as one chunk and
+// its set cleared; then each index is merged from its chunks with combine_read_size / chunks per
+// chunk. Buffers are malloc'd whole and written only as far as records fill them, so a buffer the
+// data never fills costs address space, not RSS.
 
 void InsertPhases::sort_out(IndexMerge& m, Counters& c) {
   std::size_t out = 0;
@@ -479,7 +493,7 @@ uint64_t InsertPhases::build_indexes(ThreadContext& ctx, int client, Counters& c
     }
     for (auto& m : t.merges) {
       uint32_t len = static_cast<uint32_t>(20 + t.rng.below(21) + 8);
-      if (m->used + len + 2 > merge_buf_) sort_out(*m, c);
+      if (m->used + len + 2 > sort_limit_) sort_out(*m, c);
       uint8_t* rec = m->unsorted + m->used;
       rec[0] = static_cast<uint8_t>(len);
       rec[1] = static_cast<uint8_t>(len >> 8);
@@ -658,8 +672,9 @@ void InsertPhases::teardown() {
     }
   }
   merge_total_ = 0;
-  for (auto& m : memtables_)
-    if (!m.blocks.empty()) free_memtable(ctx, m, unused);
+  for (auto& f : families_)
+    for (auto& m : f.memtables)
+      if (!m.blocks.empty()) free_memtable(ctx, m, unused);
   cache_.clear();
 }
 
@@ -682,6 +697,9 @@ static const bool registered = register_workload({
         {"max_write_buffers", ParamType::Int, "4", "4", "memtables that may exist (max_write_buffer_number)"},
         {"indexes", ParamType::Int, "3", "3", "secondary indexes created by l.x"},
         {"merge_buf", ParamType::Bytes, "4M", "64M", "sort buffer per index, twice (rocksdb_merge_buf_size)"},
+        {"sort_fill", ParamType::Float, "1", "1",
+         "fraction of each sort buffer a chunk fills before it is sorted out; the rest is allocated, never touched "
+         "(1: full buffers, as the seed's ~2 GB per index through 64M buffers)"},
         {"combine_read", ParamType::Bytes, "4M", "64M",
          "merge read budget per index, split over its chunks (rocksdb_merge_combine_read_size)"},
         {"block_bytes", ParamType::Bytes, "8K", "8K", "data block size"},
@@ -705,6 +723,9 @@ static const bool registered = register_workload({
       if (p.integer("max_write_buffers") < 2 || p.integer("max_write_buffers") > 64) return "max_write_buffers must be 2..64";
       if (p.integer("indexes") < 1 || p.integer("indexes") > 15) return "indexes must be 1..15";
       if (p.bytes("merge_buf") < 64 * 1024) return "merge_buf must be >= 64K";
+      if (!(p.real("sort_fill") > 0 && p.real("sort_fill") <= 1)) return "sort_fill must be in (0, 1]";
+      if (static_cast<double>(p.bytes("merge_buf")) * p.real("sort_fill") < 4096)
+        return "merge_buf x sort_fill must be >= 4K (a chunk must hold records)";
       if (p.bytes("combine_read") < 4096) return "combine_read must be >= 4K";
       if (p.bytes("block_bytes") < 1024 || p.bytes("block_bytes") > (1 << 20)) return "block_bytes must be 1K..1M";
       if (p.bytes("block_cache") * p.real("scale") < 16.0 * 2 * p.bytes("block_bytes"))

@@ -111,6 +111,13 @@ class InsertPhases final : public Workload {
   // For tests, valid between phases: bytes the workload holds by its own bookkeeping (memtable
   // arenas, cached blocks, index-build buffers and set nodes), and a phase's counters.
   int64_t held_bytes() const;
+  int64_t memtable_bytes() const { return arena_total_.load(); }
+  std::size_t column_families() const { return families_.size(); }
+  int64_t memtable_bytes(std::size_t family) const {
+    int64_t sum = 0;
+    for (const auto& m : families_[family].memtables) sum += static_cast<int64_t>(m.arena_bytes);
+    return sum;
+  }
   uint64_t counter(std::size_t phase, Counter c) const { return stats_[phase][c].load(); }
   int clients() const { return clients_; }
 
@@ -120,6 +127,15 @@ class InsertPhases final : public Workload {
     std::size_t block_used = 0;
     uint64_t arena_bytes = 0;
     int state = 0;  // 0 free, 1 active, 2 immutable
+  };
+  // A column family's memtables, as RocksDB keeps them per column family: the primary key's and one
+  // per secondary index, each with its own active memtable, write_buffer_size and
+  // max_write_buffer_number.
+  struct ColumnFamily {
+    std::vector<Memtable> memtables;
+    int active = 0;
+    std::vector<int> immutable_queue;  // FIFO ring of memtable indices
+    std::size_t imm_head = 0, imm_count = 0;
   };
   // 24 bytes like MyRocks' merge_record (block pointer, key length, comparator pointer); the
   // comparator's slot holds the key's first 8 bytes instead, so most comparisons stay in the node.
@@ -170,8 +186,8 @@ class InsertPhases final : public Workload {
 
   uint64_t write_rows(ThreadContext& ctx, ThreadState& ts, int client, Rng& rng, uint64_t rows, bool secondary,
                       bool deletes, bool inline_flush, Counters& c, uint64_t& trace);
-  void append_batch(ThreadContext& ctx, const uint8_t* wb, const uint16_t* sizes, std::size_t n, bool inline_flush,
-                    Counters& c);
+  void append_batch(ThreadContext& ctx, const uint8_t* wb, const uint16_t* sizes, std::size_t n, std::size_t per_row,
+                    bool inline_flush, Counters& c);
   void* arena_alloc(ThreadContext& ctx, Memtable& m, std::size_t bytes);
   void free_memtable(ThreadContext& ctx, Memtable& m, Counters& c);
   void flush_loop(ThreadContext& ctx, std::size_t phase, Counters& c);
@@ -191,7 +207,7 @@ class InsertPhases final : public Workload {
   std::size_t rows_per_commit_, entry_min_, entry_max_;
   std::size_t write_buffer_, arena_block_;
   int max_write_buffers_, indexes_;
-  std::size_t merge_buf_, combine_read_, block_bytes_, rows_per_block_, query_rows_;
+  std::size_t merge_buf_, sort_limit_, combine_read_, block_bytes_, rows_per_block_, query_rows_;
   double q_seconds_, q_rate_scale_, idle_s_;
   int64_t q_queries_;
 
@@ -200,13 +216,14 @@ class InsertPhases final : public Workload {
   Rng writer_rng_;  // the rate-limited writer of the q phases
   BlockCache cache_;
 
-  // The memtables: one active, the others immutable until a flush frees them.
+  // Column family 0 is the primary key, 1..indexes the secondary indexes (written from l.i1 on;
+  // l.x bulk-loads them without memtables). Per family one memtable is active, the others
+  // immutable until a flush frees them.
   std::mutex db_mu_;
   std::condition_variable work_cv_, space_cv_;
-  std::vector<Memtable> memtables_;
-  int active_ = 0;
-  std::vector<int> immutable_queue_;  // FIFO ring of memtable indices
-  std::size_t imm_head_ = 0, imm_count_ = 0;
+  std::vector<ColumnFamily> families_;
+  std::size_t imm_total_ = 0;   // immutable memtables over all families, guarded by db_mu_
+  std::size_t next_flush_ = 0;  // the family the flush thread looks at first (round robin)
   std::atomic<int64_t> arena_total_{0};
   std::atomic<int64_t> merge_total_{0};  // index-build buffers (not set nodes), for held_bytes
   std::vector<int> clients_done_;          // per phase, guarded by db_mu_

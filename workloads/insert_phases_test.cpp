@@ -99,6 +99,58 @@ TEST(InsertPhases, PhasesDoWhatTheBenchmarkDoes) {
   EXPECT_EQ(r.phases[P::kQ100].ops, 2000u);
 }
 
+TEST(InsertPhases, EverySecondaryIndexHasItsOwnMemtablesFromLi1On) {
+  // As RocksDB: one column family per secondary index, each with its own active memtable. With one
+  // thread the client flushes inline and every family keeps its active memtable, so after l.i1 each
+  // of the 4 families holds at least one arena block (write_buffer / 8), where one shared set held one.
+  const int64_t write_buffer = 256 << 10, arena_block = write_buffer / 8;
+  for (int threads : {1, 2}) {
+    InsertPhases w(small_params(), threads);
+    LiveBytes live(threads);
+    std::vector<int64_t> memtables;
+    std::vector<std::vector<int64_t>> per_family;
+    test_support::run_all_phases(w, live, threads, [&](std::size_t) {
+      memtables.push_back(w.memtable_bytes());
+      per_family.emplace_back();
+      for (std::size_t f = 0; f < w.column_families(); ++f) per_family.back().push_back(w.memtable_bytes(f));
+    });
+    ASSERT_EQ(w.column_families(), 4u);
+    // l.i0 writes the primary key only, and l.x bulk-loads the indexes without memtables.
+    EXPECT_LE(memtables[InsertPhases::kLoad], 4 * write_buffer) << threads;
+    EXPECT_EQ(memtables[InsertPhases::kIndex], memtables[InsertPhases::kLoad]) << threads;
+    for (std::size_t f = 1; f < 4; ++f) EXPECT_EQ(per_family[InsertPhases::kIndex][f], 0) << threads << " family " << f;
+    if (threads == 1) {
+      for (std::size_t f = 0; f < 4; ++f) EXPECT_GE(per_family[InsertPhases::kInsertDelete][f], arena_block) << "family " << f;
+      EXPECT_GE(memtables[InsertPhases::kInsertDelete], 4 * arena_block);
+    }
+    // Each family may hold max_write_buffers memtables of write_buffer (plus the block that passed it).
+    EXPECT_LE(memtables[InsertPhases::kInsertDelete], 4 * 4 * (write_buffer + arena_block)) << threads;
+    EXPECT_GT(w.counter(InsertPhases::kInsertDelete, kFlushes), 0u) << threads;
+    w.teardown();
+    EXPECT_EQ(w.memtable_bytes(), 0);
+  }
+}
+
+TEST(InsertPhases, SortFillCutsChunksAtThatFractionOfTheBuffer) {
+  // sort_fill 0.25: the same records through buffers filled a quarter: four times the chunks, a
+  // quarter of the set nodes at once, the same merge.
+  auto run = [](const char* fill) {
+    auto w = std::make_unique<InsertPhases>(small_params(1, {{"sort_fill", fill}}), 1);
+    LiveBytes live(1);
+    PhasesRun r = run_all(*w, live, 1);
+    return std::make_pair(std::move(w), r);
+  };
+  auto [full, full_run] = run("1");
+  auto [quarter, quarter_run] = run("0.25");
+  uint64_t full_chunks = full->counter(InsertPhases::kIndex, kSortChunks);
+  uint64_t quarter_chunks = quarter->counter(InsertPhases::kIndex, kSortChunks);
+  EXPECT_GE(quarter_chunks, 4 * full_chunks - 3 * 3);  // each index's last chunk is partial in both
+  EXPECT_LE(quarter_chunks, 4 * full_chunks + 3);
+  EXPECT_EQ(quarter->counter(InsertPhases::kIndex, kMergedRecords), 3u * 60000);
+  EXPECT_LT(quarter_run.phases[InsertPhases::kIndex].peak_live, full_run.phases[InsertPhases::kIndex].peak_live);
+  EXPECT_EQ(quarter_run.phases[InsertPhases::kIndex].live_after, quarter_run.held[InsertPhases::kIndex]);
+}
+
 TEST(InsertPhases, RateLimitedWritersWrite) {
   // Timed q phases with writers: the writer's rows follow the rate (a lower bound only, never a timing).
   InsertPhases w(small_params(1, {{"q_queries", "0"}, {"q_seconds", "0.2"}, {"q_rate_scale", "1"}}), 2);
@@ -144,4 +196,8 @@ TEST(InsertPhases, RejectsBadParameters) {
   EXPECT_NE(info->validate(small_params(1, {{"max_write_buffers", "1"}})), "");
   EXPECT_NE(info->validate(small_params(1, {{"block_cache", "8K"}})), "");
   EXPECT_NE(info->validate(small_params(1, {{"scale", "0"}})), "");
+  EXPECT_NE(info->validate(small_params(1, {{"sort_fill", "0"}})), "");
+  EXPECT_NE(info->validate(small_params(1, {{"sort_fill", "1.5"}})), "");
+  EXPECT_NE(info->validate(small_params(1, {{"sort_fill", "0.001"}})), "");  // 256K x 0.001 < 4K
+  EXPECT_EQ(info->validate(small_params(1, {{"sort_fill", "0.0625"}})), "");
 }

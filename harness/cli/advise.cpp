@@ -1,6 +1,7 @@
 // `allocmark advise -- COMMAND ARGS`: runs the command as a program cell under every installed
 // allocator and the standard variants (through `run`), then says which allocator gives the lowest
-// peak RSS, which the shortest wall time, and which the best trade-off, with margins and spreads.
+// peak RSS, which the shortest wall time, and which the best trade-off, with margins and spreads,
+// and writes the run's HTML report (harness/report/run_report.h) with the recommendation on top.
 #include <filesystem>
 #include <iostream>
 
@@ -9,7 +10,9 @@
 #include "harness/cli/run.h"
 #include "harness/matrix/config.h"
 #include "harness/matrix/program.h"
+#include "harness/report/run_report.h"
 #include "harness/results/advice.h"
+#include "harness/results/results_dir.h"
 
 namespace allocmark::cli {
 namespace {
@@ -25,6 +28,8 @@ struct AdviseFlags {
   std::vector<std::string> command, allocators;
   int reps = 3;
   std::string out_dir;
+  std::string report;  // the HTML file; default OUT/report.html
+  bool no_report = false;
   std::optional<double> timeout_s;
 };
 
@@ -33,6 +38,19 @@ std::string program_name(const std::string& exe) {
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
   return name.empty() ? "program" : name;
+}
+
+// The recommendation is already printed: a report that fails (charts, a full disk) is a warning,
+// never a lost answer or a changed exit code.
+void write_report(const std::string& dir, const results::Advice& advice, const std::string& path) {
+  try {
+    report::RunReport page = report::build_run_report(dir, &advice);
+    results::write_file_atomically(path, page.html);
+    for (const auto& e : page.chart_errors) std::cerr << "allocmark: warning: report chart failed: " << e << "\n";
+    std::cout << "\nreport: " << path << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "allocmark: warning: the report was not written (" << e.what() << "); the recommendation above stands\n";
+  }
 }
 
 int advise(const AdviseFlags& a) {
@@ -57,10 +75,15 @@ int advise(const AdviseFlags& a) {
   f.out_dir = a.out_dir.empty() ? default_out_dir("advise-") : a.out_dir;
   f.out_given = true;
   f.command_line = command_line();
+  // A report path that cannot be written is bad input: said before any program runs.
+  const std::string report_path =
+      a.no_report ? "" : a.report.empty() ? (std::filesystem::path(f.out_dir) / "report.html").string() : a.report;
+  if (!a.report.empty()) check_output_file(a.report, "--report");
   int code = run_command(f);
   if (code != kExitOk && code != kExitCellsFailed) return code;
   results::Advice advice = results::advise(results::Model::load({f.out_dir}));
   std::cout << "\n" << results::render_advice(advice);
+  if (!report_path.empty()) write_report(f.out_dir, advice, report_path);
   return advice.any ? kExitOk : kExitCellsFailed;
 }
 
@@ -72,6 +95,8 @@ Subcommand add_advise_command(CLI::App& app) {
   cmd->add_option("--reps,-r", a->reps, "repetitions per allocator (default 3)")->check(CLI::Range(1, matrix::kMaxReps));
   cmd->add_option("--allocators,-a", a->allocators, "allocators or variants to compare, comma separated (default: the standard set)");
   cmd->add_option("--out,-o", a->out_dir, "results folder (default results/advise-<date-time>)");
+  auto* report = cmd->add_option("--report", a->report, "the HTML report to write (default OUT/report.html)");
+  cmd->add_flag("--no-report", a->no_report, "print the recommendation only, write no HTML report")->excludes(report);
   cmd->add_option("--timeout", a->timeout_s, "seconds before a run is killed and recorded as timeout (default 300)");
   cmd->add_option("command", a->command, "the program and its arguments, after --")->required();
   return {cmd, [a] { return advise(*a); }};

@@ -59,16 +59,16 @@ matrix::MatrixFile load_variants() {
 }
 
 // Everything that would make the write fail, checked before the charts are drawn.
-void check_output_file(const std::string& out) {
+void check_output_file(const std::string& out, const std::string& flag) {
   fs::path path(out);
-  if (fs::is_directory(path)) throw std::invalid_argument(fmt::format("-o {}: is a folder, not a file", out));
+  if (fs::is_directory(path)) throw std::invalid_argument(fmt::format("{} {}: is a folder, not a file", flag, out));
   fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   if (!fs::is_directory(parent))
-    throw std::invalid_argument(fmt::format("-o {}: folder {} does not exist", out, parent.string()));
+    throw std::invalid_argument(fmt::format("{} {}: folder {} does not exist", flag, out, parent.string()));
   if (::access(parent.c_str(), W_OK) != 0)
-    throw std::invalid_argument(fmt::format("-o {}: folder {} is not writable", out, parent.string()));
+    throw std::invalid_argument(fmt::format("{} {}: folder {} is not writable", flag, out, parent.string()));
   if (fs::exists(path) && ::access(path.c_str(), W_OK) != 0)
-    throw std::invalid_argument(fmt::format("-o {}: not writable", out));
+    throw std::invalid_argument(fmt::format("{} {}: not writable", flag, out));
 }
 
 

@@ -49,7 +49,7 @@ std::vector<std::string> split_commas(const std::vector<std::string>& items, con
 
 // -o FILE of the commands that write a page: everything that would make the write fail (a folder,
 // a missing or read-only folder, a read-only file), checked before any work; invalid_argument.
-void check_output_file(const std::string& out);
+void check_output_file(const std::string& out, const std::string& flag = "-o");
 
 // --metric of gate and compare: gate metric names, checked; `fallback` when none is given.
 std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw, const std::vector<std::string>& fallback);

@@ -222,6 +222,36 @@ void verdict_section(html::Document& doc, const rs::Model& model) {
     doc.paragraph("Not in the verdict (no ok cell has the figure): " + joined(without_figures, "; ") + ".", "bad");
 }
 
+void recommendation_section(html::Document& doc, const rs::Advice& advice) {
+  doc.heading(2, "Recommendation", "recommendation");
+  if (!advice.any) {
+    doc.paragraph("No recommendation: no allocator ran the program successfully.", "bad");
+  } else {
+    std::vector<std::pair<std::string, std::string>> picks;
+    for (const auto& line : rs::pick_lines(advice)) picks.emplace_back(line.what, line.text);
+    doc.facts(picks);
+  }
+  html::Table table{"advice-table", {{"allocator"}, {"ok", false, "repetitions that finished ok, of all"},
+                                     {"peak RSS", true, "median [min-max] over ok repetitions, whole run"},
+                                     {"wall time", true, "median [min-max] over ok repetitions"},
+                                     {"trade-off", true, "peak RSS and wall time as ratios to the best medians, summed: lower is better"}},
+                    {}, true};
+  for (const auto& c : advice.candidates) {
+    std::vector<html::Cell> row{{c.allocator}, {fmt::format("{}/{}", c.ok, c.cells)}};
+    if (c.ok) {
+      row.push_back(spread_cell(rs::Metric::peak_rss_bytes, c.peak_rss_bytes));
+      row.push_back(spread_cell(rs::Metric::wall_s, c.wall_s));
+      row.push_back({fmt::format("{:.3f}", c.tradeoff), c.tradeoff});
+    } else {
+      row.insert(row.end(), {{"-"}, {"-"}, {"-", std::nullopt, "", "bad"}});
+    }
+    table.rows.push_back(std::move(row));
+  }
+  doc.paragraph(fmt::format("{} under {} allocators (allocmark advise).", advice.workload, advice.candidates.size()), "note");
+  doc.table(table);
+  if (!advice.failed.empty()) doc.bullets(advice.failed, "bad");
+}
+
 void charts_section(html::Document& doc, const std::string& dir, RunReport& report) {
   doc.heading(2, "Charts", "charts");
   TemporaryFolder tmp;
@@ -290,7 +320,7 @@ void failures_section(html::Document& doc, const std::string& dir, const rs::Mod
 
 }  // namespace
 
-RunReport build_run_report(const std::string& dir) {
+RunReport build_run_report(const std::string& dir, const rs::Advice* advice) {
   rs::Model model = rs::Model::load({dir});
   std::vector<std::string> warnings = model.warnings();
   json meta = read_meta(dir, warnings);
@@ -319,11 +349,15 @@ RunReport build_run_report(const std::string& dir) {
                               model.cells().size() - statuses["ok"]),
                   "warn");
 
-  std::vector<std::pair<std::string, std::string>> anchors{
-      {"machine", "Machine"}, {"matrix", "Matrix and command"}, {"verdict", "Verdict"}, {"charts", "Charts"},
-      {"phases", "Every group and phase"}, {"failures", "Cells that did not finish ok"}};
+  std::vector<std::pair<std::string, std::string>> anchors;
+  if (advice) anchors.emplace_back("recommendation", "Recommendation");
+  anchors.insert(anchors.end(), {{"machine", "Machine"}, {"matrix", "Matrix and command"}, {"verdict", "Verdict"},
+                                 {"charts", "Charts"}, {"phases", "Every group and phase"},
+                                 {"failures", "Cells that did not finish ok"}});
   if (!warnings.empty()) anchors.emplace_back("warnings", "Warnings");
   doc.contents(anchors);
+  // The answer the reader came for first; the machine and matrix say what it rests on.
+  if (advice) recommendation_section(doc, *advice);
   machine_section(doc, meta);
   matrix_section(doc, meta);
   verdict_section(doc, model);

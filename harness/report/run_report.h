@@ -8,6 +8,7 @@
 
 #include "harness/report/charts.h"
 #include "harness/report/html.h"
+#include "harness/results/advice.h"
 
 namespace allocmark::report {
 
@@ -19,7 +20,8 @@ struct RunReport {
 
 // Reads DIR through the results model (throws results::ResultsError for a folder that is not a
 // results folder or holds no cell) and draws its charts into a temporary folder, removed after.
-RunReport build_run_report(const std::string& dir);
+// `advice` (allocmark advise) adds its recommendation and candidates' table before the verdict.
+RunReport build_run_report(const std::string& dir, const results::Advice* advice = nullptr);
 
 // Embeds the drawn charts (captioned "FILE (caption)"), lists the skipped ones with their reasons
 // and the failed ones; `errors` gets the failures. Returns the number of images embedded. Shared

@@ -100,24 +100,33 @@ std::string render_advice(const Advice& a) {
                        fmt::format("{:.3f} [{:.3f}-{:.3f}]", c.wall_s.median, c.wall_s.min, c.wall_s.max), c.tradeoff);
   }
   if (!a.any) return out + "\nno allocator ran the program successfully: no recommendation\n";
-  auto line = [](const char* what, const Pick& p, const std::string& value) {
-    std::string s = fmt::format("  {:<16} {}  ({}", what, p.allocator, value);
-    if (p.runner_up.empty()) return s + "; the only allocator that ran)\n";
-    s += fmt::format("; {:.1f} % better than {}", 100 * p.margin, p.runner_up);
-    s += p.has_spread ? fmt::format(", its repetitions spread {:.1f} %)", 100 * p.spread) : std::string(")");
-    if (p.within_spread) s += " - within the repetitions' spread: no clear winner";
-    return s + "\n";
-  };
   out += "\nrecommendation:\n";
-  out += line("lowest peak RSS", a.lowest_peak_rss, fmt::format("{:.1f} MiB", a.lowest_peak_rss.value / kMiB));
-  out += line("fastest", a.fastest, fmt::format("{:.3f} s", a.fastest.value));
-  out += line("best trade-off", a.tradeoff, fmt::format("score {:.3f}, peak RSS and wall time as ratios to the best, summed", a.tradeoff.value));
+  for (const auto& l : pick_lines(a)) out += fmt::format("  {:<16} {}\n", l.what, l.text);
   if (!a.failed.empty()) {
     out += "\nnot ok under:";
     for (const auto& f : a.failed) out += "\n  " + f;
     out += "\n";
   }
   return out;
+}
+
+std::vector<PickLine> pick_lines(const Advice& a) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  if (!a.any) return {};
+  auto text = [](const Pick& p, const std::string& value) {
+    std::string s = fmt::format("{}  ({}", p.allocator, value);
+    if (p.runner_up.empty()) return s + "; the only allocator that ran)";
+    s += fmt::format("; {:.1f} % better than {}", 100 * p.margin, p.runner_up);
+    s += p.has_spread ? fmt::format(", its repetitions spread {:.1f} %)", 100 * p.spread) : std::string(")");
+    if (p.within_spread) s += " - within the repetitions' spread: no clear winner";
+    return s;
+  };
+  return {
+      {"lowest peak RSS", &a.lowest_peak_rss, text(a.lowest_peak_rss, fmt::format("{:.1f} MiB", a.lowest_peak_rss.value / kMiB))},
+      {"fastest", &a.fastest, text(a.fastest, fmt::format("{:.3f} s", a.fastest.value))},
+      {"best trade-off", &a.tradeoff,
+       text(a.tradeoff, fmt::format("score {:.3f}, peak RSS and wall time as ratios to the best, summed", a.tradeoff.value))},
+  };
 }
 
 }  // namespace allocmark::results

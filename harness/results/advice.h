@@ -37,4 +37,14 @@ struct Advice {
 Advice advise(const Model& model);
 std::string render_advice(const Advice& advice);
 
+// The three picks as every rendering words them: what was picked ("lowest peak RSS"), the pick, and
+// "ALLOCATOR (VALUE; 3.1 % better than B, its repetitions spread 1.2 %)" with its no-clear-winner
+// note. Empty when no allocator ran the program.
+struct PickLine {
+  std::string what;
+  const Pick* pick;
+  std::string text;
+};
+std::vector<PickLine> pick_lines(const Advice& advice);
+
 }  // namespace allocmark::results
