@@ -43,8 +43,7 @@ def _tail_panel(ax, groups, allocs, backends, prefix, label):
     cats, tail = _values(groups, prefix + "_p999_ns")
     if not tail:
         return _empty(ax, prefix + "_p999_ns")
-    where = bars.grouped(ax, cats, allocs, tail, backends,
-                         lambda c, a: "%.3g" % tail[(c, a)][0] if (c, a) in tail else "")
+    where = bars.grouped(ax, cats, allocs, tail, backends)
     for metric, marker in ((prefix + "_p50_ns", "o"), (prefix + "_p99_ns", "_")):
         _, vals = _values(groups, metric)
         pts = [(where[k][0], v[0]) for k, v in vals.items() if k in where]
@@ -95,8 +94,14 @@ def draw(run, opts, out_dir, fmt):
             ax.set_title(wl, fontsize=9)
             ax.margins(y=0.2)
             ax.tick_params(axis="x", labelsize=7)
-            if row == 0 and col == len(panels) - 1:
-                ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+
+    # One legend for the figure: the lock panels have only the allocators that keep lock counters.
+    legend = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    axes[0][len(panels) - 1].legend([legend[a] for a in allocs if a in legend], [a for a in allocs if a in legend],
+                                    loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     fig.suptitle("Where do threads wait in the allocator? Call latency tails, sleeps and run-queue wait for every "
                  "allocator; lock counters where kept", fontsize=11)
     note = ("latency: bars p99.9, dots p50, dashes p99 of sampled malloc/free calls (one in N per thread); "
