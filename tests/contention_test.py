@@ -106,13 +106,6 @@ class EveryBackend(TempDirTest):
 
 
 class BadSettings(TempDirTest):
-    def assert_usage_error(self, args, *needles):
-        p = run(args + ["--out", self.out])
-        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
-        for n in needles:
-            self.assertIn(n, p.stderr)
-        self.assertFalse(os.path.exists(self.out), "nothing may be written for bad input")
-
     def test_flag(self):
         base = ["run", "--allocators", "glibc", "--workloads", "size_mix"]
         for value in ("-1", "1.5", "abc", "4294967296"):

@@ -25,7 +25,7 @@ inline constexpr int kMaxReps = 10000;
 inline constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;
 inline constexpr int kMaxSampleMs = 60000;
 inline constexpr int kMaxTimelinePoints = 10000000;
-// One allocation call in N is timed (0: none); the default costs about 1 % (docs/benchmarks.md).
+// One allocation call in N per thread is timed (0: none); its cost is in docs/benchmarks.md.
 inline constexpr int kDefaultLatencyEvery = 64;
 inline constexpr int kMaxLatencyEvery = 1000000000;
 
