@@ -56,7 +56,8 @@ TEST(ProcRead, SchedSnapshotCountsEveryThreadsOwnDifference) {
     if (after.since(before).run_ns > 0) break;
   }
   SchedTotals t = after.since(before);
-  EXPECT_EQ(t.threads, 2u) << "this thread and the busy one";
+  // This thread and the busy one, and any a preloaded allocator runs itself (numap's decay thread).
+  EXPECT_GE(t.threads, 2u);
   EXPECT_GT(t.run_ns, 0u);
   ASSERT_TRUE(same.read(0));
   SchedTotals none = same.since(same);
