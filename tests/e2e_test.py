@@ -34,6 +34,13 @@ class TempDirTest(unittest.TestCase):
     def tearDown(self):
         self._tmp.cleanup()
 
+    def assert_usage_error(self, args, *needles):
+        p = run(args + ["--out", self.out])
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        for n in needles:
+            self.assertIn(n, p.stderr)
+        self.assertFalse(os.path.exists(self.out), "nothing may be written for bad input")
+
     def write(self, name, text):
         path = os.path.join(self.tmp, name)
         with open(path, "w") as f:
@@ -224,13 +231,6 @@ library = "{LIBDIR}/libz.so.1"
 
 
 class BadInput(TempDirTest):
-    def assert_usage_error(self, args, *needles):
-        p = run(args + ["--out", self.out])
-        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
-        for n in needles:
-            self.assertIn(n, p.stderr)
-        self.assertFalse(os.path.exists(self.out), "nothing may be written for bad input")
-
     def test_unknown_names(self):
         self.assert_usage_error(["run", "--allocators", "jemalloc,jemaloc", "--workloads", "size_mix"],
                                 "unknown allocator 'jemaloc'", "jemalloc:bg")

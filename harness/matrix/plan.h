@@ -23,6 +23,7 @@ struct Overrides {
   std::optional<double> timeout_s;
   std::optional<int> sample_ms;
   std::optional<bool> pin_threads;
+  std::optional<int> latency_every;
   std::vector<std::string> sets;  // "workload.param=value"
   std::vector<std::string> programs;  // "NAME=COMMAND ARGS" (--program)
 };
@@ -53,6 +54,7 @@ struct Settings {
   int sample_ms = 10;
   int max_timeline_points = 2000;
   bool pin_threads = true;
+  int latency_every = kDefaultLatencyEvery;
 };
 
 struct Plan {
