@@ -4,6 +4,8 @@
 // plan before anything boots: a typo costs a second, not a boot.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -12,6 +14,8 @@
 #include "harness/cli/run.h"
 #include "harness/lab/runner.h"
 #include "harness/matrix/config.h"
+#include "harness/matrix/program.h"
+#include "harness/runner/process.h"
 #include "workloads/workload.h"
 
 namespace allocmark::cli {
@@ -29,6 +33,8 @@ struct LabFlags {
   std::string kernel;
   std::string out_dir;
   bool keep_work = false;
+  std::string under;
+  std::vector<std::string> carry;
   std::vector<std::string> command;
 };
 
@@ -96,6 +102,25 @@ int run_lab_command(const LabFlags& f) {
   if (!matrix_path.empty()) request.carry_files.push_back(fs::absolute(matrix_path).string());
   request.carry_folders.push_back(mx::config_dir());
   if (const char* dir = std::getenv("ALLOCMARK_CONFIG_DIR"); dir && *dir) request.guest_env.emplace_back("ALLOCMARK_CONFIG_DIR", dir);
+  if (!f.under.empty()) {
+    request.guest_prefix = mx::command_words(f.under, "--under");
+    std::string& program = request.guest_prefix.front();
+    if (program.find('/') == std::string::npos) {
+      auto found = runner::find_on_path(program);
+      if (!found) throw mx::ConfigError("--under: " + program + " is not on PATH (numactl: apt-get install numactl)");
+      program = *found;
+    }
+    if (::access(program.c_str(), X_OK) != 0) throw mx::ConfigError("--under: " + program + " is not an executable file");
+    program = fs::absolute(program).string();
+    request.carry_elves.push_back(program);
+  }
+  for (const auto& path : f.carry) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) throw mx::ConfigError("--carry: " + path + " does not exist");
+    const std::string absolute = fs::absolute(path).lexically_normal().string();
+    (fs::is_directory(path, ec) ? request.carry_folders : request.carry_elves).push_back(absolute);
+    request.carry_extra.push_back(absolute);
+  }
   request.out_dir = f.out_dir.empty() ? default_out_dir("lab-") : f.out_dir;
   request.host_command = command_line();
   request.keep_work = f.keep_work;
@@ -132,6 +157,9 @@ Subcommand add_lab_command(CLI::App& app) {
       ->check(CLI::IsMember({"always", "madvise", "never"}));
   cmd->add_option("--kernel", f->kernel, "kernel image to boot (default: the newest /boot/vmlinuz-*, Debian's linux-image-amd64)");
   cmd->add_option("--out,-o", f->out_dir, "where the results folder comes back (default results/lab-<date-time>)");
+  cmd->add_option("--under", f->under, "run the guest's allocmark under this command, e.g. 'numactl --cpunodebind=0 --membind=0' "
+                                      "(carried with its libraries)");
+  cmd->add_option("--carry", f->carry, "another file or folder for the guest, at the same path (binaries with their libraries; repeatable)");
   cmd->add_flag("--keep-work", f->keep_work, "keep the scratch folder (initramfs, consoles) and say where");
   cmd->add_option("command", f->command, "after --: the allocmark command for the guest, `run ARGS...`")->required();
   return {cmd, [f] { return run_lab_command(*f); }};

@@ -44,6 +44,8 @@ echo "{begins}"
 rc=$?
 echo "exit=$rc" >> $facts
 echo "{ended} (exit $rc)"
+# The whole kernel log (OOM kills, allocation failures, migrations), not only what the console showed.
+dmesg > {out}/dmesg.txt
 stty -F /dev/ttyS1 raw -echo
 {{
   echo {data_begin}

@@ -213,7 +213,9 @@ json lab_meta(const LabRequest& request, const std::map<std::string, std::string
     }
   }
   guest["nodes"] = nodes;
-  std::string guest_command = "allocmark";
+  std::string guest_command;
+  for (const auto& w : request.guest_prefix) guest_command += w + " ";
+  guest_command += "allocmark";
   for (const auto& a : request.guest_args) guest_command += " " + a;
   return json{{"topology", topology::to_json(booted)},
               {"topology_file", request.topology_file},
@@ -223,6 +225,7 @@ json lab_meta(const LabRequest& request, const std::map<std::string, std::string
               {"guest", guest},
               {"command", request.host_command},
               {"guest_command", guest_command},
+              {"carried", request.carry_extra},
               {"note", kLabNote}};
 }
 
@@ -267,6 +270,7 @@ LabOutcome run_lab(const LabRequest& request) {
   root.make_folder(cwd);
 
   GuestCommand command;
+  command.argv = request.guest_prefix;
   command.argv.push_back(request.allocmark);
   command.argv.insert(command.argv.end(), request.guest_args.begin(), request.guest_args.end());
   command.argv.push_back("--out");
@@ -351,6 +355,7 @@ LabOutcome run_lab(const LabRequest& request) {
     meta["lab"] = lab_meta(request, facts, outcome.accel, pre.kernel);
     results::write_file_atomically(results + "/meta.json", meta.dump(2) + "\n");
     fs::copy_file(vm.console_log, results + "/lab-console.log");
+    if (fs::exists(staging + "/dmesg.txt")) fs::copy_file(staging + "/dmesg.txt", results + "/lab-dmesg.log");
     fs::rename(results, out);
     outcome.results = true;
   }

@@ -39,7 +39,9 @@ struct LabRequest {
   std::vector<std::string> carry_elves;  // binaries and libraries, with their shared libraries
   std::vector<std::string> carry_files;  // other files (a matrix file)
   std::vector<std::string> carry_folders;
+  std::vector<std::string> carry_extra;  // what --carry added (for meta.json)
   std::vector<std::pair<std::string, std::string>> guest_env;
+  std::vector<std::string> guest_prefix;  // the command allocmark runs under (numactl ...), absolute argv[0]
   std::string allocmark;                 // this binary, run in the guest
   std::string out_dir;                   // where the results folder lands on the host
   std::string host_command;              // for meta.json
