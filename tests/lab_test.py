@@ -35,20 +35,23 @@ class TempDirTest(unittest.TestCase):
 
 class Boot(TempDirTest):
     def test_prerequisites_are_installed(self):
-        for tool, package in [("qemu-system-x86_64", "qemu-system-x86"), ("busybox", "busybox-static"), ("cpio", "cpio")]:
+        for tool, package in [("qemu-system-x86_64", "qemu-system-x86"), ("busybox", "busybox-static"), ("cpio", "cpio"),
+                              ("numactl", "numactl")]:
             self.assertIsNotNone(shutil.which(tool), f"{tool} missing: install Debian's {package} (ci/setup.sh)")
         kernels = [f for f in os.listdir("/boot") if f.startswith("vmlinuz-")] if os.path.isdir("/boot") else []
         self.assertTrue(kernels, "no /boot/vmlinuz-*: install Debian's linux-image-amd64 (ci/setup.sh)")
 
     def test_seed_8node_runs_a_matrix_and_brings_results_back(self):
-        p = lab(["--topology", SEED8, "--out", self.out, "--", "run", "-w", "size_mix", "-a", "glibc,numap",
-                 "-t", "2", "-r", "1"] + TINY)
+        # Under numactl bound to the second group's CPUs: --under reaches the guest's allocmark.
+        p = lab(["--topology", SEED8, "--under", "numactl --cpunodebind=4-7", "--out", self.out, "--",
+                 "run", "-w", "size_mix", "-a", "glibc,numap", "-t", "2", "-r", "1"] + TINY)
         self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr[-3000:])
         with open(os.path.join(self.out, "results.jsonl")) as f:
             recs = [json.loads(line) for line in f]
         self.assertEqual(sorted(r["allocator"] for r in recs), ["glibc", "numap"])
         for r in recs:
             self.assertEqual(r["status"], "ok", r.get("error"))
+            self.assertTrue(set(r["pinned_cpus"]) <= {4, 5, 6, 7}, r["pinned_cpus"])
         with open(os.path.join(self.out, "meta.json")) as f:
             meta = json.load(f)
         lab_meta = meta["lab"]
@@ -65,11 +68,37 @@ class Boot(TempDirTest):
         # The run itself happened in the guest: its machine description is the guest's.
         self.assertEqual(meta["machine"]["host"], "lab-seed-8node")
         self.assertEqual(meta["machine"]["numa"]["nodes"], 8)
+        self.assertEqual(meta["machine"]["cpus_usable"], 4)
+        self.assertTrue(lab_meta["guest_command"].startswith("/usr/bin/numactl --cpunodebind=4-7 allocmark run"), lab_meta["guest_command"])
         self.assertTrue(os.path.exists(os.path.join(self.out, "lab-console.log")))
+        with open(os.path.join(self.out, "lab-dmesg.log")) as f:
+            self.assertIn("Linux version", f.read())
         # Readers say what these figures are worth.
         show = subprocess.run([ALLOCMARK, "show", self.out], capture_output=True, text=True, timeout=60)
         self.assertEqual(show.returncode, 0, show.stderr)
         self.assertIn("lab results from a virtual machine (topology seed-8node, 8 nodes", show.stderr)
+
+
+class LabFailures(TempDirTest):
+    """The guest does not boot or does not finish: exit 3, the console's or qemu's last lines, nothing at --out."""
+
+    def assert_stopped(self, p, *needles):
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        for n in needles:
+            self.assertIn(n, p.stderr)
+        self.assertFalse(os.path.exists(self.out), "something was written")
+
+    def test_timeout_stops_the_guest(self):
+        # Two seconds is shorter than any boot under emulation.
+        p = lab(["--topology", SEED8, "--timeout", "2", "--out", self.out, "--", "run", "-w", "size_mix", "-a", "glibc"] + TINY)
+        self.assert_stopped(p, "did not boot within --timeout 2 s", "--- guest console (last lines) ---")
+
+    def test_a_kernel_qemu_cannot_load(self):
+        not_a_kernel = os.path.join(self.tmp, "vmlinuz-broken")
+        with open(not_a_kernel, "w") as f:
+            f.write("not a kernel\n")
+        p = lab(["--topology", SEED8, "--kernel", not_a_kernel, "--out", self.out, "--", "run", "-w", "size_mix", "-a", "glibc"])
+        self.assert_stopped(p, "did not boot", "--- qemu ---")
 
 
 class LabBadInput(TempDirTest):
