@@ -32,6 +32,13 @@ class TempDirTest(unittest.TestCase):
     def tearDown(self):
         self._tmp.cleanup()
 
+    def assert_ended(self, p, code, *needles):
+        """Exit `code`, every needle in stderr, and nothing at --out."""
+        self.assertEqual(p.returncode, code, p.stdout + p.stderr)
+        for n in needles:
+            self.assertIn(n, p.stderr)
+        self.assertFalse(os.path.exists(self.out), "something was written")
+
 
 class Boot(TempDirTest):
     def test_prerequisites_are_installed(self):
@@ -83,10 +90,7 @@ class LabFailures(TempDirTest):
     """The guest does not boot or does not finish: exit 3, the console's or qemu's last lines, nothing at --out."""
 
     def assert_stopped(self, p, *needles):
-        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
-        for n in needles:
-            self.assertIn(n, p.stderr)
-        self.assertFalse(os.path.exists(self.out), "something was written")
+        self.assert_ended(p, 3, *needles)
 
     def test_timeout_stops_the_guest(self):
         # Two seconds is shorter than any boot under emulation.
@@ -103,10 +107,7 @@ class LabFailures(TempDirTest):
 
 class LabBadInput(TempDirTest):
     def assert_refused(self, p, *needles):
-        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
-        for n in needles:
-            self.assertIn(n, p.stderr)
-        self.assertFalse(os.path.exists(self.out), "something was written")
+        self.assert_ended(p, 2, *needles)
 
     def test_bad_topology_file(self):
         bad = os.path.join(self.tmp, "bad.toml")
