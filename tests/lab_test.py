@@ -138,6 +138,8 @@ class LabBadInput(TempDirTest):
                              (["run", "-w", "size_mix", "--out", "x"], "--out belongs to lab"),
                              (["run", "--resume"], "empty folder"),
                              (["show", "x"], "must be `run"),
+                             (["exec"], "needs a program"),
+                             (["exec", "no-such-program-here"], "no-such-program-here is not on PATH"),
                              (["run", "--no-such-flag"], "no-such-flag")]:
             with self.subTest(args=args):
                 p = lab(["--topology", SEED8, "--out", self.out, "--"] + args, timeout=60)

@@ -40,9 +40,6 @@ struct LabFlags {
 
 // The guest's `run` flags, parsed and checked as `allocmark run` would, minus what the lab owns.
 mx::Plan check_guest_run(const std::vector<std::string>& command, std::string& matrix_path) {
-  if (command.empty() || command.front() != "run")
-    throw mx::ConfigError("lab: the command for the guest must be `run ...` (after --), e.g. "
-                          "`allocmark lab --topology configs/topologies/seed-8node.toml -- run -w size_mix -a glibc,numap`");
   CLI::App parser{"allocmark run (in the lab's guest)", "run"};
   RunFlags flags;
   add_run_flags(&parser, flags);
@@ -65,6 +62,19 @@ mx::Plan check_guest_run(const std::vector<std::string>& command, std::string& m
   return make_run_plan(flags, matrix_path);
 }
 
+// A program named for the guest (--under's, exec's): looked up on PATH as the shell would, absolute.
+std::string resolve_program(const std::string& word, const std::string& flag) {
+  std::string program = word;
+  if (program.find('/') == std::string::npos) {
+    auto found = runner::find_on_path(program);
+    if (!found) throw mx::ConfigError(flag + ": " + program + " is not on PATH");
+    program = *found;
+  }
+  if (::access(program.c_str(), X_OK) != 0 || fs::is_directory(program))
+    throw mx::ConfigError(flag + ": " + program + " is not an executable file");
+  return fs::absolute(program).lexically_normal().string();
+}
+
 int run_lab_command(const LabFlags& f) {
   namespace lab = allocmark::lab;
   lab::LabRequest request;
@@ -85,34 +95,40 @@ int run_lab_command(const LabFlags& f) {
   // The command line qemu would get, built now so a topology qemu cannot express fails before anything else.
   (void)lab::qemu_command(request.topology, request.vm);
 
-  std::string matrix_path;
-  mx::Plan plan = check_guest_run(f.command, matrix_path);
-  request.guest_args = f.command;
   request.timeout_s = f.timeout_s;
-  request.allocmark = fs::read_symlink("/proc/self/exe").string();
-  request.carry_elves.push_back(worker_path());
-  request.carry_elves.push_back(ALLOCMARK_PRELOAD_REPORT_LIBRARY);
-  for (const auto& a : plan.allocators)
-    if (!a.library.empty()) request.carry_elves.push_back(a.library);
-  for (const auto& c : plan.cells)
-    if (c.workload == "rocksdb") {
-      request.carry_elves.push_back(ALLOCMARK_ROCKSDB_MODULE);
-      break;
-    }
-  if (!matrix_path.empty()) request.carry_files.push_back(fs::absolute(matrix_path).string());
-  request.carry_folders.push_back(mx::config_dir());
-  if (const char* dir = std::getenv("ALLOCMARK_CONFIG_DIR"); dir && *dir) request.guest_env.emplace_back("ALLOCMARK_CONFIG_DIR", dir);
+  const std::string verb = f.command.front();
+  if (verb == "run") {
+    std::string matrix_path;
+    mx::Plan plan = check_guest_run(f.command, matrix_path);
+    request.program = fs::read_symlink("/proc/self/exe").string();
+    request.guest_args = f.command;
+    request.carry_elves.push_back(worker_path());
+    request.carry_elves.push_back(ALLOCMARK_PRELOAD_REPORT_LIBRARY);
+    for (const auto& a : plan.allocators)
+      if (!a.library.empty()) request.carry_elves.push_back(a.library);
+    for (const auto& c : plan.cells)
+      if (c.workload == "rocksdb") {
+        request.carry_elves.push_back(ALLOCMARK_ROCKSDB_MODULE);
+        break;
+      }
+    if (!matrix_path.empty()) request.carry_files.push_back(fs::absolute(matrix_path).string());
+    request.carry_folders.push_back(mx::config_dir());
+    if (const char* dir = std::getenv("ALLOCMARK_CONFIG_DIR"); dir && *dir) request.guest_env.emplace_back("ALLOCMARK_CONFIG_DIR", dir);
+  } else if (verb == "exec") {
+    // Any program on the real multi-node kernel (numap's probes, numactl --hardware): its output
+    // is forwarded, its exit code returned, and what it writes to $ALLOCMARK_LAB_OUT comes back.
+    if (f.command.size() < 2) throw mx::ConfigError("lab: `exec` needs a program: -- exec PROGRAM ARGS...");
+    request.program = resolve_program(f.command[1], "lab: exec");
+    request.guest_args.assign(f.command.begin() + 2, f.command.end());
+    request.allocmark_run = false;
+  } else {
+    throw mx::ConfigError("lab: the command for the guest must be `run ...` or `exec PROGRAM ARGS...` (after --), e.g. "
+                          "`allocmark lab --topology configs/topologies/seed-8node.toml -- run -w size_mix -a glibc,numap`");
+  }
   if (!f.under.empty()) {
     request.guest_prefix = mx::command_words(f.under, "--under");
-    std::string& program = request.guest_prefix.front();
-    if (program.find('/') == std::string::npos) {
-      auto found = runner::find_on_path(program);
-      if (!found) throw mx::ConfigError("--under: " + program + " is not on PATH (numactl: apt-get install numactl)");
-      program = *found;
-    }
-    if (::access(program.c_str(), X_OK) != 0) throw mx::ConfigError("--under: " + program + " is not an executable file");
-    program = fs::absolute(program).string();
-    request.carry_elves.push_back(program);
+    request.guest_prefix.front() = resolve_program(request.guest_prefix.front(), "--under");
+    request.carry_elves.push_back(request.guest_prefix.front());
   }
   for (const auto& path : f.carry) {
     std::error_code ec;
@@ -133,6 +149,12 @@ int run_lab_command(const LabFlags& f) {
     return kExitStopped;
   }
   if (outcome.guest_exit == kExitInterrupted) return kExitInterrupted;
+  if (!request.allocmark_run) {
+    if (outcome.results)
+      std::cerr << fmt::format("allocmark lab: the program exited {}; what it wrote to $ALLOCMARK_LAB_OUT is in {} (with lab.json)\n",
+                               outcome.guest_exit, request.out_dir);
+    return outcome.guest_exit < 0 ? kExitStopped : outcome.guest_exit;
+  }
   if (!outcome.results) {
     std::cerr << fmt::format("allocmark lab: the command exited {} in the guest and wrote no results folder\n", outcome.guest_exit);
     return outcome.guest_exit > 0 ? outcome.guest_exit : kExitStopped;
@@ -161,7 +183,9 @@ Subcommand add_lab_command(CLI::App& app) {
                                       "(carried with its libraries)");
   cmd->add_option("--carry", f->carry, "another file or folder for the guest, at the same path (binaries with their libraries; repeatable)");
   cmd->add_flag("--keep-work", f->keep_work, "keep the scratch folder (initramfs, consoles) and say where");
-  cmd->add_option("command", f->command, "after --: the allocmark command for the guest, `run ARGS...`")->required();
+  cmd->add_option("command", f->command,
+                  "after --: `run ARGS...` (allocmark run in the guest) or `exec PROGRAM ARGS...` (any carried program)")
+      ->required();
   return {cmd, [f] { return run_lab_command(*f); }};
 }
 

@@ -16,7 +16,7 @@ std::string init_script(const GuestCommand& command) {
   return fmt::format(R"INIT(#!{busybox} sh
 # The lab guest's init, written by `allocmark lab` (harness/lab/guest.cpp): run one allocmark
 # command on this kernel's NUMA topology and send its results folder back over ttyS1.
-{busybox} mkdir -p /lab/bin /proc /sys /dev /tmp /root {out}
+{busybox} mkdir -p /lab/bin /proc /sys /dev /tmp /root {results}
 {busybox} --install -s /lab/bin
 export PATH=/lab/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root TMPDIR=/tmp LANG=C.UTF-8
 mount -t proc proc /proc
@@ -56,7 +56,7 @@ echo "allocmark-lab: results sent"
 sync
 poweroff -f
 )INIT",
-                     fmt::arg("busybox", kGuestBusybox), fmt::arg("out", kGuestOut), fmt::arg("facts", kGuestFacts),
+                     fmt::arg("busybox", kGuestBusybox), fmt::arg("out", kGuestOut), fmt::arg("results", kGuestResults), fmt::arg("facts", kGuestFacts),
                      fmt::arg("hostname", runner::shell_quoted(command.hostname)), fmt::arg("booted", kBootedMarker),
                      fmt::arg("begins", kCommandBegins), fmt::arg("ended", kCommandEnded),
                      fmt::arg("cwd", runner::shell_quoted(command.cwd)), fmt::arg("argv", argv), fmt::arg("exports", exports),

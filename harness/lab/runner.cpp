@@ -123,7 +123,8 @@ class ConsoleFollower {
  private:
   void line(const std::string& text, std::ostream& out) {
     if (text.find(kBootedMarker) != std::string::npos) {
-      booted_line_ = text.substr(text.find(kBootedMarker));
+      booted_line_ = text.substr(text.find(kBootedMarker) + std::string(kBootedMarker).size());
+      if (booted_line_.rfind(": ", 0) == 0) booted_line_.erase(0, 2);
       while (!booted_line_.empty() && (booted_line_.back() == '\n' || booted_line_.back() == '\r')) booted_line_.pop_back();
       return;
     }
@@ -167,8 +168,8 @@ Boot boot(const std::vector<std::string>& argv, const std::string& work, double 
     console.poll(std::cout);
     if (console.booted() && !announced) {
       announced = true;
-      std::cerr << fmt::format("allocmark lab: {} after {:.0f} s\n", console.booted_line(),
-                               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      std::cerr << fmt::format("allocmark lab: the guest booted after {:.0f} s: {}\n",
+                               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), console.booted_line());
     }
     if (done == qemu.pid) {
       b.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
@@ -215,7 +216,7 @@ json lab_meta(const LabRequest& request, const std::map<std::string, std::string
   guest["nodes"] = nodes;
   std::string guest_command;
   for (const auto& w : request.guest_prefix) guest_command += w + " ";
-  guest_command += "allocmark";
+  guest_command += request.allocmark_run ? "allocmark" : request.program;
   for (const auto& a : request.guest_args) guest_command += " " + a;
   return json{{"topology", topology::to_json(booted)},
               {"topology_file", request.topology_file},
@@ -262,7 +263,7 @@ LabOutcome run_lab(const LabRequest& request) {
   RootTree root(work.path + "/root");
   root.install(pre.busybox, kGuestBusybox);
   root.carry_libraries_of(pre.busybox);
-  root.carry_with_libraries(request.allocmark);
+  root.carry_with_libraries(request.program);
   for (const auto& elf : request.carry_elves) root.carry_with_libraries(elf);
   for (const auto& f : request.carry_files) root.carry(f);
   for (const auto& d : request.carry_folders) root.carry_folder(d);
@@ -271,12 +272,16 @@ LabOutcome run_lab(const LabRequest& request) {
 
   GuestCommand command;
   command.argv = request.guest_prefix;
-  command.argv.push_back(request.allocmark);
+  command.argv.push_back(request.program);
   command.argv.insert(command.argv.end(), request.guest_args.begin(), request.guest_args.end());
-  command.argv.push_back("--out");
-  command.argv.push_back(kGuestResults);
   command.cwd = cwd;
   command.env = request.guest_env;
+  if (request.allocmark_run) {
+    command.argv.push_back("--out");
+    command.argv.push_back(kGuestResults);
+  } else {
+    command.env.emplace_back("ALLOCMARK_LAB_OUT", kGuestResults);
+  }
   command.hostname = "lab-" + request.topology.name;
   root.write("/init", init_script(command), 0755);
   const std::string initrd = work.path + "/initramfs.cpio";
@@ -349,11 +354,17 @@ LabOutcome run_lab(const LabRequest& request) {
   if (auto it = facts.find("exit"); it != facts.end()) outcome.guest_exit = std::atoi(it->second.c_str());
   const std::string results = staging + "/results";
   if (fs::is_directory(results)) {
-    json meta = json::parse(read_all(results + "/meta.json"), nullptr, false);
-    if (meta.is_discarded() || !meta.is_object())
-      throw LabFailed("the guest's results folder came back without a readable meta.json\n" + console_tail(work.path));
-    meta["lab"] = lab_meta(request, facts, outcome.accel, pre.kernel);
-    results::write_file_atomically(results + "/meta.json", meta.dump(2) + "\n");
+    if (request.allocmark_run) {
+      json meta = json::parse(read_all(results + "/meta.json"), nullptr, false);
+      if (meta.is_discarded() || !meta.is_object())
+        throw LabFailed("the guest's results folder came back without a readable meta.json\n" + console_tail(work.path));
+      meta["lab"] = lab_meta(request, facts, outcome.accel, pre.kernel);
+      results::write_file_atomically(results + "/meta.json", meta.dump(2) + "\n");
+    } else {
+      json lab = lab_meta(request, facts, outcome.accel, pre.kernel);
+      if (auto it = facts.find("exit"); it != facts.end()) lab["exit"] = outcome.guest_exit;
+      results::write_file_atomically(results + "/lab.json", lab.dump(2) + "\n");
+    }
     fs::copy_file(vm.console_log, results + "/lab-console.log");
     if (fs::exists(staging + "/dmesg.txt")) fs::copy_file(staging + "/dmesg.txt", results + "/lab-dmesg.log");
     fs::rename(results, out);

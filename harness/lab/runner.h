@@ -35,14 +35,18 @@ struct LabRequest {
   VmOptions vm;  // kernel, qemu, accel, memory, THP; the logs and initrd are the lab's own
   bool accel_auto = false;  // try KVM, fall back to TCG when qemu cannot start it
   double timeout_s = 1200;
-  std::vector<std::string> guest_args;   // after "allocmark": "run", ... (the lab adds --out)
+  // What runs in the guest: `program` (carried with its libraries) with `guest_args`. For
+  // allocmark's `run` the lab adds `--out` and marks meta.json; any other program finds the folder
+  // that comes back in $ALLOCMARK_LAB_OUT, and lab.json is written beside what it put there.
+  std::string program;
+  std::vector<std::string> guest_args;
+  bool allocmark_run = true;
   std::vector<std::string> carry_elves;  // binaries and libraries, with their shared libraries
   std::vector<std::string> carry_files;  // other files (a matrix file)
   std::vector<std::string> carry_folders;
   std::vector<std::string> carry_extra;  // what --carry added (for meta.json)
   std::vector<std::pair<std::string, std::string>> guest_env;
   std::vector<std::string> guest_prefix;  // the command allocmark runs under (numactl ...), absolute argv[0]
-  std::string allocmark;                 // this binary, run in the guest
   std::string out_dir;                   // where the results folder lands on the host
   std::string host_command;              // for meta.json
   bool keep_work = false;                // keep the initramfs and the consoles (for debugging the lab)
