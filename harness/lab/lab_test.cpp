@@ -44,7 +44,7 @@ std::string value_of(const std::vector<std::string>& argv, const std::string& fl
   return v.empty() ? "" : v.front();
 }
 
-TEST(QemuCommand, Seed8NodeHasEveryNodeDistanceAndMemory) {
+TEST(LabQemuCommand, Seed8NodeHasEveryNodeDistanceAndMemory) {
   const auto argv = qemu_command(seed8(), options());
   EXPECT_EQ(argv.front(), "qemu-system-x86_64");
   EXPECT_EQ(value_of(argv, "-smp"), "8");
@@ -76,7 +76,7 @@ TEST(QemuCommand, Seed8NodeHasEveryNodeDistanceAndMemory) {
     }
 }
 
-TEST(QemuCommand, EveryTopologyFileBoots) {
+TEST(LabQemuCommand, EveryTopologyFileBoots) {
   for (const auto& e : fs::directory_iterator(std::string(ALLOCMARK_CONFIG_DIR) + "/topologies")) {
     auto t = topology::load_topology_file(e.path().string());
     auto argv = qemu_command(t, options());
@@ -85,7 +85,7 @@ TEST(QemuCommand, EveryTopologyFileBoots) {
   }
 }
 
-TEST(QemuCommand, MemoryOverrideAndKvmAndThp) {
+TEST(LabQemuCommand, MemoryOverrideAndKvmAndThp) {
   VmOptions o = options();
   o.memory_per_node = 256ull << 20;
   o.accel = Accel::kKvm;
@@ -98,7 +98,7 @@ TEST(QemuCommand, MemoryOverrideAndKvmAndThp) {
   EXPECT_NE(value_of(argv, "-append").find("transparent_hugepage=always"), std::string::npos);
 }
 
-TEST(QemuCommand, CpuRangesAreContiguousRuns) {
+TEST(LabQemuCommand, CpuRangesAreContiguousRuns) {
   EXPECT_EQ(cpu_ranges({0, 1, 2, 5, 7, 8}), (std::vector<std::string>{"0-2", "5", "7-8"}));
   EXPECT_EQ(cpu_ranges({3}), (std::vector<std::string>{"3"}));
   EXPECT_TRUE(cpu_ranges({}).empty());
@@ -110,7 +110,7 @@ TEST(QemuCommand, CpuRangesAreContiguousRuns) {
   EXPECT_NE(std::find(numa.begin(), numa.end(), "node,nodeid=0,cpus=0,cpus=8,memdev=mem0"), numa.end());
 }
 
-TEST(QemuCommand, RefusesWhatQemuCannotBootAsWritten) {
+TEST(LabQemuCommand, RefusesWhatQemuCannotBootAsWritten) {
   topology::Topology gap_cpu = seed8();
   gap_cpu.nodes[7].cpus = {9};  // CPU 7 missing
   EXPECT_THROW(qemu_command(gap_cpu, options()), LabError);
@@ -127,7 +127,7 @@ TEST(QemuCommand, RefusesWhatQemuCannotBootAsWritten) {
   }
 }
 
-TEST(Guest, InitScriptSwitchesBalancingOffRunsTheCommandAndSendsResults) {
+TEST(LabGuest, InitScriptSwitchesBalancingOffRunsTheCommandAndSendsResults) {
   GuestCommand c{{"/work/build/bin/allocmark", "run", "-w", "size_mix", "--set", "size_mix.ops=it's", "--out", kGuestResults},
                  "/work/my dir", "lab-seed-8node", {{"ALLOCMARK_CONFIG_DIR", "/cfg"}}};
   const std::string s = init_script(c);
@@ -145,13 +145,13 @@ TEST(Guest, InitScriptSwitchesBalancingOffRunsTheCommandAndSendsResults) {
   EXPECT_NE(s.find("poweroff -f"), std::string::npos);
 }
 
-TEST(Guest, DataPayloadNeedsBothMarkers) {
+TEST(LabGuest, DataPayloadNeedsBothMarkers) {
   EXPECT_EQ(data_payload("noise\r\nALLOCMARK-LAB-DATA-BEGIN\r\nH4sI\r\nAAAA\r\nALLOCMARK-LAB-DATA-END\r\n"), "\nH4sI\nAAAA\n");
   EXPECT_FALSE(data_payload("ALLOCMARK-LAB-DATA-BEGIN\nH4sI\n").has_value());  // cut off: the guest died sending
   EXPECT_FALSE(data_payload("").has_value());
 }
 
-TEST(Guest, Facts) {
+TEST(LabGuest, Facts) {
   auto f = parse_facts("kernel=6.1.0-57-amd64\nnodes_online=0-7\nnode3_memtotal_kib=524288\nexit=1\njunk\n");
   EXPECT_EQ(f.at("nodes_online"), "0-7");
   EXPECT_EQ(f.at("node3_memtotal_kib"), "524288");
@@ -159,7 +159,7 @@ TEST(Guest, Facts) {
   EXPECT_EQ(f.size(), 4u);
 }
 
-TEST(Initramfs, LddOutput) {
+TEST(LabInitramfs, LddOutput) {
   const std::string out =
       "\tlinux-vdso.so.1 (0x00007ffd)\n"
       "\tlibnuma.so.1 => /lib/x86_64-linux-gnu/libnuma.so.1 (0x00007f)\n"
@@ -175,7 +175,7 @@ TEST(Initramfs, LddOutput) {
   }
 }
 
-TEST(Initramfs, CarriedPathsKeepTheirLinks) {
+TEST(LabInitramfs, CarriedPathsKeepTheirLinks) {
   const fs::path host = fs::temp_directory_path() / ("lab_test_host_" + std::to_string(::getpid()));
   const fs::path tree = fs::temp_directory_path() / ("lab_test_tree_" + std::to_string(::getpid()));
   fs::remove_all(host);
