@@ -179,7 +179,7 @@ Subcommand add_lab_command(CLI::App& app) {
       ->check(CLI::IsMember({"always", "madvise", "never"}));
   cmd->add_option("--kernel", f->kernel, "kernel image to boot (default: the newest /boot/vmlinuz-*, Debian's linux-image-amd64)");
   cmd->add_option("--out,-o", f->out_dir, "where the results folder comes back (default results/lab-<date-time>)");
-  cmd->add_option("--under", f->under, "run the guest's allocmark under this command, e.g. 'numactl --cpunodebind=0 --membind=0' "
+  cmd->add_option("--under", f->under, "run the guest's command (allocmark, or exec's program) under this one, e.g. 'numactl --cpunodebind=0 --membind=0' "
                                       "(carried with its libraries)");
   cmd->add_option("--carry", f->carry, "another file or folder for the guest, at the same path (binaries with their libraries; repeatable)");
   cmd->add_flag("--keep-work", f->keep_work, "keep the scratch folder (initramfs, consoles) and say where");
