@@ -248,7 +248,8 @@ InsertPhases::InsertPhases(const Params& p, int threads)
     tables_.push_back(std::move(t));
   }
   for (auto& ts : thread_state_) ts.batch.resize(rows_per_commit_ * 2 * (1 + indexes_));
-  families_.resize(1 + indexes_);
+  // MyRocks keeps every index in the default column family unless an index names its own.
+  families_.resize(p.integer("index_families") ? 1 + indexes_ : 1);
   for (auto& f : families_) {
     f.memtables.resize(max_write_buffers_);
     for (auto& m : f.memtables) m.blocks.reserve(write_buffer_ / arena_block_ + 2);
@@ -316,7 +317,7 @@ void InsertPhases::append_batch(ThreadContext& ctx, const uint8_t* wb, const uin
   const uint8_t* src = wb + kWriteBatchHeader;
   for (std::size_t i = 0; i < n; ++i) {
     // The batch holds groups of per_row entries: the primary key's, then one per index.
-    ColumnFamily& f = families_[i % per_row];
+    ColumnFamily& f = families_[families_.size() == 1 ? 0 : i % per_row];
     if (f.memtables[f.active].arena_bytes >= write_buffer_) {
       ++c[kMemtableSwitches];
       if (inline_flush) {
@@ -695,7 +696,10 @@ static const bool registered = register_workload({
         {"entry_min", ParamType::Int, "50", "50", "smallest memtable entry, bytes"},
         {"entry_max", ParamType::Int, "90", "90", "largest memtable entry, bytes"},
         {"write_buffer", ParamType::Bytes, "8M", "32M", "memtable size (write_buffer_size); arena blocks are min(1M, this/8)"},
-        {"max_write_buffers", ParamType::Int, "4", "4", "memtables that may exist (max_write_buffer_number)"},
+        {"max_write_buffers", ParamType::Int, "4", "4", "memtables per column family (max_write_buffer_number)"},
+        {"index_families", ParamType::Int, "1", "1",
+         "1: each secondary index in its own column family with its own memtables (the rocksdb workload; MyRocks with "
+         "per-index cfname); 0: every index in the primary key's column family (MyRocks' default)"},
         {"indexes", ParamType::Int, "3", "3", "secondary indexes created by l.x"},
         {"merge_buf", ParamType::Bytes, "4M", "64M", "sort buffer per index, twice (rocksdb_merge_buf_size)"},
         {"sort_fill", ParamType::Float, "1", "1",
@@ -723,6 +727,7 @@ static const bool registered = register_workload({
         return "entry_max must be at most a quarter of the arena block (write_buffer/8, at most 1M)";
       if (p.integer("max_write_buffers") < 2 || p.integer("max_write_buffers") > 64) return "max_write_buffers must be 2..64";
       if (p.integer("indexes") < 1 || p.integer("indexes") > 15) return "indexes must be 1..15";
+      if (p.integer("index_families") != 0 && p.integer("index_families") != 1) return "index_families must be 0 or 1";
       if (p.bytes("merge_buf") < 64 * 1024) return "merge_buf must be >= 64K";
       if (!(p.real("sort_fill") > 0 && p.real("sort_fill") <= 1)) return "sort_fill must be in (0, 1]";
       if (static_cast<double>(p.bytes("merge_buf")) * p.real("sort_fill") < 4096)

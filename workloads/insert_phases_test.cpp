@@ -131,6 +131,18 @@ TEST(InsertPhases, EverySecondaryIndexHasItsOwnMemtablesFromLi1On) {
   }
 }
 
+TEST(InsertPhases, IndexesShareThePrimaryKeysMemtablesWithIndexFamiliesOff) {
+  // MyRocks' default layout: one column family, so at most max_write_buffers memtables in all.
+  const int64_t write_buffer = 256 << 10, arena_block = write_buffer / 8;
+  InsertPhases w(small_params(1, {{"index_families", "0"}}), 2);
+  LiveBytes live(2);
+  int64_t most = 0;
+  test_support::run_all_phases(w, live, 2, [&](std::size_t) { most = std::max(most, w.memtable_bytes()); });
+  EXPECT_EQ(w.column_families(), 1u);
+  EXPECT_LE(most, 4 * (write_buffer + arena_block));
+  EXPECT_EQ(w.counter(InsertPhases::kInsertDelete, kRowsDeleted), 20000u);
+}
+
 TEST(InsertPhases, SortFillCutsChunksAtThatFractionOfTheBuffer) {
   // sort_fill 0.25: the same records through buffers filled a quarter: four times the chunks, a
   // quarter of the set nodes at once, the same merge.
@@ -200,4 +212,5 @@ TEST(InsertPhases, RejectsBadParameters) {
   EXPECT_NE(info->validate(small_params(1, {{"sort_fill", "1.5"}})), "");
   EXPECT_NE(info->validate(small_params(1, {{"sort_fill", "0.001"}})), "");  // 256K x 0.001 < 4K
   EXPECT_EQ(info->validate(small_params(1, {{"sort_fill", "0.0625"}})), "");
+  EXPECT_NE(info->validate(small_params(1, {{"index_families", "2"}})), "");
 }

@@ -235,8 +235,8 @@ void recommendation_section(html::Document& doc, const rs::Advice& advice) {
     doc.facts(picks);
   }
   html::Table table{"advice-table", {{"allocator"}, {"ok", false, "repetitions that finished ok, of all"},
-                                     {"peak RSS", true, "median [min-max] over ok repetitions, whole run"},
-                                     {"wall time", true, "median [min-max] over ok repetitions"},
+                                     {rs::text::metric_header(rs::Metric::peak_rss_bytes), true, "median [min-max] over ok repetitions, whole run"},
+                                     {rs::text::metric_header(rs::Metric::wall_s), true, "median [min-max] over ok repetitions"},
                                      {"trade-off", true, "peak RSS and wall time as ratios to the best medians, summed: lower is better"}},
                     {}, true};
   for (const auto& c : advice.candidates) {
