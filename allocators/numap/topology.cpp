@@ -56,13 +56,6 @@ const char* read_uint(const char* p, std::uint64_t* v) {
   return p;
 }
 
-void set_cpus_evenly(Topology* t, int cpus_per_node) {
-  for (int c = 0; c < kMaxCpus; ++c) t->cpu_node[c] = -1;
-  for (int n = 0; n < t->count; ++n)
-    for (int i = 0; i < cpus_per_node && n * cpus_per_node + i < kMaxCpus; ++i)
-      t->cpu_node[n * cpus_per_node + i] = static_cast<std::int16_t>(n);
-}
-
 }  // namespace
 
 bool parse_cpulist(const char* text, std::uint64_t* mask, std::size_t words) {
@@ -96,18 +89,6 @@ void topology_single(Topology* t, std::uint64_t capacity) {
   t->capacity[0] = capacity;
   t->allowed = 1;
   for (int c = 0; c < kMaxCpus; ++c) t->cpu_node[c] = 0;
-}
-
-void topology_from_table(Topology* t, int count, const int* distances, std::uint64_t capacity, int cpus_per_node) {
-  *t = Topology{};
-  t->count = count;
-  for (int i = 0; i < count; ++i) {
-    t->os_node[i] = i;
-    t->capacity[i] = capacity;
-    for (int j = 0; j < count; ++j) t->distance[i][j] = static_cast<std::uint8_t>(distances[i * count + j]);
-  }
-  t->allowed = count >= 64 ? ~0ull : (1ull << count) - 1;
-  set_cpus_evenly(t, cpus_per_node);
 }
 
 bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os, const std::uint64_t* cpus_allowed,
@@ -198,6 +179,26 @@ void topology_detect(Topology* t, const char* root, std::uint64_t policy_mask, s
     return;
   }
   if (policy_mask != 0 && __builtin_popcountll(policy_mask) == 1) t->bound = true;
+}
+
+void ZoneinfoReader::line(void* self, const char* text) {
+  auto* r = static_cast<ZoneinfoReader*>(self);
+  std::uint64_t v = 0;
+  if (strncmp(text, "Node ", 5) == 0) {
+    // "Node 0, zone   Normal": the zone whose watermarks follow.
+    const char* p = read_uint(text + 5, &v);
+    r->node = p != nullptr && *p == ',' && v < kMaxNodes ? static_cast<int>(v) : -1;
+    return;
+  }
+  const char* p = skip_space(text);
+  // "        high     1234" (pages). The per-CPU pagesets' "high:  378" has a colon: not a watermark.
+  if (r->node < 0 || strncmp(p, "high", 4) != 0 || (p[4] != ' ' && p[4] != '\t')) return;
+  if (read_uint(skip_space(p + 4), &v) != nullptr) r->high_pages[r->node] += v;
+}
+
+bool meminfo_free_kb(const char* line, std::uint64_t* kb) {
+  const char* m = strstr(line, "MemFree:");
+  return m != nullptr && read_uint(skip_space(m + 8), kb) != nullptr;
 }
 
 bool numa_enabled(const Topology& t, int option) {
