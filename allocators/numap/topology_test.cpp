@@ -143,6 +143,21 @@ TEST(NumapTopology, WatermarksFromARecordedZoneinfo) {
   EXPECT_EQ(r.high_pages[1], 0u);
 }
 
+TEST(NumapTopology, WatermarksPerNodeFromTheLabGuestsZoneinfo) {
+  // /proc/zoneinfo of Debian's 6.1 kernel in the 8-node guest (seed-8node.toml, 512 MiB per node,
+  // five zones per node); the sums were taken with awk from the same file.
+  ZoneinfoReader r;
+  feed(std::string(NUMAP_TEST_DATA) + "/zoneinfo-8node-guest.txt", [&](const char* l) { ZoneinfoReader::line(&r, l); });
+  const std::uint64_t expected[8] = {9581, 9603, 9603, 9603, 8761, 8379, 9603, 9552};
+  for (int n = 0; n < 8; ++n) EXPECT_EQ(r.high_pages[n], expected[n]) << "node " << n;
+  std::uint64_t kb = 0;
+  bool found = false;
+  feed(std::string(NUMAP_TEST_DATA) + "/meminfo-node3-guest.txt", [&](const char* l) {
+    if (!found) found = meminfo_free_kb(l, &kb);
+  });
+  EXPECT_EQ(kb, 508820u);
+}
+
 TEST(NumapTopology, WatermarksPerNodeAndFreeFromMeminfo) {
   ZoneinfoReader r;
   const char* lines[] = {"Node 0, zone   Normal", "  pages free     1000", "        min      10",

@@ -7,8 +7,12 @@
 //   huge      one allocation larger than any node's free memory (from CPU 4) succeeds, split
 //   membind   under set_mempolicy(MPOL_BIND, {0,1}) (as numactl --membind=0,1; re-executed so
 //             numap starts under it), threads on CPUs 2-7 spread over nodes 0 and 1
-//   metadata  with THP `always`, a small program's RSS stays small (numap's metadata is
-//             MADV_NOHUGEPAGE)
+//   metadata  with THP `always` (set for a re-executed child, then restored), a small program's
+//             RSS stays small (numap's metadata is MADV_NOHUGEPAGE)
+//   limit     NUMAP_DISTANCE_LIMIT=16 NUMAP_BEYOND_LIMIT=fail (re-executed): a thread on CPU 0
+//             fills nodes 0-3 and then gets a clean ENOMEM, nothing placed at distance 32
+// Scenarios that need numap to start under another policy or option re-execute this program
+// (numap reads both at its first allocation, before main).
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
@@ -16,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -189,14 +194,59 @@ void membind_child() {
   report(ok, "membind", "6 threads on CPUs 2-7 x 40M under MPOL_BIND {0,1}:" + histogram(per_node));
 }
 
+// Runs this program's `scenario` in a child (which inherits the memory policy and environment);
+// its PASS/FAIL lines are its own. A child killed by a signal (the OOM killer) is a FAIL here.
+void run_child(const char* name, const char* scenario) {
+  fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/proc/self/exe", "numap_numa_probe", scenario, static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) report(false, name, "killed by signal " + std::to_string(WTERMSIG(status)));
+  else if (WEXITSTATUS(status) != 0) failed = true;
+}
+
 void membind() {
   unsigned long mask = 0b11;
   if (syscall(SYS_set_mempolicy, 2 /* MPOL_BIND */, &mask, 64, nullptr, 0) != 0) {
     report(false, "membind", std::string("set_mempolicy: ") + strerror(errno));
     return;
   }
-  execl("/proc/self/exe", "numap_numa_probe", "membind-child", static_cast<char*>(nullptr));
-  report(false, "membind", std::string("exec: ") + strerror(errno));
+  run_child("membind", "membind-child");
+}
+
+void limit_child() {
+  pin(0);
+  std::uint64_t per_node[kNodes] = {};
+  std::vector<char*> keep;
+  int err = 0;
+  for (std::uint64_t done = 0; done < 4096 * kMiB; done += 4 * kMiB) {
+    char* p = static_cast<char*>(malloc(4 * kMiB));
+    if (p == nullptr) {
+      err = errno;
+      break;
+    }
+    memset(p, 4, 4 * kMiB);
+    count_nodes(p, 4 * kMiB, 64 * 1024, per_node);
+    keep.push_back(p);
+  }
+  const struct numap_stats s = stats();
+  std::uint64_t near = 0, far = 0;
+  for (int i = 0; i < kNodes; ++i) (i < 4 ? near : far) += per_node[i];
+  const bool ok = err == ENOMEM && far == 0 && near >= 1024 * kMiB && fallback_at(s, 32) == 0;
+  report(ok, "limit", std::string("DISTANCE_LIMIT=16, BEYOND_LIMIT=fail from CPU 0: ") +
+                          (err == ENOMEM ? "ENOMEM" : "no ENOMEM") + " after " + std::to_string(near / kMiB) +
+                          "M:" + histogram(per_node));
+  for (char* p : keep) free(p);
+}
+
+void limit() {
+  setenv("NUMAP_DISTANCE_LIMIT", "16", 1);
+  setenv("NUMAP_BEYOND_LIMIT", "fail", 1);
+  run_child("limit", "limit-child");
 }
 
 std::uint64_t status_kib(const char* file, const char* key) {
@@ -209,7 +259,37 @@ std::uint64_t status_kib(const char* file, const char* key) {
   return v;
 }
 
+constexpr const char* kThpMode = "/sys/kernel/mm/transparent_hugepage/enabled";
+
+bool write_text(const char* path, const std::string& text) {
+  FILE* f = fopen(path, "w");
+  if (f == nullptr) return false;
+  const bool ok = fputs(text.c_str(), f) >= 0;
+  return fclose(f) == 0 && ok;
+}
+
 void metadata() {
+  // The mode in force, e.g. "always [madvise] never".
+  char mode[128] = {};
+  FILE* f = fopen(kThpMode, "r");
+  if (f == nullptr || fgets(mode, sizeof mode, f) == nullptr) {
+    report(false, "metadata", std::string("cannot read ") + kThpMode);
+    if (f != nullptr) fclose(f);
+    return;
+  }
+  fclose(f);
+  const char* open = strchr(mode, '[');
+  const char* close = open != nullptr ? strchr(open, ']') : nullptr;
+  const std::string before = open != nullptr && close != nullptr ? std::string(open + 1, close) : "madvise";
+  if (!write_text(kThpMode, "always")) {
+    report(false, "metadata", std::string("cannot set THP always in ") + kThpMode + " (needs root)");
+    return;
+  }
+  run_child("metadata", "metadata-child");
+  write_text(kThpMode, before);
+}
+
+void metadata_child() {
   pin(0);
   std::vector<void*> keep;
   for (int i = 0; i < 1000; ++i) keep.push_back(malloc(100 + i % 900));
@@ -234,7 +314,7 @@ void metadata() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: numap_numa_probe overflow|huge|membind|metadata\n");
+    fprintf(stderr, "usage: numap_numa_probe overflow|huge|membind|metadata|limit\n");
     return 2;
   }
   const std::string what = argv[1];
@@ -243,6 +323,9 @@ int main(int argc, char** argv) {
   else if (what == "membind") membind();
   else if (what == "membind-child") membind_child();
   else if (what == "metadata") metadata();
+  else if (what == "metadata-child") metadata_child();
+  else if (what == "limit") limit();
+  else if (what == "limit-child") limit_child();
   else {
     fprintf(stderr, "numap_numa_probe: unknown scenario '%s'\n", what.c_str());
     return 2;
