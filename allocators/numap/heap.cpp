@@ -143,16 +143,7 @@ void Heap::refresh_capacity(bool force) {
   for (int i = 0; i < nparts_; ++i) {
     if (!(topo_.allowed & (1ull << i))) continue;
     char path[512];
-    char num[16];
-    int len = 0;
-    for (int v = topo_.os_node[i]; len == 0 || v > 0; v /= 10) num[len++] = static_cast<char>('0' + v % 10);
-    path[0] = '\0';
-    strncat(path, opt_.sysfs_root, 400);
-    strcat(path, "/devices/system/node/node");
-    std::size_t at = strlen(path);
-    while (len > 0) path[at++] = num[--len];
-    path[at] = '\0';
-    strcat(path, "/meminfo");
+    node_path(path, sizeof path, opt_.sysfs_root, topo_.os_node[i], "meminfo");
     struct Free {
       std::uint64_t kb = 0;
       bool found = false;

@@ -58,6 +58,13 @@ const char* read_uint(const char* p, std::uint64_t* v) {
 
 }  // namespace
 
+void node_path(char* out, std::size_t size, const char* root, int os_node, const char* file) {
+  char num[16];
+  utoa(os_node, num);
+  join(out, size, root, "/devices/system/node/node", num, "/");
+  strncat(out, file, size - 1 - strlen(out));
+}
+
 bool parse_cpulist(const char* text, std::uint64_t* mask, std::size_t words) {
   for (std::size_t i = 0; i < words; ++i) mask[i] = 0;
   const char* p = skip_space(text);
@@ -108,12 +115,8 @@ bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os
   for (int c = 0; c < kMaxCpus; ++c) tmp.cpu_node[c] = -1;
   std::uint64_t node_cpus_seen = 0;
   for (int i = 0; i < count; ++i) {
-    char num[16];
-    utoa(tmp.os_node[i], num);
-    char dir[400];
-    join(dir, sizeof dir, root, "/devices/system/node/node", num);
     // distance: one number per online node, in node order.
-    join(path, sizeof path, dir, "/distance");
+    node_path(path, sizeof path, root, tmp.os_node[i], "distance");
     if (!read_file(path, buf, sizeof buf)) return false;
     const char* p = buf;
     for (int j = 0; j < count; ++j) {
@@ -122,7 +125,7 @@ bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os
       if (p == nullptr || d > 255) return false;
       tmp.distance[i][j] = static_cast<std::uint8_t>(d);
     }
-    join(path, sizeof path, dir, "/cpulist");
+    node_path(path, sizeof path, root, tmp.os_node[i], "cpulist");
     std::uint64_t cpus[kMaxCpus / 64];
     if (read_file(path, buf, sizeof buf) && parse_cpulist(buf, cpus, kMaxCpus / 64)) {
       for (int c = 0; c < kMaxCpus; ++c)
@@ -133,7 +136,7 @@ bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os
             node_cpus_seen |= 1ull << i;
         }
     }
-    join(path, sizeof path, dir, "/meminfo");
+    node_path(path, sizeof path, root, tmp.os_node[i], "meminfo");
     if (read_file(path, buf, sizeof buf)) {
       const char* m = strstr(buf, "MemTotal:");
       std::uint64_t kb = 0;

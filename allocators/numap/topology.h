@@ -58,6 +58,8 @@ struct ZoneinfoReader {
   int node = -1;                             // kernel node of the zone being read
   static void line(void* self, const char* text);
 };
+// <root>/devices/system/node/node<os_node>/<file>, bounded by size (no allocation).
+void node_path(char* out, std::size_t size, const char* root, int os_node, const char* file);
 // "Node 3 MemFree:  123456 kB" -> 123456; false for any other line.
 bool meminfo_free_kb(const char* line, std::uint64_t* kb);
 // Bytes the kernel can hand out before reclaim: free less watermark, 0 when below it.
