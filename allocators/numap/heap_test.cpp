@@ -142,12 +142,13 @@ class HeapTest : public ::testing::Test {
   static void set_free(int node, std::uint64_t bytes) {
     FakeOs::files["/sys/devices/system/node/node" + std::to_string(node) + "/meminfo"] = meminfo(node, bytes);
   }
-  void make_single(std::uint64_t capacity) {
+  void make_single(std::uint64_t capacity, bool thp = false) {
     Topology t;
     topology_single(&t, 0);
     Options o;
     o.class_span = 1ull << 30;
     o.capacity = capacity;
+    o.thp = thp;
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
@@ -693,10 +694,13 @@ TEST_F(HeapTest, BindingFailuresFallBackAndAreCounted) {
 TEST_F(HeapTest, MetadataIsNeverHugePagesAndLivesOnItsNode) {
   make_numa(kMiB);
   const auto meta = reinterpret_cast<std::uintptr_t>(heap.metadata());
-  bool nohuge = false;
-  for (const auto& a : FakeOs::huge_advice)
-    nohuge |= !a.huge && a.addr == meta && a.bytes == heap.metadata_bytes();
-  EXPECT_TRUE(nohuge);
+  auto metadata_nohuge = [&] {
+    bool found = false;
+    for (const auto& a : FakeOs::huge_advice)
+      found |= !a.huge && a.addr == reinterpret_cast<std::uintptr_t>(heap.metadata()) && a.bytes == heap.metadata_bytes();
+    return found;
+  };
+  EXPECT_TRUE(metadata_nohuge());
   std::uint64_t nodes = 0;
   for (const auto& b : FakeOs::bound)
     if (b.addr >= meta && b.addr < meta + heap.metadata_bytes()) nodes |= 1ull << b.node;
@@ -706,17 +710,8 @@ TEST_F(HeapTest, MetadataIsNeverHugePagesAndLivesOnItsNode) {
 
   // With NUMAP_THP=1 too (huge pages for the arena's 2 MiB classes only).
   FakeOs::reset();
-  Topology t;
-  topology_single(&t, 0);
-  Options o;
-  o.class_span = 1ull << 30;
-  o.thp = true;
-  ASSERT_TRUE(heap.init(o, t, &os));
-  heap_ready = true;
-  nohuge = false;
-  for (const auto& a : FakeOs::huge_advice)
-    nohuge |= !a.huge && a.addr == reinterpret_cast<std::uintptr_t>(heap.metadata()) && a.bytes == heap.metadata_bytes();
-  EXPECT_TRUE(nohuge);
+  make_single(0, true);
+  EXPECT_TRUE(metadata_nohuge());
 }
 
 TEST_F(HeapTest, ThreadsOutsideAMembindSetSpreadByFreeMemory) {
