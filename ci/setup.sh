@@ -12,6 +12,7 @@ packages=(
   python3 python3-matplotlib python3-numpy zlib1g sqlite3 xz-utils zstd perl
   chromium  # tests/report_test.py opens the HTML report in headless Chromium
   slurm-wlm munge
+  qemu-system-x86 linux-image-amd64 busybox-static cpio numactl  # allocmark lab (docs/lab.md): Debian's kernel in a NUMA guest
 )
 missing=()
 for p in "${packages[@]}"; do

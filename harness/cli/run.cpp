@@ -49,32 +49,6 @@ std::vector<int> parse_threads(const std::vector<std::string>& raw) {
   return out;
 }
 
-mx::Plan make_plan(const RunFlags& f, std::string& matrix_path) {
-  bool axis_flags = !f.allocators_raw.empty() || !f.workloads_raw.empty() || !f.threads_raw.empty() || !f.programs.empty();
-  std::optional<mx::MatrixFile> file;
-  matrix_path = f.matrix_path;
-  if (matrix_path.empty() && !axis_flags) matrix_path = mx::config_dir() + "/quick.toml";
-  if (!matrix_path.empty()) {
-    struct stat st {};
-    if (::stat(matrix_path.c_str(), &st) != 0 || ::access(matrix_path.c_str(), R_OK) != 0)
-      throw mx::ConfigError(matrix_path + ": cannot read the matrix file");
-    if (!S_ISREG(st.st_mode)) throw mx::ConfigError(matrix_path + ": is not a file (expected a matrix .toml file)");
-    file = mx::load_matrix_file(matrix_path);
-  }
-  mx::Overrides o;
-  if (!f.allocators_raw.empty()) o.allocators = split_commas(f.allocators_raw, "--allocators");
-  if (!f.workloads_raw.empty()) o.workloads = split_commas(f.workloads_raw, "--workloads");
-  if (!f.threads_raw.empty()) o.threads = parse_threads(f.threads_raw);
-  o.reps = f.reps;
-  o.size = f.size;
-  o.timeout_s = f.timeout_s;
-  o.sample_ms = f.sample_ms;
-  if (f.no_pin) o.pin_threads = false;
-  o.sets = f.sets;
-  o.programs = f.programs;
-  return mx::build_plan(file, load_variants(), o);
-}
-
 // Every allocator is preloaded once before anything runs: a library of a declared kind that is
 // not that allocator is a configuration error, not N failed cells.
 json probe_plan_allocators(const mx::Plan& plan, const std::string& worker) {
@@ -176,6 +150,32 @@ rn::MatrixRunReport run_here(const mx::Plan& plan, rs::ResultsDir& dir, const st
 
 }  // namespace
 
+mx::Plan make_run_plan(const RunFlags& f, std::string& matrix_path) {
+  bool axis_flags = !f.allocators_raw.empty() || !f.workloads_raw.empty() || !f.threads_raw.empty() || !f.programs.empty();
+  std::optional<mx::MatrixFile> file;
+  matrix_path = f.matrix_path;
+  if (matrix_path.empty() && !axis_flags) matrix_path = mx::config_dir() + "/quick.toml";
+  if (!matrix_path.empty()) {
+    struct stat st {};
+    if (::stat(matrix_path.c_str(), &st) != 0 || ::access(matrix_path.c_str(), R_OK) != 0)
+      throw mx::ConfigError(matrix_path + ": cannot read the matrix file");
+    if (!S_ISREG(st.st_mode)) throw mx::ConfigError(matrix_path + ": is not a file (expected a matrix .toml file)");
+    file = mx::load_matrix_file(matrix_path);
+  }
+  mx::Overrides o;
+  if (!f.allocators_raw.empty()) o.allocators = split_commas(f.allocators_raw, "--allocators");
+  if (!f.workloads_raw.empty()) o.workloads = split_commas(f.workloads_raw, "--workloads");
+  if (!f.threads_raw.empty()) o.threads = parse_threads(f.threads_raw);
+  o.reps = f.reps;
+  o.size = f.size;
+  o.timeout_s = f.timeout_s;
+  o.sample_ms = f.sample_ms;
+  if (f.no_pin) o.pin_threads = false;
+  o.sets = f.sets;
+  o.programs = f.programs;
+  return mx::build_plan(file, load_variants(), o);
+}
+
 std::string default_out_dir(const char* prefix) {
   std::time_t t = std::time(nullptr);
   char buf[64];
@@ -185,7 +185,7 @@ std::string default_out_dir(const char* prefix) {
 
 int run_command(const RunFlags& f) {
   std::string matrix_path;
-  mx::Plan plan = make_plan(f, matrix_path);
+  mx::Plan plan = make_run_plan(f, matrix_path);
   for (const auto& n : plan.notes) std::cerr << "allocmark: " << n << "\n";
   std::string worker = worker_path();
   if (::access(worker.c_str(), X_OK) != 0) throw std::runtime_error("worker not found: " + worker + " (set ALLOCMARK_WORKER)");
@@ -304,35 +304,39 @@ rn::MatrixRunReport run_in_new_folder(const mx::Plan& plan, const std::string& o
   return run_here(plan, dir, worker, false);
 }
 
+void add_run_flags(CLI::App* run_cmd, RunFlags& f) {
+  run_cmd->add_option("matrix", f.matrix_path, "matrix file (TOML); default configs/quick.toml when no axis flag is given");
+  run_cmd->add_option("--allocators,-a", f.allocators_raw, "allocators or variants, comma separated (e.g. glibc,jemalloc:bg)");
+  run_cmd->add_option("--workloads,-w", f.workloads_raw, "workloads, comma separated");
+  run_cmd->add_option("--threads,-t", f.threads_raw, "thread counts, comma separated (default 1,2)");
+  run_cmd->add_option("--reps,-r", f.reps, "repetitions of every cell (default 3)");
+  run_cmd->add_option("--size", f.size, "parameter preset: quick or full (default quick)")->check(CLI::IsMember({"quick", "full"}));
+  run_cmd->add_option("--program", f.programs,
+                      "run your own program as a cell's workload: NAME='COMMAND ARGS' (repeatable; docs/programs.md)");
+  run_cmd->add_option("--set", f.sets, "override a workload parameter: workload.param=value (repeatable)");
+  run_cmd->add_option("--out,-o", f.out_dir, "results folder (default results/<date-time>)")
+      ->each([&f](const std::string&) { f.out_given = true; });
+  run_cmd->add_option("--timeout", f.timeout_s, "seconds before a cell is killed and recorded as timeout (default 300)");
+  run_cmd->add_option("--sample-ms", f.sample_ms, "RSS timeline sampling period in ms (default 10)");
+  run_cmd->add_flag("--no-pin", f.no_pin, "do not pin worker threads to CPUs");
+  run_cmd->add_flag("--keep-data", f.keep_data, "keep each cell's on-disk data (DIR/data/, e.g. rocksdb's database) after the cell");
+  run_cmd->add_flag("--resume", f.resume, "complete an existing results folder of the same matrix: run only the cells it lacks");
+  run_cmd->add_flag("--extend", f.extend, "add this matrix's cells to an existing results folder of another matrix (same machine)");
+  run_cmd->add_flag("--retry-failed", f.retry_failed, "with --resume/--extend: also rerun cells recorded as failed, crashed or timeout");
+  run_cmd->add_flag("--discard-corrupt-lines", f.discard_corrupt,
+                    "with --resume/--extend: move invalid lines of results.jsonl to results.corrupt.jsonl instead of stopping");
+  run_cmd->add_flag("--dry-run", f.dry_run, "check the matrix and list its cells without running them");
+  run_cmd->add_option("--executor", f.executor, "where cells run: local (one after another on this host) or slurm (one sbatch job array)")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  run_cmd->add_option("--slurm-opt", f.slurm_opts, "with --executor slurm: sbatch options, e.g. \"--partition=p --time=2:00:00 --exclusive\" (repeatable)");
+  run_cmd->add_option("--cells-per-task", f.cells_per_task, "with --executor slurm: cells each array task runs, one after another (default 1)");
+  run_cmd->add_flag("--no-wait", f.no_wait, "with --executor slurm: return after submitting the array (`allocmark status DIR` follows it)");
+}
+
 Subcommand add_run_command(CLI::App& app) {
   auto f = std::make_shared<RunFlags>();
   auto* run_cmd = app.add_subcommand("run", "run a matrix: allocator x workload x threads x repetitions");
-  run_cmd->add_option("matrix", f->matrix_path, "matrix file (TOML); default configs/quick.toml when no axis flag is given");
-  run_cmd->add_option("--allocators,-a", f->allocators_raw, "allocators or variants, comma separated (e.g. glibc,jemalloc:bg)");
-  run_cmd->add_option("--workloads,-w", f->workloads_raw, "workloads, comma separated");
-  run_cmd->add_option("--threads,-t", f->threads_raw, "thread counts, comma separated (default 1,2)");
-  run_cmd->add_option("--reps,-r", f->reps, "repetitions of every cell (default 3)");
-  run_cmd->add_option("--size", f->size, "parameter preset: quick or full (default quick)")->check(CLI::IsMember({"quick", "full"}));
-  run_cmd->add_option("--program", f->programs,
-                      "run your own program as a cell's workload: NAME='COMMAND ARGS' (repeatable; docs/programs.md)");
-  run_cmd->add_option("--set", f->sets, "override a workload parameter: workload.param=value (repeatable)");
-  run_cmd->add_option("--out,-o", f->out_dir, "results folder (default results/<date-time>)")
-      ->each([f](const std::string&) { f->out_given = true; });
-  run_cmd->add_option("--timeout", f->timeout_s, "seconds before a cell is killed and recorded as timeout (default 300)");
-  run_cmd->add_option("--sample-ms", f->sample_ms, "RSS timeline sampling period in ms (default 10)");
-  run_cmd->add_flag("--no-pin", f->no_pin, "do not pin worker threads to CPUs");
-  run_cmd->add_flag("--keep-data", f->keep_data, "keep each cell's on-disk data (DIR/data/, e.g. rocksdb's database) after the cell");
-  run_cmd->add_flag("--resume", f->resume, "complete an existing results folder of the same matrix: run only the cells it lacks");
-  run_cmd->add_flag("--extend", f->extend, "add this matrix's cells to an existing results folder of another matrix (same machine)");
-  run_cmd->add_flag("--retry-failed", f->retry_failed, "with --resume/--extend: also rerun cells recorded as failed, crashed or timeout");
-  run_cmd->add_flag("--discard-corrupt-lines", f->discard_corrupt,
-                    "with --resume/--extend: move invalid lines of results.jsonl to results.corrupt.jsonl instead of stopping");
-  run_cmd->add_flag("--dry-run", f->dry_run, "check the matrix and list its cells without running them");
-  run_cmd->add_option("--executor", f->executor, "where cells run: local (one after another on this host) or slurm (one sbatch job array)")
-      ->check(CLI::IsMember({"local", "slurm"}));
-  run_cmd->add_option("--slurm-opt", f->slurm_opts, "with --executor slurm: sbatch options, e.g. \"--partition=p --time=2:00:00 --exclusive\" (repeatable)");
-  run_cmd->add_option("--cells-per-task", f->cells_per_task, "with --executor slurm: cells each array task runs, one after another (default 1)");
-  run_cmd->add_flag("--no-wait", f->no_wait, "with --executor slurm: return after submitting the array (`allocmark status DIR` follows it)");
+  add_run_flags(run_cmd, *f);
   return {run_cmd, [f] {
             f->command_line = command_line();
             return run_command(*f);

@@ -1,9 +1,13 @@
 // `allocmark run`'s flags and body, shared with `advise`, which runs a program matrix through it.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "harness/matrix/plan.h"
 
 namespace allocmark::cli {
 
@@ -24,6 +28,12 @@ struct RunFlags {
   std::string command_line;
 };
 
+// Registers `run`'s flags on `cmd` (also on a parser of its own: `lab` reads the command it boots
+// a guest for with exactly these flags).
+void add_run_flags(CLI::App* cmd, RunFlags& f);
+// The plan the flags describe, every name, library and parameter checked (ConfigError otherwise);
+// `matrix_path` is the matrix file read, "" for none.
+matrix::Plan make_run_plan(const RunFlags& f, std::string& matrix_path);
 // Runs the matrix the flags describe into a results folder and prints its table; returns the exit code.
 int run_command(const RunFlags& f);
 // results/<prefix><date-time>

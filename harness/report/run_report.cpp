@@ -14,6 +14,7 @@
 #include "harness/report/charts.h"
 #include "harness/report/html.h"
 #include "harness/report/verdict.h"
+#include "harness/results/machine.h"
 #include "harness/results/model.h"
 #include "harness/results/reporters/text.h"
 
@@ -309,6 +310,8 @@ RunReport build_run_report(const std::string& dir) {
   doc.paragraph(fmt::format("Results folder {} ({} cells: {}), reported {}.", fs::absolute(dir).lexically_normal().string(),
                             model.cells().size(), joined(counts), when(json(now))),
                 "note");
+  if (std::string notice = rs::lab_notice(meta); !notice.empty())
+    doc.paragraph("These are " + notice + ".", "warn");
   bool any_ok = statuses.count("ok") > 0;
   if (!any_ok)
     doc.paragraph(fmt::format("Every cell failed: no figures to compare. The {} cells and their reasons are listed "

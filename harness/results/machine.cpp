@@ -91,4 +91,19 @@ std::string machine_differences(const nlohmann::json& recorded, const nlohmann::
   return out;
 }
 
+std::string lab_notice(const nlohmann::json& meta) {
+  if (!meta.is_object() || !meta.contains("lab") || !meta["lab"].is_object()) return "";
+  const nlohmann::json& lab = meta["lab"];
+  auto text = [&](const char* key) { return lab.contains(key) && lab[key].is_string() ? lab[key].get<std::string>() : std::string("?"); };
+  std::string topology = "?";
+  std::size_t nodes = 0;
+  if (lab.contains("topology") && lab["topology"].is_object()) {
+    topology = lab["topology"].value("name", "?");
+    if (lab["topology"].contains("nodes") && lab["topology"]["nodes"].is_array()) nodes = lab["topology"]["nodes"].size();
+  }
+  return "lab results from a virtual machine (topology " + topology + ", " + std::to_string(nodes) + " nodes, " + text("accel") +
+         "): " + (lab.contains("note") && lab["note"].is_string() ? lab["note"].get<std::string>()
+                                                                   : "timings under emulation are meaningless");
+}
+
 }  // namespace allocmark::results

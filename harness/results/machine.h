@@ -13,4 +13,8 @@ nlohmann::json machine_info();
 // "" when nothing does.
 std::string machine_differences(const nlohmann::json& recorded, const nlohmann::json& now);
 
+// For a folder `allocmark lab` brought back from its virtual machine (meta.json `lab`): one line
+// saying so, the topology and emulator, and what its figures are worth; "" for any other folder.
+std::string lab_notice(const nlohmann::json& meta);
+
 }  // namespace allocmark::results

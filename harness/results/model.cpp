@@ -1,5 +1,7 @@
 #include "harness/results/model.h"
 
+#include "harness/results/machine.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -394,6 +396,8 @@ void Model::add_folder(const std::string& dir, const LoadOptions& options) {
     else if (auto it = m.find("machine"); it != m.end() && it->is_object() && it->contains("host") &&
                                           (*it)["host"].is_string())
       default_host_ = (*it)["host"].get<std::string>();
+    // Every reader (show, report, compare, gate) says it: emulated timings must not pass for a machine's.
+    if (std::string notice = lab_notice(m); !notice.empty()) warnings_.push_back(dir + ": " + notice);
   }
 
   std::string file = dir + "/results.jsonl";

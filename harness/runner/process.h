@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,19 @@ void kill_group(pid_t pid);
 
 // Text of the last `max_bytes` of a file, for error messages.
 std::string tail_of_file(const std::string& path, std::size_t max_bytes);
+
+// A helper tool (sbatch, ldd, cpio, ...) run to completion: its exit status and what it printed.
+struct ToolResult {
+  int status = -1;     // exit status, 128+signal when killed; -1 when it could not be started
+  std::string output;  // stdout and stderr together, trailing blanks removed
+};
+// argv[0] is looked up on PATH; stdin is /dev/null.
+ToolResult run_tool(const std::vector<std::string>& args);
+
+// The absolute path of `tool` on $PATH (execvp's search), or nullopt.
+std::optional<std::string> find_on_path(const std::string& tool);
+
+// `s` as one word for /bin/sh.
+std::string shell_quoted(const std::string& s);
 
 }  // namespace allocmark::runner

@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <wordexp.h>
 
@@ -18,71 +16,14 @@
 
 #include "harness/matrix/config.h"
 #include "harness/results/results_dir.h"
+#include "harness/runner/process.h"
 
-extern char** environ;
 
 namespace allocmark::runner {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-struct ToolResult {
-  int status = -1;     // exit status; -1 when it could not be started
-  std::string output;  // stdout and stderr together
-};
-
-// Runs a Slurm client command and collects what it prints. Its stdin is /dev/null.
-ToolResult run_tool(const std::vector<std::string>& args) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return {-1, std::string("pipe: ") + std::strerror(errno)};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    return {-1, args[0] + ": " + std::strerror(rc)};
-  }
-  ToolResult out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.output.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  int ws = 0;
-  while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-  }
-  out.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-  while (!out.output.empty() && (out.output.back() == '\n' || out.output.back() == ' ')) out.output.pop_back();
-  return out;
-}
-
-bool on_path(const std::string& tool) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':'))
-    if (!dir.empty() && ::access((dir + "/" + tool).c_str(), X_OK) == 0) return true;
-  return false;
-}
-
-std::string shell_quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -174,7 +115,7 @@ std::vector<std::string> split_slurm_options(const std::vector<std::string>& raw
 
 void check_slurm_submission(const std::vector<std::string>& sbatch_args) {
   for (const char* tool : {"sbatch", "squeue", "scancel"})
-    if (!on_path(tool))
+    if (!find_on_path(tool))
       throw matrix::ConfigError(std::string("--executor slurm: ") + tool +
                                 " not found on PATH (run from a Slurm login node; Debian: apt-get install slurm-client)");
   std::vector<std::string> args{"sbatch", "--test-only"};

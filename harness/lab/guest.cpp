@@ -1,0 +1,90 @@
+#include "harness/lab/guest.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "harness/runner/process.h"
+
+namespace allocmark::lab {
+
+std::string init_script(const GuestCommand& command) {
+  std::string argv;
+  for (const auto& a : command.argv) argv += (argv.empty() ? "" : " ") + runner::shell_quoted(a);
+  std::string exports;
+  for (const auto& [name, value] : command.env) exports += "export " + name + "=" + runner::shell_quoted(value) + "\n";
+  return fmt::format(R"INIT(#!{busybox} sh
+# The lab guest's init, written by `allocmark lab` (harness/lab/guest.cpp): run one allocmark
+# command on this kernel's NUMA topology and send its results folder back over ttyS1.
+{busybox} mkdir -p /lab/bin /proc /sys /dev /tmp /root {out}
+{busybox} --install -s /lab/bin
+export PATH=/lab/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root TMPDIR=/tmp LANG=C.UTF-8
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+hostname {hostname}
+# Balancing migrates pages behind the allocator's back; move_pages would then report glibc's small
+# blocks as absent. The kernel command line already says numa_balancing=disable; this is the check.
+echo 0 > /proc/sys/kernel/numa_balancing
+facts={out}/{facts}
+{{
+  echo "kernel=$(uname -r)"
+  echo "nodes_online=$(cat /sys/devices/system/node/online)"
+  echo "cpus_online=$(cat /sys/devices/system/cpu/online)"
+  echo "numa_balancing=$(cat /proc/sys/kernel/numa_balancing)"
+  echo "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled)"
+  for n in /sys/devices/system/node/node[0-9]*; do
+    echo "$(basename $n)_memtotal_kib=$(awk '/MemTotal/ {{print $4}}' $n/meminfo)"
+    echo "$(basename $n)_cpus=$(cat $n/cpulist)"
+  done
+}} > $facts
+echo "{booted}: nodes $(cat /sys/devices/system/node/online), CPUs $(cat /sys/devices/system/cpu/online), NUMA balancing $(cat /proc/sys/kernel/numa_balancing), kernel $(uname -r)"
+echo "{begins}"
+{exports}cd {cwd} && {argv}
+rc=$?
+echo "exit=$rc" >> $facts
+echo "{ended} (exit $rc)"
+# The whole kernel log (OOM kills, allocation failures, migrations), not only what the console showed.
+dmesg > {out}/dmesg.txt
+stty -F /dev/ttyS1 raw -echo
+{{
+  echo {data_begin}
+  tar -C {out} -czf - . | base64
+  echo {data_end}
+}} > /dev/ttyS1
+echo "allocmark-lab: results sent"
+sync
+poweroff -f
+)INIT",
+                     fmt::arg("busybox", kGuestBusybox), fmt::arg("out", kGuestOut), fmt::arg("facts", kGuestFacts),
+                     fmt::arg("hostname", runner::shell_quoted(command.hostname)), fmt::arg("booted", kBootedMarker),
+                     fmt::arg("begins", kCommandBegins), fmt::arg("ended", kCommandEnded),
+                     fmt::arg("cwd", runner::shell_quoted(command.cwd)), fmt::arg("argv", argv), fmt::arg("exports", exports),
+                     fmt::arg("data_begin", kDataBegin), fmt::arg("data_end", kDataEnd));
+}
+
+std::optional<std::string> data_payload(const std::string& channel) {
+  const std::string begin = std::string(kDataBegin), end = std::string(kDataEnd);
+  std::size_t b = channel.find(begin);
+  if (b == std::string::npos) return std::nullopt;
+  b += begin.size();
+  std::size_t e = channel.find(end, b);
+  if (e == std::string::npos) return std::nullopt;
+  std::string out;
+  for (std::size_t i = b; i < e; ++i)
+    if (channel[i] != '\r') out += channel[i];
+  return out;
+}
+
+std::map<std::string, std::string> parse_facts(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::size_t eq = line.find('=');
+    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+}  // namespace allocmark::lab

@@ -1,0 +1,51 @@
+// What runs inside the lab's guest and how its results come back. The guest's /init (a busybox
+// shell script) mounts the kernel's file systems, switches NUMA balancing off, records what the
+// guest kernel sees, runs the allocmark command, then sends the results folder back over the
+// second serial port (ttyS1) as a gzip'd tar in base64 between two marker lines.
+//
+// Why a serial port: the 8250 UART is built into Debian's kernel, so nothing has to be loaded in
+// the guest (virtio, 9p and block devices are all modules, which would tie the lab to a module
+// tree matching the kernel image); the port is the guest's alone (the kernel's console is ttyS0),
+// the file on the host is complete once qemu exits, and gzip's CRC and length check the transfer.
+// It is slow (tens of KiB/s under emulation) but results folders of lab-sized matrices are small.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace allocmark::lab {
+
+// Console lines the host reads (ttyS0).
+inline constexpr const char* kBootedMarker = "allocmark-lab: booted";
+inline constexpr const char* kCommandBegins = "allocmark-lab: command begins";
+inline constexpr const char* kCommandEnded = "allocmark-lab: command ended";
+// Framing of the data channel (ttyS1).
+inline constexpr const char* kDataBegin = "ALLOCMARK-LAB-DATA-BEGIN";
+inline constexpr const char* kDataEnd = "ALLOCMARK-LAB-DATA-END";
+
+// Where the guest keeps its busybox, the command's results folder and its own facts.
+inline constexpr const char* kGuestBusybox = "/lab/busybox";
+inline constexpr const char* kGuestOut = "/lab/out";
+inline constexpr const char* kGuestResults = "/lab/out/results";
+inline constexpr const char* kGuestFacts = "guest.env";  // in kGuestOut: key=value lines
+
+struct GuestCommand {
+  std::vector<std::string> argv;  // argv[0] is the absolute path of allocmark in the guest
+  std::string cwd;                // the host's working folder, recreated in the guest
+  std::string hostname;           // the records' host
+  std::vector<std::pair<std::string, std::string>> env;  // exported before the command (ALLOCMARK_CONFIG_DIR)
+};
+
+// The guest's /init.
+std::string init_script(const GuestCommand& command);
+
+// The base64 text between the data markers of ttyS1's capture (carriage returns dropped), or
+// nullopt when the begin or end marker is missing (the guest never got that far).
+std::optional<std::string> data_payload(const std::string& channel);
+
+// guest.env's key=value lines.
+std::map<std::string, std::string> parse_facts(const std::string& text);
+
+}  // namespace allocmark::lab

@@ -1,0 +1,160 @@
+"""The NUMA lab end to end (docs/lab.md): `allocmark lab` boots Debian's kernel in qemu with the
+seed's 8-node topology, runs a tiny matrix there and brings the results folder back; and the
+lab's refusals, which never boot.
+
+Needs qemu-system-x86, linux-image-amd64, busybox-static and cpio (ci/setup.sh installs them); a
+missing one is a failure naming it, never a skip. Assertions are about what came back (statuses,
+the guest kernel's nodes, the lab marking), never about timings: under emulation they mean nothing.
+"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+ALLOCMARK = os.environ["ALLOCMARK_BIN"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEED8 = os.path.join(ROOT, "configs", "topologies", "seed-8node.toml")
+TINY = ["--set", "size_mix.live_mib=4", "--set", "size_mix.ops=5000"]
+
+
+def lab(args, timeout=900, env=None):
+    return subprocess.run([ALLOCMARK, "lab"] + args, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+class TempDirTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="allocmark-lab-test-")
+        self.tmp = self._tmp.name
+        self.out = os.path.join(self.tmp, "out")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def assert_ended(self, p, code, *needles):
+        """Exit `code`, every needle in stderr, and nothing at --out."""
+        self.assertEqual(p.returncode, code, p.stdout + p.stderr)
+        for n in needles:
+            self.assertIn(n, p.stderr)
+        self.assertFalse(os.path.exists(self.out), "something was written")
+
+
+class Boot(TempDirTest):
+    def test_prerequisites_are_installed(self):
+        for tool, package in [("qemu-system-x86_64", "qemu-system-x86"), ("busybox", "busybox-static"), ("cpio", "cpio"),
+                              ("numactl", "numactl")]:
+            self.assertIsNotNone(shutil.which(tool), f"{tool} missing: install Debian's {package} (ci/setup.sh)")
+        kernels = [f for f in os.listdir("/boot") if f.startswith("vmlinuz-")] if os.path.isdir("/boot") else []
+        self.assertTrue(kernels, "no /boot/vmlinuz-*: install Debian's linux-image-amd64 (ci/setup.sh)")
+
+    def test_seed_8node_runs_a_matrix_and_brings_results_back(self):
+        # Under numactl bound to the second group's CPUs: --under reaches the guest's allocmark.
+        p = lab(["--topology", SEED8, "--under", "numactl --cpunodebind=4-7", "--out", self.out, "--",
+                 "run", "-w", "size_mix", "-a", "glibc,numap", "-t", "2", "-r", "1"] + TINY)
+        self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr[-3000:])
+        with open(os.path.join(self.out, "results.jsonl")) as f:
+            recs = [json.loads(line) for line in f]
+        self.assertEqual(sorted(r["allocator"] for r in recs), ["glibc", "numap"])
+        for r in recs:
+            self.assertEqual(r["status"], "ok", r.get("error"))
+            self.assertTrue(set(r["pinned_cpus"]) <= {4, 5, 6, 7}, r["pinned_cpus"])
+        with open(os.path.join(self.out, "meta.json")) as f:
+            meta = json.load(f)
+        lab_meta = meta["lab"]
+        # What the guest kernel itself saw, read in the guest from /sys.
+        self.assertEqual(lab_meta["guest"]["nodes_online"], "0-7")
+        self.assertEqual(sorted(lab_meta["guest"]["nodes"]), [f"node{i}" for i in range(8)])
+        for node in lab_meta["guest"]["nodes"].values():
+            self.assertGreater(node["memtotal_kib"], 256 * 1024)
+        self.assertEqual(lab_meta["guest"]["numa_balancing"], "0")
+        self.assertEqual(len(lab_meta["topology"]["nodes"]), 8)
+        self.assertEqual(lab_meta["topology"]["nodes"][0]["distances"], [10, 16, 16, 16, 32, 32, 32, 32])
+        self.assertIn(lab_meta["accel"], ("tcg", "kvm"))
+        self.assertIn("meaningless", lab_meta["note"])
+        # The run itself happened in the guest: its machine description is the guest's.
+        self.assertEqual(meta["machine"]["host"], "lab-seed-8node")
+        self.assertEqual(meta["machine"]["numa"]["nodes"], 8)
+        self.assertEqual(meta["machine"]["cpus_usable"], 4)
+        self.assertTrue(lab_meta["guest_command"].startswith("/usr/bin/numactl --cpunodebind=4-7 allocmark run"), lab_meta["guest_command"])
+        self.assertTrue(os.path.exists(os.path.join(self.out, "lab-console.log")))
+        with open(os.path.join(self.out, "lab-dmesg.log")) as f:
+            self.assertIn("Linux version", f.read())
+        # Readers say what these figures are worth.
+        show = subprocess.run([ALLOCMARK, "show", self.out], capture_output=True, text=True, timeout=60)
+        self.assertEqual(show.returncode, 0, show.stderr)
+        self.assertIn("lab results from a virtual machine (topology seed-8node, 8 nodes", show.stderr)
+
+
+class LabFailures(TempDirTest):
+    """The guest does not boot or does not finish: exit 3, the console's or qemu's last lines, nothing at --out."""
+
+    def assert_stopped(self, p, *needles):
+        self.assert_ended(p, 3, *needles)
+
+    def test_timeout_stops_the_guest(self):
+        # Two seconds is shorter than any boot under emulation.
+        p = lab(["--topology", SEED8, "--timeout", "2", "--out", self.out, "--", "run", "-w", "size_mix", "-a", "glibc"] + TINY)
+        self.assert_stopped(p, "did not boot within --timeout 2 s", "--- guest console (last lines) ---")
+
+    def test_a_kernel_qemu_cannot_load(self):
+        not_a_kernel = os.path.join(self.tmp, "vmlinuz-broken")
+        with open(not_a_kernel, "w") as f:
+            f.write("not a kernel\n")
+        p = lab(["--topology", SEED8, "--kernel", not_a_kernel, "--out", self.out, "--", "run", "-w", "size_mix", "-a", "glibc"])
+        self.assert_stopped(p, "did not boot", "--- qemu ---")
+
+
+class LabBadInput(TempDirTest):
+    def assert_refused(self, p, *needles):
+        self.assert_ended(p, 2, *needles)
+
+    def test_bad_topology_file(self):
+        bad = os.path.join(self.tmp, "bad.toml")
+        with open(bad, "w") as f:
+            f.write('name = "bad"\n[[node]]\nid = 0\ncpus = "0"\nmemory = "64M"\ndistances = [10, 20]\n')
+        p = lab(["--topology", bad, "--out", self.out, "--", "run", "-w", "size_mix"])
+        self.assert_refused(p, bad + ":")
+
+    def test_missing_topology_file(self):
+        p = lab(["--topology", os.path.join(self.tmp, "nope.toml"), "--out", self.out, "--", "run", "-w", "size_mix"])
+        self.assert_refused(p, "nope.toml")
+
+    def test_qemu_not_on_path_names_the_package(self):
+        env = dict(os.environ, PATH=self.tmp)  # nothing there, qemu included
+        p = lab(["--topology", SEED8, "--out", self.out, "--", "run", "-w", "size_mix", "-a", "glibc"], env=env)
+        self.assert_refused(p, "qemu-system-x86_64", "qemu-system-x86 ")
+
+    def test_kernel_image_missing(self):
+        bin_dir = os.path.join(self.tmp, "bin")
+        os.mkdir(bin_dir)
+        os.symlink(shutil.which("qemu-system-x86_64") or "/usr/bin/qemu-system-x86_64", os.path.join(bin_dir, "qemu-system-x86_64"))
+        p = lab(["--topology", SEED8, "--kernel", os.path.join(self.tmp, "no-kernel"), "--out", self.out, "--",
+                 "run", "-w", "size_mix", "-a", "glibc"], env=dict(os.environ, PATH=bin_dir))
+        self.assert_refused(p, "no-kernel")
+
+    def test_guest_command_checked_before_booting(self):
+        for args, needle in [(["run", "-w", "no_such_workload"], "no_such_workload"),
+                             (["run", "-w", "size_mix", "--out", "x"], "--out belongs to lab"),
+                             (["run", "--resume"], "empty folder"),
+                             (["show", "x"], "must be `run"),
+                             (["run", "--no-such-flag"], "no-such-flag")]:
+            with self.subTest(args=args):
+                p = lab(["--topology", SEED8, "--out", self.out, "--"] + args, timeout=60)
+                self.assert_refused(p, needle)
+
+    def test_topology_qemu_cannot_boot(self):
+        gap = os.path.join(self.tmp, "gap.toml")
+        with open(gap, "w") as f:
+            f.write('name = "gap"\n[[node]]\nid = 0\ncpus = "0"\nmemory = "64M"\ndistances = [10, 20]\n'
+                    '[[node]]\nid = 1\ncpus = "2"\nmemory = "64M"\ndistances = [20, 10]\n')
+        p = lab(["--topology", gap, "--out", self.out, "--", "run", "-w", "size_mix"])
+        self.assert_refused(p, "CPU 1 is in no node")
+
+    def test_memory_per_node_must_be_a_size(self):
+        p = lab(["--topology", SEED8, "--memory-per-node", "lots", "--out", self.out, "--", "run", "-w", "size_mix"])
+        self.assert_refused(p, "--memory-per-node")
+
+
+if __name__ == "__main__":
+    unittest.main()
