@@ -13,6 +13,11 @@
 //             fills nodes 0-3 and then gets a clean ENOMEM, nothing placed at distance 32
 // Scenarios that need numap to start under another policy or option re-execute this program
 // (numap reads both at its first allocation, before main).
+//
+// In the lab (allocmark lab --under, tests/numap_lab_test.py) it runs as a prefix of the guest's
+// allocmark command:  numap_numa_probe --preload LIB S1 S2 ... --then COMMAND ARGS...
+// runs each scenario in a child with LD_PRELOAD=LIB (its lines go to the guest console), then
+// becomes COMMAND without the preload.
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
@@ -312,7 +317,37 @@ void metadata_child() {
 
 }  // namespace
 
+// The lab's prefix mode: scenarios in preloaded children, then the command itself.
+int run_then(int argc, char** argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: numap_numa_probe --preload LIB SCENARIO... --then COMMAND ARGS...\n");
+    return 2;
+  }
+  const char* lib = argv[2];
+  int i = 3;
+  for (; i < argc && strcmp(argv[i], "--then") != 0; ++i) {
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("LD_PRELOAD", lib, 1);
+      execl("/proc/self/exe", "numap_numa_probe", argv[i], static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) printf("FAIL %s: killed by signal %d\n", argv[i], WTERMSIG(status));
+    else if (WEXITSTATUS(status) != 0) printf("FAIL %s: exit %d\n", argv[i], WEXITSTATUS(status));
+  }
+  printf("numap_numa_probe: scenarios done\n");
+  fflush(stdout);
+  if (i + 1 >= argc) return 0;
+  execv(argv[i + 1], argv + i + 1);
+  fprintf(stderr, "numap_numa_probe: exec %s: %s\n", argv[i + 1], strerror(errno));
+  return 127;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "--preload") == 0) return run_then(argc, argv);
   if (argc < 2) {
     fprintf(stderr, "usage: numap_numa_probe overflow|huge|membind|metadata|limit\n");
     return 2;
