@@ -2,8 +2,9 @@
 // with libnumap.so preloaded. Each scenario asserts from the KERNEL's view (move_pages for the node
 // of every sampled page, sysfs for free memory, /proc for RSS), prints `PASS name: ...` or
 // `FAIL name: ...` and exits 1 on a failure. Being OOM-killed shows as no PASS line.
-//   overflow  one thread on CPU 0 allocates past node 0's free memory: continues on distance-16
-//             nodes (the freest first), never beyond
+//   overflow  with 96 MiB of node 1 and 48 MiB of node 3 taken outside numap, one thread on CPU 0
+//             allocates past node 0's free memory: continues on distance-16 nodes, the freest
+//             (node 2) first, never beyond
 //   huge      one allocation larger than any node's free memory (from CPU 4) succeeds, split
 //   membind   under set_mempolicy(MPOL_BIND, {0,1}) (as numactl --membind=0,1; re-executed so
 //             numap starts under it), threads on CPUs 2-7 spread over nodes 0 and 1
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -110,8 +112,24 @@ std::uint64_t fallback_at(const struct numap_stats& s, std::uint32_t distance) {
   return 0;
 }
 
+// Takes `bytes` of `node`'s memory outside numap (mmap, mbind to the node, touched), as another
+// program would; numap learns of it only from the kernel's free memory.
+void occupy(int node, std::uint64_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  unsigned long mask = 1ul << node;
+  if (p == MAP_FAILED || syscall(SYS_mbind, p, bytes, 2 /* MPOL_BIND */, &mask, 64, 0) != 0) {
+    printf("FAIL occupy: node %d: %s\n", node, strerror(errno));
+    exit(1);
+  }
+  memset(p, 5, bytes);
+}
+
 void overflow() {
   pin(0);
+  // Nodes 1 and 3 lose memory to someone else after numap started: node 2 is then clearly the
+  // freest at distance 16, and numap must see it from its periodic re-read of MemFree.
+  occupy(1, 96 * kMiB);
+  occupy(3, 48 * kMiB);
   std::uint64_t free_at_start[kNodes];
   for (int i = 0; i < kNodes; ++i) free_at_start[i] = node_free(i);
   const std::uint64_t target = free_at_start[0] + 192 * kMiB;
