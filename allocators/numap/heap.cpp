@@ -67,41 +67,105 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   if (tail != 0) os_->unmap(aligned + arena_bytes_, tail);
   arena_ = aligned;
 
-  // Metadata: node parts, slab headers, slot bitmaps and extents, the huge table; touched lazily.
+  allowed_os_ = 0;
+  for (int i = 0; i < topo_.count; ++i)
+    if ((topo_.allowed & (1ull << i)) && topo_.os_node[i] < 64) allowed_os_ |= 1ull << topo_.os_node[i];
+
+  // Metadata: node parts, then per node its slab headers, slot bitmaps and extents (page-aligned
+  // so each node's share is bound to it), then the huge table; touched lazily.
   const std::uint64_t slab_chunks = span_ / kSlabBytes;
-  std::uint64_t per_part = round_up(sizeof(NodePart), 64) + round_up(slab_chunks * sizeof(SlabMeta), 64);
+  std::uint64_t per_part = round_up(slab_chunks * sizeof(SlabMeta), 64);
   for (int s = 0; s < nslots_; ++s) {
     const std::uint64_t chunk = s == kSlabSlot ? kSlabBytes : page_class_size(s - 1);
     per_part += round_up(Slot::metadata_bytes(span_ / chunk), 64);
   }
-  meta_bytes_ = round_up(per_part * static_cast<std::uint64_t>(nparts_) + HugeTable::metadata_bytes(), kPage);
+  per_part = round_up(per_part, kPage);
+  const std::uint64_t parts_bytes = sizeof(NodePart) * static_cast<std::uint64_t>(nparts_);
+  meta_bytes_ = round_up(parts_bytes + per_part * static_cast<std::uint64_t>(nparts_) + HugeTable::metadata_bytes(), kPage);
   meta_ = static_cast<char*>(os_->reserve(meta_bytes_));
   if (meta_ == nullptr) {
     os_->unmap(arena_, arena_bytes_);
     return false;
   }
-  char* m = meta_;
-  part_ = reinterpret_cast<NodePart*>(m);
-  m += round_up(sizeof(NodePart) * static_cast<std::uint64_t>(nparts_), 64);
+  // Never huge pages for metadata, whatever the THP mode: with THP `always` the lazily touched
+  // bitmaps became 2 MiB pages each (166 MiB on the first node for an 8-node arena).
+  os_->advise_huge(meta_, meta_bytes_, false);
+  part_ = reinterpret_cast<NodePart*>(meta_);
+  char* m = meta_ + parts_bytes;
   for (int i = 0; i < nparts_; ++i) {
+    // Bound before the constructor touches it: each node's metadata lives on that node.
+    if (numa_) {
+      bind_part(&part_[i], sizeof(NodePart), i);
+      bind_part(m, per_part, i);
+    }
     NodePart* part = new (&part_[i]) NodePart();
-    part->slab_meta = reinterpret_cast<SlabMeta*>(m);
-    m += round_up(slab_chunks * sizeof(SlabMeta), 64);
+    char* region = m;
+    m += per_part;
+    part->slab_meta = reinterpret_cast<SlabMeta*>(region);
+    region += round_up(slab_chunks * sizeof(SlabMeta), 64);
     char* base = arena_ + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(nslots_) * span_;
     for (int s = 0; s < nslots_; ++s) {
       const std::uint64_t chunk = s == kSlabSlot ? kSlabBytes : page_class_size(s - 1);
       const std::uint32_t grain = opt_.thp && chunk % kTwoMiB == 0 ? kTwoMiB / kPage : 1;
-      part->slots[s].init(base + static_cast<std::uint64_t>(s) * span_, chunk, span_ / chunk, grain, m);
-      m += round_up(Slot::metadata_bytes(span_ / chunk), 64);
+      part->slots[s].init(base + static_cast<std::uint64_t>(s) * span_, chunk, span_ / chunk, grain, region);
+      region += round_up(Slot::metadata_bytes(span_ / chunk), 64);
       if (grain > 1) os_->advise_huge(base + static_cast<std::uint64_t>(s) * span_, span_, true);
     }
-    part->capacity = numa_ ? (opt_.node_capacity != 0 ? opt_.node_capacity : topo_.capacity[i]) : opt_.node_capacity;
+    // Without the kernel's count (unreadable, or FREE_REFRESH_MS=0): the option, else MemTotal.
+    const std::uint64_t fixed = opt_.node_capacity != 0 ? opt_.node_capacity : numa_ ? topo_.capacity[i] : 0;
+    part->capacity.store(fixed != 0 ? fixed : kUnlimited, std::memory_order_relaxed);
     // Bound before first touch: every page of the partition faults in on its node.
-    if (numa_) os_->bind(base, static_cast<std::size_t>(nslots_) * span_, topo_.os_node[i]);
+    if (numa_) bind_part(base, static_cast<std::uint64_t>(nslots_) * span_, i);
   }
   huge_.init(m);
   if (!opt_.thp) os_->advise_huge(arena_, arena_bytes_, false);
+  kernel_limits_ = numa_ && opt_.free_refresh_ms > 0;
+  if (kernel_limits_) {
+    ZoneinfoReader zones;
+    if (os_->read_lines("/proc/zoneinfo", ZoneinfoReader::line, &zones))
+      for (int i = 0; i < nparts_; ++i)
+        if (topo_.os_node[i] < kMaxNodes) part_[i].watermark = zones.high_pages[topo_.os_node[i]] * kPage;
+    refresh_capacity(true);
+  }
   return true;
+}
+
+void Heap::refresh_capacity(bool force) {
+  if (!kernel_limits_) return;
+  const std::uint32_t now = tick();
+  std::uint32_t next = next_refresh_.load(std::memory_order_relaxed);
+  if (!force && static_cast<std::int32_t>(now - next) < 0) return;
+  // One thread per period reads; the others go on with the capacities they have.
+  if (!next_refresh_.compare_exchange_strong(next, now + static_cast<std::uint32_t>(opt_.free_refresh_ms),
+                                             std::memory_order_relaxed) &&
+      !force)
+    return;
+  for (int i = 0; i < nparts_; ++i) {
+    if (!(topo_.allowed & (1ull << i))) continue;
+    char path[512];
+    node_path(path, sizeof path, opt_.sysfs_root, topo_.os_node[i], "meminfo");
+    struct Free {
+      std::uint64_t kb = 0;
+      bool found = false;
+    } free_kb;
+    os_->read_lines(path, [](void* ctx, const char* line) {
+      auto* f = static_cast<Free*>(ctx);
+      if (!f->found) f->found = meminfo_free_kb(line, &f->kb);
+    }, &free_kb);
+    if (!free_kb.found) continue;  // keep the previous capacity
+    NodePart& np = part_[i];
+    // The kernel's MemFree already excludes numap's resident pages on the node: what numap may
+    // have charged there is what it has plus what the kernel can still give.
+    std::uint64_t cap = np.mapped.load(std::memory_order_relaxed) + headroom_bytes(free_kb.kb * 1024, np.watermark);
+    if (opt_.node_capacity != 0 && opt_.node_capacity < cap) cap = opt_.node_capacity;
+    np.capacity.store(cap, std::memory_order_relaxed);
+  }
+}
+
+std::uint64_t Heap::headroom(int part) const {
+  const std::uint64_t cap = part_[part].capacity.load(std::memory_order_relaxed);
+  const std::uint64_t used = part_[part].mapped.load(std::memory_order_relaxed);
+  return cap == kUnlimited ? kUnlimited : cap > used ? cap - used : 0;
 }
 
 void Heap::destroy() {
@@ -137,8 +201,16 @@ int Heap::node_for_cpu(int cpu) const {
   if (p >= nparts_) p = 0;
   if (topo_.allowed & (1ull << p)) return p;
   int best = -1;
-  for (int i = 0; i < nparts_; ++i)
-    if ((topo_.allowed & (1ull << i)) && (best < 0 || topo_.distance[p][i] < topo_.distance[p][best])) best = i;
+  std::uint64_t best_room = 0;
+  for (int i = 0; i < nparts_; ++i) {
+    if (!(topo_.allowed & (1ull << i))) continue;
+    const std::uint64_t room = headroom(i);
+    if (best < 0 || topo_.distance[p][i] < topo_.distance[p][best] ||
+        (topo_.distance[p][i] == topo_.distance[p][best] && room > best_room)) {
+      best = i;
+      best_room = room;
+    }
+  }
   return best < 0 ? 0 : best;
 }
 
@@ -159,7 +231,7 @@ Heap::Charge Heap::charge(int part, std::uint64_t bytes) {
   }
   NodePart& np = part_[part];
   const std::uint64_t nb = np.mapped.fetch_add(bytes, std::memory_order_relaxed);
-  if (np.capacity != 0 && nb + bytes > np.capacity) {
+  if (nb + bytes > np.capacity.load(std::memory_order_relaxed)) {
     np.mapped.fetch_sub(bytes, std::memory_order_relaxed);
     total_mapped_.fetch_sub(bytes, std::memory_order_relaxed);
     return Charge::kNodeFull;
@@ -272,10 +344,7 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
     int n = 1;
     order[0] = 0;
     if (numa_) {
-      for (int i = 0; i < nparts_; ++i) {
-        const std::uint64_t cap = part_[i].capacity, used = part_[i].mapped.load(std::memory_order_relaxed);
-        free_bytes[i] = cap == 0 ? ~std::uint64_t{0} : (cap > used ? cap - used : 0);
-      }
+      for (int i = 0; i < nparts_; ++i) free_bytes[i] = headroom(i);
       n = fallback_order(topo_, node, free_bytes, opt_.distance_limit, order);
     }
     bool global_full = false, node_full = false;
@@ -347,6 +416,7 @@ bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t by
   const std::uint64_t need = round_up(pages_for(bytes), sl.grain_pages());
   std::uint32_t& ext = sl.extent(index);
   if (ext >= need) return true;
+  refresh_capacity(false);
   for (int pass = 0; pass < 2; ++pass) {
     const Charge r = charge(part, (need - ext) * kPage);
     if (r == Charge::kOk) {
@@ -362,16 +432,82 @@ bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t by
 
 // ---- huge ---------------------------------------------------------------------------------------
 
+int Heap::charge_pieces(int node, std::uint64_t bytes, HugePiece* pieces, Charge* why) {
+  *why = Charge::kNodeFull;
+  if (!numa_) {
+    const Charge r = charge(0, bytes);
+    if (r == Charge::kOk) pieces[0] = HugePiece{bytes, 0};
+    *why = r;
+    return r == Charge::kOk ? 1 : 0;
+  }
+  int order[kMaxNodes];
+  std::uint64_t room[kMaxNodes];
+  for (int i = 0; i < nparts_; ++i) room[i] = headroom(i);
+  const int n = fallback_order(topo_, node, room, opt_.distance_limit, order);
+  // Whole, on the nearest node with room (the fallback rule of every other path).
+  for (int k = 0; k < n; ++k) {
+    const int m = order[k];
+    if (room[m] < bytes) continue;
+    const Charge r = charge(m, bytes);
+    if (r == Charge::kOk) {
+      pieces[0] = HugePiece{bytes, static_cast<std::uint32_t>(m)};
+      return 1;
+    }
+    if (r == Charge::kGlobalFull) {
+      *why = r;
+      return 0;
+    }
+  }
+  // No single node can hold it: split in the same order, each node giving the whole pages it has
+  // (glibc would succeed here, the kernel spreading the pages; numap places them by distance).
+  std::uint64_t left = bytes;
+  int count = 0;
+  for (int k = 0; k < n && left != 0; ++k) {
+    const int m = order[k];
+    std::uint64_t take = room[m] / kPage * kPage;
+    if (take > left) take = left;
+    if (take == 0) continue;
+    const Charge r = charge(m, take);
+    if (r == Charge::kGlobalFull) {
+      *why = r;
+      break;
+    }
+    if (r != Charge::kOk) continue;
+    pieces[count++] = HugePiece{take, static_cast<std::uint32_t>(m)};
+    left -= take;
+  }
+  if (left == 0) return count;
+  for (int k = 0; k < count; ++k) uncharge(static_cast<int>(pieces[k].node), pieces[k].bytes);
+  return 0;
+}
+
 void* Heap::huge_alloc(std::size_t n, std::size_t align) {
   if (n > (std::uint64_t{1} << 46)) {
     errno = ENOMEM;
     return nullptr;
   }
   const std::uint64_t bytes = round_up(n, kPage);
+  refresh_capacity(false);
   const int node = current_node();
-  Charge r = charge(node, bytes);
-  if (r != Charge::kOk && purge(bytes) > 0) r = charge(node, bytes);
-  if (r != Charge::kOk) {
+  HugePiece pieces[kMaxNodes];
+  int count = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    Charge why;
+    count = charge_pieces(node, bytes, pieces, &why);
+    if (count != 0 || pass == 1) break;
+    // The action of chunk_alloc: the global capacity purges everything; nodes full within the
+    // distance limit purge the local node, then all (NUMAP_BEYOND_LIMIT=purge), or fail.
+    if (why == Charge::kGlobalFull) {
+      if (purge(bytes) == 0) break;
+    } else {
+      if (opt_.beyond_limit == BeyondLimit::kFail) break;
+      if (purge(bytes, node) == 0 && purge(bytes) == 0) break;
+    }
+  }
+  auto uncharge_all = [&] {
+    for (int k = 0; k < count; ++k) uncharge(static_cast<int>(pieces[k].node), pieces[k].bytes);
+  };
+  if (count == 0) {
     enomem_.fetch_add(1, std::memory_order_relaxed);
     errno = ENOMEM;
     return nullptr;
@@ -379,7 +515,7 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
   const std::uint64_t extra = align > kPage ? align : 0;
   char* raw = static_cast<char*>(os_->reserve(bytes + extra));
   if (raw == nullptr) {
-    uncharge(node, bytes);
+    uncharge_all();
     enomem_.fetch_add(1, std::memory_order_relaxed);
     errno = ENOMEM;
     return nullptr;
@@ -391,28 +527,55 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
     const std::uint64_t tail = extra - static_cast<std::uint64_t>(p - raw);
     if (tail != 0) os_->unmap(p + bytes, tail);
   }
-  if (numa_) os_->bind(p, bytes, topo_.os_node[node]);
-  if (!huge_.insert(p, bytes, static_cast<std::uint32_t>(node))) {
+  if (numa_) {
+    std::uint64_t off = 0;
+    for (int k = 0; k < count; ++k) {
+      bind_part(p + off, pieces[k].bytes, static_cast<int>(pieces[k].node));
+      off += pieces[k].bytes;
+    }
+  }
+  if (!huge_.insert(p, pieces, count)) {
     os_->unmap(p, bytes);
-    uncharge(node, bytes);
+    uncharge_all();
     enomem_.fetch_add(1, std::memory_order_relaxed);
     errno = ENOMEM;
     return nullptr;
   }
-  part_[node].huge_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  for (int k = 0; k < count; ++k) {
+    const int m = static_cast<int>(pieces[k].node);
+    part_[m].huge_bytes.fetch_add(pieces[k].bytes, std::memory_order_relaxed);
+    if (m != node) note_fallback(node, m);
+  }
+  if (count > 1) split_allocs_.fetch_add(1, std::memory_order_relaxed);
   huge_live_.fetch_add(1, std::memory_order_relaxed);
   huge_allocs_.fetch_add(1, std::memory_order_relaxed);
   return p;
 }
 
 void Heap::huge_free(void* p) {
-  std::uint32_t node = 0;
-  const std::uint64_t bytes = huge_.erase(p, &node);
-  if (bytes == 0) fatal("free(): pointer not allocated by numap");
+  HugePiece pieces[kMaxNodes];
+  const int count = huge_.erase(p, pieces, kMaxNodes);
+  if (count == 0) fatal("free(): pointer not allocated by numap");
   huge_live_.fetch_sub(1, std::memory_order_relaxed);
+  std::uint64_t bytes = 0;
+  for (int k = 0; k < count; ++k) bytes += pieces[k].bytes;
   os_->unmap(p, bytes);
-  part_[node].huge_bytes.fetch_sub(bytes, std::memory_order_relaxed);
-  uncharge(static_cast<int>(node), bytes);
+  for (int k = 0; k < count; ++k) {
+    const int m = static_cast<int>(pieces[k].node);
+    part_[m].huge_bytes.fetch_sub(pieces[k].bytes, std::memory_order_relaxed);
+    uncharge(m, pieces[k].bytes);
+  }
+}
+
+void* Heap::page_or_split(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow, std::size_t align) {
+  void* p = page_alloc(cls, n, old_bytes, borrow);
+  if (p != nullptr || !numa_) return p;
+  // Every node's headroom within the limit was too small for the whole chunk (or its class's span
+  // is used up): a mapping of its own may still be split across nodes. That path counts its own
+  // outcome.
+  enomem_.fetch_sub(1, std::memory_order_relaxed);
+  *old_bytes = 0;
+  return huge_alloc(n, align < kPage ? kPage : align);
 }
 
 // ---- small objects ------------------------------------------------------------------------------
@@ -746,7 +909,7 @@ void* Heap::malloc(std::size_t n) {
   if (n <= kSmallMax) return small_alloc(small_class(n));
   if (n <= max_class()) {
     std::uint64_t old;
-    return page_alloc(page_class(n), n, &old, true);
+    return page_or_split(page_class(n), n, &old, true, kPage);
   }
   return huge_alloc(n, kPage);
 }
@@ -795,7 +958,7 @@ void* Heap::calloc(std::size_t count, std::size_t size) {
   }
   if (n <= max_class()) {
     std::uint64_t old = 0;
-    void* p = page_alloc(page_class(n), n, &old, true);
+    void* p = page_or_split(page_class(n), n, &old, true, kPage);
     if (p != nullptr && old != 0) memset(p, 0, old < n ? old : n);  // pages past `old` are fresh zeros
     return p;
   }
@@ -860,7 +1023,7 @@ void* Heap::memalign(std::size_t align, std::size_t n) {
   int cls = align <= kPage ? page_class(need) : page_class_pow2(need, align);
   if (cls < npage_) {
     std::uint64_t old;
-    return page_alloc(cls, need, &old, align <= kPage);
+    return page_or_split(cls, need, &old, align <= kPage, align);
   }
   if (align > (std::uint64_t{1} << 40)) {
     errno = ENOMEM;
@@ -947,6 +1110,9 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
     s.borrowed_bytes = borrowed_bytes_.load();
     s.exchanged_bytes = exchanged_bytes_.load();
     s.trims = trims_.load();
+    s.split_allocs = split_allocs_.load();
+    s.bind_fallbacks = os_->counters.bind_fallbacks.load();
+    s.bind_failures = os_->counters.bind_failures.load();
     s.allocs = s.tcache_hits + huge_allocs_.load(std::memory_order_relaxed);
     int nd = 0;
     for (int d = 0; d < 256 && nd < NUMAP_MAX_DISTANCES; ++d) {
@@ -959,7 +1125,8 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
       NodePart& np = part_[p];
       numap_node_stats& ns = s.node[p];
       ns.os_node = numa_ ? topo_.os_node[p] : -1;
-      ns.capacity_bytes = np.capacity;
+      const std::uint64_t cap = np.capacity.load(std::memory_order_relaxed);
+      ns.capacity_bytes = cap == kUnlimited ? 0 : cap;
       ns.mapped_bytes = np.mapped.load(std::memory_order_relaxed);
       ns.fallback_in = np.fallback_in.load(std::memory_order_relaxed);
       const std::uint64_t huge = np.huge_bytes.load(std::memory_order_relaxed);

@@ -28,11 +28,17 @@ namespace numap {
 constexpr int kSlabSlot = 0;  // slot index of the slabs; page class c is slot c + 1
 constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident chunk up to a doubling above
 
-struct NodePart {
+constexpr std::uint64_t kUnlimited = ~std::uint64_t{0};
+
+// Page-aligned, so that each node's part of the metadata can be bound to that node.
+struct alignas(4096) NodePart {
   Slot slots[1 + kMaxPageClasses];
   Central central[kSmallClasses];
   SlabMeta* slab_meta = nullptr;
-  std::uint64_t capacity = 0;  // 0 = unlimited
+  // Bytes this node may have charged (kUnlimited: no limit): NUMAP_NODE_CAPACITY capped by what
+  // the kernel can give here (charged now + MemFree - watermarks), re-read on the slow path.
+  std::atomic<std::uint64_t> capacity{kUnlimited};
+  std::uint64_t watermark = 0;  // bytes: the node's zones' high watermarks (/proc/zoneinfo)
   std::atomic<std::uint64_t> mapped{0}, fallback_in{0}, huge_bytes{0};
   std::atomic<std::uint32_t> exchange_after{0};  // tick before which exchange() does not scan again
 };
@@ -83,8 +89,16 @@ class Heap {
   int page_classes() const { return npage_; }
   std::size_t max_class() const { return page_class_size(npage_ - 1); }
   std::uint64_t mapped_bytes() const { return total_mapped_.load(std::memory_order_relaxed); }
-  // Partition an allocation from `cpu` would start at (tests).
+  // Partition an allocation from `cpu` starts at: the CPU's node when allowed, else the nearest
+  // allowed node, ties by most headroom (so threads outside a --membind set spread).
   int node_for_cpu(int cpu) const;
+  // Bytes partition `part` may still charge (kUnlimited when it has no limit).
+  std::uint64_t headroom(int part) const;
+  // The metadata reservation (tests check its advice and binding).
+  const char* metadata() const { return meta_; }
+  std::uint64_t metadata_bytes() const { return meta_bytes_; }
+  // Re-reads each node's free memory when FREE_REFRESH_MS has passed (always with `force`).
+  void refresh_capacity(bool force);
   // Partition that holds p, or -1.
   int node_of(const void* p) const;
 
@@ -125,11 +139,21 @@ class Heap {
   Charge charge(int part, std::uint64_t bytes);
   void uncharge(int part, std::uint64_t bytes);
   void* huge_alloc(std::size_t n, std::size_t align);
+  // Charges `bytes` for a huge mapping: whole on the first node of the fallback order from
+  // `node` with room, else split across nodes in that order; returns the pieces (0: no room,
+  // *why: which limit). Nothing stays charged on failure.
+  int charge_pieces(int node, std::uint64_t bytes, HugePiece* pieces, Charge* why);
+  // A page-class request that no single node can hold goes across nodes as a huge mapping.
+  void* page_or_split(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow, std::size_t align);
+  BindResult bind_part(void* p, std::uint64_t bytes, int part) {
+    return os_->bind(p, static_cast<std::size_t>(bytes), topo_.os_node[part], allowed_os_);
+  }
   void huge_free(void* p);
   void note_fallback(int from, int to);
   ThreadCache* cache();
   void maybe_start_decay();
   void on_slow_path() {
+    refresh_capacity(false);
     if (opt_.decay_ms > 0) {
       maybe_start_decay();
       maybe_decay();
@@ -176,6 +200,10 @@ class Heap {
   std::atomic<std::uint64_t> decay_passes_{0}, decay_bytes_{0}, borrowed_bytes_{0}, exchanged_bytes_{0}, trims_{0};
   std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
   std::atomic<std::uint64_t> huge_allocs_{0};
+  std::atomic<std::uint64_t> split_allocs_{0};  // huge allocations spread over several nodes
+  std::uint64_t allowed_os_ = 0;                // kernel nodes the process may use (bind masks)
+  bool kernel_limits_ = false;                  // capacities follow the kernel's free memory
+  std::atomic<std::uint32_t> next_refresh_{0};  // tick before which capacities are not re-read
 };
 
 }  // namespace numap

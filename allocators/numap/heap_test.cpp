@@ -1,6 +1,7 @@
 // The heap with injected topology and platform: NUMA placement on the seed-001 machine, the
 // capacity (purge before ENOMEM, merged runs), failures of mmap/madvise, and the API's edges.
 #include "allocators/numap/heap.h"
+#include "allocators/numap/tests/topology_support.h"
 
 #include <errno.h>
 #include <gtest/gtest.h>
@@ -9,7 +10,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <new>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -18,46 +22,87 @@ namespace {
 
 using Stats = struct numap_stats;
 
-const int kSeed001[64] = {
-    10, 16, 16, 16, 32, 32, 32, 32, 16, 10, 16, 16, 32, 32, 32, 32, 16, 16, 10, 16, 32, 32,
-    32, 32, 16, 16, 16, 10, 32, 32, 32, 32, 32, 32, 32, 32, 10, 16, 16, 16, 32, 32, 32, 32,
-    16, 10, 16, 16, 32, 32, 32, 32, 16, 16, 10, 16, 32, 32, 32, 32, 16, 16, 16, 10};
-
-// A platform whose CPU, binding and failures the test controls; memory is real.
+// A platform whose CPU, binding, kernel files and failures the test controls; memory is real.
 struct FakeOs {
+  struct Bound {
+    std::uintptr_t addr;
+    std::size_t bytes;
+    int node;
+    std::uint64_t mask;  // 0: MPOL_PREFERRED
+  };
+  struct Advice {
+    std::uintptr_t addr;
+    std::size_t bytes;
+    bool huge;
+  };
   static inline int cpu = 0;
-  static inline int binds = 0;
-  static inline std::uint64_t bound_nodes = 0;
+  static inline std::vector<Bound> bound;
   static inline bool fail_reserve = false;
   static inline bool fail_advise = false;
+  static inline bool fail_bind_home = false;
+  static inline bool fail_prefer = false;
   static inline int advises = 0;
+  static inline std::vector<Advice> huge_advice;
+  static inline std::map<std::string, std::string> files;  // path -> recorded text
   static void* reserve(std::size_t b) { return fail_reserve ? nullptr : real_os().reserve(b); }
   static int unmap(void* p, std::size_t b) { return real_os().unmap(p, b); }
   static int advise_free(void* p, std::size_t b) {
     ++advises;
     return fail_advise ? -1 : real_os().advise_free(p, b);
   }
-  static int advise_huge(void* p, std::size_t b, bool h) { return real_os().advise_huge(p, b, h); }
-  static int bind(void*, std::size_t, int node) {
-    ++binds;
-    bound_nodes |= 1ull << node;
+  static int advise_huge(void* p, std::size_t b, bool h) {
+    huge_advice.push_back({reinterpret_cast<std::uintptr_t>(p), b, h});
+    return real_os().advise_huge(p, b, h);
+  }
+  static int bind_home(void* p, std::size_t b, int node, std::uint64_t mask) {
+    if (fail_bind_home) return -1;
+    bound.push_back({reinterpret_cast<std::uintptr_t>(p), b, node, mask});
+    return 0;
+  }
+  static int prefer(void* p, std::size_t b, int node) {
+    if (fail_prefer) return -1;
+    bound.push_back({reinterpret_cast<std::uintptr_t>(p), b, node, 0});
     return 0;
   }
   static int current_cpu() { return cpu; }
   static std::uint64_t policy_nodes() { return 0; }
   static inline std::atomic<std::uint64_t> now{1000};  // the clock decay reads; tests move it
   static std::uint64_t now_ms() { return now.load(); }
+  static bool read_lines(const char* path, void (*line)(void*, const char*), void* ctx) {
+    auto it = files.find(path);
+    if (it == files.end()) return false;
+    std::istringstream in(it->second);
+    for (std::string l; std::getline(in, l);) line(ctx, l.c_str());
+    return true;
+  }
+  // Node of the range holding p (the last bind covering it), -1 if unbound.
+  static int node_bound(const void* p) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    int node = -1;
+    for (const Bound& b : bound)
+      if (a >= b.addr && a < b.addr + b.bytes) node = b.node;
+    return node;
+  }
   static void reset() {
     now = 1000;
     cpu = 0;
-    binds = 0;
-    bound_nodes = 0;
-    fail_reserve = fail_advise = false;
+    bound.clear();
+    fail_reserve = fail_advise = fail_bind_home = fail_prefer = false;
     advises = 0;
+    huge_advice.clear();
+    files.clear();
   }
 };
-const OsOps kFakeOps{FakeOs::reserve, FakeOs::unmap, FakeOs::advise_free, FakeOs::advise_huge,
-                     FakeOs::bind,    FakeOs::current_cpu, FakeOs::policy_nodes, FakeOs::now_ms};
+const OsOps kFakeOps{FakeOs::reserve,   FakeOs::unmap,        FakeOs::advise_free, FakeOs::advise_huge,
+                     FakeOs::bind_home, FakeOs::prefer,       FakeOs::current_cpu, FakeOs::policy_nodes,
+                     FakeOs::now_ms,    FakeOs::read_lines};
+
+// Recorded /sys/devices/system/node/nodeN/meminfo text with the given MemFree.
+std::string meminfo(int node, std::uint64_t free_bytes) {
+  const std::string n = "Node " + std::to_string(node);
+  return n + " MemTotal:         524288 kB\n" + n + " MemFree:        " + std::to_string(free_bytes >> 10) +
+         " kB\n" + n + " MemUsed:          10000 kB\n";
+}
 
 class HeapTest : public ::testing::Test {
  protected:
@@ -65,10 +110,13 @@ class HeapTest : public ::testing::Test {
   void TearDown() override {
     if (heap_ready) heap.destroy();
   }
-  // Eight nodes of `node_cap` bytes each, 4 CPUs per node.
-  void make_numa(std::uint64_t node_cap, int limit = 0, BeyondLimit beyond = BeyondLimit::kPurge) {
-    Topology t;
-    topology_from_table(&t, 8, kSeed001, node_cap, 4);
+  // The seed's eight nodes (configs/topologies/seed-8node.toml: CPU n on node n), `node_cap`
+  // bytes each (MemTotal: no kernel free-memory files unless a test records them).
+  void make_numa(std::uint64_t node_cap, int limit = 0, BeyondLimit beyond = BeyondLimit::kPurge,
+                 std::uint64_t allowed = 0xff) {
+    Topology t = testing::load_config("seed-8node");
+    for (int i = 0; i < t.count; ++i) t.capacity[i] = node_cap;
+    t.allowed = allowed;
     Options o;
     o.class_span = 1ull << 30;
     o.distance_limit = limit;
@@ -77,12 +125,30 @@ class HeapTest : public ::testing::Test {
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
-  void make_single(std::uint64_t capacity) {
+  // The seed's eight nodes with capacities from recorded kernel files: MemFree per node
+  // (nodeN/meminfo) and one zone per node whose high watermark is `high_pages` (/proc/zoneinfo).
+  void make_kernel(const std::vector<std::uint64_t>& free_bytes, std::uint64_t high_pages, std::uint64_t allowed = 0xff,
+                   int limit = 0, BeyondLimit beyond = BeyondLimit::kPurge) {
+    std::string zones;
+    for (int n = 0; n < 8; ++n) {
+      zones += "Node " + std::to_string(n) + ", zone   Normal\n  pages free     1\n        min      1\n" +
+               "        low      2\n        high     " + std::to_string(high_pages) +
+               "\n  pagesets\n    cpu: 0\n              count: 1\n              high:  378\n";
+      set_free(n, free_bytes[static_cast<std::size_t>(n)]);
+    }
+    FakeOs::files["/proc/zoneinfo"] = zones;
+    make_numa(512ull << 20, limit, beyond, allowed);
+  }
+  static void set_free(int node, std::uint64_t bytes) {
+    FakeOs::files["/sys/devices/system/node/node" + std::to_string(node) + "/meminfo"] = meminfo(node, bytes);
+  }
+  void make_single(std::uint64_t capacity, bool thp = false) {
     Topology t;
     topology_single(&t, 0);
     Options o;
     o.class_span = 1ull << 30;
     o.capacity = capacity;
+    o.thp = thp;
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
@@ -126,19 +192,29 @@ TEST_F(HeapTest, EveryNodeIsBoundBeforeFirstTouch) {
   make_numa(1 << 20);
   EXPECT_TRUE(heap.numa());
   EXPECT_EQ(heap.parts(), 8);
-  EXPECT_EQ(FakeOs::binds, 8);
-  EXPECT_EQ(FakeOs::bound_nodes, 0xffu);
+  // Arena partition and metadata share of each node: home node n, every allowed node in the mask
+  // (the kernel falls back instead of OOM-killing for numap's policy).
+  std::uint64_t homes = 0;
+  for (const auto& b : FakeOs::bound) {
+    EXPECT_EQ(b.mask, 0xffu);
+    homes |= 1ull << b.node;
+  }
+  EXPECT_EQ(homes, 0xffu);
+  FakeOs::cpu = 5;
+  void* p = heap.malloc(kChunk);
+  EXPECT_EQ(FakeOs::node_bound(p), 5);
+  heap.free(p);
 }
 
 TEST_F(HeapTest, AllocationsStartOnTheCallingCpusNode) {
   make_numa(1 << 20);
-  for (int cpu : {0, 5, 13, 30}) {
+  for (int cpu : {0, 1, 3, 7}) {
     FakeOs::cpu = cpu;
     void* p = heap.malloc(kChunk);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(heap.node_of(p), cpu / 4);
+    EXPECT_EQ(heap.node_of(p), cpu);
     void* q = heap.malloc(100);  // small objects too (no thread cache in this heap)
-    EXPECT_EQ(heap.node_of(q), cpu / 4);
+    EXPECT_EQ(heap.node_of(q), cpu);
     heap.free(p);
     heap.free(q);
   }
@@ -147,7 +223,7 @@ TEST_F(HeapTest, AllocationsStartOnTheCallingCpusNode) {
 TEST_F(HeapTest, FullNodeFallsBackByDistanceThenMostFree) {
   make_numa(1 << 20);  // four 256 KiB chunks per node
   auto fill = [&](int node, int chunks, std::vector<void*>& keep) {
-    FakeOs::cpu = node * 4;
+    FakeOs::cpu = node;
     for (int i = 0; i < chunks; ++i) {
       keep.push_back(heap.malloc(kChunk));
       ASSERT_EQ(heap.node_of(keep.back()), node);
@@ -190,7 +266,7 @@ TEST_F(HeapTest, DistanceLimitFailsBeyondIt) {
   errno = 0;
   EXPECT_EQ(heap.malloc(kChunk), nullptr);
   EXPECT_EQ(errno, ENOMEM);
-  FakeOs::cpu = 16;  // node 4 still has room for its own CPUs
+  FakeOs::cpu = 4;  // node 4 still has room for its own CPUs
   void* p = heap.malloc(kChunk);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(heap.node_of(p), 4);
@@ -462,6 +538,206 @@ TEST_F(HeapTest, ForkedChildOfAMultithreadedParentAllocates) {
   }
   stop = true;
   busy.join();
+}
+
+}  // namespace
+}  // namespace numap
+
+namespace numap {
+namespace {
+
+constexpr std::uint64_t kMiB = 1 << 20;
+
+TEST_F(HeapTest, NodeCapacityIsTheKernelsFreeMemoryLessWatermarks) {
+  // Node 0: 1.25 MiB free, 64 pages (256 KiB) of watermarks: 1 MiB, four 256 KiB chunks.
+  std::vector<std::uint64_t> free_bytes(8, 64 * kMiB);
+  free_bytes[0] = kMiB + 256 * 1024;
+  make_kernel(free_bytes, 64);
+  EXPECT_EQ(stats().node[0].capacity_bytes, kMiB);
+  EXPECT_EQ(stats().node[5].capacity_bytes, 64 * kMiB - 256 * 1024);
+  std::vector<void*> keep;
+  for (int i = 0; i < 5; ++i) keep.push_back(heap.malloc(kChunk));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(heap.node_of(keep[static_cast<std::size_t>(i)]), 0);
+  EXPECT_EQ(heap.node_of(keep[4]), 1);  // nearest with room, not an OOM kill on node 0
+  // The kernel's count follows numap's touched pages (node 0's MiB is gone from MemFree), and
+  // another process takes the rest of node 1: after FREE_REFRESH_MS the next slow path re-reads.
+  set_free(0, 256 * 1024);
+  set_free(1, 0);
+  set_free(2, 128 * kMiB);  // the freest of the distance-16 nodes now
+  FakeOs::now += 100;
+  void* p = heap.malloc(kChunk);
+  EXPECT_EQ(heap.node_of(p), 2);
+  // numap's own pages on node 1 stay counted: capacity = charged + what the kernel can still give.
+  EXPECT_EQ(stats().node[1].capacity_bytes, kChunk);
+  keep.push_back(p);
+  for (void* q : keep) heap.free(q);
+}
+
+TEST_F(HeapTest, ExplicitNodeCapacityIsCappedByTheKernel) {
+  std::vector<std::uint64_t> free_bytes(8, 2 * kMiB);
+  make_kernel(free_bytes, 0);
+  EXPECT_EQ(stats().node[3].capacity_bytes, 2 * kMiB);
+}
+
+TEST_F(HeapTest, FallbackTiesGoToTheNodeWithMostFreeMemory) {
+  std::vector<std::uint64_t> free_bytes{kMiB, 2 * kMiB, 4 * kMiB, 3 * kMiB, 64 * kMiB, 64 * kMiB, 64 * kMiB, 64 * kMiB};
+  make_kernel(free_bytes, 0);
+  std::vector<void*> keep;
+  for (int i = 0; i < 4; ++i) keep.push_back(heap.malloc(kChunk));
+  void* p = heap.malloc(kChunk);  // node 0 full; 1, 2, 3 at distance 16: node 2 has the most free
+  EXPECT_EQ(heap.node_of(p), 2);
+  keep.push_back(p);
+  for (void* q : keep) heap.free(q);
+}
+
+TEST_F(HeapTest, HugeAllocationFallsBackByDistanceAndMostFree) {
+  std::vector<std::uint64_t> free_bytes{512 * kMiB, 400 * kMiB, 500 * kMiB, 450 * kMiB,
+                                        512 * kMiB, 512 * kMiB, 512 * kMiB, 512 * kMiB};
+  make_kernel(free_bytes, 0);
+  const std::size_t big = 300 * kMiB;  // above the largest class (256 MiB with a 1 GiB span)
+  ASSERT_GT(big, heap.max_class());
+  void* a = heap.malloc(big);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(FakeOs::node_bound(a), 0);
+  void* b = heap.malloc(big);  // 212 MiB left on node 0: node 2, the freest at distance 16
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(FakeOs::node_bound(b), 2);
+  Stats s = stats();
+  EXPECT_EQ(s.node[2].mapped_bytes, big);
+  ASSERT_EQ(s.fallback_distance[0], 16u);
+  EXPECT_EQ(s.fallback_count[0], 1u);
+  EXPECT_EQ(s.split_allocs, 0u);
+  heap.free(a);
+  heap.free(b);
+  EXPECT_EQ(heap.mapped_bytes(), 0u);
+}
+
+TEST_F(HeapTest, AllocationLargerThanAnyNodeIsSplitAcrossNodesInFallbackOrder) {
+  make_numa(512 * kMiB);
+  const std::size_t big = 1536 * kMiB;
+  char* p = static_cast<char*>(heap.malloc(big));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(heap.usable_size(p), big);
+  // Node 0, then the distance-16 nodes (equal free: lower number first), each range bound to its node.
+  EXPECT_EQ(FakeOs::node_bound(p), 0);
+  EXPECT_EQ(FakeOs::node_bound(p + 512 * kMiB), 1);
+  EXPECT_EQ(FakeOs::node_bound(p + 1024 * kMiB), 2);
+  EXPECT_EQ(FakeOs::node_bound(p + big - 1), 2);
+  Stats s = stats();
+  EXPECT_EQ(s.split_allocs, 1u);
+  EXPECT_EQ(s.node[1].mapped_bytes, 512 * kMiB);
+  EXPECT_EQ(s.node[4].mapped_bytes, 0u);
+  memset(p + big - 4096, 7, 4096);  // the memory is real
+  heap.free(p);
+  EXPECT_EQ(heap.mapped_bytes(), 0u);
+  EXPECT_EQ(stats().huge_bytes, 0u);
+}
+
+TEST_F(HeapTest, PageClassRequestLargerThanAnyNodeIsSplitToo) {
+  make_numa(64 * kMiB);
+  const std::size_t n = 100 * kMiB;  // a page class (<= 256 MiB), but no node holds it
+  ASSERT_LE(n, heap.max_class());
+  void* p = heap.malloc(n);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(heap.node_of(p), -1);  // its own mapping
+  EXPECT_GE(heap.usable_size(p), n);
+  Stats s = stats();
+  EXPECT_EQ(s.split_allocs, 1u);
+  EXPECT_EQ(s.enomem, 0u);
+  void* q = heap.realloc(p, n + 4096);
+  ASSERT_NE(q, nullptr);
+  heap.free(q);
+  EXPECT_EQ(heap.mapped_bytes(), 0u);
+}
+
+TEST_F(HeapTest, SplitStopsAtTheDistanceLimit) {
+  make_numa(512 * kMiB, 16, BeyondLimit::kFail);
+  errno = 0;
+  EXPECT_EQ(heap.malloc(2560 * kMiB), nullptr);  // nodes 0-3 hold 2 GiB; node 4 is at 32
+  EXPECT_EQ(errno, ENOMEM);
+  EXPECT_EQ(heap.mapped_bytes(), 0u);  // nothing left charged
+  void* p = heap.malloc(2048 * kMiB);
+  ASSERT_NE(p, nullptr);
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(FakeOs::node_bound(static_cast<char*>(p) + k * 512 * kMiB), k);
+  heap.free(p);
+}
+
+TEST_F(HeapTest, BindingFailuresFallBackAndAreCounted) {
+  FakeOs::fail_bind_home = true;  // an old kernel without set_mempolicy_home_node
+  make_numa(kMiB);
+  Stats s = stats();
+  EXPECT_GT(s.bind_fallbacks, 0u);
+  EXPECT_EQ(s.bind_failures, 0u);
+  for (const auto& b : FakeOs::bound) EXPECT_EQ(b.mask, 0u);  // MPOL_PREFERRED
+  FakeOs::cpu = 3;
+  void* p = heap.malloc(kChunk);
+  EXPECT_EQ(FakeOs::node_bound(p), 3);
+  heap.free(p);
+  heap.destroy();
+  heap_ready = false;
+
+  FakeOs::reset();
+  FakeOs::fail_bind_home = FakeOs::fail_prefer = true;  // no policy at all (seccomp, no NUMA support)
+  make_numa(512 * kMiB);
+  EXPECT_GT(stats().bind_failures, 0u);
+  FakeOs::cpu = 3;
+  const std::size_t huge = heap.max_class() + 1;
+  p = heap.malloc(huge);  // still served, placed by first touch
+  ASSERT_NE(p, nullptr);
+  void* q = heap.malloc(kChunk);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(heap.node_of(q), 3);
+  heap.free(q);
+  heap.free(p);
+}
+
+TEST_F(HeapTest, MetadataIsNeverHugePagesAndLivesOnItsNode) {
+  make_numa(kMiB);
+  const auto meta = reinterpret_cast<std::uintptr_t>(heap.metadata());
+  auto metadata_nohuge = [&] {
+    bool found = false;
+    for (const auto& a : FakeOs::huge_advice)
+      found |= !a.huge && a.addr == reinterpret_cast<std::uintptr_t>(heap.metadata()) && a.bytes == heap.metadata_bytes();
+    return found;
+  };
+  EXPECT_TRUE(metadata_nohuge());
+  std::uint64_t nodes = 0;
+  for (const auto& b : FakeOs::bound)
+    if (b.addr >= meta && b.addr < meta + heap.metadata_bytes()) nodes |= 1ull << b.node;
+  EXPECT_EQ(nodes, 0xffu);
+  heap.destroy();
+  heap_ready = false;
+
+  // With NUMAP_THP=1 too (huge pages for the arena's 2 MiB classes only).
+  FakeOs::reset();
+  make_single(0, true);
+  EXPECT_TRUE(metadata_nohuge());
+}
+
+TEST_F(HeapTest, ThreadsOutsideAMembindSetSpreadByFreeMemory) {
+  // numactl --membind=0,1: CPUs on nodes 2-7 have no allowed local node; 0 and 1 are equally near
+  // to 2 and 3. They must not all pile onto node 0.
+  make_kernel(std::vector<std::uint64_t>(8, 4 * kMiB), 0, 0b11);
+  ASSERT_TRUE(heap.numa());
+  int on[2] = {0, 0};
+  std::vector<void*> keep;
+  for (int i = 0; i < 16; ++i) {
+    FakeOs::cpu = 2 + i % 6;
+    keep.push_back(heap.malloc(kChunk));
+    ASSERT_NE(keep.back(), nullptr);
+    const int node = heap.node_of(keep.back());
+    ASSERT_TRUE(node == 0 || node == 1) << node;
+    ++on[node];
+  }
+  EXPECT_EQ(on[0], 8);
+  EXPECT_EQ(on[1], 8);
+  for (void* q : keep) heap.free(q);
+}
+
+TEST_F(HeapTest, OneUsableNodeTurnsNumaOff) {
+  make_kernel(std::vector<std::uint64_t>(8, 4 * kMiB), 0, 1u << 6);
+  EXPECT_FALSE(heap.numa());
+  EXPECT_TRUE(FakeOs::bound.empty());
 }
 
 }  // namespace

@@ -58,6 +58,9 @@ nlohmann::json read_stats() {
   out["borrowed_bytes"] = s.borrowed_bytes;
   out["exchanged_bytes"] = s.exchanged_bytes;
   out["trims"] = s.trims;
+  out["split_allocs"] = s.split_allocs;
+  out["bind_fallbacks"] = s.bind_fallbacks;
+  out["bind_failures"] = s.bind_failures;
   out["numa_enabled"] = s.numa_enabled;
   nlohmann::json fallback = nlohmann::json::object();
   for (int i = 0; i < NUMAP_MAX_DISTANCES; ++i)

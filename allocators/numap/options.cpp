@@ -14,7 +14,8 @@ constexpr long long kG = 1ll << 30;
 const OptionInfo kTable[] = {
     {"CAPACITY", OptKind::kSize, 0, 0, 1ll << 50, nullptr,
      "bytes all nodes may have mapped (RSS cap); 0 = unlimited"},
-    {"NODE_CAPACITY", OptKind::kSize, 0, 0, 1ll << 50, nullptr, "bytes per node; 0 = the node's MemTotal"},
+    {"NODE_CAPACITY", OptKind::kSize, 0, 0, 1ll << 50, nullptr,
+     "bytes per node, never above what the kernel has free there; 0 = what the kernel has free"},
     {"CLASS_SPAN", OptKind::kSize, 16 * kG, 256ll << 20, 1ll << 40, nullptr,
      "address space reserved per (node, class), a power of two"},
     {"DECAY_MS", OptKind::kInt, 1000, 0, 3600000, nullptr,
@@ -36,6 +37,8 @@ const OptionInfo kTable[] = {
     {"EXCHANGE_MS", OptKind::kInt, 100, 0, 3600000, nullptr,
      "before touching fresh pages, advise away as many bytes of other classes' pages idle this long; 0 = off"},
     {"STATS_AT_EXIT", OptKind::kBool, 0, 0, 1, nullptr, "print one line of numap's counters to stderr at exit"},
+    {"FREE_REFRESH_MS", OptKind::kInt, 100, 0, 60000, nullptr,
+     "re-read each node's free memory (less watermarks) at most this often (ms, slow path); 0 = never (MemTotal)"},
 };
 constexpr std::size_t kCount = sizeof kTable / sizeof kTable[0];
 
@@ -166,6 +169,7 @@ Options options_from_env() {
       case 14: o.decay_thread = v != 0; break;
       case 15: o.exchange_ms = v; break;
       case 16: o.stats_at_exit = v != 0; break;
+      case 17: o.free_refresh_ms = v; break;
     }
   }
   // Unknown NUMAP_* names are typos that would otherwise be silently ignored.
@@ -208,6 +212,7 @@ long long option_value(const Options& o, std::size_t index, const char** text) {
     case 14: return o.decay_thread;
     case 15: return o.exchange_ms;
     case 16: return o.stats_at_exit;
+    case 17: return o.free_refresh_ms;
   }
   return 0;
 }

@@ -24,7 +24,7 @@ enum class BeyondLimit { kPurge = 0, kFail = 1 };
 // The effective values. Tests build one by hand; the preloaded library fills it from the environment.
 struct Options {
   std::uint64_t capacity = 0;        // CAPACITY: bytes all nodes together may have mapped; 0 = unlimited
-  std::uint64_t node_capacity = 0;   // NODE_CAPACITY: per node; 0 = the node's MemTotal
+  std::uint64_t node_capacity = 0;   // NODE_CAPACITY: per node, capped by the kernel's free memory; 0 = that alone
   std::uint64_t class_span = 16ull << 30;  // CLASS_SPAN: address space reserved per (node, class)
   long long decay_ms = 1000;         // DECAY_MS: free pages older than this are advised away; 0 = never
   std::uint64_t next_below = 0;      // NEXT_BELOW: requests below go to the next allocator (velox: 3072)
@@ -40,6 +40,7 @@ struct Options {
   bool decay_thread = true;          // DECAY_THREAD: a background thread applies the decay while idle
   long long exchange_ms = 100;       // EXCHANGE_MS: fresh pages are paid for by other classes' pages idle this long; 0 = off
   bool stats_at_exit = false;        // STATS_AT_EXIT: one summary line on stderr when the process exits
+  long long free_refresh_ms = 100;   // FREE_REFRESH_MS: node free memory re-read at most this often; 0 = never
 };
 
 const OptionInfo* option_table(std::size_t* count);

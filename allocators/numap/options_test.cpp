@@ -38,7 +38,9 @@ TEST(NumapOptions, ReadsEveryKindFromEnvironment) {
   setenv("NUMAP_DISTANCE_LIMIT", "16", 1);
   setenv("NUMAP_BEYOND_LIMIT", "fail", 1);
   setenv("NUMAP_THP", "true", 1);
+  setenv("NUMAP_FREE_REFRESH_MS", "250", 1);
   Options o = options_from_env();
+  unsetenv("NUMAP_FREE_REFRESH_MS");
   unsetenv("NUMAP_CAPACITY");
   unsetenv("NUMAP_DISTANCE_LIMIT");
   unsetenv("NUMAP_BEYOND_LIMIT");
@@ -47,6 +49,7 @@ TEST(NumapOptions, ReadsEveryKindFromEnvironment) {
   EXPECT_EQ(o.distance_limit, 16);
   EXPECT_EQ(o.beyond_limit, BeyondLimit::kFail);
   EXPECT_TRUE(o.thp);
+  EXPECT_EQ(o.free_refresh_ms, 250);
   const char* text = nullptr;
   EXPECT_EQ(option_value(o, 0, &text), 512ll << 20);
   option_value(o, 7, &text);
@@ -61,6 +64,8 @@ TEST(NumapOptionsDeathTest, BadValuesAbortWithAMessage) {
   EXPECT_DEATH(({ setenv("NUMAP_NUMA", "7", 1); options_from_env(); }), "NUMAP_NUMA='7': out of range");
   EXPECT_DEATH(({ setenv("NUMAP_BEYOND_LIMIT", "maybe", 1); options_from_env(); }), "expected one of purge\\|fail");
   EXPECT_DEATH(({ setenv("NUMAP_CLASS_SPAN", "3G", 1); options_from_env(); }), "not a power of two");
+  EXPECT_DEATH(({ setenv("NUMAP_FREE_REFRESH_MS", "-5", 1); options_from_env(); }),
+               "NUMAP_FREE_REFRESH_MS='-5': out of range");
   EXPECT_DEATH(({ setenv("NUMAP_CAPACTIY", "1G", 1); options_from_env(); }), "unknown option NUMAP_CAPACTIY");
 }
 

@@ -1,6 +1,7 @@
 #include "allocators/numap/os.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,11 @@ namespace numap {
 namespace {
 
 // <numaif.h> constants, spelled out so numap does not link libnuma (its constructor mallocs).
+constexpr int kMpolPreferred = 1;
 constexpr int kMpolBind = 2;
+#ifndef SYS_set_mempolicy_home_node
+#define SYS_set_mempolicy_home_node 450  // the same number on every architecture (Linux 5.17)
+#endif
 constexpr int kMaskWords = 16;  // node masks of up to 1024 nodes
 
 void* real_reserve(std::size_t bytes) {
@@ -26,11 +31,19 @@ int real_advise_free(void* p, std::size_t bytes) { return ::madvise(p, bytes, MA
 int real_advise_huge(void* p, std::size_t bytes, bool huge) {
   return ::madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
-int real_bind(void* p, std::size_t bytes, int os_node) {
+int real_bind_home(void* p, std::size_t bytes, int os_node, std::uint64_t allowed) {
+  unsigned long mask[kMaskWords] = {};
+  if (os_node < 0 || os_node >= 64) return -1;
+  mask[0] = allowed | (1UL << os_node);
+  if (::syscall(SYS_mbind, p, bytes, kMpolBind, mask, 64 * kMaskWords + 1, 0) != 0) return -1;
+  // Without a home node a multi-node bind places pages on the faulting CPU's node, not os_node.
+  return static_cast<int>(::syscall(SYS_set_mempolicy_home_node, p, bytes, os_node, 0));
+}
+int real_prefer(void* p, std::size_t bytes, int os_node) {
   unsigned long mask[kMaskWords] = {};
   if (os_node < 0 || os_node >= 64 * kMaskWords) return -1;
   mask[os_node / 64] = 1UL << (os_node % 64);
-  return static_cast<int>(::syscall(SYS_mbind, p, bytes, kMpolBind, mask, 64 * kMaskWords + 1, 0));
+  return static_cast<int>(::syscall(SYS_mbind, p, bytes, kMpolPreferred, mask, 64 * kMaskWords + 1, 0));
 }
 int real_current_cpu() {
   unsigned cpu = 0, node = 0;
@@ -49,8 +62,36 @@ std::uint64_t real_now_ms() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
 }
 
-const OsOps kReal{real_reserve, real_unmap, real_advise_free, real_advise_huge,
-                  real_bind, real_current_cpu, real_policy_nodes, real_now_ms};
+bool real_read_lines(const char* path, void (*line)(void* ctx, const char* text), void* ctx) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  char cur[256];
+  std::size_t len = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] == '\n') {
+        cur[len] = '\0';
+        line(ctx, cur);
+        len = 0;
+      } else if (len + 1 < sizeof cur) {
+        cur[len++] = buf[i];
+      }
+    }
+  }
+  if (len > 0) {
+    cur[len] = '\0';
+    line(ctx, cur);
+  }
+  ::close(fd);
+  return true;
+}
+
+const OsOps kReal{real_reserve,     real_unmap,        real_advise_free, real_advise_huge, real_bind_home,
+                  real_prefer,      real_current_cpu,  real_policy_nodes, real_now_ms,     real_read_lines};
 
 }  // namespace
 
@@ -78,9 +119,16 @@ bool Os::advise_huge(void* p, std::size_t bytes, bool huge) {
   counters.madvise_calls.fetch_add(1, std::memory_order_relaxed);
   return ops_->advise_huge(p, bytes, huge) == 0;
 }
-bool Os::bind(void* p, std::size_t bytes, int os_node) {
+BindResult Os::bind(void* p, std::size_t bytes, int os_node, std::uint64_t allowed_os_mask) {
   counters.mbind_calls.fetch_add(1, std::memory_order_relaxed);
-  return ops_->bind(p, bytes, os_node) == 0;
+  if (ops_->bind_home(p, bytes, os_node, allowed_os_mask) == 0) return BindResult::kHome;
+  counters.mbind_calls.fetch_add(1, std::memory_order_relaxed);
+  if (ops_->prefer(p, bytes, os_node) == 0) {
+    counters.bind_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    return BindResult::kPreferred;
+  }
+  counters.bind_failures.fetch_add(1, std::memory_order_relaxed);
+  return BindResult::kFailed;
 }
 
 void Os::sleep_unless(const std::uint32_t* word, std::uint32_t expected, long ms) {

@@ -1,5 +1,6 @@
 // Layer 0, the platform: the ONLY code in numap that calls mmap, munmap, madvise, mbind,
-// get_mempolicy and getcpu. Everything above asks this narrow interface (like snmalloc's PAL), and
+// set_mempolicy_home_node, get_mempolicy and getcpu, and that reads the kernel's free-memory
+// files after start. Everything above asks this narrow interface (like snmalloc's PAL), and
 // tests swap the function table to inject failures. Every call is counted (calls and bytes).
 #pragma once
 
@@ -16,20 +17,36 @@ struct OsOps {
   int (*unmap)(void* p, std::size_t bytes);
   int (*advise_free)(void* p, std::size_t bytes);            // MADV_DONTNEED: pages read as zero after
   int (*advise_huge)(void* p, std::size_t bytes, bool huge); // MADV_HUGEPAGE / MADV_NOHUGEPAGE
-  int (*bind)(void* p, std::size_t bytes, int os_node);      // mbind(MPOL_BIND) to one node
+  // mbind(MPOL_BIND) to the kernel nodes in `mask` (the process's allowed nodes) with `os_node`
+  // as the home node (set_mempolicy_home_node, Linux 5.17): pages fault in on os_node and, when
+  // it is really out of memory, on the nearest node of the mask, so the kernel never OOM-kills
+  // for a policy numap chose while an allowed node has room.
+  int (*bind_home)(void* p, std::size_t bytes, int os_node, std::uint64_t mask);
+  int (*prefer)(void* p, std::size_t bytes, int os_node);    // mbind(MPOL_PREFERRED): older kernels
   int (*current_cpu)();                                      // getcpu; -1 when unknown
   // Nodes the memory policy binds the process to (MPOL_BIND), as a mask; 0 = not bound / unknown.
   std::uint64_t (*policy_nodes)();
   // Milliseconds of a monotonic clock (CLOCK_MONOTONIC_COARSE: a vDSO read, no system call);
   // tests inject a clock they move by hand to check decay by age.
   std::uint64_t (*now_ms)();
+  // Calls line(ctx, text) for each line of the file at `path` (plain open/read into a stack
+  // buffer: no allocation, callable inside malloc); lines longer than 255 bytes are cut. False
+  // when the file cannot be opened.
+  bool (*read_lines)(const char* path, void (*line)(void* ctx, const char* text), void* ctx);
 };
+
+// What Os::bind achieved for a range.
+enum class BindResult { kHome, kPreferred, kFailed };
 
 struct OsCounters {
   std::atomic<std::uint64_t> mmap_calls{0}, mmap_bytes{0};
   std::atomic<std::uint64_t> munmap_calls{0}, munmap_bytes{0};
   std::atomic<std::uint64_t> madvise_calls{0}, madvise_bytes{0};
   std::atomic<std::uint64_t> mbind_calls{0};
+  // bind_home refused (old kernel, seccomp, a node the cpuset forbids): preferred was used.
+  std::atomic<std::uint64_t> bind_fallbacks{0};
+  // Neither policy could be set: the range is placed by the kernel's default (first touch).
+  std::atomic<std::uint64_t> bind_failures{0};
 };
 
 const OsOps& real_os();
@@ -44,7 +61,11 @@ class Os {
   bool unmap(void* p, std::size_t bytes);
   bool advise_free(void* p, std::size_t bytes);
   bool advise_huge(void* p, std::size_t bytes, bool huge);
-  bool bind(void* p, std::size_t bytes, int os_node);
+  // The home-node bind, else the preferred policy, else nothing: counted, never fatal.
+  BindResult bind(void* p, std::size_t bytes, int os_node, std::uint64_t allowed_os_mask);
+  bool read_lines(const char* path, void (*line)(void* ctx, const char* text), void* ctx) const {
+    return ops_->read_lines(path, line, ctx);
+  }
   int current_cpu() const { return ops_->current_cpu(); }
   std::uint64_t policy_nodes() const { return ops_->policy_nodes(); }
   std::uint64_t now_ms() const { return ops_->now_ms(); }

@@ -56,14 +56,14 @@ const char* read_uint(const char* p, std::uint64_t* v) {
   return p;
 }
 
-void set_cpus_evenly(Topology* t, int cpus_per_node) {
-  for (int c = 0; c < kMaxCpus; ++c) t->cpu_node[c] = -1;
-  for (int n = 0; n < t->count; ++n)
-    for (int i = 0; i < cpus_per_node && n * cpus_per_node + i < kMaxCpus; ++i)
-      t->cpu_node[n * cpus_per_node + i] = static_cast<std::int16_t>(n);
-}
-
 }  // namespace
+
+void node_path(char* out, std::size_t size, const char* root, int os_node, const char* file) {
+  char num[16];
+  utoa(os_node, num);
+  join(out, size, root, "/devices/system/node/node", num, "/");
+  strncat(out, file, size - 1 - strlen(out));
+}
 
 bool parse_cpulist(const char* text, std::uint64_t* mask, std::size_t words) {
   for (std::size_t i = 0; i < words; ++i) mask[i] = 0;
@@ -98,18 +98,6 @@ void topology_single(Topology* t, std::uint64_t capacity) {
   for (int c = 0; c < kMaxCpus; ++c) t->cpu_node[c] = 0;
 }
 
-void topology_from_table(Topology* t, int count, const int* distances, std::uint64_t capacity, int cpus_per_node) {
-  *t = Topology{};
-  t->count = count;
-  for (int i = 0; i < count; ++i) {
-    t->os_node[i] = i;
-    t->capacity[i] = capacity;
-    for (int j = 0; j < count; ++j) t->distance[i][j] = static_cast<std::uint8_t>(distances[i * count + j]);
-  }
-  t->allowed = count >= 64 ? ~0ull : (1ull << count) - 1;
-  set_cpus_evenly(t, cpus_per_node);
-}
-
 bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os, const std::uint64_t* cpus_allowed,
                          std::size_t cpu_words) {
   static Topology tmp;  // too large for a small thread stack; only used during initialisation
@@ -127,12 +115,8 @@ bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os
   for (int c = 0; c < kMaxCpus; ++c) tmp.cpu_node[c] = -1;
   std::uint64_t node_cpus_seen = 0;
   for (int i = 0; i < count; ++i) {
-    char num[16];
-    utoa(tmp.os_node[i], num);
-    char dir[400];
-    join(dir, sizeof dir, root, "/devices/system/node/node", num);
     // distance: one number per online node, in node order.
-    join(path, sizeof path, dir, "/distance");
+    node_path(path, sizeof path, root, tmp.os_node[i], "distance");
     if (!read_file(path, buf, sizeof buf)) return false;
     const char* p = buf;
     for (int j = 0; j < count; ++j) {
@@ -141,7 +125,7 @@ bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os
       if (p == nullptr || d > 255) return false;
       tmp.distance[i][j] = static_cast<std::uint8_t>(d);
     }
-    join(path, sizeof path, dir, "/cpulist");
+    node_path(path, sizeof path, root, tmp.os_node[i], "cpulist");
     std::uint64_t cpus[kMaxCpus / 64];
     if (read_file(path, buf, sizeof buf) && parse_cpulist(buf, cpus, kMaxCpus / 64)) {
       for (int c = 0; c < kMaxCpus; ++c)
@@ -152,7 +136,7 @@ bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os
             node_cpus_seen |= 1ull << i;
         }
     }
-    join(path, sizeof path, dir, "/meminfo");
+    node_path(path, sizeof path, root, tmp.os_node[i], "meminfo");
     if (read_file(path, buf, sizeof buf)) {
       const char* m = strstr(buf, "MemTotal:");
       std::uint64_t kb = 0;
@@ -198,6 +182,26 @@ void topology_detect(Topology* t, const char* root, std::uint64_t policy_mask, s
     return;
   }
   if (policy_mask != 0 && __builtin_popcountll(policy_mask) == 1) t->bound = true;
+}
+
+void ZoneinfoReader::line(void* self, const char* text) {
+  auto* r = static_cast<ZoneinfoReader*>(self);
+  std::uint64_t v = 0;
+  if (strncmp(text, "Node ", 5) == 0) {
+    // "Node 0, zone   Normal": the zone whose watermarks follow.
+    const char* p = read_uint(text + 5, &v);
+    r->node = p != nullptr && *p == ',' && v < kMaxNodes ? static_cast<int>(v) : -1;
+    return;
+  }
+  const char* p = skip_space(text);
+  // "        high     1234" (pages). The per-CPU pagesets' "high:  378" has a colon: not a watermark.
+  if (r->node < 0 || strncmp(p, "high", 4) != 0 || (p[4] != ' ' && p[4] != '\t')) return;
+  if (read_uint(skip_space(p + 4), &v) != nullptr) r->high_pages[r->node] += v;
+}
+
+bool meminfo_free_kb(const char* line, std::uint64_t* kb) {
+  const char* m = strstr(line, "MemFree:");
+  return m != nullptr && read_uint(skip_space(m + 8), kb) != nullptr;
 }
 
 bool numa_enabled(const Topology& t, int option) {

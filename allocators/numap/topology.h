@@ -1,8 +1,9 @@
 // Layer 1, topology: NUMA nodes, their CPUs, distances and capacities, and the placement rule
 // built on them (seed 001: fall back in increasing distance, ties by most free memory, stop at a
 // distance limit). Read from sysfs with plain open/read, or from a fake sysfs root, or built by
-// hand: injectable like tcmalloc's NumaTopology::InitForTest, so single-node CI tests the
-// multi-node logic. (Not libnuma: its constructor allocates, which recurses inside malloc.)
+// hand (tests convert the project's topology files, tests/topology_support.h): injectable like
+// tcmalloc's NumaTopology::InitForTest, so single-node CI tests the multi-node logic.
+// (Not libnuma: its constructor allocates, which recurses inside malloc.)
 #pragma once
 
 #include <cstddef>
@@ -29,10 +30,6 @@ struct Topology {
 // One node holding every CPU, with `capacity` bytes.
 void topology_single(Topology* t, std::uint64_t capacity);
 
-// A topology from a distance matrix (row-major count x count), equal capacities, CPUs split
-// evenly (cpus_per_node each). For tests and simulations.
-void topology_from_table(Topology* t, int count, const int* distances, std::uint64_t capacity, int cpus_per_node);
-
 // Reads <root>/devices/system/node/{online,nodeN/distance,nodeN/cpulist,nodeN/meminfo}. `allowed_os`
 // is the mask of kernel nodes the process may use (0: all online); `cpus_allowed` the CPUs it may run on
 // (null: all). False (and *t untouched) when the files are missing or unreadable.
@@ -51,6 +48,24 @@ bool numa_enabled(const Topology& t, int option);
 // node by increasing distance, ties by most free bytes (free_bytes[node]), then by lower index;
 // none farther than distance_limit (0 = no limit). Returns how many were written to out.
 int fallback_order(const Topology& t, int from, const std::uint64_t* free_bytes, int distance_limit, int* out);
+
+// What the kernel can give on each node: its free memory less the zone watermarks (below the
+// low watermark the kernel reclaims, below min it stalls, and a strict policy OOM-kills), from
+// nodeN/meminfo's MemFree and /proc/zoneinfo's per-zone `high` watermarks. Fed one line at a
+// time (Os::read_lines), so nothing allocates.
+struct ZoneinfoReader {
+  std::uint64_t high_pages[kMaxNodes] = {};  // sum of the `high` watermarks of the node's zones
+  int node = -1;                             // kernel node of the zone being read
+  static void line(void* self, const char* text);
+};
+// <root>/devices/system/node/node<os_node>/<file>, bounded by size (no allocation).
+void node_path(char* out, std::size_t size, const char* root, int os_node, const char* file);
+// "Node 3 MemFree:  123456 kB" -> 123456; false for any other line.
+bool meminfo_free_kb(const char* line, std::uint64_t* kb);
+// Bytes the kernel can hand out before reclaim: free less watermark, 0 when below it.
+inline std::uint64_t headroom_bytes(std::uint64_t free_bytes, std::uint64_t watermark_bytes) {
+  return free_bytes > watermark_bytes ? free_bytes - watermark_bytes : 0;
+}
 
 // Parses a kernel list such as "0-3,8,10-11" into a bit mask (bits >= words*64 ignored).
 bool parse_cpulist(const char* text, std::uint64_t* mask, std::size_t words);

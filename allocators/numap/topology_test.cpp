@@ -2,6 +2,8 @@
 // hardware: from a hand-built table, and from a fake sysfs tree read by the real parser.
 #include "allocators/numap/topology.h"
 
+#include "allocators/numap/tests/topology_support.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -13,16 +15,6 @@
 namespace numap {
 namespace {
 
-const int kSeed001[64] = {
-    10, 16, 16, 16, 32, 32, 32, 32,  //
-    16, 10, 16, 16, 32, 32, 32, 32,  //
-    16, 16, 10, 16, 32, 32, 32, 32,  //
-    16, 16, 16, 10, 32, 32, 32, 32,  //
-    32, 32, 32, 32, 10, 16, 16, 16,  //
-    32, 32, 32, 32, 16, 10, 16, 16,  //
-    32, 32, 32, 32, 16, 16, 10, 16,  //
-    32, 32, 32, 32, 16, 16, 16, 10};
-
 std::vector<int> order(const Topology& t, int from, const std::uint64_t* free_bytes, int limit) {
   int out[kMaxNodes];
   int n = fallback_order(t, from, free_bytes, limit, out);
@@ -30,8 +22,7 @@ std::vector<int> order(const Topology& t, int from, const std::uint64_t* free_by
 }
 
 TEST(NumapTopology, FallbackInIncreasingDistanceLikeTheSeed) {
-  Topology t;
-  topology_from_table(&t, 8, kSeed001, 1ull << 30, 4);
+  Topology t = testing::load_config("seed-8node");
   // The seed's table: equal free memory, so ties go to the lower node number.
   EXPECT_EQ(order(t, 0, nullptr, 0), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(order(t, 2, nullptr, 0), (std::vector<int>{2, 0, 1, 3, 4, 5, 6, 7}));
@@ -40,16 +31,14 @@ TEST(NumapTopology, FallbackInIncreasingDistanceLikeTheSeed) {
 }
 
 TEST(NumapTopology, DistanceLimitStopsTheFallback) {
-  Topology t;
-  topology_from_table(&t, 8, kSeed001, 1ull << 30, 4);
+  Topology t = testing::load_config("seed-8node");
   EXPECT_EQ(order(t, 0, nullptr, 16), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(order(t, 6, nullptr, 16), (std::vector<int>{6, 4, 5, 7}));
   EXPECT_EQ(order(t, 6, nullptr, 10), (std::vector<int>{6}));
 }
 
 TEST(NumapTopology, TiesGoToTheNodeWithMostFreeMemory) {
-  Topology t;
-  topology_from_table(&t, 8, kSeed001, 1ull << 30, 4);
+  Topology t = testing::load_config("seed-8node");
   // The seed's example: lgrp1 10%, lgrp2 5%, lgrp3 50% free -> node 3 first.
   const std::uint64_t free_bytes[8] = {0, 10, 5, 50, 90, 80, 70, 60};
   EXPECT_EQ(order(t, 0, free_bytes, 0), (std::vector<int>{0, 3, 1, 2, 4, 5, 6, 7}));
@@ -57,8 +46,7 @@ TEST(NumapTopology, TiesGoToTheNodeWithMostFreeMemory) {
 }
 
 TEST(NumapTopology, DisallowedNodesAreSkipped) {
-  Topology t;
-  topology_from_table(&t, 8, kSeed001, 1ull << 30, 4);
+  Topology t = testing::load_config("seed-8node");
   t.allowed = 0b00001011;  // nodes 0, 1, 3
   EXPECT_EQ(order(t, 0, nullptr, 0), (std::vector<int>{0, 1, 3}));
 }
@@ -68,7 +56,7 @@ TEST(NumapTopology, NumaSwitchesOffOnOneNodeOrABoundProcess) {
   topology_single(&t, 1ull << 30);
   EXPECT_FALSE(numa_enabled(t, -1));
   EXPECT_TRUE(numa_enabled(t, 1));
-  topology_from_table(&t, 8, kSeed001, 1ull << 30, 4);
+  t = testing::load_config("seed-8node");
   EXPECT_TRUE(numa_enabled(t, -1));
   EXPECT_FALSE(numa_enabled(t, 0));
   t.allowed = 1u << 5;  // memory of one node only (cpuset or MPOL_BIND)
@@ -90,8 +78,9 @@ TEST(NumapTopology, ParsesKernelLists) {
   EXPECT_FALSE(parse_cpulist("a", m, 2));
 }
 
-// A fake /sys with the seed's 8 nodes, 4 CPUs and 2 GiB each.
+// A fake /sys with the seed's 8 nodes (distances from configs/topologies), 4 CPUs and 2 GiB each.
 std::string make_fake_sysfs() {
+  const Topology seed = testing::load_config("seed-8node");
   std::string root = ::testing::TempDir() + "numap_sysfs_" + std::to_string(::getpid());
   std::filesystem::remove_all(root);
   const std::string dir = root + "/devices/system/node";
@@ -101,7 +90,7 @@ std::string make_fake_sysfs() {
     const std::string nd = dir + "/node" + std::to_string(n);
     std::filesystem::create_directories(nd);
     std::ofstream d(nd + "/distance");
-    for (int j = 0; j < 8; ++j) d << kSeed001[n * 8 + j] << (j == 7 ? "\n" : " ");
+    for (int j = 0; j < 8; ++j) d << int{seed.distance[n][j]} << (j == 7 ? "\n" : " ");
     std::ofstream(nd + "/cpulist") << 4 * n << "-" << 4 * n + 3 << "\n";
     std::ofstream(nd + "/meminfo") << "Node " << n << " MemTotal:        2097152 kB\nNode " << n
                                    << " MemFree:          100000 kB\n";
@@ -116,8 +105,9 @@ TEST(NumapTopology, ReadsAFakeSysfsTree) {
   EXPECT_EQ(t.count, 8);
   EXPECT_EQ(t.allowed_count(), 8);
   EXPECT_FALSE(t.bound);
+  const Topology seed = testing::load_config("seed-8node");
   for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 8; ++j) EXPECT_EQ(t.distance[i][j], kSeed001[i * 8 + j]);
+    for (int j = 0; j < 8; ++j) EXPECT_EQ(t.distance[i][j], seed.distance[i][j]);
   EXPECT_EQ(t.capacity[3], 2ull << 30);
   EXPECT_EQ(t.node_of_cpu(13), 3);
   EXPECT_EQ(order(t, 5, nullptr, 16), (std::vector<int>{5, 4, 6, 7}));
@@ -134,6 +124,59 @@ TEST(NumapTopology, ReadsAFakeSysfsTree) {
   EXPECT_TRUE(t.bound);
   EXPECT_FALSE(numa_enabled(t, -1));
   std::filesystem::remove_all(root);
+}
+
+// Reads a recorded kernel file line by line, as Os::read_lines does.
+template <class Fn>
+void feed(const std::string& path, Fn fn) {
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  for (std::string line; std::getline(in, line);) fn(line.c_str());
+}
+
+TEST(NumapTopology, WatermarksFromARecordedZoneinfo) {
+  // This machine's /proc/zoneinfo (one node; per-CPU pagesets with `high:` lines that are not
+  // watermarks): the zones' high watermarks are 27, 5994, 19317, 32 and 0 pages.
+  ZoneinfoReader r;
+  feed(std::string(NUMAP_TEST_DATA) + "/zoneinfo-1node.txt", [&](const char* l) { ZoneinfoReader::line(&r, l); });
+  EXPECT_EQ(r.high_pages[0], 27u + 5994 + 19317 + 32 + 0);
+  EXPECT_EQ(r.high_pages[1], 0u);
+}
+
+TEST(NumapTopology, WatermarksPerNodeFromTheLabGuestsZoneinfo) {
+  // /proc/zoneinfo of Debian's 6.1 kernel in the 8-node guest (seed-8node.toml, 512 MiB per node,
+  // five zones per node); the sums were taken with awk from the same file.
+  ZoneinfoReader r;
+  feed(std::string(NUMAP_TEST_DATA) + "/zoneinfo-8node-guest.txt", [&](const char* l) { ZoneinfoReader::line(&r, l); });
+  const std::uint64_t expected[8] = {9581, 9603, 9603, 9603, 8761, 8379, 9603, 9552};
+  for (int n = 0; n < 8; ++n) EXPECT_EQ(r.high_pages[n], expected[n]) << "node " << n;
+  std::uint64_t kb = 0;
+  bool found = false;
+  feed(std::string(NUMAP_TEST_DATA) + "/meminfo-node3-guest.txt", [&](const char* l) {
+    if (!found) found = meminfo_free_kb(l, &kb);
+  });
+  EXPECT_EQ(kb, 508820u);
+}
+
+TEST(NumapTopology, WatermarksPerNodeAndFreeFromMeminfo) {
+  ZoneinfoReader r;
+  const char* lines[] = {"Node 0, zone   Normal", "  pages free     1000", "        min      10",
+                         "        low      12",    "        high     14",   "              high:  378",
+                         "              high_min: 11", "Node 3, zone    DMA32", "        high     5",
+                         "Node 3, zone   Normal", "        high     7"};
+  for (const char* l : lines) ZoneinfoReader::line(&r, l);
+  EXPECT_EQ(r.high_pages[0], 14u);
+  EXPECT_EQ(r.high_pages[3], 12u);
+  std::uint64_t kb = 0;
+  bool found = false;
+  feed(std::string(NUMAP_TEST_DATA) + "/meminfo-node0.txt", [&](const char* l) {
+    if (!found) found = meminfo_free_kb(l, &kb);
+  });
+  EXPECT_TRUE(found);
+  EXPECT_EQ(kb, 7832572u);  // the recorded "Node 0 MemFree:         7832572 kB"
+  EXPECT_FALSE(meminfo_free_kb("Node 0 MemTotal:       13068060 kB", &kb));
+  EXPECT_EQ(headroom_bytes(100, 30), 70u);
+  EXPECT_EQ(headroom_bytes(20, 30), 0u);
 }
 
 TEST(NumapTopology, MissingSysfsFallsBackToOneNode) {

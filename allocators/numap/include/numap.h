@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 2
+#define NUMAP_STATS_VERSION 3
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -74,6 +74,10 @@ struct numap_stats {
   uint64_t exchanged_bytes;    /* free resident bytes of other classes advised away so that a request
                                   needing fresh pages did not raise RSS (NUMAP_EXCHANGE) */
   uint64_t trims;              /* malloc_trim calls */
+  /* Version 3. */
+  uint64_t split_allocs;       /* allocations no single node could hold, split across nodes */
+  uint64_t bind_fallbacks;     /* ranges where the home-node bind was refused and MPOL_PREFERRED used */
+  uint64_t bind_failures;      /* ranges no policy could be set on (placed by first touch) */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to

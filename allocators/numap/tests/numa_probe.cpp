@@ -1,0 +1,387 @@
+// numap on a real multi-node kernel (the lab's 8-node guest: configs/topologies/seed-8node.toml),
+// with libnumap.so preloaded. Each scenario asserts from the KERNEL's view (move_pages for the node
+// of every sampled page, sysfs for free memory, /proc for RSS), prints `PASS name: ...` or
+// `FAIL name: ...` and exits 1 on a failure. Being OOM-killed shows as no PASS line.
+//   overflow  with 96 MiB of node 1 and 48 MiB of node 3 taken outside numap, one thread on CPU 0
+//             allocates past node 0's free memory: continues on distance-16 nodes, the freest
+//             (node 2) first, never beyond
+//   huge      one allocation larger than any node's free memory (from CPU 4) succeeds, split
+//   membind   under set_mempolicy(MPOL_BIND, {0,1}) (as numactl --membind=0,1; re-executed so
+//             numap starts under it), threads on CPUs 2-7 spread over nodes 0 and 1
+//   metadata  with THP `always` (set for a re-executed child, then restored), a small program's
+//             RSS stays small (numap's metadata is MADV_NOHUGEPAGE)
+//   limit     NUMAP_DISTANCE_LIMIT=16 NUMAP_BEYOND_LIMIT=fail (re-executed): a thread on CPU 0
+//             fills nodes 0-3 and then gets a clean ENOMEM, nothing placed at distance 32
+// Scenarios that need numap to start under another policy or option re-execute this program
+// (numap reads both at its first allocation, before main).
+//
+// In the lab (allocmark lab --under, tests/numap_lab_test.py) it runs as a prefix of the guest's
+// allocmark command:  numap_numa_probe --preload LIB S1 S2 ... --then COMMAND ARGS...
+// runs each scenario in a child with LD_PRELOAD=LIB (its lines go to the guest console), then
+// becomes COMMAND without the preload.
+#include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "allocators/numap/include/numap.h"
+
+namespace {
+
+constexpr int kNodes = 8;
+constexpr std::uint64_t kMiB = 1 << 20;
+constexpr long kPage = 4096;
+
+bool failed = false;
+
+void report(bool ok, const char* name, const std::string& detail) {
+  printf("%s %s: %s\n", ok ? "PASS" : "FAIL", name, detail.c_str());
+  fflush(stdout);
+  failed |= !ok;
+}
+
+void pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) {
+    printf("FAIL pin: CPU %d: %s\n", cpu, strerror(errno));
+    exit(1);
+  }
+}
+
+std::uint64_t node_free(int node) {
+  const std::string path = "/sys/devices/system/node/node" + std::to_string(node) + "/meminfo";
+  FILE* f = fopen(path.c_str(), "r");
+  char line[256];
+  std::uint64_t kb = 0;
+  while (f != nullptr && fgets(line, sizeof line, f) != nullptr) {
+    const char* m = strstr(line, "MemFree:");
+    if (m != nullptr) kb = strtoull(m + 8, nullptr, 10);
+  }
+  if (f != nullptr) fclose(f);
+  return kb * 1024;
+}
+
+// Adds the bytes of [p, p+n) per node, sampling one page in `stride` (the node of each page from
+// move_pages in query mode).
+void count_nodes(const char* p, std::uint64_t n, std::uint64_t stride, std::uint64_t* per_node) {
+  std::vector<void*> pages;
+  for (std::uint64_t off = 0; off < n; off += stride) pages.push_back(const_cast<char*>(p) + off);
+  std::vector<int> status(pages.size(), -1);
+  if (syscall(SYS_move_pages, 0, pages.size(), pages.data(), nullptr, status.data(), 0) != 0) {
+    printf("FAIL move_pages: %s\n", strerror(errno));
+    exit(1);
+  }
+  for (int s : status)
+    if (s >= 0 && s < kNodes) per_node[s] += stride;
+}
+
+std::string histogram(const std::uint64_t* per_node) {
+  std::string s;
+  for (int i = 0; i < kNodes; ++i) s += " n" + std::to_string(i) + "=" + std::to_string(per_node[i] / kMiB) + "M";
+  return s;
+}
+
+struct numap_stats stats() {
+  struct numap_stats s{};
+  s.struct_size = sizeof s;
+  auto* fn = reinterpret_cast<decltype(&numap_stats)>(dlsym(RTLD_DEFAULT, "numap_stats"));
+  if (fn == nullptr) {
+    printf("FAIL numap: not preloaded (no numap_stats)\n");
+    exit(1);
+  }
+  fn(&s, nullptr, 0);
+  return s;
+}
+
+std::uint64_t fallback_at(const struct numap_stats& s, std::uint32_t distance) {
+  for (int i = 0; i < NUMAP_MAX_DISTANCES; ++i)
+    if (s.fallback_distance[i] == distance) return s.fallback_count[i];
+  return 0;
+}
+
+// Takes `bytes` of `node`'s memory outside numap (mmap, mbind to the node, touched), as another
+// program would; numap learns of it only from the kernel's free memory.
+void occupy(int node, std::uint64_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  unsigned long mask = 1ul << node;
+  if (p == MAP_FAILED || syscall(SYS_mbind, p, bytes, 2 /* MPOL_BIND */, &mask, 64, 0) != 0) {
+    printf("FAIL occupy: node %d: %s\n", node, strerror(errno));
+    exit(1);
+  }
+  memset(p, 5, bytes);
+}
+
+void overflow() {
+  pin(0);
+  // Nodes 1 and 3 lose memory to someone else after numap started: node 2 is then clearly the
+  // freest at distance 16, and numap must see it from its periodic re-read of MemFree.
+  occupy(1, 96 * kMiB);
+  occupy(3, 48 * kMiB);
+  std::uint64_t free_at_start[kNodes];
+  for (int i = 0; i < kNodes; ++i) free_at_start[i] = node_free(i);
+  const std::uint64_t target = free_at_start[0] + 192 * kMiB;
+  std::uint64_t per_node[kNodes] = {};
+  int first_fallback = -1;
+  std::vector<char*> keep;
+  for (std::uint64_t done = 0; done < target; done += 4 * kMiB) {
+    char* p = static_cast<char*>(malloc(4 * kMiB));
+    if (p == nullptr) {
+      report(false, "overflow", "malloc failed after " + std::to_string(done / kMiB) + " MiB");
+      return;
+    }
+    memset(p, 1, 4 * kMiB);
+    std::uint64_t here[kNodes] = {};
+    count_nodes(p, 4 * kMiB, 64 * 1024, here);
+    for (int i = 0; i < kNodes; ++i) {
+      per_node[i] += here[i];
+      if (i != 0 && here[i] != 0 && first_fallback < 0) first_fallback = i;
+    }
+    keep.push_back(p);
+  }
+  const struct numap_stats s = stats();
+  std::uint64_t far = 0;
+  for (int i = 4; i < kNodes; ++i) far += per_node[i];
+  int freest = 1;
+  for (int i = 2; i <= 3; ++i)
+    if (free_at_start[i] > free_at_start[freest]) freest = i;
+  const bool ok = per_node[0] >= free_at_start[0] / 2 && per_node[1] + per_node[2] + per_node[3] >= 128 * kMiB &&
+                  far == 0 && first_fallback == freest && fallback_at(s, 16) > 0 && fallback_at(s, 32) == 0;
+  report(ok, "overflow",
+         "node0 free at start " + std::to_string(free_at_start[0] / kMiB) + "M, allocated " +
+             std::to_string(target / kMiB) + "M:" + histogram(per_node) + "; first fallback node " +
+             std::to_string(first_fallback) + " (freest at distance 16: " + std::to_string(freest) +
+             "); numap fallbacks d16=" + std::to_string(fallback_at(s, 16)) + " d32=" + std::to_string(fallback_at(s, 32)));
+  for (char* p : keep) free(p);
+}
+
+void huge() {
+  pin(4);
+  std::uint64_t most = 0;
+  for (int i = 0; i < kNodes; ++i) most = node_free(i) > most ? node_free(i) : most;
+  const std::uint64_t n = most + 128 * kMiB;
+  char* p = static_cast<char*>(malloc(n));
+  if (p == nullptr) {
+    report(false, "huge", "malloc(" + std::to_string(n / kMiB) + " MiB) failed: " + strerror(errno));
+    return;
+  }
+  memset(p, 2, n);
+  std::uint64_t per_node[kNodes] = {};
+  count_nodes(p, n, 64 * 1024, per_node);
+  const struct numap_stats s = stats();
+  std::uint64_t near = per_node[4] + per_node[5] + per_node[6] + per_node[7];
+  const bool ok = s.split_allocs == 1 && per_node[4] > 0 && near == (n + 64 * 1024 - 1) / (64 * 1024) * (64 * 1024);
+  report(ok, "huge",
+         "malloc(" + std::to_string(n / kMiB) + "M), largest node free " + std::to_string(most / kMiB) + "M:" +
+             histogram(per_node) + "; split_allocs=" + std::to_string(s.split_allocs));
+  free(p);
+}
+
+void membind_child() {
+  constexpr int kThreads = 6;
+  constexpr std::uint64_t kEach = 40 * kMiB;
+  std::uint64_t per_thread[kThreads][kNodes] = {};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([t, &per_thread] {
+      pin(2 + t);
+      for (std::uint64_t done = 0; done < kEach; done += kMiB) {
+        char* p = static_cast<char*>(malloc(kMiB));
+        if (p == nullptr) return;
+        memset(p, 3, kMiB);
+        count_nodes(p, kMiB, 64 * 1024, per_thread[t]);
+      }
+    });
+  for (auto& th : threads) th.join();
+  std::uint64_t per_node[kNodes] = {};
+  for (auto& row : per_thread)
+    for (int i = 0; i < kNodes; ++i) per_node[i] += row[i];
+  std::uint64_t outside = 0;
+  for (int i = 2; i < kNodes; ++i) outside += per_node[i];
+  const std::uint64_t total = per_node[0] + per_node[1];
+  const struct numap_stats s = stats();
+  const bool ok = outside == 0 && total == kThreads * kEach && per_node[0] >= total / 4 && per_node[1] >= total / 4 &&
+                  s.numa_enabled == 1;
+  report(ok, "membind", "6 threads on CPUs 2-7 x 40M under MPOL_BIND {0,1}:" + histogram(per_node));
+}
+
+// Runs this program's `scenario` in a child (which inherits the memory policy and environment);
+// its PASS/FAIL lines are its own. A child killed by a signal (the OOM killer) is a FAIL here.
+void run_child(const char* name, const char* scenario) {
+  fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/proc/self/exe", "numap_numa_probe", scenario, static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) report(false, name, "killed by signal " + std::to_string(WTERMSIG(status)));
+  else if (WEXITSTATUS(status) != 0) failed = true;
+}
+
+void membind() {
+  unsigned long mask = 0b11;
+  if (syscall(SYS_set_mempolicy, 2 /* MPOL_BIND */, &mask, 64, nullptr, 0) != 0) {
+    report(false, "membind", std::string("set_mempolicy: ") + strerror(errno));
+    return;
+  }
+  run_child("membind", "membind-child");
+}
+
+void limit_child() {
+  pin(0);
+  std::uint64_t per_node[kNodes] = {};
+  std::vector<char*> keep;
+  int err = 0;
+  for (std::uint64_t done = 0; done < 4096 * kMiB; done += 4 * kMiB) {
+    char* p = static_cast<char*>(malloc(4 * kMiB));
+    if (p == nullptr) {
+      err = errno;
+      break;
+    }
+    memset(p, 4, 4 * kMiB);
+    count_nodes(p, 4 * kMiB, 64 * 1024, per_node);
+    keep.push_back(p);
+  }
+  const struct numap_stats s = stats();
+  std::uint64_t near = 0, far = 0;
+  for (int i = 0; i < kNodes; ++i) (i < 4 ? near : far) += per_node[i];
+  const bool ok = err == ENOMEM && far == 0 && near >= 1024 * kMiB && fallback_at(s, 32) == 0;
+  report(ok, "limit", std::string("DISTANCE_LIMIT=16, BEYOND_LIMIT=fail from CPU 0: ") +
+                          (err == ENOMEM ? "ENOMEM" : "no ENOMEM") + " after " + std::to_string(near / kMiB) +
+                          "M:" + histogram(per_node));
+  for (char* p : keep) free(p);
+}
+
+void limit() {
+  setenv("NUMAP_DISTANCE_LIMIT", "16", 1);
+  setenv("NUMAP_BEYOND_LIMIT", "fail", 1);
+  run_child("limit", "limit-child");
+}
+
+std::uint64_t status_kib(const char* file, const char* key) {
+  FILE* f = fopen(file, "r");
+  char line[256];
+  std::uint64_t v = 0;
+  while (f != nullptr && fgets(line, sizeof line, f) != nullptr)
+    if (strncmp(line, key, strlen(key)) == 0) v += strtoull(line + strlen(key), nullptr, 10);
+  if (f != nullptr) fclose(f);
+  return v;
+}
+
+constexpr const char* kThpMode = "/sys/kernel/mm/transparent_hugepage/enabled";
+
+bool write_text(const char* path, const std::string& text) {
+  FILE* f = fopen(path, "w");
+  if (f == nullptr) return false;
+  const bool ok = fputs(text.c_str(), f) >= 0;
+  return fclose(f) == 0 && ok;
+}
+
+void metadata() {
+  // The mode in force, e.g. "always [madvise] never".
+  char mode[128] = {};
+  FILE* f = fopen(kThpMode, "r");
+  if (f == nullptr || fgets(mode, sizeof mode, f) == nullptr) {
+    report(false, "metadata", std::string("cannot read ") + kThpMode);
+    if (f != nullptr) fclose(f);
+    return;
+  }
+  fclose(f);
+  const char* open = strchr(mode, '[');
+  const char* close = open != nullptr ? strchr(open, ']') : nullptr;
+  const std::string before = open != nullptr && close != nullptr ? std::string(open + 1, close) : "madvise";
+  if (!write_text(kThpMode, "always")) {
+    report(false, "metadata", std::string("cannot set THP always in ") + kThpMode + " (needs root)");
+    return;
+  }
+  run_child("metadata", "metadata-child");
+  write_text(kThpMode, before);
+}
+
+void metadata_child() {
+  pin(0);
+  std::vector<void*> keep;
+  for (int i = 0; i < 1000; ++i) keep.push_back(malloc(100 + i % 900));
+  for (int i = 0; i < 8; ++i) keep.push_back(malloc(200 * 1024));
+  for (int c = 1; c < kNodes; ++c) {  // touch metadata of every node
+    std::thread([c] {
+      pin(c);
+      void* p = malloc(64 * 1024);
+      memset(p, 1, 64 * 1024);
+      free(p);
+    }).join();
+  }
+  const std::uint64_t rss = status_kib("/proc/self/status", "VmRSS:");
+  const std::uint64_t huge_kib = status_kib("/proc/self/smaps_rollup", "AnonHugePages:");
+  const bool ok = rss < 32 * 1024;
+  report(ok, "metadata", "THP " + std::string("always") + ": VmRSS " + std::to_string(rss) + " KiB, AnonHugePages " +
+                             std::to_string(huge_kib) + " KiB (numap metadata bound ~2.5 MiB + 0.3% of charged)");
+  for (void* p : keep) free(p);
+}
+
+}  // namespace
+
+// The lab's prefix mode: scenarios in preloaded children, then the command itself.
+int run_then(int argc, char** argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: numap_numa_probe --preload LIB SCENARIO... --then COMMAND ARGS...\n");
+    return 2;
+  }
+  const char* lib = argv[2];
+  int i = 3;
+  for (; i < argc && strcmp(argv[i], "--then") != 0; ++i) {
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("LD_PRELOAD", lib, 1);
+      execl("/proc/self/exe", "numap_numa_probe", argv[i], static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) printf("FAIL %s: killed by signal %d\n", argv[i], WTERMSIG(status));
+    else if (WEXITSTATUS(status) != 0) printf("FAIL %s: exit %d\n", argv[i], WEXITSTATUS(status));
+  }
+  printf("numap_numa_probe: scenarios done\n");
+  fflush(stdout);
+  if (i + 1 >= argc) return 0;
+  execv(argv[i + 1], argv + i + 1);
+  fprintf(stderr, "numap_numa_probe: exec %s: %s\n", argv[i + 1], strerror(errno));
+  return 127;
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "--preload") == 0) return run_then(argc, argv);
+  if (argc < 2) {
+    fprintf(stderr, "usage: numap_numa_probe overflow|huge|membind|metadata|limit\n");
+    return 2;
+  }
+  const std::string what = argv[1];
+  if (what == "overflow") overflow();
+  else if (what == "huge") huge();
+  else if (what == "membind") membind();
+  else if (what == "membind-child") membind_child();
+  else if (what == "metadata") metadata();
+  else if (what == "metadata-child") metadata_child();
+  else if (what == "limit") limit();
+  else if (what == "limit-child") limit_child();
+  else {
+    fprintf(stderr, "numap_numa_probe: unknown scenario '%s'\n", what.c_str());
+    return 2;
+  }
+  return failed ? 1 : 0;
+}
