@@ -16,8 +16,10 @@ def draw(run, opts, out_dir, fmt):
     with_wait = [g for g in groups if data.metric(g, "lock_wait_s")]
     allocs_all = run.allocator_order(groups)
     skipped = []
-    if not any(g.get("nodes") for g in groups):
-        skipped.append("contention per NUMA node: this run has no per-node figures")
+    # Lock counters are the allocator's, process-wide: there is no per-node lock figure to split.
+    # Per-node placement (resident bytes, local fraction) is the placement chart.
+    skipped.append("contention per NUMA node: allocator lock counters are process-wide, not per node; "
+                   "per-node memory and locality are in the placement chart")
     if not with_wait:
         return [], skipped + ["contention: no lock_wait_s in summary.json (only jemalloc and numap count lock waits; "
                               "allocators in this run: %s)" % ", ".join(allocs_all)]

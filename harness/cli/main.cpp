@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   std::vector<Subcommand> commands{add_list_command(app), add_run_command(app), add_show_command(app),
                                    add_cell_command(app), add_baseline_command(app), add_gate_command(app),
                                    add_plot_command(app), add_report_command(app), add_compare_command(app),
-                                   add_status_command(app), add_merge_command(app), add_advise_command(app)};
+                                   add_status_command(app), add_merge_command(app), add_advise_command(app),
+                                   add_topology_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -74,6 +74,11 @@ constexpr std::array<MetricInfo, kMetricCount> kMetrics{{
     {Metric::peak_live_bytes, "peak_live_bytes", "bytes", "peak live requested bytes (the workload's own exact count)"},
     {Metric::contended_share, "contended_share", "ratio",
      "share of allocator lock acquisitions that had to wait (contention num_wait / num_ops)"},
+    {Metric::numa_resident_bytes, "numa_resident_bytes", "bytes",
+     "resident bytes at the phase end from /proc/PID/numa_maps (per node with --by ...,node)"},
+    {Metric::local_fraction, "local_fraction", "ratio",
+     "share of sampled blocks whose page is on the allocating thread's node (move_pages after the phase)"},
+    {Metric::node_threads, "node_threads", "count", "worker threads that ended the phase on the node (--by ...,node)"},
 }};
 
 }  // namespace
@@ -91,6 +96,10 @@ std::vector<Metric> all_metrics() {
   std::vector<Metric> out;
   for (const auto& m : kMetrics) out.push_back(m.metric);
   return out;
+}
+
+std::vector<Metric> node_metrics() {
+  return {Metric::numa_resident_bytes, Metric::local_fraction, Metric::node_threads, Metric::ops_per_s};
 }
 
 std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues& phase) {
@@ -127,9 +136,23 @@ std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues
       if (!waits || !ops) return std::nullopt;
       return contended_share(*waits, *ops);
     }
+    case Metric::numa_resident_bytes: return phase.get(Field::numa_resident_bytes);
+    case Metric::local_fraction: {
+      auto local = phase.get(Field::local_blocks), sampled = phase.get(Field::sampled_blocks);
+      if (!local || !sampled) return std::nullopt;
+      return local_fraction(*local, *sampled);
+    }
+    case Metric::node_threads: return phase.get(Field::node_threads);
     case Metric::kCount: break;
   }
   return std::nullopt;
+}
+
+PhaseValues node_view(const PhaseValues& phase, const NodeValues& node) {
+  PhaseValues view;
+  view.name = phase.name;
+  view.values = node.values;
+  return view;
 }
 
 PhaseValues whole_cell(const Cell& cell) {
@@ -151,6 +174,24 @@ PhaseValues whole_cell(const Cell& cell) {
                   Field::involuntary_ctx_switches, Field::user_s, Field::sys_s, Field::lock_wait_ns, Field::lock_ops,
                   Field::lock_waits})
     fold(f, sum);
+  fold(Field::numa_resident_bytes, last);
+  fold(Field::sampled_blocks, sum);
+  fold(Field::local_blocks, sum);
+  // Per node, folded the same way: a node's ops and time summed, its resident bytes the last phase's.
+  for (const auto& p : cell.phases)
+    for (const auto& n : p.nodes) {
+      auto it = std::find_if(whole.nodes.begin(), whole.nodes.end(), [&](const NodeValues& w) { return w.node == n.node; });
+      if (it == whole.nodes.end()) {
+        whole.nodes.push_back(n);
+        continue;
+      }
+      auto combine = [&](Field f, auto op) {
+        if (auto v = n.get(f)) it->set(f, it->get(f) ? op(*it->get(f), *v) : *v);
+      };
+      for (Field f : {Field::ops, Field::wall_s, Field::sampled_blocks, Field::local_blocks}) combine(f, sum);
+      combine(Field::numa_resident_bytes, last);
+      combine(Field::node_threads, max);
+    }
   // Not the sum of the phases' rates: total operations over total time.
   if (auto ops = whole.get(Field::ops), wall = whole.get(Field::wall_s); ops && wall)
     whole.set(Field::ops_per_s, ops_per_second(*ops, *wall));
@@ -161,13 +202,14 @@ PhaseValues whole_cell(const Cell& cell) {
 // Dimensions
 
 namespace {
-constexpr std::array<std::pair<Dimension, std::string_view>, 6> kDimensions{{
+constexpr std::array<std::pair<Dimension, std::string_view>, 7> kDimensions{{
     {Dimension::workload, "workload"},
     {Dimension::threads, "threads"},
     {Dimension::allocator, "allocator"},
     {Dimension::phase, "phase"},
     {Dimension::backend, "backend"},
     {Dimension::host, "host"},
+    {Dimension::node, "node"},
 }};
 }  // namespace
 
@@ -273,6 +315,26 @@ class RecordReader {
         for (const auto& [field, key] : {std::pair{Field::lock_wait_ns, "total_wait_ns"}, std::pair{Field::lock_ops, "num_ops"},
                                          std::pair{Field::lock_waits, "num_wait"}})
           if (auto v = optional_number(*c, key, context + "contention.")) values.set(field, *v);
+      if (auto nodes = p.find("nodes"); nodes != p.end() && nodes->is_array())
+        for (std::size_t k = 0; k < nodes->size(); ++k) {
+          const json& n = (*nodes)[k];
+          std::string at = fmt::format("{}nodes[{}].", context, k);
+          if (!n.is_object()) fail(fmt::format("'{}' must be an object", at.substr(0, at.size() - 1)));
+          NodeValues node;
+          auto id = optional_number(n, "node", at);
+          if (!id) fail(fmt::format("'{}node' is missing", at));
+          node.node = static_cast<int>(*id);
+          if (auto v = values.get(Field::wall_s)) node.set(Field::wall_s, *v);
+          for (const auto& [field, key] : {std::pair{Field::ops, "ops"}, std::pair{Field::numa_resident_bytes, "resident_bytes"},
+                                           std::pair{Field::sampled_blocks, "sampled_blocks"}, std::pair{Field::local_blocks, "local_blocks"}})
+            if (auto v = optional_number(n, key, at)) {
+              node.set(field, *v);
+              // The phase's own figure is the sum over its nodes (ops is recorded for the phase).
+              if (field != Field::ops) values.set(field, values.get(field).value_or(0) + *v);
+            }
+          if (auto t = n.find("threads"); t != n.end() && t->is_array()) node.set(Field::node_threads, static_cast<double>(t->size()));
+          values.nodes.push_back(std::move(node));
+        }
       out.push_back(std::move(values));
     }
     return out;
@@ -572,6 +634,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
       throw ResultsError(fmt::format("'{}' is listed twice in the grouping", dimension_name(by[i])));
   const bool by_phase = std::find(by.begin(), by.end(), Dimension::phase) != by.end();
   const bool by_host = std::find(by.begin(), by.end(), Dimension::host) != by.end();
+  const bool by_node = std::find(by.begin(), by.end(), Dimension::node) != by.end();
 
   // Interned values of each dimension; labels come at the end, once all collisions are known.
   Disambiguator workloads, allocators;
@@ -593,7 +656,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
 
   std::vector<GroupBuilder> builders;
   std::map<std::vector<long long>, std::size_t> index;
-  auto builder_for = [&](const Cell& cell, const std::string& phase) -> GroupBuilder& {
+  auto builder_for = [&](const Cell& cell, const std::string& phase, long long node = -1) -> GroupBuilder& {
     const CellIdentity& id = identities_[cell.identity];
     std::vector<long long> key;
     for (Dimension d : by) switch (d) {
@@ -603,6 +666,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
         case Dimension::phase: key.push_back(string_id(phase)); break;
         case Dimension::backend: key.push_back(string_id(id.backend)); break;
         case Dimension::host: key.push_back(string_id(id.host)); break;
+        case Dimension::node: key.push_back(node); break;
       }
     // Cells from different machines are never repetitions of each other, asked for or not.
     if (!by_host) key.push_back(string_id(id.host));
@@ -633,21 +697,30 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
       if (auto v = metric_value(m.metric, cell, phase)) b.samples[static_cast<std::size_t>(m.metric)].push_back(*v);
   };
 
+  // One row's worth of a phase (or whole cell): itself, or with the node dimension one row per node.
+  auto add_phase = [&](const Cell& cell, const PhaseValues& phase) {
+    if (!by_node || phase.nodes.empty()) {
+      GroupBuilder& b = builder_for(cell, phase.name);
+      count_cell(b, cell);
+      add_samples(b, cell, phase);
+      return;
+    }
+    for (const auto& node : phase.nodes) {
+      GroupBuilder& b = builder_for(cell, phase.name, node.node);
+      count_cell(b, cell);
+      add_samples(b, cell, node_view(phase, node));
+    }
+  };
   for (const Cell& cell : cells_) {
     // A cell that is not ok contributes its status and error, never its partial measurements.
     if (!by_phase) {
-      GroupBuilder& b = builder_for(cell, std::string(kCellPhase));
-      count_cell(b, cell);
-      if (cell.ok() && !cell.phases.empty()) add_samples(b, cell, whole_cell(cell));
+      if (cell.ok() && !cell.phases.empty()) add_phase(cell, whole_cell(cell));
+      else count_cell(builder_for(cell, std::string(kCellPhase)), cell);
       continue;
     }
     if (!cell.ok() || cell.phases.empty()) count_cell(builder_for(cell, std::string(kCellPhase)), cell);
     if (!cell.ok()) continue;
-    for (const auto& phase : cell.phases) {
-      GroupBuilder& b = builder_for(cell, phase.name);
-      count_cell(b, cell);
-      add_samples(b, cell, phase);
-    }
+    for (const auto& phase : cell.phases) add_phase(cell, phase);
   }
 
   // Labels: plain names, qualified only where two groups would otherwise read the same.
@@ -659,6 +732,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
         case Dimension::workload: values.push_back(workloads.name(static_cast<std::size_t>(v))); break;
         case Dimension::allocator: values.push_back(allocators.name(static_cast<std::size_t>(v))); break;
         case Dimension::threads: values.push_back(v); break;
+        case Dimension::node: values.push_back(v < 0 ? json("-") : json(v)); break;
         default: values.push_back(strings[static_cast<std::size_t>(v)]); break;
       }
     }
