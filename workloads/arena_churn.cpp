@@ -10,6 +10,7 @@
 // i, i + threads, ...; it starts a thread per slot, joins it when it has served its share of
 // requests and starts its successor, and frees the objects the slot's threads hand over.
 #include "workloads/arena_churn.h"
+#include "workloads/call_latency.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -116,7 +117,7 @@ const std::vector<std::string>& ArenaChurn::phases() const {
 }
 
 void* ArenaChurn::allocate(Slot& s, std::size_t size) {
-  void* p = std::malloc(size);
+  void* p = workloads::allocate(size);
   if (!p) {
     std::fprintf(stderr, "arena_churn: malloc(%zu) failed\n", size);
     std::abort();
@@ -132,7 +133,7 @@ void ArenaChurn::keep_long(Slot& s, Obj o) {
   Obj& place = s.long_lived[s.ll_head];
   if (s.ll_count == s.long_lived.size()) {
     // Usually allocated by an earlier thread of this slot, so freed by another thread than made it.
-    std::free(place.ptr);
+    workloads::release(place.ptr);
     s.live.add(-static_cast<int64_t>(place.size));
     s.ll_bytes -= static_cast<int64_t>(place.size);
   } else {
@@ -183,7 +184,7 @@ void ArenaChurn::request(Slot& s) {
       ++s.counters.remote_frees;
       mix(s.trace, 3);
     } else {
-      std::free(o.ptr);
+      workloads::release(o.ptr);
       s.live.add(-static_cast<int64_t>(o.size));
     }
   }
@@ -222,7 +223,7 @@ bool ArenaChurn::drain(Slot& s, ThreadContext& ctx) {
   bool any = false;
   Obj o;
   while (s.handover.pop(o)) {
-    std::free(o.ptr);
+    workloads::release(o.ptr);
     ctx.live.add(-static_cast<int64_t>(o.size));
     any = true;
   }
@@ -340,8 +341,8 @@ void ArenaChurn::teardown() {
     Slot& s = slots_[j];
     if (s.running) pthread_join(s.thread, nullptr), s.running = false;
     Obj o;
-    while (s.handover.pop(o)) std::free(o.ptr);
-    for (Obj& l : s.long_lived) std::free(l.ptr), l = Obj{};
+    while (s.handover.pop(o)) workloads::release(o.ptr);
+    for (Obj& l : s.long_lived) workloads::release(l.ptr), l = Obj{};
     s.ll_count = 0;
     s.ll_head = 0;
     s.ll_bytes = 0;

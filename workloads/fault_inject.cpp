@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "workloads/workload.h"
+#include "workloads/call_latency.h"
 
 namespace allocmark::workloads {
 namespace {
@@ -24,8 +25,8 @@ class FaultInject final : public Workload {
     if (mode_ == "kill") std::raise(SIGKILL);  // what the kernel's OOM killer does
     if (mode_ == "hang")
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-    void* p = std::malloc(1 << 20);  // "none": one harmless allocation
-    std::free(p);
+    void* p = workloads::allocate(1 << 20);  // "none": one harmless allocation
+    workloads::release(p);
     return 1;
   }
 

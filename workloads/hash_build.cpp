@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "workloads/rng.h"
+#include "workloads/call_latency.h"
 #include "workloads/touch.h"
 #include "workloads/workload.h"
 
@@ -55,7 +56,7 @@ class RunArena {
         kept.push_back(r);
         continue;
       }
-      std::free(r.base);
+      workloads::release(r.base);
       live.add(-static_cast<int64_t>(r.size));
     }
     runs_.swap(kept);
@@ -72,7 +73,7 @@ class RunArena {
       while (size < total_ && size < (std::size_t{1} << 30)) size *= 2;
     }
     while (size < need) size *= 2;
-    void* p = std::malloc(size);
+    void* p = workloads::allocate(size);
     if (!p) std::abort();
     touch_pages(p, std::min<std::size_t>(size, 4096));  // the header page; the rest as rows land
     live.add(static_cast<int64_t>(size));
@@ -156,9 +157,9 @@ class HashBuild final : public Workload {
   void teardown() override {
     for (auto& s : state_) {
       for (auto* r : s.rows)
-        if (r->payload_size > kMaxArenaPayload) std::free(r->payload);
+        if (r->payload_size > kMaxArenaPayload) workloads::release(r->payload);
       s.rows.clear();
-      std::free(s.table);
+      workloads::release(s.table);
       s.table = nullptr;
       LiveBytes scratch(1);
       s.row_arena.release(scratch.local(0));
@@ -209,7 +210,7 @@ class HashBuild final : public Workload {
 
   void* new_payload(ThreadContext& ctx, ThreadState& s, std::size_t size) {
     if (size > kMaxArenaPayload) {
-      void* p = std::malloc(size);
+      void* p = workloads::allocate(size);
       if (!p) std::abort();
       touch_pages(p, size);
       ctx.live.add(static_cast<int64_t>(size));
@@ -228,7 +229,7 @@ class HashBuild final : public Workload {
   void drop_payload(ThreadContext& ctx, ThreadState& s, Row* r) {
     if (!r->payload) return;
     if (r->payload_size > kMaxArenaPayload) {
-      std::free(r->payload);
+      workloads::release(r->payload);
       ctx.live.add(-static_cast<int64_t>(r->payload_size));
     } else {
       std::size_t cls = (r->payload_size + kPayloadGranule - 1) / kPayloadGranule;
@@ -255,7 +256,7 @@ class HashBuild final : public Workload {
 
   void drop_table(ThreadContext& ctx, ThreadState& s) {
     if (!s.table) return;
-    std::free(s.table);
+    workloads::release(s.table);
     ctx.live.add(-static_cast<int64_t>(s.capacity * sizeof(Row*)));
     s.table = nullptr;
     s.capacity = 0;
@@ -273,7 +274,7 @@ class HashBuild final : public Workload {
   // The old table goes first, then the new one is allocated, touched and filled from the rows.
   void resize(ThreadContext& ctx, ThreadState& s, std::size_t capacity) {
     drop_table(ctx, s);
-    s.table = static_cast<Row**>(std::malloc(capacity * sizeof(Row*)));
+    s.table = static_cast<Row**>(workloads::allocate(capacity * sizeof(Row*)));
     if (!s.table) std::abort();
     std::memset(s.table, 0, capacity * sizeof(Row*));
     ctx.live.add(static_cast<int64_t>(capacity * sizeof(Row*)));

@@ -5,6 +5,7 @@
 // entries any thread evicts, queries with rate-limited writers, and idle steps with no allocation
 // at all, so an allocator that only returns memory when called keeps it.
 #include "workloads/insert_phases.h"
+#include "workloads/call_latency.h"
 
 #include "workloads/clock.h"
 
@@ -25,7 +26,7 @@ constexpr std::size_t kWriteBatchHeader = 12;
 constexpr std::size_t kEntryHeader = 4;  // tag and length varints per WriteBatch record
 
 void* checked_malloc(std::size_t bytes) {
-  void* p = std::malloc(bytes);
+  void* p = workloads::allocate(bytes);
   if (!p) std::abort();  // the worker records the cell as crashed
   return p;
 }
@@ -154,16 +155,16 @@ bool BlockCache::read(uint64_t key, std::size_t data_bytes, LiveBytes::Local& li
     }
   }
   for (int i = 0; i < nvictims; ++i) {
-    std::free(victims[i].data);
-    std::free(victims[i].handle);
-    std::free(victims[i].object);
+    workloads::release(victims[i].data);
+    workloads::release(victims[i].handle);
+    workloads::release(victims[i].object);
     live.add(-static_cast<int64_t>(charge_of(victims[i].data_bytes)));
   }
   c[kCacheEvictions] += nvictims;
   if (raced) {
-    std::free(data);
-    std::free(handle);
-    std::free(object);
+    workloads::release(data);
+    workloads::release(handle);
+    workloads::release(object);
     live.add(-static_cast<int64_t>(charge));
   }
   return false;
@@ -179,9 +180,9 @@ void BlockCache::clear() {
   for (auto& s : shards_) {
     for (auto& e : s->entries) {
       if (!e.used) continue;
-      std::free(e.data);
-      std::free(e.handle);
-      std::free(e.object);
+      workloads::release(e.data);
+      workloads::release(e.handle);
+      workloads::release(e.object);
       e = Entry{};
     }
     s->free_entries.clear();
@@ -294,7 +295,7 @@ void InsertPhases::free_memtable(ThreadContext& ctx, Memtable& m, Counters& c) {
   for (void* b : m.blocks) {
     const auto* bytes = static_cast<const volatile uint8_t*>(b);
     for (std::size_t off = 0; off < arena_block_; off += 4096) sum += bytes[off];
-    std::free(b);
+    workloads::release(b);
     ctx.live.add(-static_cast<int64_t>(arena_block_));
   }
   arena_total_.fetch_sub(static_cast<int64_t>(m.arena_bytes), std::memory_order_relaxed);
@@ -388,7 +389,7 @@ uint64_t InsertPhases::write_rows(ThreadContext& ctx, ThreadState& ts, int clien
     ctx.live.add(static_cast<int64_t>(bytes));
     std::memset(wb, static_cast<int>(n), bytes);
     append_batch(ctx, wb, ts.batch.data(), n, inline_flush, c);
-    std::free(wb);
+    workloads::release(wb);
     ctx.live.add(-static_cast<int64_t>(bytes));
     c[kRowsInserted] += batch_rows;
     ++c[kCommits];
@@ -444,8 +445,8 @@ uint64_t InsertPhases::merge_index(ThreadContext& ctx, Table& t, IndexMerge& m, 
     --s.left_records;
     ++merged;
     if (s.left_records == 0) {
-      std::free(s.buf);
-      std::free(s.entry);
+      workloads::release(s.buf);
+      workloads::release(s.entry);
       ctx.live.add(-static_cast<int64_t>(kMergeEntryBytes + buf));
       sources[k] = sources[--active];
       continue;
@@ -497,8 +498,8 @@ uint64_t InsertPhases::build_indexes(ThreadContext& ctx, int client, Counters& c
     merge_index(ctx, t, *m, c);
   }
   for (auto& m : t.merges) {
-    std::free(m->unsorted);
-    std::free(m->output);
+    workloads::release(m->unsorted);
+    workloads::release(m->output);
     m->unsorted = m->output = nullptr;
     ctx.live.add(-static_cast<int64_t>(2 * merge_buf_));
     merge_total_.fetch_sub(static_cast<int64_t>(2 * merge_buf_), std::memory_order_relaxed);
@@ -528,8 +529,8 @@ uint64_t InsertPhases::query(ThreadContext& ctx, int client, Counters& c, uint64
   std::size_t result_bytes = query_rows_ * draw_entry(rng);
   void* result = checked_malloc(result_bytes);
   std::memset(result, 1, result_bytes);
-  std::free(result);
-  std::free(iter);
+  workloads::release(result);
+  workloads::release(iter);
   ctx.live.add(-static_cast<int64_t>(iter_bytes));
   ++c[kQueries];
   return 1;
@@ -652,8 +653,8 @@ void InsertPhases::teardown() {
     t->live = &sink;
     for (auto& m : t->merges) {
       m->records.clear();
-      std::free(m->unsorted);
-      std::free(m->output);
+      workloads::release(m->unsorted);
+      workloads::release(m->output);
       m->unsorted = m->output = nullptr;
     }
   }

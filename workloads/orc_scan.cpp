@@ -10,6 +10,7 @@
 // The pattern's cap is the target minus what the pipeline can hold at most, so the live set never
 // exceeds the target and an allocator that returned every free page would show RSS ~= target.
 #include "workloads/orc_scan.h"
+#include "workloads/call_latency.h"
 #include "workloads/touch.h"
 
 #include <sched.h>
@@ -186,7 +187,7 @@ void OrcScan::load_stripe(ThreadContext& ctx, ThreadState& me, Stripe& out) {
   while (remaining > 0) {
     uint64_t size = min_read >= max_read_ ? max_read_ : round_page(min_read + me.rng.below(max_read_ - min_read + 1));
     size = std::min(size, remaining);
-    void* p = std::malloc(size);
+    void* p = workloads::allocate(size);
     if (!p) std::abort();
     touch_pages(p, size, static_cast<unsigned char>(size >> 12));
     ctx.live.add(static_cast<int64_t>(size));
@@ -204,10 +205,10 @@ void OrcScan::load_stripe(ThreadContext& ctx, ThreadState& me, Stripe& out) {
     std::size_t chunk = round_page(kPage + me.rng.below(max_stream_buffer_ - kPage + 1));
     if (chunk > b.size) {
       std::size_t grown = std::min<std::size_t>(max_stream_buffer_, std::max(chunk, b.size * 2));
-      void* p = std::malloc(grown);
+      void* p = workloads::allocate(grown);
       if (!p) std::abort();
       if (b.ptr) std::memcpy(p, b.ptr, b.size);
-      std::free(b.ptr);
+      workloads::release(b.ptr);
       ctx.live.add(static_cast<int64_t>(grown) - static_cast<int64_t>(b.size));
       me.trace = mix(me.trace, grown);
       b = Buf{p, grown};
@@ -228,7 +229,7 @@ void OrcScan::consume_stripe(ThreadContext& ctx, ThreadState& me, Stripe& stripe
   for (std::size_t i = 0; i < stripe.count; ++i) {
     Buf& b = stripe.reads[i];
     sum += read_pages(b.ptr, b.size);
-    std::free(b.ptr);
+    workloads::release(b.ptr);
     ctx.live.add(-static_cast<int64_t>(b.size));
     b = Buf{};
   }
@@ -244,7 +245,7 @@ void OrcScan::make_space(ThreadContext& ctx, ThreadState& me, std::size_t size) 
     std::size_t victim = me.rng.below(1 + me.count / 10);
     me.trace = mix(me.trace, victim);
     Buf& b = me.table[(me.head + victim) % cap];
-    std::free(b.ptr);
+    workloads::release(b.ptr);
     ctx.live.add(-static_cast<int64_t>(b.size));
     me.pattern_live -= b.size;
     // Close the gap by shifting the older blocks one place towards the newer ones.
@@ -260,7 +261,7 @@ void OrcScan::pattern_until(ThreadContext& ctx, ThreadState& me, uint64_t& done,
   while (done < goal) {
     std::size_t size = round_page(sizes_.draw(me.rng));
     make_space(ctx, me, size);
-    void* p = std::malloc(size);
+    void* p = workloads::allocate(size);
     if (!p) std::abort();
     touch_pages(p, size, 1);
     ctx.live.add(static_cast<int64_t>(size));
@@ -330,7 +331,7 @@ uint64_t OrcScan::free_all(ThreadContext* ctx, ThreadState& s) {
   uint64_t freed = 0;
   auto release = [&](Buf& b) {
     if (!b.ptr) return;
-    std::free(b.ptr);
+    workloads::release(b.ptr);
     freed++;
     if (ctx) ctx->live.add(-static_cast<int64_t>(b.size));
     b = Buf{};

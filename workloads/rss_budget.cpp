@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "workloads/rng.h"
+#include "workloads/call_latency.h"
 #include "workloads/size_mix.h"
 #include "workloads/touch.h"
 #include "workloads/workload.h"
@@ -71,8 +72,8 @@ class RssBudget final : public Workload {
 
   void teardown() override {
     for (auto& s : state_) {
-      for (auto& b : s.cache) std::free(b.ptr);
-      for (auto& b : s.tables) std::free(b.ptr);
+      for (auto& b : s.cache) workloads::release(b.ptr);
+      for (auto& b : s.tables) workloads::release(b.ptr);
       s.cache.clear();
       s.tables.clear();
     }
@@ -107,7 +108,7 @@ class RssBudget final : public Workload {
   }
 
   uint64_t take(ThreadContext& ctx, ThreadState& s, std::vector<Block>& into, std::size_t size) {
-    void* p = std::malloc(size);
+    void* p = workloads::allocate(size);
     if (!p) std::abort();
     touch_pages(p, size);
     ctx.live.add(static_cast<int64_t>(size));
@@ -119,7 +120,7 @@ class RssBudget final : public Workload {
   }
 
   uint64_t give_back(ThreadContext& ctx, ThreadState& s, Block& b) {
-    std::free(b.ptr);
+    workloads::release(b.ptr);
     ctx.live.add(-static_cast<int64_t>(b.size));
     s.held -= b.size;
     b = Block{};

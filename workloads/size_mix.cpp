@@ -2,6 +2,7 @@
 // fraction of frees done by another thread. The pipeline's first workload: simple, controllable,
 // and the same calls for every allocator.
 #include "workloads/size_mix.h"
+#include "workloads/call_latency.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -76,14 +77,14 @@ void SizeMix::release_block(ThreadContext& ctx, ThreadState& me, Block block) {
     auto& peer = state_[(ctx.index + 1) % threads_];
     if (peer.inbox.push(block)) return;  // the peer frees it and accounts it
   }
-  std::free(block.ptr);
+  workloads::release(block.ptr);
   ctx.live.add(-static_cast<int64_t>(block.size));
 }
 
 void SizeMix::drain_inbox(ThreadContext& ctx, ThreadState& me) {
   Block block;
   while (me.inbox.pop(block)) {
-    std::free(block.ptr);
+    workloads::release(block.ptr);
     ctx.live.add(-static_cast<int64_t>(block.size));
   }
 }
@@ -92,7 +93,7 @@ uint64_t SizeMix::replace(ThreadContext& ctx, ThreadState& me, std::size_t slot)
   Block& b = me.slots[slot];
   if (b.ptr) release_block(ctx, me, b);
   std::size_t size = sizes_.draw(me.rng);
-  void* p = std::malloc(size);
+  void* p = workloads::allocate(size);
   if (!p) std::abort();  // the worker records the cell as crashed with the reason on stderr
   if (touch_) touch_pages(p, size);
   ctx.live.add(static_cast<int64_t>(size));
@@ -117,7 +118,7 @@ uint64_t SizeMix::run_phase(std::size_t phase, ThreadContext& ctx) {
       drain_inbox(ctx, me);
       for (auto& b : me.slots) {
         if (!b.ptr) continue;
-        std::free(b.ptr);
+        workloads::release(b.ptr);
         ctx.live.add(-static_cast<int64_t>(b.size));
         b = Block{};
         ++ops;
@@ -132,8 +133,8 @@ uint64_t SizeMix::run_phase(std::size_t phase, ThreadContext& ctx) {
 void SizeMix::teardown() {
   for (auto& s : state_) {
     Block block;
-    while (s.inbox.pop(block)) std::free(block.ptr);
-    for (auto& b : s.slots) std::free(b.ptr), b = Block{};
+    while (s.inbox.pop(block)) workloads::release(block.ptr);
+    for (auto& b : s.slots) workloads::release(b.ptr), b = Block{};
   }
 }
 

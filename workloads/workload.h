@@ -2,9 +2,9 @@
 //
 // A workload is a set of named phases executed by N threads in lock step: the worker creates the
 // threads once, then for each phase releases them all at the same instant and waits for all of
-// them, so thread creation never lands inside a measured phase. Workloads allocate only through
-// plain malloc/free/new/delete, so every preloaded allocator sees the same calls, and they account
-// every byte they request in a LiveBytes counter.
+// them, so thread creation never lands inside a measured phase. Workloads allocate through
+// allocate()/release() (call_latency.h: malloc and free, one call in N timed), so every preloaded
+// allocator sees the same calls, and they account every byte they request in a LiveBytes counter.
 #pragma once
 
 #include <atomic>
@@ -138,7 +138,8 @@ struct WorkloadInfo {
   std::function<std::string(const Params&)> validate;
   bool diagnostic = false;  // exists to test the harness (crash, hang); excluded from default matrices
   // false: the workload's memory is allocated inside a library it does not instrument, so its
-  // phases report no live bytes (null, not 0) and no fragmentation ratio.
+  // phases report no live bytes (null, not 0), no fragmentation ratio and no sampled call latency
+  // (`latency` null, with the reason).
   bool tracks_live_bytes = true;
 };
 

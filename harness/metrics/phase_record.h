@@ -1,7 +1,8 @@
 // The measured figures of one phase as every producer reports them: the worker for a built-in
 // workload and the driver for a program cell. One spelling of the record's phase fields
 // (docs/results-schema.md), which the results model reads; producers add their own extras
-// (thread_cpus, maps, alloc_stats, contention, workload_metrics) to the object this returns.
+// (thread_cpus, maps, alloc_stats, workload_metrics) to the object this returns, and `contention`
+// from contention_record().
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,54 @@ inline nlohmann::json phase_record(const PhaseFigures& f) {
               {"sys_s", f.counters.sys_s},
               {"t_begin_ns", f.begin_ns},
               {"t_end_ns", f.end_ns}};
+}
+
+// Sampled allocation-call latency of one kind of call (malloc or free) in a phase.
+struct LatencySummary {
+  uint64_t samples = 0;
+  uint64_t p50_ns = 0, p99_ns = 0, p999_ns = 0, max_ns = 0;
+};
+
+// What a phase's `contention` holds besides the allocator's own lock counters: the figures every
+// backend gets (docs/results-schema.md, "contention").
+struct PhaseContention {
+  nlohmann::json native = nlohmann::json::object();  // the allocator's lock counters for the phase
+  uint32_t latency_every = 0;                        // one call in N timed
+  std::optional<LatencySummary> allocs, frees;       // absent: not sampled, for `latency_absent`
+  std::string latency_absent;
+  std::optional<SchedTotals> sched;                  // absent: the task folder could not be read
+};
+
+inline nlohmann::json latency_record(const LatencySummary& s) {
+  using nlohmann::json;
+  auto value = [&](uint64_t v) { return s.samples ? json(v) : json(nullptr); };
+  return {{"samples", s.samples}, {"p50_ns", value(s.p50_ns)}, {"p99_ns", value(s.p99_ns)},
+          {"p999_ns", value(s.p999_ns)}, {"max_ns", value(s.max_ns)}};
+}
+
+// The phase's `contention` object: the native counters as they are, then `latency` (or null and
+// `latency_absent`), voluntary context switches per million operations, and run-queue wait.
+inline nlohmann::json contention_record(const PhaseContention& c, const PhaseFigures& f) {
+  using nlohmann::json;
+  json out = c.native.is_object() ? c.native : json::object();
+  if (c.allocs && c.frees) {
+    out["latency"] = {{"every", c.latency_every}, {"malloc", latency_record(*c.allocs)}, {"free", latency_record(*c.frees)}};
+  } else {
+    out["latency"] = nullptr;
+    out["latency_absent"] = c.latency_absent;
+  }
+  auto per_mop = results::per_million_ops(static_cast<double>(f.counters.voluntary_ctx_switches), static_cast<double>(f.ops));
+  out["voluntary_ctx_switches_per_mop"] = per_mop ? json(*per_mop) : json(nullptr);
+  if (c.sched) {
+    out["runqueue_wait_ns"] = c.sched->wait_ns;
+    out["run_ns"] = c.sched->run_ns;
+    out["runqueue_threads"] = c.sched->threads;
+    auto share = results::runqueue_wait_share(static_cast<double>(c.sched->wait_ns), static_cast<double>(c.sched->run_ns));
+    out["runqueue_wait_share"] = share ? json(*share) : json(nullptr);
+  } else {
+    out["runqueue_wait_ns"] = out["run_ns"] = out["runqueue_threads"] = out["runqueue_wait_share"] = nullptr;
+  }
+  return out;
 }
 
 }  // namespace allocmark::metrics

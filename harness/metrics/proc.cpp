@@ -1,5 +1,6 @@
 #include "harness/metrics/proc.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -203,6 +204,66 @@ bool read_statm_rss(pid_t pid, uint64_t& rss_bytes) {
   if (!parse_statm_resident_pages(buf, pages)) return false;
   rss_bytes = pages * static_cast<uint64_t>(kPageSize);
   return true;
+}
+
+bool parse_schedstat(const char* text, uint64_t& run_ns, uint64_t& wait_ns) {
+  char* end = nullptr;
+  unsigned long long run = std::strtoull(text, &end, 10);
+  if (end == text) return false;
+  const char* second = end;
+  unsigned long long wait = std::strtoull(second, &end, 10);
+  if (end == second) return false;
+  run_ns = run;
+  wait_ns = wait;
+  return true;
+}
+
+SchedSnapshot::SchedSnapshot(std::size_t max_threads) : capacity_(max_threads) { tasks_.reserve(max_threads); }
+
+bool SchedSnapshot::read(pid_t pid) {
+  tasks_.clear();
+  truncated_ = false;
+  char path[64];
+  proc_path(path, sizeof path, pid, "task");
+  int dir = ::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return false;
+  alignas(8) char entries[8192];
+  for (;;) {
+    ssize_t n = ::getdents64(dir, entries, sizeof entries);
+    if (n <= 0) break;
+    for (ssize_t off = 0; off < n;) {
+      const auto* e = reinterpret_cast<const struct dirent64*>(entries + off);
+      off += e->d_reclen;
+      char* end = nullptr;
+      long tid = std::strtol(e->d_name, &end, 10);
+      if (end == e->d_name || *end != '\0') continue;  // "." and ".."
+      if (tasks_.size() == capacity_) {
+        truncated_ = true;
+        continue;
+      }
+      char file[96], buf[128];
+      std::snprintf(file, sizeof file, "%s/%ld/schedstat", path, tid);
+      Task t{static_cast<pid_t>(tid), 0, 0};
+      // A thread that ended between the listing and this read has nothing more to say.
+      if (read_small_file(file, buf, sizeof buf) > 0 && parse_schedstat(buf, t.run_ns, t.wait_ns)) tasks_.push_back(t);
+    }
+  }
+  ::close(dir);
+  std::sort(tasks_.begin(), tasks_.end(), [](const Task& a, const Task& b) { return a.tid < b.tid; });
+  return true;
+}
+
+SchedTotals SchedSnapshot::since(const SchedSnapshot& earlier) const {
+  SchedTotals out;
+  for (const Task& t : tasks_) {
+    auto it = std::lower_bound(earlier.tasks_.begin(), earlier.tasks_.end(), t.tid,
+                               [](const Task& a, pid_t tid) { return a.tid < tid; });
+    const bool known = it != earlier.tasks_.end() && it->tid == t.tid;
+    out.run_ns += t.run_ns - (known ? std::min(it->run_ns, t.run_ns) : 0);
+    out.wait_ns += t.wait_ns - (known ? std::min(it->wait_ns, t.wait_ns) : 0);
+    ++out.threads;
+  }
+  return out;
 }
 
 }  // namespace allocmark::metrics

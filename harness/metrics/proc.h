@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace allocmark::metrics {
 
@@ -58,6 +59,39 @@ void add_numa_maps_line(const char* line, std::size_t length, NodeResidency& out
 // Parsers, exposed for tests. `text` is NUL-terminated.
 bool parse_status_kib(const char* text, const char* key, uint64_t& kib);
 bool parse_statm_resident_pages(const char* text, uint64_t& pages);
+// /proc/<pid>/task/<tid>/schedstat: nanoseconds on a CPU, nanoseconds runnable but waiting on a
+// run queue, time slices.
+bool parse_schedstat(const char* text, uint64_t& run_ns, uint64_t& wait_ns);
+
+// The scheduler's view of every thread of a process: time on a CPU and time waiting for one.
+struct SchedTotals {
+  uint64_t run_ns = 0, wait_ns = 0;
+  uint32_t threads = 0;  // threads counted
+};
+
+// One reading of /proc/<pid>/task/*/schedstat (pid 0: self), kept per thread so a phase's figure
+// is each thread's own difference. The room for threads is allocated by the constructor; read()
+// allocates nothing (getdents64 into a stack buffer), so the worker can read at phase edges.
+class SchedSnapshot {
+ public:
+  explicit SchedSnapshot(std::size_t max_threads = 4096);
+  // False when the process's task folder cannot be read; threads beyond max_threads are left out
+  // (truncated() says so).
+  bool read(pid_t pid);
+  // What the threads did since `earlier`: threads in both readings count their difference, threads
+  // started since count whole. Threads that ended in between are missing: their time left with them.
+  SchedTotals since(const SchedSnapshot& earlier) const;
+  bool truncated() const { return truncated_; }
+
+ private:
+  struct Task {
+    pid_t tid;
+    uint64_t run_ns, wait_ns;
+  };
+  std::vector<Task> tasks_;
+  std::size_t capacity_;
+  bool truncated_ = false;
+};
 
 }  // namespace allocmark::metrics
 

@@ -5,7 +5,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 using namespace allocmark::metrics;
 
@@ -26,6 +28,46 @@ TEST(ProcParse, StatmResidentIsSecondField) {
   ASSERT_TRUE(parse_statm_resident_pages("2000 350 100 5 0 60 0\n", pages));
   EXPECT_EQ(pages, 350u);
   EXPECT_FALSE(parse_statm_resident_pages("2000\n", pages));
+}
+
+TEST(ProcParse, SchedstatIsRunThenWaitNanoseconds) {
+  uint64_t run = 0, wait = 0;
+  ASSERT_TRUE(parse_schedstat("290928238 575350549 166\n", run, wait));
+  EXPECT_EQ(run, 290928238u);
+  EXPECT_EQ(wait, 575350549u);
+  EXPECT_FALSE(parse_schedstat("12\n", run, wait));
+  EXPECT_FALSE(parse_schedstat("", run, wait));
+}
+
+TEST(ProcRead, SchedSnapshotCountsEveryThreadsOwnDifference) {
+  SchedSnapshot before, after, same;
+  std::atomic<bool> started{false}, stop{false};
+  std::thread busy([&] {
+    started = true;
+    volatile uint64_t x = 0;
+    while (!stop) x = x + 1;  // on a CPU (or waiting for one) until told to stop
+  });
+  while (!started) std::this_thread::yield();
+  ASSERT_TRUE(before.read(0));
+  EXPECT_FALSE(before.truncated());
+  // Spin until the busy thread has been on a CPU since `before`: the scheduler's own clock says when.
+  for (;;) {
+    ASSERT_TRUE(after.read(0));
+    if (after.since(before).run_ns > 0) break;
+  }
+  SchedTotals t = after.since(before);
+  EXPECT_EQ(t.threads, 2u) << "this thread and the busy one";
+  EXPECT_GT(t.run_ns, 0u);
+  ASSERT_TRUE(same.read(0));
+  SchedTotals none = same.since(same);
+  EXPECT_EQ(none.run_ns, 0u);
+  EXPECT_EQ(none.wait_ns, 0u);
+  SchedSnapshot small(1);
+  ASSERT_TRUE(small.read(0));
+  EXPECT_TRUE(small.truncated()) << "two threads, room for one";
+  stop = true;
+  busy.join();
+  EXPECT_FALSE(SchedSnapshot().read(999999999)) << "no such process";
 }
 
 TEST(ProcRead, SelfStatusAndStatmAgreeRoughly) {

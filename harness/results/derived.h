@@ -47,4 +47,18 @@ inline std::optional<double> local_fraction(double local_blocks, double sampled_
   return local_blocks / sampled_blocks;
 }
 
+// Events per million operations (voluntary context switches: a thread sleeping, on a futex in a
+// contended lock among others); undefined without operations.
+inline std::optional<double> per_million_ops(double events, double ops) {
+  if (!(ops > 0)) return std::nullopt;
+  return events / ops * 1e6;
+}
+
+// Share of the threads' runnable time spent waiting on a run queue rather than on a CPU:
+// wait / (wait + run), from /proc/PID/task/*/schedstat; undefined when the threads never ran.
+inline std::optional<double> runqueue_wait_share(double wait_ns, double run_ns) {
+  if (!(wait_ns + run_ns > 0)) return std::nullopt;
+  return wait_ns / (wait_ns + run_ns);
+}
+
 }  // namespace allocmark::results

@@ -16,7 +16,7 @@ constexpr std::size_t kMaxLine = 256;
 ProgramPhases::ProgramPhases(pid_t pid, int64_t start_ns) : pid_(pid), begin_ns_(start_ns) {}
 
 json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& end_rss, bool exact,
-                                const metrics::TaskCounters& now) const {
+                                const metrics::TaskCounters& now, const metrics::SchedSnapshot* sched_now) const {
   auto bytes = [](const json& v) { return v.is_number() ? std::optional<uint64_t>(v.get<uint64_t>()) : std::nullopt; };
   metrics::PhaseFigures f;
   f.name = current_;
@@ -26,17 +26,24 @@ json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& en
   f.end_rss_bytes = bytes(end_rss);
   f.peak_rss_reset = exact;
   f.counters = metrics::counters_since(now, at_begin_);  // a program counts no operations or live bytes
-  return {{"event", "phase_end"}, {"phase", metrics::phase_record(f)}};
+  metrics::PhaseContention c;
+  c.latency_absent = "program cell: its allocation calls happen inside the program, which allocmark does not instrument";
+  if (sched_now) c.sched = sched_now->since(sched_at_begin_);
+  json phase = metrics::phase_record(f);
+  phase["contention"] = metrics::contention_record(c, f);
+  return {{"event", "phase_end"}, {"phase", phase}};
 }
 
 json ProgramPhases::close_phase(const std::string& next, int64_t now_ns) {
   metrics::MemStatus mem{};
   metrics::TaskCounters now{};
   bool read_ok = metrics::read_mem_status(pid_, mem) && metrics::read_task_counters(pid_, now);
-  json ev = read_ok ? phase_event(now_ns, mem.hwm_bytes, mem.rss_bytes, reset_ok_, now)
-                    : phase_event(now_ns, nullptr, nullptr, false, at_begin_);
+  const bool sched_ok = sched_now_.read(pid_);
+  json ev = read_ok ? phase_event(now_ns, mem.hwm_bytes, mem.rss_bytes, reset_ok_, now, sched_ok ? &sched_now_ : nullptr)
+                    : phase_event(now_ns, nullptr, nullptr, false, at_begin_, nullptr);
   reset_ok_ = read_ok && metrics::reset_peak_rss(pid_);
   if (read_ok) at_begin_ = now;
+  if (sched_ok) std::swap(sched_at_begin_, sched_now_);
   current_ = next;
   begin_ns_ = now_ns;
   return ev;
@@ -88,7 +95,8 @@ json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t
   int64_t t_end = reported ? exit_event.value("t_ns", end_ns) : end_ns;
   const bool exact = !peak.is_null();
   if (peak.is_null() && sampled_peak > 0) peak = sampled_peak;
-  return phase_event(t_end, peak, end_rss, reset_ok_ && exact, total);
+  // The program has gone, and its threads' scheduler figures with it: the last phase has none.
+  return phase_event(t_end, peak, end_rss, reset_ok_ && exact, total, nullptr);
 }
 
 }  // namespace allocmark::runner

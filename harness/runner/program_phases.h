@@ -42,7 +42,7 @@ class ProgramPhases {
  private:
   nlohmann::json close_phase(const std::string& next, int64_t now_ns);
   nlohmann::json phase_event(int64_t end_ns, const nlohmann::json& peak, const nlohmann::json& end_rss, bool exact,
-                             const metrics::TaskCounters& now) const;
+                             const metrics::TaskCounters& now, const metrics::SchedSnapshot* sched_now) const;
 
   pid_t pid_;
   std::string current_ = "run";
@@ -50,6 +50,8 @@ class ProgramPhases {
   int64_t begin_ns_;
   bool reset_ok_ = true;  // the high-water mark of the current phase started at its beginning
   metrics::TaskCounters at_begin_{};
+  // The program's threads at the current phase's start (empty at spawn: every thread is new).
+  metrics::SchedSnapshot sched_at_begin_, sched_now_;
   std::string partial_;
   std::vector<std::string> bad_lines_;
   std::string answers_;

@@ -24,9 +24,11 @@
 #include "harness/metrics/proc.h"
 #include "harness/placement/placement.h"
 #include "harness/worker/node_figures.h"
+#include "harness/worker/phase_contention.h"
 #include "harness/worker/preload_check.h"
 #include "harness/worker/report_line.h"
 #include "workloads/address_sample.h"
+#include "workloads/call_latency.h"
 #include "workloads/workload.h"
 
 namespace {
@@ -58,21 +60,6 @@ const allocmark::allocators::NativeApi* native_for(const std::string& backend) {
   } catch (const std::out_of_range&) {
     return nullptr;
   }
-}
-
-// after - before for every counter, so a phase reports what happened during it; "max_*" fields
-// are high-water marks since process start and stay as they are.
-json counter_delta(const json& after, const json& before) {
-  if (after.is_object()) {
-    json out = json::object();
-    for (const auto& [k, v] : after.items())
-      out[k] = k.rfind("max_", 0) == 0 ? v : counter_delta(v, before.is_object() && before.contains(k) ? before[k] : json());
-    return out;
-  }
-  if (after.is_number_unsigned() && before.is_number_unsigned())
-    return after.get<uint64_t>() >= before.get<uint64_t>() ? after.get<uint64_t>() - before.get<uint64_t>() : 0;
-  if (after.is_number() && before.is_number()) return after.get<double>() - before.get<double>();
-  return after;
 }
 
 json native_snapshot(const allocmark::allocators::NativeApi* api) {
@@ -133,6 +120,7 @@ class PhaseCrew {
 
  private:
   void loop(int index) {
+    wl::call_latency::bind_thread(index);
     wl::ThreadContext ctx{index, threads_, live_.local(index)};
     wl::address_sample::bind_thread(index);
     for (;;) {
@@ -215,6 +203,12 @@ int run_cell(const json& spec) {
   }
   if (auto problem = pl::apply_memory_binding(placement.membind); !problem.empty()) fail(problem);
   allocmark::worker::NodeFigures node_figures(std::move(topo), threads);
+  // Before the workload and its threads exist: each thread reads N on its first call.
+  const uint32_t latency_every = spec.value("latency_every", 0u);
+  wl::call_latency::configure(latency_every, threads);
+  allocmark::worker::PhaseContentionProbe contention(
+      api, latency_every,
+      info->tracks_live_bytes ? "" : "the workload's allocations happen inside a library allocmark does not instrument (" + workload_name + ")");
   std::unique_ptr<wl::Workload> workload = info->make(params, threads, env);
   wl::LiveBytes live(threads);
   PhaseCrew crew(*workload, live, threads, placement.thread_cpus);
@@ -232,11 +226,11 @@ int run_cell(const json& spec) {
   const auto& phases = workload->phases();
   for (std::size_t i = 0; i < phases.size(); ++i) {
     report({{"event", "phase_begin"}, {"phase", phases[i]}, {"t_ns", now_ns()}});
-    json contention_before = api ? api->read_contention() : json();
     rusage ru0{}, ru1{};
     metrics::MemStatus end{};
     live.reset_peak();
     int64_t live_start = live.current();
+    contention.begin();
     getrusage(RUSAGE_SELF, &ru0);
     bool exact = metrics::reset_peak_rss();
     int64_t t0 = now_ns();
@@ -244,6 +238,7 @@ int run_cell(const json& spec) {
     int64_t t1 = now_ns();
     getrusage(RUSAGE_SELF, &ru1);
     bool read_ok = metrics::read_mem_status(0, end);
+    contention.end();
 
     metrics::PhaseFigures f;
     f.name = phases[i];
@@ -271,10 +266,8 @@ int run_cell(const json& spec) {
     phase["placement_cost"] = placement_cost;
     phase["maps"] = metrics::summarize_maps();
     if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;
-    if (api) {
-      phase["alloc_stats"] = api->read_stats();
-      phase["contention"] = counter_delta(api->read_contention(), contention_before);
-    }
+    if (api) phase["alloc_stats"] = api->read_stats();
+    phase["contention"] = contention.record(f);
     report({{"event", "phase_end"}, {"phase", phase}});
   }
   workload->teardown();

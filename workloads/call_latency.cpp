@@ -1,0 +1,181 @@
+#include "workloads/call_latency.h"
+
+#include "workloads/address_sample.h"
+
+#include <time.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+namespace allocmark::workloads {
+
+int LatencyHistogram::bucket_of(uint64_t ns) {
+  if (ns < static_cast<uint64_t>(kSub)) return static_cast<int>(ns);
+  const int exponent = 63 - std::countl_zero(ns);
+  if (exponent > kMaxExponent) return kBuckets - 1;
+  const int sub = static_cast<int>(ns >> (exponent - kSubBits)) - kSub;
+  return (exponent - kSubBits + 1) * kSub + sub;
+}
+
+uint64_t LatencyHistogram::bucket_low(int bucket) {
+  if (bucket < kSub) return static_cast<uint64_t>(bucket);
+  const int exponent = bucket / kSub + kSubBits - 1;
+  return static_cast<uint64_t>(kSub + bucket % kSub) << (exponent - kSubBits);
+}
+
+uint64_t LatencyHistogram::bucket_high(int bucket) {
+  if (bucket < kSub) return static_cast<uint64_t>(bucket);
+  const int exponent = bucket / kSub + kSubBits - 1;
+  if (bucket == kBuckets - 1) return std::numeric_limits<uint64_t>::max();  // and everything longer
+  return bucket_low(bucket) + (uint64_t{1} << (exponent - kSubBits)) - 1;
+}
+
+void LatencyHistogram::record(uint64_t ns) {
+  add_bucket(bucket_of(ns), 1);
+  note_max(ns);
+}
+
+void LatencyHistogram::merge(const LatencyHistogram& other) {
+  for (int b = 0; b < kBuckets; ++b) counts_[b] += other.counts_[b];
+  count_ += other.count_;
+  note_max(other.max_);
+}
+
+void LatencyHistogram::clear() {
+  counts_.fill(0);
+  count_ = max_ = 0;
+}
+
+uint64_t LatencyHistogram::percentile(double q) const {
+  if (count_ == 0) return 0;
+  const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_))));
+  uint64_t seen = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    seen += counts_[b];
+    if (seen >= rank) return std::min(bucket_high(b), max_);
+  }
+  return max_;
+}
+
+namespace call_latency {
+namespace {
+
+// One thread's (or, shared, a few threads') counts. Atomic so the worker can empty a slot while
+// a thread the workload started is still running; relaxed, since only the totals matter.
+struct AtomicHistogram {
+  std::array<std::atomic<uint64_t>, LatencyHistogram::kBuckets> counts{};
+  std::atomic<uint64_t> max{0};
+
+  void record(uint64_t ns) {
+    counts[LatencyHistogram::bucket_of(ns)].fetch_add(1, std::memory_order_relaxed);
+    uint64_t seen = max.load(std::memory_order_relaxed);
+    while (ns > seen && !max.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
+    }
+  }
+  void drain_into(LatencyHistogram& out) {
+    for (int b = 0; b < LatencyHistogram::kBuckets; ++b)
+      if (uint64_t n = counts[b].exchange(0, std::memory_order_relaxed)) out.add_bucket(b, n);
+    out.note_max(max.exchange(0, std::memory_order_relaxed));
+  }
+};
+
+struct alignas(64) Slot {
+  AtomicHistogram allocs, frees;
+};
+
+// Threads a workload starts itself share these, spread by address so that a pool's threads
+// rarely meet on one slot.
+constexpr std::size_t kSharedSlots = 16;
+Slot g_shared[kSharedSlots];
+std::unique_ptr<Slot[]> g_bound;
+int g_bound_count = 0;
+std::atomic<uint32_t> g_every{0};
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The countdown's restart value: N, or as far away as it goes when timing is off.
+uint32_t restart_value() {
+  uint32_t n = g_every.load(std::memory_order_relaxed);
+  return n == 0 ? std::numeric_limits<uint32_t>::max() : n;
+}
+
+Slot& slot_of(Countdown& c) {
+  if (!c.slot) c.slot = &g_shared[(reinterpret_cast<uintptr_t>(&c) >> 12) % kSharedSlots];
+  return *static_cast<Slot*>(c.slot);
+}
+
+// A thread's first call: both countdowns start at N, and this call is the first of them.
+// Returns true when this very call is the one to time (N = 1).
+bool start(Countdown& c, uint32_t& left) {
+  c.started = true;
+  c.alloc_left = c.free_left = restart_value();
+  return --left == 0;
+}
+
+}  // namespace
+
+constinit thread_local Countdown t_countdown;
+
+namespace {
+
+// The slow path of allocate() and release(): `call` timed when it is the thread's N-th since the
+// last timed one, else run as it is (the thread's first call, or timing off).
+template <class Call>
+void* counted(uint32_t Countdown::*left, AtomicHistogram Slot::*histogram, Call call) {
+  Countdown& c = t_countdown;
+  if (!c.started && !start(c, c.*left)) return call();
+  c.*left = restart_value();
+  if (g_every.load(std::memory_order_relaxed) == 0) return call();
+  const uint64_t t0 = now_ns();
+  void* result = call();
+  const uint64_t t1 = now_ns();
+  (slot_of(c).*histogram).record(t1 - t0);
+  return result;
+}
+
+}  // namespace
+
+void configure(uint32_t every, int bound_slots) {
+  g_every.store(every, std::memory_order_relaxed);
+  g_bound = std::make_unique<Slot[]>(static_cast<std::size_t>(bound_slots));
+  g_bound_count = bound_slots;
+  LatencyHistogram discard;
+  for (auto& s : g_shared) s.allocs.drain_into(discard), s.frees.drain_into(discard);
+}
+
+uint32_t every() { return g_every.load(std::memory_order_relaxed); }
+
+void bind_thread(int index) { t_countdown.slot = &g_bound[static_cast<std::size_t>(index)]; }
+
+void restart_thread() {
+  t_countdown.alloc_left = t_countdown.free_left = 1;
+  t_countdown.started = false;
+}
+
+void take(LatencyHistogram& allocs, LatencyHistogram& frees) {
+  for (int i = 0; i < g_bound_count; ++i) g_bound[i].allocs.drain_into(allocs), g_bound[i].frees.drain_into(frees);
+  for (auto& s : g_shared) s.allocs.drain_into(allocs), s.frees.drain_into(frees);
+}
+
+void* sampled_allocate(std::size_t size) {
+  void* p = counted(&Countdown::alloc_left, &Slot::allocs, [size] { return std::malloc(size); });
+  // The same one call in N gives the placement figures their blocks (address_sample.h).
+  address_sample::note(p);
+  return p;
+}
+
+void sampled_release(void* p) {
+  counted(&Countdown::free_left, &Slot::frees, [p] {
+    std::free(p);
+    return static_cast<void*>(nullptr);
+  });
+}
+
+}  // namespace call_latency
+}  // namespace allocmark::workloads

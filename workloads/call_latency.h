@@ -1,0 +1,101 @@
+// Allocation-call latency, sampled: workloads allocate through allocate()/release() below instead
+// of std::malloc/std::free, and one call in N of each thread (N = the cell's `latency_every`) is
+// timed with two CLOCK_MONOTONIC reads (vDSO) and counted into a histogram of that thread. The
+// other N-1 calls cost one thread-local decrement and a predictable branch; N = 0 turns timing off
+// (then every call costs the decrement only). Glibc, tcmalloc and mimalloc count no lock waits, so
+// the tail of these latencies is what their locks look like from outside.
+//
+// Everything the measured phases touch exists before them: a slot (two fixed-size histograms) per
+// crew thread, made by configure(), and a few shared slots for threads a workload starts itself
+// (arena_churn's pool), picked by the thread's address. Nothing here allocates after configure().
+// The worker takes the histograms after each phase (take()) and computes percentiles then.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+
+namespace allocmark::workloads {
+
+// Durations in nanoseconds, log-linear: exact below 16 ns, then 16 buckets per power of two, so a
+// bucket is at most 1/16 (6.25 %) of its lower bound wide. Up to 2^40 ns (18 minutes); longer
+// durations count in the last bucket (the exact maximum is kept apart).
+class LatencyHistogram {
+ public:
+  static constexpr int kSubBits = 4;
+  static constexpr int kSub = 1 << kSubBits;
+  static constexpr int kMaxExponent = 40;
+  static constexpr int kBuckets = (kMaxExponent - kSubBits + 2) * kSub;
+
+  static int bucket_of(uint64_t ns);
+  static uint64_t bucket_low(int bucket);   // smallest duration counted in `bucket`
+  static uint64_t bucket_high(int bucket);  // largest duration counted in `bucket`
+
+  void record(uint64_t ns);
+  void add_bucket(int bucket, uint64_t count) { counts_[bucket] += count, count_ += count; }
+  void note_max(uint64_t ns) { max_ = ns > max_ ? ns : max_; }
+  void merge(const LatencyHistogram& other);
+  void clear();
+
+  uint64_t count() const { return count_; }
+  uint64_t max() const { return max_; }
+  uint64_t in_bucket(int bucket) const { return counts_[bucket]; }
+  // The q-quantile (0 < q <= 1): the upper bound of the bucket holding the ceil(q * count)-th
+  // smallest duration, but never above the exact maximum; 0 without samples. So
+  // percentile(a) <= percentile(b) <= max() for a <= b.
+  uint64_t percentile(double q) const;
+
+ private:
+  std::array<uint64_t, kBuckets> counts_{};
+  uint64_t count_ = 0, max_ = 0;
+};
+
+namespace call_latency {
+
+// Sets N (0: off) and makes `bound_slots` slots for crew threads; clears every histogram. Call
+// before the threads that allocate exist (a thread reads N on its first call).
+void configure(uint32_t every, int bound_slots);
+uint32_t every();
+// The calling thread counts into bound slot `index` from now on (a crew thread, once, before the
+// phases). Threads never bound count into the shared slots.
+void bind_thread(int index);
+// The calling thread's countdowns start afresh (its next call counts as its first): for a thread
+// that outlives a configure(), such as a benchmark's.
+void restart_thread();
+// Adds what every slot counted since the last take() (or configure()) to `allocs` and `frees`,
+// and empties the slots. Call between phases, from one thread.
+void take(LatencyHistogram& allocs, LatencyHistogram& frees);
+
+// Per-thread countdowns: each reaches 0 on the sampled call. `started` is false until the
+// thread's first call, which sets both to N (constant-initialised, so reading them is one
+// thread-local load with no initialisation check).
+struct Countdown {
+  uint32_t alloc_left = 1, free_left = 1;
+  bool started = false;
+  void* slot = nullptr;
+};
+extern constinit thread_local Countdown t_countdown;
+
+void* sampled_allocate(std::size_t size);
+void sampled_release(void* p);
+
+}  // namespace call_latency
+
+// The workloads' malloc and free.
+inline void* allocate(std::size_t size) {
+  if (--call_latency::t_countdown.alloc_left != 0) [[likely]]
+    return std::malloc(size);
+  return call_latency::sampled_allocate(size);
+}
+
+inline void release(void* p) {
+  if (--call_latency::t_countdown.free_left != 0) [[likely]] {
+    std::free(p);
+    return;
+  }
+  call_latency::sampled_release(p);
+}
+
+}  // namespace allocmark::workloads
