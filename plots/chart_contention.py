@@ -1,6 +1,4 @@
 """Chart 6: where do threads wait for allocator locks, and how often does a lock acquisition wait?"""
-import matplotlib.pyplot as plt
-
 import bars
 import data
 import style
@@ -26,34 +24,10 @@ def draw(run, opts, out_dir, fmt):
     allocs = run.allocator_order(with_wait)
     without = [a for a in allocs_all if a not in allocs]
     backends = {a: run.backend(a) for a in allocs_all}
-    workloads = run.ordered("workload", with_wait)
     width = min(16.0, max(10.0, 2.0 + 0.5 * len(allocs) * len(run.ordered("phase", with_wait))
                           * len(run.ordered("threads", with_wait))))
-    fig, axes = plt.subplots(len(workloads), len(PANELS), squeeze=False, figsize=(width, 1.3 + 2.8 * len(workloads)))
-    for row, wl in enumerate(workloads):
-        wg = [g for g in with_wait if g["workload"] == wl]
-        for col, (metric, label, scale, text) in enumerate(PANELS):
-            ax = axes[row][col]
-            cats, values = [], {}
-            for g in wg:
-                cat = "%s\n%dT" % (g["phase"], g["threads"])
-                if cat not in cats:
-                    cats.append(cat)
-                m = data.metric(g, metric)
-                if m:
-                    values[(cat, g["allocator"])] = tuple(v * scale for v in m)
-            if not values:
-                ax.text(0.5, 0.5, "no %s in summary.json" % metric, ha="center", va="center", transform=ax.transAxes)
-                ax.set_axis_off()
-                continue
-            bars.grouped(ax, cats, allocs, values, backends,
-                         lambda c, a: text % values[(c, a)][0] if (c, a) in values else "")
-            ax.set_ylabel(label)
-            ax.set_xlabel("phase, threads")
-            ax.set_title(wl, fontsize=9)
-            ax.margins(y=0.2)
-            if row == 0 and col == len(PANELS) - 1:
-                ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    fig = bars.metric_grid(with_wait, PANELS, lambda g: "%s\n%dT" % (g["phase"], g["threads"]), "phase, threads",
+                           allocs, backends, width)
     fig.suptitle("Where do threads wait for allocator locks, and how often does an acquisition wait?", fontsize=11)
     note = ("bars: medians per phase of lock_wait_s and contended_share (num_wait / num_ops of the allocator's "
             "lock counters), whiskers min-max over repetitions")
