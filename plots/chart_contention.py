@@ -1,37 +1,116 @@
-"""Chart 6: where do threads wait for allocator locks, and how often does a lock acquisition wait?"""
+"""Chart 6: where do threads wait in the allocator? Call latency tails for every backend, sleeps and
+run-queue wait, and the lock counters of the allocators that keep them."""
+import matplotlib.pyplot as plt
+
 import bars
 import data
 import style
 
 KIND = "contention"
-# (metric in summary.json, axis label, scale to the axis unit, bar label format)
-PANELS = (("lock_wait_s", "lock wait (ms, summed over threads)", 1e3, "%.3g"),
-          ("contended_share", "contended acquisitions (% of all)", 100.0, "%.2g%%"))
+# Latency panels: bars are p99.9, markers p50 (dot) and p99 (bar) of the same calls.
+# (kind, metric prefix, axis label)
+TAILS = (("malloc", "alloc", "malloc latency (ns, log)"),
+         ("free", "free", "free latency (ns, log)"))
+# Plain panels: (metric in summary.json, axis label, scale to the axis unit, bar label format)
+RATES = (("vol_ctx_switches_per_mop", "voluntary ctx switches per Mop", 1.0, "%.3g"),
+         ("runqueue_wait_share", "run-queue wait (% of runnable time)", 100.0, "%.2g%%"))
+LOCKS = (("lock_wait_s", "lock wait (ms, summed over threads)", 1e3, "%.3g"),
+         ("contended_share", "contended acquisitions (% of all)", 100.0, "%.2g%%"))
+
+
+def _category(g):
+    return "%s\n%dT" % (g["phase"], g["threads"])
+
+
+def _values(groups, metric, scale=1.0):
+    cats, values = [], {}
+    for g in groups:
+        cat = _category(g)
+        if cat not in cats:
+            cats.append(cat)
+        m = data.metric(g, metric)
+        if m:
+            values[(cat, g["allocator"])] = tuple(v * scale for v in m)
+    return cats, values
+
+
+def _empty(ax, what):
+    ax.text(0.5, 0.5, "no %s in summary.json" % what, ha="center", va="center", transform=ax.transAxes, fontsize=8)
+    ax.set_axis_off()
+
+
+def _tail_panel(ax, groups, allocs, backends, prefix, label):
+    cats, tail = _values(groups, prefix + "_p999_ns")
+    if not tail:
+        return _empty(ax, prefix + "_p999_ns")
+    where = bars.grouped(ax, cats, allocs, tail, backends)
+    for metric, marker in ((prefix + "_p50_ns", "o"), (prefix + "_p99_ns", "_")):
+        _, vals = _values(groups, metric)
+        pts = [(where[k][0], v[0]) for k, v in vals.items() if k in where]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, s=14, color="#111111", zorder=3,
+                       linewidths=1.2)
+    ax.set_yscale("log")
+    ax.set_ylabel(label)
+
+
+def _plain_panel(ax, groups, allocs, backends, metric, label, scale, text):
+    cats, values = _values(groups, metric, scale)
+    if not values:
+        return _empty(ax, metric)
+    bars.grouped(ax, cats, allocs, values, backends, lambda c, a: text % values[(c, a)][0] if (c, a) in values else "")
+    ax.set_ylabel(label)
 
 
 def draw(run, opts, out_dir, fmt):
     groups = run.ok_groups()
-    with_wait = [g for g in groups if data.metric(g, "lock_wait_s")]
-    allocs_all = run.allocator_order(groups)
     skipped = []
-    # Lock counters are the allocator's, process-wide: there is no per-node lock figure to split.
-    # Per-node placement (resident bytes, local fraction) is the placement chart.
-    skipped.append("contention per NUMA node: allocator lock counters are process-wide, not per node; "
+    # Latency, sleeps and lock counters are the process's, not per node (the crew's threads share
+    # one histogram per phase); per-node memory and locality are the placement chart.
+    skipped.append("contention per NUMA node: these figures are process-wide, not per node; "
                    "per-node memory and locality are in the placement chart")
-    if not with_wait:
-        return [], skipped + ["contention: no lock_wait_s in summary.json (only jemalloc and numap count lock waits; "
-                              "allocators in this run: %s)" % ", ".join(allocs_all)]
-    allocs = run.allocator_order(with_wait)
-    without = [a for a in allocs_all if a not in allocs]
-    backends = {a: run.backend(a) for a in allocs_all}
-    width = min(16.0, max(10.0, 2.0 + 0.5 * len(allocs) * len(run.ordered("phase", with_wait))
-                          * len(run.ordered("threads", with_wait))))
-    fig = bars.metric_grid(with_wait, PANELS, lambda g: "%s\n%dT" % (g["phase"], g["threads"]), "phase, threads",
-                           allocs, backends, width)
-    fig.suptitle("Where do threads wait for allocator locks, and how often does an acquisition wait?", fontsize=11)
-    note = ("bars: medians per phase of lock_wait_s and contended_share (num_wait / num_ops of the allocator's "
-            "lock counters), whiskers min-max over repetitions")
-    if without:
-        note += "; not shown (expose no lock counters): " + ", ".join(without)
+    names = [p + "_p999_ns" for _, p, _ in TAILS] + [m for m, *_ in RATES] + [m for m, *_ in LOCKS]
+    shown = [g for g in groups if any(data.metric(g, m) for m in names)]
+    if not shown:
+        return [], skipped + ["contention: summary.json has none of %s" % ", ".join(names)]
+    with_locks = any(data.metric(g, "lock_wait_s") for g in shown)
+    panels = [("tail",) + t for t in TAILS] + [("plain",) + r for r in RATES] + \
+        ([("plain",) + l for l in LOCKS] if with_locks else [])
+    allocs = run.allocator_order(shown)
+    backends = {a: run.backend(a) for a in allocs}
+    workloads = run.ordered("workload", shown)
+    per_panel = 0.35 * len(allocs) * len(run.ordered("phase", shown)) * len(run.ordered("threads", shown))
+    width = min(30.0, max(14.0, 2.0 + len(panels) * max(2.6, per_panel)))
+    fig, axes = plt.subplots(len(workloads), len(panels), squeeze=False, figsize=(width, 1.5 + 3.0 * len(workloads)))
+    for row, wl in enumerate(workloads):
+        wg = [g for g in shown if g["workload"] == wl]
+        for col, panel in enumerate(panels):
+            ax = axes[row][col]
+            if panel[0] == "tail":
+                _tail_panel(ax, wg, allocs, backends, panel[2], panel[3])
+            else:
+                _plain_panel(ax, wg, allocs, backends, *panel[1:])
+            if not ax.axison:
+                continue
+            ax.set_xlabel("phase, threads")
+            ax.set_title(wl, fontsize=9)
+            ax.margins(y=0.2)
+            ax.tick_params(axis="x", labelsize=7)
+
+    # One legend for the figure: the lock panels have only the allocators that keep lock counters.
+    legend = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    axes[0][len(panels) - 1].legend([legend[a] for a in allocs if a in legend], [a for a in allocs if a in legend],
+                                    loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    fig.suptitle("Where do threads wait in the allocator? Call latency tails, sleeps and run-queue wait for every "
+                 "allocator; lock counters where kept", fontsize=11)
+    note = ("latency: bars p99.9, dots p50, dashes p99 of sampled malloc/free calls (one in N per thread); "
+            "medians per phase over repetitions, whiskers min-max")
+    if with_locks:
+        lockless = [a for a in allocs if not any(data.metric(g, "lock_wait_s") for g in shown if g["allocator"] == a)]
+        if lockless:
+            note += "; no lock counters: " + ", ".join(lockless)
     path = "%s/contention.%s" % (out_dir, fmt)
     return [style.finish(fig, run.meta, path, fmt, note)], skipped

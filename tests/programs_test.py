@@ -47,6 +47,15 @@ class EveryBackend(ProgramTest):
             self.assertGreater(r["totals"]["user_s"] + r["totals"]["sys_s"], 0)
             for ph in r["phases"]:
                 self.assertTrue(ph["peak_rss_exact"], (r["allocator"], ph))
+                # No sampled call latency inside a program: absent with its reason, never made up.
+                self.assertIsNone(ph["contention"]["latency"])
+                self.assertIn("program cell", ph["contention"]["latency_absent"])
+            # Run-queue wait is read from /proc/PID/task at each mark; the last phase ends with the
+            # program, whose threads are gone by then.
+            for ph in r["phases"][:-1]:
+                self.assertGreaterEqual(ph["contention"]["runqueue_wait_ns"], 0, (r["allocator"], ph["name"]))
+                self.assertGreaterEqual(ph["contention"]["runqueue_threads"], 1, (r["allocator"], ph["name"]))
+            self.assertIsNone(r["phases"][-1]["contention"]["runqueue_wait_ns"])
             if r["backend"] != "glibc":
                 self.assertTrue(r["alloc_stats"], r["allocator"])  # native statistics from the program's exit
         for r in recs:

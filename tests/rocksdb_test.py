@@ -42,6 +42,10 @@ class EveryBackend(RocksdbTest):
             for ph in r["phases"]:
                 self.assertTrue(ph["peak_rss_exact"])
                 self.assertIsNone(ph["peak_live_bytes"])
+                # Its malloc calls happen inside librocksdb: no sampled latency, and the record says why.
+                self.assertIsNone(ph["contention"]["latency"])
+                self.assertIn("does not instrument", ph["contention"]["latency_absent"])
+                self.assertGreaterEqual(ph["contention"]["runqueue_wait_ns"], 0)
                 m = ph["workload_metrics"]
                 for key in ("block_cache_usage_bytes", "block_cache_pinned_usage_bytes", "memtables_bytes",
                             "table_readers_bytes", "rocksdb_accounted_bytes"):

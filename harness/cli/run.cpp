@@ -51,6 +51,18 @@ std::vector<int> parse_threads(const std::vector<std::string>& raw) {
   return out;
 }
 
+// Checked here rather than by CLI11 so that "-1" and "1.5" get the same message as the file key.
+int parse_latency_every(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    long v = std::stol(text, &used);
+    if (used == text.size() && v >= 0 && v <= mx::kMaxLatencyEvery) return static_cast<int>(v);
+  } catch (const std::exception&) {
+  }
+  throw mx::ConfigError("--latency-every: '" + text + "' is not an integer in 0.." + std::to_string(mx::kMaxLatencyEvery) +
+                        " (time one allocation call in N; 0 turns timing off)");
+}
+
 mx::Plan make_plan(const RunFlags& f, std::string& matrix_path) {
   bool axis_flags = !f.allocators_raw.empty() || !f.workloads_raw.empty() || !f.threads_raw.empty() || !f.programs.empty();
   std::optional<mx::MatrixFile> file;
@@ -71,6 +83,7 @@ mx::Plan make_plan(const RunFlags& f, std::string& matrix_path) {
   o.size = f.size;
   o.timeout_s = f.timeout_s;
   o.sample_ms = f.sample_ms;
+  if (f.latency_every) o.latency_every = parse_latency_every(*f.latency_every);
   if (f.no_pin && f.pin && *f.pin != "none") throw mx::ConfigError("--no-pin and --pin " + *f.pin + ": choose one (--no-pin is --pin none)");
   o.pin = f.no_pin ? std::optional<std::string>("none") : f.pin;
   o.nodes = f.nodes;
@@ -175,10 +188,16 @@ json fresh_meta(const mx::Plan& plan, const std::string& matrix_path, const json
               {"runs", json::array({run_entry})}};
 }
 
+rn::CellSettings cell_settings(const mx::Plan& plan, const std::string& worker, const std::string& folder, bool keep_data) {
+  rn::CellSettings s{worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
+                     plan.settings.pin, folder + "/data", keep_data};
+  s.latency_every = plan.settings.latency_every;
+  return s;
+}
+
 rn::MatrixRunReport run_here(const mx::Plan& plan, rs::ResultsDir& dir, const std::string& worker, bool retry_failed,
                              bool keep_data = false) {
-  rn::LocalExecutor executor({worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
-                              plan.settings.pin, dir.path() + "/data", keep_data});
+  rn::LocalExecutor executor(cell_settings(plan, worker, dir.path(), keep_data));
   return rn::run_matrix(plan, dir, executor, {retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
 }
 
@@ -263,8 +282,7 @@ int run_command(const RunFlags& f) {
   dir.write_meta(meta);
   record_planned_cells(plan, dir.path());
 
-  rn::CellSettings settings{worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
-                            plan.settings.pin, dir.path() + "/data", f.keep_data};
+  rn::CellSettings settings = cell_settings(plan, worker, dir.path(), f.keep_data);
   std::optional<rn::SlurmExecutor> slurm_executor;
   if (slurm)
     slurm_executor.emplace(settings, rn::SlurmOptions{sbatch_args, f.cells_per_task.value_or(1), !f.no_wait,
@@ -343,6 +361,8 @@ Subcommand add_run_command(CLI::App& app) {
       ->each([f](const std::string&) { f->out_given = true; });
   run_cmd->add_option("--timeout", f->timeout_s, "seconds before a cell is killed and recorded as timeout (default 300)");
   run_cmd->add_option("--sample-ms", f->sample_ms, "RSS timeline sampling period in ms (default 10)");
+  run_cmd->add_option("--latency-every", f->latency_every,
+                      "time one allocation call in N per thread for the latency percentiles (default 64; 0: off)");
   run_cmd->add_option("--pin", f->pin,
                       "where worker threads run: none, compact (default: fill a node's CPUs, then the next), scatter "
                       "(round-robin over nodes) or a CPU list such as 0,2-3; within the CPUs and memory nodes this process may use");

@@ -14,6 +14,7 @@ struct RunFlags {
   std::optional<std::string> size;
   std::optional<double> timeout_s;
   std::optional<int> sample_ms;
+  std::optional<std::string> latency_every;  // checked by make_plan
   std::string out_dir;
   bool out_given = false;
   bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false, keep_data = false;

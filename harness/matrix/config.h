@@ -25,6 +25,9 @@ inline constexpr int kMaxReps = 10000;
 inline constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;
 inline constexpr int kMaxSampleMs = 60000;
 inline constexpr int kMaxTimelinePoints = 10000000;
+// One allocation call in N is timed (0: none); the default costs about 1 % (docs/benchmarks.md).
+inline constexpr int kDefaultLatencyEvery = 64;
+inline constexpr int kMaxLatencyEvery = 1000000000;
 
 // An allocator as a matrix names it: a backend, optionally another library of that kind, and the
 // environment that configures it. Built-in variants are data in configs/variants.toml.
@@ -56,6 +59,7 @@ struct MatrixFile {
   // `pin` and `nodes` (placement::parse_pin's text, checked when read); the old boolean
   // `pin_threads` reads as pin "compact" (true) or "none" (false).
   std::optional<Located> pin, nodes;
+  std::optional<int> latency_every;
   // [params.<workload>] key = value, values kept as text and checked against the workload's specs.
   std::map<std::string, std::map<std::string, Located>> params;
   std::map<std::string, std::string> params_origin;  // workload -> where its [params.*] table is

@@ -186,6 +186,7 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
     s.timeout_s = file->timeout_s.value_or(s.timeout_s);
     s.sample_ms = file->sample_ms.value_or(s.sample_ms);
     s.max_timeline_points = file->max_timeline_points.value_or(s.max_timeline_points);
+    s.latency_every = file->latency_every.value_or(s.latency_every);
   }
   // pin and nodes: each from the flags, else the file; checked together (pin none takes no nodes).
   {
@@ -202,11 +203,14 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   s.reps = flags.reps.value_or(s.reps);
   s.timeout_s = flags.timeout_s.value_or(s.timeout_s);
   s.sample_ms = flags.sample_ms.value_or(s.sample_ms);
+  s.latency_every = flags.latency_every.value_or(s.latency_every);
   if (s.size != "quick" && s.size != "full") throw ConfigError("--size: '" + s.size + "' is not quick or full");
   if (s.reps < 1 || s.reps > kMaxReps) throw ConfigError("--reps: must be in 1.." + std::to_string(kMaxReps));
   if (!std::isfinite(s.timeout_s) || s.timeout_s <= 0 || s.timeout_s > kMaxTimeoutS)
     throw ConfigError("--timeout: must be a number of seconds in (0, " + fmt::format("{:g}", kMaxTimeoutS) + "]");
   if (s.sample_ms < 1 || s.sample_ms > kMaxSampleMs) throw ConfigError("--sample-ms: must be in 1.." + std::to_string(kMaxSampleMs));
+  if (s.latency_every < 0 || s.latency_every > kMaxLatencyEvery)
+    throw ConfigError("--latency-every: must be in 0.." + std::to_string(kMaxLatencyEvery) + " (0 turns call timing off)");
 
   // An axis comes from the flags, else the file, else its default; `origin` names which, for errors.
   struct Axis {
@@ -316,7 +320,7 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
 std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::json& now) {
   std::string out;
   for (const char* field : {"allocators", "workloads", "threads", "reps", "size", "pin", "nodes", "sample_ms",
-                            "max_timeline_points"}) {
+                            "max_timeline_points", "latency_every"}) {
     nlohmann::json a = recorded.value(field, nlohmann::json()), b = now.value(field, nlohmann::json());
     // Folders recorded before the pinning policies say pin_threads; compare what it meant.
     if (std::string_view(field) == "pin" || std::string_view(field) == "nodes") {
@@ -418,6 +422,7 @@ nlohmann::json Plan::as_json() const {
   j["max_timeline_points"] = settings.max_timeline_points;
   j["pin"] = settings.pin.pin_text();
   j["nodes"] = settings.pin.nodes.empty() ? nlohmann::json(nullptr) : nlohmann::json(settings.pin.nodes_text());
+  j["latency_every"] = settings.latency_every;
   j["notes"] = notes;
   for (const auto& a : allocators)
     j["allocators"].push_back({{"name", a.name}, {"backend", a.backend}, {"library", a.library}, {"env", a.env}});

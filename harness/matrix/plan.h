@@ -24,6 +24,7 @@ struct Overrides {
   std::optional<double> timeout_s;
   std::optional<int> sample_ms;
   std::optional<std::string> pin, nodes;  // --pin, --nodes (--no-pin is --pin none)
+  std::optional<int> latency_every;
   std::vector<std::string> sets;  // "workload.param=value"
   std::vector<std::string> programs;  // "NAME=COMMAND ARGS" (--program)
 };
@@ -54,6 +55,7 @@ struct Settings {
   int sample_ms = 10;
   int max_timeline_points = 2000;
   placement::PinSpec pin;  // compact unless asked otherwise
+  int latency_every = kDefaultLatencyEvery;
 };
 
 // The placement a recorded matrix (Plan::as_json) asks for: `pin`/`nodes`, or the boolean

@@ -55,6 +55,23 @@ TEST(Plan, SizePresetThenFileThenSetOverride) {
   EXPECT_EQ(build_plan(f, variants(), o).cells[0].params.at("live_mib"), "16");
 }
 
+TEST(Plan, LatencyEveryDefaultThenFileThenFlagAndARunThatDiffersIsAnotherMatrix) {
+  Overrides o = axes({"glibc"}, {"size_mix"}, {1});
+  Plan plain = build_plan(std::nullopt, variants(), o);
+  EXPECT_EQ(plain.settings.latency_every, 64);
+  MatrixFile f;
+  f.path = "m.toml";
+  f.latency_every = 0;
+  EXPECT_EQ(build_plan(f, variants(), o).settings.latency_every, 0);
+  o.latency_every = 16;
+  Plan flagged = build_plan(f, variants(), o);
+  EXPECT_EQ(flagged.settings.latency_every, 16);
+  EXPECT_EQ(flagged.as_json()["latency_every"], 16);
+  EXPECT_EQ(matrix_differences(plain.as_json(), flagged.as_json()), "latency_every: 64 recorded, 16 now");
+  o.latency_every = -1;
+  EXPECT_NE(error_of(f, o).find("--latency-every: must be in 0.."), std::string::npos) << error_of(f, o);
+}
+
 TEST(Plan, KeyChangesWithParamsAndEnvButNotWithOrder) {
   Overrides o = axes({"glibc"}, {"size_mix"}, {1});
   std::string k1 = build_plan(std::nullopt, variants(), o).cells[0].key();

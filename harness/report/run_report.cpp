@@ -26,10 +26,12 @@ namespace fs = std::filesystem;
 namespace rs = allocmark::results;
 using nlohmann::json;
 
-// The metrics of the per-phase table: the memory figures, throughput and time, lock waits.
+// The metrics of the per-phase table: the memory figures, throughput and time, where threads waited.
 const std::vector<rs::Metric> kPhaseMetrics{rs::Metric::peak_rss_bytes, rs::Metric::end_rss_bytes,
                                             rs::Metric::rss_above_idle_over_live, rs::Metric::ops_per_s,
-                                            rs::Metric::wall_s, rs::Metric::lock_wait_s};
+                                            rs::Metric::wall_s, rs::Metric::lock_wait_s,
+                                            rs::Metric::alloc_p99_ns, rs::Metric::alloc_p999_ns,
+                                            rs::Metric::vol_ctx_switches_per_mop, rs::Metric::runqueue_wait_share};
 
 std::string text_of(const json& j) {
   if (j.is_string()) return j.get<std::string>();

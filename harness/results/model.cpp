@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include "harness/results/derived.h"
 
@@ -79,6 +80,32 @@ constexpr std::array<MetricInfo, kMetricCount> kMetrics{{
     {Metric::local_fraction, "local_fraction", "ratio",
      "share of sampled blocks whose page is on the allocating thread's node (move_pages after the phase)"},
     {Metric::node_threads, "node_threads", "count", "worker threads that ended the phase on the node (--by ...,node)"},
+    {Metric::alloc_p50_ns, "alloc_p50_ns", "ns", "median malloc call latency (one call in N timed per thread)"},
+    {Metric::alloc_p99_ns, "alloc_p99_ns", "ns", "99th percentile malloc call latency (sampled)"},
+    {Metric::alloc_p999_ns, "alloc_p999_ns", "ns", "99.9th percentile malloc call latency (sampled)"},
+    {Metric::alloc_max_ns, "alloc_max_ns", "ns", "slowest sampled malloc call"},
+    {Metric::free_p50_ns, "free_p50_ns", "ns", "median free call latency (one call in N timed per thread)"},
+    {Metric::free_p99_ns, "free_p99_ns", "ns", "99th percentile free call latency (sampled)"},
+    {Metric::free_p999_ns, "free_p999_ns", "ns", "99.9th percentile free call latency (sampled)"},
+    {Metric::free_max_ns, "free_max_ns", "ns", "slowest sampled free call"},
+    {Metric::vol_ctx_switches_per_mop, "vol_ctx_switches_per_mop", "1/Mop",
+     "voluntary context switches (a thread sleeping, e.g. on a futex) per million operations"},
+    {Metric::runqueue_wait_s, "runqueue_wait_s", "s",
+     "time the process's threads were runnable but waiting for a CPU, summed over threads (schedstat)"},
+    {Metric::runqueue_wait_share, "runqueue_wait_share", "ratio",
+     "run-queue wait / (run-queue wait + time on a CPU) of the process's threads"},
+}};
+
+// Where each sampled latency field sits in a phase's contention.latency object.
+constexpr std::array<std::tuple<Field, const char*, const char*>, 8> kLatencyFields{{
+    {Field::alloc_p50_ns, "malloc", "p50_ns"},
+    {Field::alloc_p99_ns, "malloc", "p99_ns"},
+    {Field::alloc_p999_ns, "malloc", "p999_ns"},
+    {Field::alloc_max_ns, "malloc", "max_ns"},
+    {Field::free_p50_ns, "free", "p50_ns"},
+    {Field::free_p99_ns, "free", "p99_ns"},
+    {Field::free_p999_ns, "free", "p999_ns"},
+    {Field::free_max_ns, "free", "max_ns"},
 }};
 
 }  // namespace
@@ -143,6 +170,29 @@ std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues
       return local_fraction(*local, *sampled);
     }
     case Metric::node_threads: return phase.get(Field::node_threads);
+    case Metric::alloc_p50_ns: return phase.get(Field::alloc_p50_ns);
+    case Metric::alloc_p99_ns: return phase.get(Field::alloc_p99_ns);
+    case Metric::alloc_p999_ns: return phase.get(Field::alloc_p999_ns);
+    case Metric::alloc_max_ns: return phase.get(Field::alloc_max_ns);
+    case Metric::free_p50_ns: return phase.get(Field::free_p50_ns);
+    case Metric::free_p99_ns: return phase.get(Field::free_p99_ns);
+    case Metric::free_p999_ns: return phase.get(Field::free_p999_ns);
+    case Metric::free_max_ns: return phase.get(Field::free_max_ns);
+    case Metric::vol_ctx_switches_per_mop: {
+      auto switches = phase.get(Field::voluntary_ctx_switches), ops = phase.get(Field::ops);
+      if (!switches || !ops) return std::nullopt;
+      return per_million_ops(*switches, *ops);
+    }
+    case Metric::runqueue_wait_s: {
+      auto ns = phase.get(Field::runqueue_wait_ns);
+      if (!ns) return std::nullopt;
+      return *ns / 1e9;
+    }
+    case Metric::runqueue_wait_share: {
+      auto wait = phase.get(Field::runqueue_wait_ns), run = phase.get(Field::run_ns);
+      if (!wait || !run) return std::nullopt;
+      return runqueue_wait_share(*wait, *run);
+    }
     case Metric::kCount: break;
   }
   return std::nullopt;
@@ -170,9 +220,10 @@ PhaseValues whole_cell(const Cell& cell) {
   fold(Field::peak_rss_bytes, max);
   fold(Field::peak_live_bytes, max);
   fold(Field::end_rss_bytes, last);
+  for (const auto& [field, kind, key] : kLatencyFields) fold(field, max);
   for (Field f : {Field::wall_s, Field::ops, Field::minor_faults, Field::major_faults, Field::voluntary_ctx_switches,
                   Field::involuntary_ctx_switches, Field::user_s, Field::sys_s, Field::lock_wait_ns, Field::lock_ops,
-                  Field::lock_waits})
+                  Field::lock_waits, Field::runqueue_wait_ns, Field::run_ns})
     fold(f, sum);
   fold(Field::numa_resident_bytes, last);
   fold(Field::sampled_blocks, sum);
@@ -290,6 +341,13 @@ class RecordReader {
     if (!it->is_number()) fail(fmt::format("'{}{}' must be a number, not {}", context, field, it->dump()));
     return it->get<double>();
   }
+  // An object member that may be absent or null (then an empty object); anything else is an error.
+  json optional_object_in(const json& in, const std::string& field, const std::string& context) const {
+    auto it = in.find(field);
+    if (it == in.end() || it->is_null()) return json::object();
+    if (!it->is_object()) fail(fmt::format("'{}{}' must be an object, not {}", context, field, it->dump()));
+    return *it;
+  }
   json optional_object(const char* field) const {
     auto it = record_.find(field);
     if (it == record_.end() || it->is_null()) return json::object();
@@ -311,10 +369,17 @@ class RecordReader {
       values.name = name ? *name : "?";
       for (const auto& [field, key] : kPlainFields)
         if (auto v = optional_number(p, key, context)) values.set(field, *v);
-      if (auto c = p.find("contention"); c != p.end() && c->is_object())
+      if (auto c = p.find("contention"); c != p.end() && c->is_object()) {
         for (const auto& [field, key] : {std::pair{Field::lock_wait_ns, "total_wait_ns"}, std::pair{Field::lock_ops, "num_ops"},
-                                         std::pair{Field::lock_waits, "num_wait"}})
+                                         std::pair{Field::lock_waits, "num_wait"}, std::pair{Field::runqueue_wait_ns, "runqueue_wait_ns"},
+                                         std::pair{Field::run_ns, "run_ns"}})
           if (auto v = optional_number(*c, key, context + "contention.")) values.set(field, *v);
+        const json latency = optional_object_in(*c, "latency", context + "contention.");
+        for (const auto& [field, kind, key] : kLatencyFields) {
+          const json calls = optional_object_in(latency, kind, context + "contention.latency.");
+          if (auto v = optional_number(calls, key, context + "contention.latency." + kind + ".")) values.set(field, *v);
+        }
+      }
       if (auto nodes = p.find("nodes"); nodes != p.end() && nodes->is_array())
         for (std::size_t k = 0; k < nodes->size(); ++k) {
           const json& n = (*nodes)[k];

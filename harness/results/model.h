@@ -65,6 +65,18 @@ enum class Field : std::size_t {
   sampled_blocks,       // sampled blocks whose page was resident
   local_blocks,         // ... of them on the allocating CPU's node
   node_threads,         // crew threads that ended the phase on the node (NodeValues only)
+  // contention.latency.{malloc,free}.*: sampled call latency percentiles (every backend; null
+  // where not sampled: rocksdb and program cells, latency_every = 0)
+  alloc_p50_ns,
+  alloc_p99_ns,
+  alloc_p999_ns,
+  alloc_max_ns,
+  free_p50_ns,
+  free_p99_ns,
+  free_p999_ns,
+  free_max_ns,
+  runqueue_wait_ns,  // contention.runqueue_wait_ns: threads runnable but not on a CPU (schedstat)
+  run_ns,            // contention.run_ns: threads on a CPU
   kCount
 };
 inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::kCount);
@@ -144,6 +156,17 @@ enum class Metric : std::size_t {
   numa_resident_bytes,
   local_fraction,
   node_threads,
+  alloc_p50_ns,
+  alloc_p99_ns,
+  alloc_p999_ns,
+  alloc_max_ns,
+  free_p50_ns,
+  free_p99_ns,
+  free_p999_ns,
+  free_max_ns,
+  vol_ctx_switches_per_mop,
+  runqueue_wait_s,
+  runqueue_wait_share,
   kCount
 };
 inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::kCount);
@@ -168,7 +191,8 @@ std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues
 
 // The cell's phases folded into one, for groupings without the phase dimension: peak RSS and peak
 // live bytes are the maxima over the phases, end RSS is the last phase's, ops/s is total ops over
-// total wall time, and the rest are summed.
+// total wall time, call latency percentiles are the worst phase's (the highest), and the rest are
+// summed.
 PhaseValues whole_cell(const Cell& cell);
 
 // ---------------------------------------------------------------------------------------------

@@ -129,6 +129,60 @@ TEST(Grouping, LockWaitIsTheContentionWaitInSeconds) {
   EXPECT_DOUBLE_EQ(g.groups[0].metric(Metric::lock_wait_s).median, 2.5);
 }
 
+TEST(Grouping, ContentionFiguresForEveryBackend) {
+  json r = cell("glibc", 1, {phase("fill", 3000, 1000, 2000000, 1), phase("churn", 3000, 1000, 1000000, 1)});
+  auto contention = [](uint64_t p50, uint64_t p99, uint64_t p999, uint64_t max, uint64_t wait, uint64_t run) {
+    json calls{{"samples", 100}, {"p50_ns", p50}, {"p99_ns", p99}, {"p999_ns", p999}, {"max_ns", max}};
+    return json{{"latency", {{"every", 64}, {"malloc", calls}, {"free", calls}}}, {"runqueue_wait_ns", wait}, {"run_ns", run}};
+  };
+  r["phases"][0]["contention"] = contention(40, 300, 2000, 9000, 1000000000, 3000000000);
+  r["phases"][0]["voluntary_ctx_switches"] = 10;
+  r["phases"][1]["contention"] = contention(50, 200, 5000, 7000, 0, 1000000000);
+  r["phases"][1]["voluntary_ctx_switches"] = 2;
+  Model model = Model::from_records({r});
+  Grouping by_phase = model.group(default_dimensions());
+  const Group& fill = by_phase.groups[0];
+  EXPECT_DOUBLE_EQ(fill.metric(Metric::alloc_p50_ns).median, 40);
+  EXPECT_DOUBLE_EQ(fill.metric(Metric::alloc_p999_ns).median, 2000);
+  EXPECT_DOUBLE_EQ(fill.metric(Metric::free_max_ns).median, 9000);
+  EXPECT_DOUBLE_EQ(fill.metric(Metric::vol_ctx_switches_per_mop).median, 5);  // 10 per 2 M operations
+  EXPECT_DOUBLE_EQ(fill.metric(Metric::runqueue_wait_s).median, 1);
+  EXPECT_DOUBLE_EQ(fill.metric(Metric::runqueue_wait_share).median, 0.25);  // 1 s waiting, 3 s running
+  EXPECT_DOUBLE_EQ(by_phase.groups[1].metric(Metric::runqueue_wait_share).median, 0);
+  // The whole cell: the worst phase's percentiles; sleeps and waits over everything.
+  const Group& whole = model.group({Dimension::workload, Dimension::allocator}).groups[0];
+  EXPECT_DOUBLE_EQ(whole.metric(Metric::alloc_p50_ns).median, 50);
+  EXPECT_DOUBLE_EQ(whole.metric(Metric::alloc_p99_ns).median, 300);
+  EXPECT_DOUBLE_EQ(whole.metric(Metric::alloc_p999_ns).median, 5000);
+  EXPECT_DOUBLE_EQ(whole.metric(Metric::alloc_max_ns).median, 9000);
+  EXPECT_DOUBLE_EQ(whole.metric(Metric::vol_ctx_switches_per_mop).median, 4);  // 12 per 3 M
+  EXPECT_DOUBLE_EQ(whole.metric(Metric::runqueue_wait_share).median, 0.2);     // 1 s of 5 s
+}
+
+TEST(Grouping, UnsampledLatencyHasNoValueNotZero) {
+  json r = cell("glibc", 1, {phase("fill", 3000, 1000, 100, 1)});
+  r["phases"][0]["contention"] = {{"latency", nullptr}, {"latency_absent", "sampling off (latency_every = 0)"}};
+  Grouping g = Model::from_records({r}).group(default_dimensions());
+  EXPECT_EQ(g.groups[0].metric(Metric::alloc_p99_ns).n, 0u);
+  EXPECT_EQ(g.groups[0].metric(Metric::runqueue_wait_share).n, 0u);
+  json empty = cell("glibc", 1, {phase("idle", 3000, 1000, 0, 1)});
+  empty["phases"][0]["contention"] = {{"latency", {{"every", 64}, {"malloc", {{"samples", 0}, {"p50_ns", nullptr}}}}}};
+  EXPECT_EQ(Model::from_records({empty}).group(default_dimensions()).groups[0].metric(Metric::alloc_p50_ns).n, 0u);
+}
+
+TEST(Reading, ContentionOfTheWrongShapeNamesTheField) {
+  json r = cell("glibc", 1, {phase("fill", 3000, 1000, 100, 1)});
+  r["phases"][0]["contention"] = {{"latency", "fast"}};
+  try {
+    Model::from_records({r}, "f.jsonl");
+    FAIL() << "no error";
+  } catch (const ResultsError& e) {
+    EXPECT_NE(std::string(e.what()).find("phases[0].contention.latency"), std::string::npos) << e.what();
+  }
+  r["phases"][0]["contention"] = {{"latency", {{"malloc", {{"p99_ns", "slow"}}}}}};
+  EXPECT_THROW(Model::from_records({r}), ResultsError);
+}
+
 TEST(Grouping, DifferentParamsEnvOrLibraryAreNeverPooledAndTheLabelSaysWhy) {
   json small = cell("jemalloc", 1, {phase("fill", 1000, 1000, 1, 1)});
   json large = small;

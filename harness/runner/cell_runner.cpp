@@ -55,7 +55,8 @@ json worker_spec(const matrix::Cell& cell, const CellSettings& settings, const s
           {"library", cell.allocator.library}, {"workload", cell.workload},
           {"threads", cell.threads},           {"rep", cell.rep},
           {"params", cell.params},             {"pin", settings.pin.pin_text()}, {"nodes", settings.pin.nodes_text()},
-          {"driver_pid", ::getpid()},         {"data_dir", data_dir}};
+          {"driver_pid", ::getpid()},         {"data_dir", data_dir},
+          {"latency_every", settings.latency_every}};
 }
 
 namespace {

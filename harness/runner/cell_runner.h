@@ -23,6 +23,7 @@ struct CellSettings {
   // removed once its worker has ended, however it ended, unless keep_data. Empty: no folder.
   std::string data_root;
   bool keep_data = false;
+  int latency_every = 0;  // one allocation call in N timed by the worker; 0: none
 };
 
 struct CellHooks {

@@ -20,6 +20,17 @@ std::string si(double v) {
   return fmt::format("{:.0f}", v);
 }
 
+// Rates that are often below one (events per million operations): three significant digits.
+std::string rate(double v) { return v < 1000 ? fmt::format("{:.3g}", v) : si(v); }
+
+// Call latencies from nanoseconds to seconds.
+std::string nanoseconds(double v) {
+  if (v >= 1e9) return fmt::format("{:.2f}s", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.2f}ms", v / 1e6);
+  if (v >= 1e4) return fmt::format("{:.1f}us", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
 // Phases last from microseconds to minutes: three significant digits below a second.
 std::string seconds(double v) {
   if (v == 0) return "0";
@@ -51,7 +62,24 @@ const std::vector<MetricColumn>& metric_columns() {
       {Metric::user_s, {"user s", 24, true}, seconds, nullptr},
       {Metric::sys_s, {"sys s", 24, true}, seconds, nullptr},
       {Metric::lock_wait_s, {"lock wait s", 24, true}, seconds,
-       "lock wait: allocator lock waits summed over threads (jemalloc only)"},
+       "lock wait: allocator lock waits summed over threads (jemalloc, numap)"},
+      {Metric::peak_live_bytes, {"peak live MiB", 24, true}, mib, nullptr},
+      {Metric::contended_share, {"contended", 20, true}, ratio,
+       "contended: share of allocator lock acquisitions that waited (jemalloc, numap)"},
+      {Metric::alloc_p50_ns, {"malloc p50 ns", 20, true}, nanoseconds,
+       "call latency: one call in N per thread timed, ns unless marked"},
+      {Metric::alloc_p99_ns, {"malloc p99 ns", 20, true}, nanoseconds, nullptr},
+      {Metric::alloc_p999_ns, {"malloc p99.9 ns", 20, true}, nanoseconds, nullptr},
+      {Metric::alloc_max_ns, {"malloc max ns", 20, true}, nanoseconds, nullptr},
+      {Metric::free_p50_ns, {"free p50 ns", 20, true}, nanoseconds, nullptr},
+      {Metric::free_p99_ns, {"free p99 ns", 20, true}, nanoseconds, nullptr},
+      {Metric::free_p999_ns, {"free p99.9 ns", 20, true}, nanoseconds, nullptr},
+      {Metric::free_max_ns, {"free max ns", 20, true}, nanoseconds, nullptr},
+      {Metric::vol_ctx_switches_per_mop, {"vol cs/Mop", 20, true}, rate,
+       "vol cs/Mop: voluntary context switches per million operations"},
+      {Metric::runqueue_wait_s, {"runqueue wait s", 24, true}, seconds, nullptr},
+      {Metric::runqueue_wait_share, {"runqueue share", 20, true}, ratio,
+       "runqueue share: run-queue wait / (wait + on-CPU time) of the threads"},
       {Metric::numa_resident_bytes, {"node RSS MiB", 24, true}, mib,
        "node RSS: resident bytes at the phase end from numa_maps (per node with --by ...,node)"},
       {Metric::local_fraction, {"local", 20, true}, ratio,
