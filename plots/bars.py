@@ -42,10 +42,9 @@ def grouped(ax, categories, allocators, values, backends, label_fn=None, scale=1
     return where
 
 
-def metric_panel(ax, groups, category, metric, label, scale, text, allocs, backends, xlabel, title):
-    """One panel of a workload x metric grid: a bar per (category(group), allocator) of `metric`'s
-    median in summary groups, min-max whiskers, the median as the bar's label. False (and a note in
-    the panel) when no group has the metric."""
+def values_of(groups, metric, category, scale=1.0):
+    """The categories (category(group), first-appearance order) and {(category, allocator): (median,
+    min, max) x scale} of `metric` in summary groups."""
     cats, values = [], {}
     for g in groups:
         cat = category(g)
@@ -54,9 +53,21 @@ def metric_panel(ax, groups, category, metric, label, scale, text, allocs, backe
         m = data.metric(g, metric)
         if m:
             values[(cat, g["allocator"])] = tuple(v * scale for v in m)
+    return cats, values
+
+
+def empty_panel(ax, what):
+    ax.text(0.5, 0.5, "no %s in summary.json" % what, ha="center", va="center", transform=ax.transAxes, fontsize=8)
+    ax.set_axis_off()
+
+
+def metric_panel(ax, groups, category, metric, label, scale, text, allocs, backends, xlabel, title):
+    """One panel of a workload x metric grid: a bar per (category(group), allocator) of `metric`'s
+    median, min-max whiskers, the median as the bar's label. False (and a note in the panel) when
+    no group has the metric."""
+    cats, values = values_of(groups, metric, category, scale)
     if not values:
-        ax.text(0.5, 0.5, "no %s in summary.json" % metric, ha="center", va="center", transform=ax.transAxes)
-        ax.set_axis_off()
+        empty_panel(ax, metric)
         return False
     grouped(ax, cats, allocs, values, backends, lambda c, a: text % values[(c, a)][0] if (c, a) in values else "")
     ax.set_ylabel(label)

@@ -23,20 +23,11 @@ def _category(g):
 
 
 def _values(groups, metric, scale=1.0):
-    cats, values = [], {}
-    for g in groups:
-        cat = _category(g)
-        if cat not in cats:
-            cats.append(cat)
-        m = data.metric(g, metric)
-        if m:
-            values[(cat, g["allocator"])] = tuple(v * scale for v in m)
-    return cats, values
+    return bars.values_of(groups, metric, _category, scale)
 
 
 def _empty(ax, what):
-    ax.text(0.5, 0.5, "no %s in summary.json" % what, ha="center", va="center", transform=ax.transAxes, fontsize=8)
-    ax.set_axis_off()
+    bars.empty_panel(ax, what)
 
 
 def _tail_panel(ax, groups, allocs, backends, prefix, label):
