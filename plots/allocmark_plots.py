@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import chart_contention  # noqa: E402
 import chart_peak_rss  # noqa: E402
+import chart_placement  # noqa: E402
 import chart_scaling  # noqa: E402
 import chart_throughput  # noqa: E402
 import chart_timeline  # noqa: E402
@@ -24,7 +25,8 @@ import chart_variants  # noqa: E402
 import data  # noqa: E402
 import style  # noqa: E402
 
-CHARTS = [chart_peak_rss, chart_timeline, chart_throughput, chart_scaling, chart_variants, chart_contention]
+CHARTS = [chart_peak_rss, chart_timeline, chart_throughput, chart_scaling, chart_variants, chart_contention,
+          chart_placement]
 KINDS = [c.KIND for c in CHARTS]
 
 

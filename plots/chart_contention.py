@@ -23,20 +23,11 @@ def _category(g):
 
 
 def _values(groups, metric, scale=1.0):
-    cats, values = [], {}
-    for g in groups:
-        cat = _category(g)
-        if cat not in cats:
-            cats.append(cat)
-        m = data.metric(g, metric)
-        if m:
-            values[(cat, g["allocator"])] = tuple(v * scale for v in m)
-    return cats, values
+    return bars.values_of(groups, metric, _category, scale)
 
 
 def _empty(ax, what):
-    ax.text(0.5, 0.5, "no %s in summary.json" % what, ha="center", va="center", transform=ax.transAxes, fontsize=8)
-    ax.set_axis_off()
+    bars.empty_panel(ax, what)
 
 
 def _tail_panel(ax, groups, allocs, backends, prefix, label):
@@ -65,8 +56,10 @@ def _plain_panel(ax, groups, allocs, backends, metric, label, scale, text):
 def draw(run, opts, out_dir, fmt):
     groups = run.ok_groups()
     skipped = []
-    if not any(g.get("nodes") for g in groups):
-        skipped.append("contention per NUMA node: this run has no per-node figures")
+    # Latency, sleeps and lock counters are the process's, not per node (the crew's threads share
+    # one histogram per phase); per-node memory and locality are the placement chart.
+    skipped.append("contention per NUMA node: these figures are process-wide, not per node; "
+                   "per-node memory and locality are in the placement chart")
     names = [p + "_p999_ns" for _, p, _ in TAILS] + [m for m, *_ in RATES] + [m for m, *_ in LOCKS]
     shown = [g for g in groups if any(data.metric(g, m) for m in names)]
     if not shown:

@@ -1,5 +1,7 @@
 #include "workloads/call_latency.h"
 
+#include "workloads/address_sample.h"
+
 #include <time.h>
 
 #include <bit>
@@ -162,7 +164,10 @@ void take(LatencyHistogram& allocs, LatencyHistogram& frees) {
 }
 
 void* sampled_allocate(std::size_t size) {
-  return counted(&Countdown::alloc_left, &Slot::allocs, [size] { return std::malloc(size); });
+  void* p = counted(&Countdown::alloc_left, &Slot::allocs, [size] { return std::malloc(size); });
+  // The same one call in N gives the placement figures their blocks (address_sample.h).
+  address_sample::note(p);
+  return p;
 }
 
 void sampled_release(void* p) {

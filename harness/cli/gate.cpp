@@ -57,7 +57,7 @@ matrix::Plan confirmation_plan(const std::string& results_dir, const std::vector
   plan.settings.timeout_s = recorded.value("timeout_s", plan.settings.timeout_s);
   plan.settings.sample_ms = recorded.value("sample_ms", plan.settings.sample_ms);
   plan.settings.max_timeline_points = recorded.value("max_timeline_points", plan.settings.max_timeline_points);
-  plan.settings.pin_threads = recorded.value("pin_threads", plan.settings.pin_threads);
+  plan.settings.pin = matrix::recorded_pin(recorded);
   plan.settings.latency_every = recorded.value("latency_every", 0);  // runs from before call timing timed nothing
   std::map<int, std::vector<matrix::Cell>> by_rep;
   std::set<std::string> keys, allocators;

@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
                                    add_cell_command(app), add_baseline_command(app), add_gate_command(app),
                                    add_plot_command(app), add_report_command(app), add_compare_command(app),
                                    add_status_command(app), add_merge_command(app), add_advise_command(app),
-                                   add_lab_command(app)};
+                                   add_lab_command(app),
+
+                                   add_topology_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -14,7 +14,7 @@ namespace allocmark::cli {
 
 namespace {
 
-const std::vector<std::string> kKinds{"peak_rss", "timeline", "throughput", "scaling", "variants", "contention"};
+const std::vector<std::string> kKinds{"peak_rss", "timeline", "throughput", "scaling", "variants", "contention", "placement"};
 
 struct PlotOptions {
   std::string dir;
@@ -34,7 +34,7 @@ Subcommand add_plot_command(CLI::App& app) {
   plot->add_option("--out", opts->out, "output folder (default DIR/charts)");
   plot->add_option("--format", opts->format, "png (default) or svg");
   plot->add_option("--only", opts->only, "chart kinds, comma-separated: peak_rss, timeline, throughput, scaling, "
-                                         "variants, contention (default all)")
+                                         "variants, contention, placement (default all)")
       ->allow_extra_args(false);
   plot->add_option("--baseline", opts->baseline, "allocator throughput is normalised to (default glibc if present, else the first)");
   plot->add_flag("--log", opts->log, "log scale for the normalised throughput");
@@ -45,7 +45,7 @@ Subcommand add_plot_command(CLI::App& app) {
             for (const auto& k : kinds)
               if (std::find(kKinds.begin(), kKinds.end(), k) == kKinds.end())
                 throw std::invalid_argument(fmt::format(
-                    "--only: unknown chart kind '{}' (choose from peak_rss, timeline, throughput, scaling, variants, contention)", k));
+                    "--only: unknown chart kind '{}' (choose from peak_rss, timeline, throughput, scaling, variants, contention, placement)", k));
             if (plot->count("--baseline") && opts->baseline.empty())
               throw std::invalid_argument("--baseline: empty allocator name");
             report::ChartRequest request{opts->dir, opts->out, opts->format, kinds, opts->baseline, opts->log};

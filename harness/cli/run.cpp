@@ -15,6 +15,8 @@
 #include "harness/cli/run.h"
 #include "harness/cli/common.h"
 #include "harness/matrix/plan.h"
+#include "harness/placement/placement.h"
+#include "harness/topology/topology.h"
 #include "harness/results/machine.h"
 #include "harness/results/results_dir.h"
 #include "harness/results/model.h"
@@ -149,13 +151,17 @@ json fresh_meta(const mx::Plan& plan, const std::string& matrix_path, const json
               {"matrix", plan.as_json()},
               {"matrix_file", matrix_path},
               {"stripped_environment", rn::stripped_environment()},
+              // The machine's NUMA layout and what this run was allowed (taskset, numactl, cpuset):
+              // what the placement of every cell was planned against.
+              {"topology", topology::to_json(topology::detect())},
+              {"allowed", placement::to_json(placement::current_allowed())},
               {"started", std::time(nullptr)},
               {"runs", json::array({run_entry})}};
 }
 
 rn::CellSettings cell_settings(const mx::Plan& plan, const std::string& worker, const std::string& folder, bool keep_data) {
   rn::CellSettings s{worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
-                     plan.settings.pin_threads, folder + "/data", keep_data};
+                     plan.settings.pin, folder + "/data", keep_data};
   s.latency_every = plan.settings.latency_every;
   return s;
 }
@@ -189,7 +195,9 @@ mx::Plan make_run_plan(const RunFlags& f, std::string& matrix_path) {
   o.timeout_s = f.timeout_s;
   o.sample_ms = f.sample_ms;
   if (f.latency_every) o.latency_every = parse_latency_every(*f.latency_every);
-  if (f.no_pin) o.pin_threads = false;
+  if (f.no_pin && f.pin && *f.pin != "none") throw mx::ConfigError("--no-pin and --pin " + *f.pin + ": choose one (--no-pin is --pin none)");
+  o.pin = f.no_pin ? std::optional<std::string>("none") : f.pin;
+  o.nodes = f.nodes;
   o.sets = f.sets;
   o.programs = f.programs;
   return mx::build_plan(file, load_variants(), o);
@@ -202,10 +210,25 @@ std::string default_out_dir(const char* prefix) {
   return std::string("results/") + prefix + buf;
 }
 
+// Workers inherit this process's allowed CPUs and memory nodes, so a placement that cannot be
+// planned here cannot be planned in any local cell: a usage error before anything runs. (Slurm
+// cells run on other hosts; there each worker plans on its own and fails its cell if it cannot.)
+void check_placement_here(const mx::Plan& plan) {
+  int most_threads = 1;
+  for (const auto& c : plan.cells) most_threads = std::max(most_threads, c.threads);
+  try {
+    placement::Placement p = placement::plan_placement(topology::detect(), placement::current_allowed(), plan.settings.pin, most_threads);
+    for (const auto& n : p.notes) std::cerr << "allocmark: placement: " << n << "\n";
+  } catch (const placement::PlacementError& e) {
+    throw mx::ConfigError(e.what());
+  }
+}
+
 int run_command(const RunFlags& f) {
   std::string matrix_path;
   mx::Plan plan = make_run_plan(f, matrix_path);
   for (const auto& n : plan.notes) std::cerr << "allocmark: " << n << "\n";
+  if (f.executor != "slurm") check_placement_here(plan);
   std::string worker = worker_path();
   if (::access(worker.c_str(), X_OK) != 0) throw std::runtime_error("worker not found: " + worker + " (set ALLOCMARK_WORKER)");
   json allocators_meta = probe_plan_allocators(plan, worker);
@@ -338,7 +361,11 @@ void add_run_flags(CLI::App* run_cmd, RunFlags& f) {
   run_cmd->add_option("--sample-ms", f.sample_ms, "RSS timeline sampling period in ms (default 10)");
   run_cmd->add_option("--latency-every", f.latency_every,
                       "time one allocation call in N per thread for the latency percentiles (default 64; 0: off)");
-  run_cmd->add_flag("--no-pin", f.no_pin, "do not pin worker threads to CPUs");
+  run_cmd->add_option("--pin", f.pin,
+                      "where worker threads run: none, compact (default: fill a node's CPUs, then the next), scatter "
+                      "(round-robin over nodes) or a CPU list such as 0,2-3; within the CPUs and memory nodes this process may use");
+  run_cmd->add_option("--nodes", f.nodes, "only these NUMA nodes' CPUs, and bind the workers' memory to them (e.g. 0-1)");
+  run_cmd->add_flag("--no-pin", f.no_pin, "the same as --pin none");
   run_cmd->add_flag("--keep-data", f.keep_data, "keep each cell's on-disk data (DIR/data/, e.g. rocksdb's database) after the cell");
   run_cmd->add_flag("--resume", f.resume, "complete an existing results folder of the same matrix: run only the cells it lacks");
   run_cmd->add_flag("--extend", f.extend, "add this matrix's cells to an existing results folder of another matrix (same machine)");

@@ -22,6 +22,7 @@ struct RunFlags {
   std::string out_dir;
   bool out_given = false;
   bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false, keep_data = false;
+  std::optional<std::string> pin, nodes;
   std::string executor = "local";  // local | slurm
   std::vector<std::string> slurm_opts;
   std::optional<int> cells_per_task;

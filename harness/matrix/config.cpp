@@ -1,6 +1,7 @@
 #include "harness/matrix/config.h"
 
 #include "allocators/backends.h"
+#include "harness/placement/placement.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -77,7 +78,7 @@ T number(const std::string& path, const toml::node& node, const std::string& key
 void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFile& out) {
   reject_unknown_keys(path, t, "[matrix]",
                       {"allocators", "workloads", "threads", "reps", "size", "timeout_s", "sample_ms",
-                       "max_timeline_points", "pin_threads", "latency_every"});
+                       "max_timeline_points", "pin", "nodes", "pin_threads", "latency_every"});
   if (auto n = t.get("allocators")) out.allocators = string_list(path, *n, "allocators");
   if (auto n = t.get("workloads")) out.workloads = string_list(path, *n, "workloads");
   if (auto n = t.get("threads")) {
@@ -97,7 +98,30 @@ void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFil
   if (auto n = t.get("latency_every")) out.latency_every = number<int>(path, *n, "latency_every", 0, kMaxLatencyEvery);
   if (auto n = t.get("pin_threads")) {
     if (!n->is_boolean()) fail(path, *n, "'pin_threads' must be true or false");
-    out.pin_threads = n->as_boolean()->get();
+    if (t.get("pin")) fail(path, *n, "'pin_threads' and 'pin' both set; keep 'pin' (pin_threads = true is pin = \"compact\", false is \"none\")");
+    out.pin = Located{n->as_boolean()->get() ? "compact" : "none", where(path, *n)};
+  }
+  if (auto n = t.get("pin")) {
+    if (!n->is_string()) fail(path, *n, "'pin' must be \"none\", \"compact\", \"scatter\" or a CPU list such as \"0,2-3\"");
+    out.pin = Located{n->as_string()->get(), where(path, *n)};
+  }
+  if (auto n = t.get("nodes")) {
+    std::string text;
+    if (n->is_string()) {
+      text = n->as_string()->get();
+    } else if (const auto* arr = n->as_array()) {
+      for (const auto& item : *arr) text += (text.empty() ? "" : ",") + std::to_string(number<int>(path, item, "nodes", 0, 4095));
+    } else {
+      fail(path, *n, "'nodes' must be a node list such as \"0-1\" or [0, 1]");
+    }
+    out.nodes = Located{text, where(path, *n)};
+  }
+  if (out.pin || out.nodes) {
+    try {
+      placement::parse_pin(out.pin ? out.pin->value : "compact", out.nodes ? out.nodes->value : "");
+    } catch (const std::invalid_argument& e) {
+      fail(path, *(t.get("nodes") ? t.get("nodes") : t.get("pin") ? t.get("pin") : t.get("pin_threads")), e.what());
+    }
   }
 }
 

@@ -56,7 +56,9 @@ struct MatrixFile {
   std::optional<double> timeout_s;
   std::optional<int> sample_ms;
   std::optional<int> max_timeline_points;
-  std::optional<bool> pin_threads;
+  // `pin` and `nodes` (placement::parse_pin's text, checked when read); the old boolean
+  // `pin_threads` reads as pin "compact" (true) or "none" (false).
+  std::optional<Located> pin, nodes;
   std::optional<int> latency_every;
   // [params.<workload>] key = value, values kept as text and checked against the workload's specs.
   std::map<std::string, std::map<std::string, Located>> params;

@@ -186,14 +186,23 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
     s.timeout_s = file->timeout_s.value_or(s.timeout_s);
     s.sample_ms = file->sample_ms.value_or(s.sample_ms);
     s.max_timeline_points = file->max_timeline_points.value_or(s.max_timeline_points);
-    s.pin_threads = file->pin_threads.value_or(s.pin_threads);
     s.latency_every = file->latency_every.value_or(s.latency_every);
+  }
+  // pin and nodes: each from the flags, else the file; checked together (pin none takes no nodes).
+  {
+    std::string pin = flags.pin ? *flags.pin : file && file->pin ? file->pin->value : s.pin.pin_text();
+    std::string nodes = flags.nodes ? *flags.nodes : file && file->nodes ? file->nodes->value : "";
+    try {
+      s.pin = placement::parse_pin(pin, nodes);
+    } catch (const std::invalid_argument& e) {
+      std::string from = flags.pin || flags.nodes ? std::string("--pin/--nodes") : file ? file->path + " [matrix]" : "--pin";
+      throw ConfigError(from + ": " + e.what());
+    }
   }
   s.size = flags.size.value_or(s.size);
   s.reps = flags.reps.value_or(s.reps);
   s.timeout_s = flags.timeout_s.value_or(s.timeout_s);
   s.sample_ms = flags.sample_ms.value_or(s.sample_ms);
-  s.pin_threads = flags.pin_threads.value_or(s.pin_threads);
   s.latency_every = flags.latency_every.value_or(s.latency_every);
   if (s.size != "quick" && s.size != "full") throw ConfigError("--size: '" + s.size + "' is not quick or full");
   if (s.reps < 1 || s.reps > kMaxReps) throw ConfigError("--reps: must be in 1.." + std::to_string(kMaxReps));
@@ -310,9 +319,19 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
 
 std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::json& now) {
   std::string out;
-  for (const char* field : {"allocators", "workloads", "threads", "reps", "size", "pin_threads", "sample_ms",
+  for (const char* field : {"allocators", "workloads", "threads", "reps", "size", "pin", "nodes", "sample_ms",
                             "max_timeline_points", "latency_every"}) {
     nlohmann::json a = recorded.value(field, nlohmann::json()), b = now.value(field, nlohmann::json());
+    // Folders recorded before the pinning policies say pin_threads; compare what it meant.
+    if (std::string_view(field) == "pin" || std::string_view(field) == "nodes") {
+      auto as_recorded = [&](const nlohmann::json& m) {
+        placement::PinSpec p = recorded_pin(m);
+        return std::string_view(field) == "pin" ? nlohmann::json(p.pin_text())
+                                                : p.nodes.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.nodes_text());
+      };
+      a = as_recorded(recorded);
+      b = as_recorded(now);
+    }
     if (a == b) continue;
     std::string was = a.dump(), is = b.dump();
     if (a.is_array() && b.is_array() && !a.empty() && a[0].is_object()) {
@@ -354,6 +373,17 @@ std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::j
   return out;
 }
 
+placement::PinSpec recorded_pin(const nlohmann::json& matrix) {
+  try {
+    if (matrix.contains("pin") && matrix["pin"].is_string())
+      return placement::parse_pin(matrix["pin"].get<std::string>(),
+                                  matrix.contains("nodes") && matrix["nodes"].is_string() ? matrix["nodes"].get<std::string>() : "");
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(std::string("recorded matrix: ") + e.what());
+  }
+  return placement::parse_pin(matrix.value("pin_threads", true) ? "compact" : "none", "");
+}
+
 nlohmann::json cell_to_json(const Cell& c) {
   return {{"allocator", {{"name", c.allocator.name}, {"backend", c.allocator.backend}, {"library", c.allocator.library},
                          {"env", c.allocator.env}, {"description", c.allocator.description}}},
@@ -390,7 +420,8 @@ nlohmann::json Plan::as_json() const {
   j["timeout_s"] = settings.timeout_s;
   j["sample_ms"] = settings.sample_ms;
   j["max_timeline_points"] = settings.max_timeline_points;
-  j["pin_threads"] = settings.pin_threads;
+  j["pin"] = settings.pin.pin_text();
+  j["nodes"] = settings.pin.nodes.empty() ? nlohmann::json(nullptr) : nlohmann::json(settings.pin.nodes_text());
   j["latency_every"] = settings.latency_every;
   j["notes"] = notes;
   for (const auto& a : allocators)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/matrix/config.h"
+#include "harness/placement/placement.h"
 
 namespace allocmark::matrix {
 
@@ -22,7 +23,7 @@ struct Overrides {
   std::optional<std::string> size;
   std::optional<double> timeout_s;
   std::optional<int> sample_ms;
-  std::optional<bool> pin_threads;
+  std::optional<std::string> pin, nodes;  // --pin, --nodes (--no-pin is --pin none)
   std::optional<int> latency_every;
   std::vector<std::string> sets;  // "workload.param=value"
   std::vector<std::string> programs;  // "NAME=COMMAND ARGS" (--program)
@@ -53,9 +54,13 @@ struct Settings {
   double timeout_s = 300;
   int sample_ms = 10;
   int max_timeline_points = 2000;
-  bool pin_threads = true;
+  placement::PinSpec pin;  // compact unless asked otherwise
   int latency_every = kDefaultLatencyEvery;
 };
+
+// The placement a recorded matrix (Plan::as_json) asks for: `pin`/`nodes`, or the boolean
+// `pin_threads` of folders recorded before the pinning policies (true = compact, false = none).
+placement::PinSpec recorded_pin(const nlohmann::json& matrix);
 
 struct Plan {
   std::vector<Cell> cells;

@@ -127,3 +127,31 @@ TEST(Plan, DefaultsCoverEveryNonDiagnosticWorkload) {
   EXPECT_EQ(p.settings.reps, 3);
   EXPECT_EQ(p.cells.size() % 3, 0u);
 }
+
+TEST(Plan, PinPolicyFromFlagsAndOldFoldersStillResume) {
+  Overrides o;
+  o.allocators = std::vector<std::string>{"glibc"};
+  o.workloads = std::vector<std::string>{"size_mix"};
+  Plan compact = build_plan(std::nullopt, variants(), o);
+  EXPECT_EQ(compact.settings.pin.pin_text(), "compact");
+  EXPECT_EQ(compact.as_json()["pin"], "compact");
+  EXPECT_TRUE(compact.as_json()["nodes"].is_null());
+  // A folder recorded before the policies says pin_threads: true is compact, false is none.
+  nlohmann::json old = compact.as_json();
+  old.erase("pin");
+  old.erase("nodes");
+  old["pin_threads"] = true;
+  EXPECT_EQ(matrix_differences(old, compact.as_json()), "");
+  o.pin = "none";
+  Plan none = build_plan(std::nullopt, variants(), o);
+  EXPECT_NE(matrix_differences(old, none.as_json()).find("pin: \"compact\" recorded, \"none\" now"), std::string::npos)
+      << matrix_differences(old, none.as_json());
+  o.pin = "scatter";
+  o.nodes = "0";
+  EXPECT_EQ(build_plan(std::nullopt, variants(), o).as_json()["nodes"], "0");
+  o.pin = "none";
+  EXPECT_THROW(build_plan(std::nullopt, variants(), o), ConfigError) << "pin none with nodes";
+  o.pin = "x-y";
+  o.nodes.reset();
+  EXPECT_THROW(build_plan(std::nullopt, variants(), o), ConfigError);
+}

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,6 +64,72 @@ bool parse_statm_resident_pages(const char* text, uint64_t& pages) {
   unsigned long long resident = std::strtoull(second, &end, 10);
   if (end == second) return false;
   pages = resident;
+  return true;
+}
+
+uint64_t NodeResidency::total() const {
+  uint64_t sum = 0;
+  for (int n = 0; n <= highest_node; ++n) sum += bytes[n];
+  return sum;
+}
+
+void add_numa_maps_line(const char* line, std::size_t length, NodeResidency& out) {
+  // Tokens are separated by single spaces (file names escape theirs as \040); the page size comes
+  // after the node counts, so the counts are held until the line is read.
+  uint64_t pages[kMaxNumaNodes] = {};
+  int highest = -1;
+  uint64_t page_kib = 4;
+  const char* end = line + length;
+  for (const char* tok = line; tok < end;) {
+    const char* stop = static_cast<const char*>(std::memchr(tok, ' ', static_cast<std::size_t>(end - tok)));
+    if (!stop) stop = end;
+    if (tok[0] == 'N' && stop - tok > 2 && tok[1] >= '0' && tok[1] <= '9') {
+      char* eq = nullptr;
+      unsigned long node = std::strtoul(tok + 1, &eq, 10);
+      if (eq < stop && *eq == '=' && node < kMaxNumaNodes) {
+        pages[node] += std::strtoull(eq + 1, nullptr, 10);
+        highest = std::max(highest, static_cast<int>(node));
+      }
+    } else if (static_cast<std::size_t>(stop - tok) > 17 && std::strncmp(tok, "kernelpagesize_kB=", 18) == 0) {
+      page_kib = std::strtoull(tok + 18, nullptr, 10);
+    }
+    tok = stop + 1;
+  }
+  for (int n = 0; n <= highest; ++n) out.bytes[n] += pages[n] * page_kib * 1024;
+  out.highest_node = std::max(out.highest_node, highest);
+  out.mappings++;
+}
+
+bool read_numa_maps(pid_t pid, NodeResidency& out) {
+  char path[64];
+  proc_path(path, sizeof path, pid, "numa_maps");
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[65536];
+  std::size_t used = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, buf + used, sizeof buf - used);
+    if (n < 0) {
+      ::close(fd);
+      return false;
+    }
+    used += static_cast<std::size_t>(n);
+    std::size_t start = 0;
+    for (;;) {
+      auto* nl = static_cast<char*>(std::memchr(buf + start, '\n', used - start));
+      if (!nl) break;
+      add_numa_maps_line(buf + start, static_cast<std::size_t>(nl - (buf + start)), out);
+      start = static_cast<std::size_t>(nl - buf) + 1;
+    }
+    if (n == 0) {
+      if (start < used) add_numa_maps_line(buf + start, used - start, out);
+      break;
+    }
+    std::memmove(buf, buf + start, used - start);
+    used -= start;
+    if (used == sizeof buf) used = 0;  // a line longer than the buffer: cannot be a real mapping line
+  }
+  ::close(fd);
   return true;
 }
 

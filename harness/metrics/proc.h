@@ -40,6 +40,22 @@ bool parse_stat_counters(const char* text, TaskCounters& out);
 // Resident bytes of a process from /proc/<pid>/statm: cheaper than status, for the parent sampler.
 bool read_statm_rss(pid_t pid, uint64_t& rss_bytes);
 
+// Resident bytes of a process per NUMA node, from /proc/<pid>/numa_maps: each mapping's N<node>=<pages>
+// times its kernelpagesize_kB (4 for normal and transparent huge pages, whose pages the kernel counts
+// in base pages; 2048 or 1048576 for hugetlbfs mappings). It counts the pages mapped in the
+// process's page tables, so it is close to VmRSS but not equal (see docs/results-schema.md).
+inline constexpr int kMaxNumaNodes = 64;
+struct NodeResidency {
+  uint64_t bytes[kMaxNumaNodes] = {};
+  int highest_node = -1;  // the highest node with a count, -1 if none
+  uint64_t mappings = 0;
+  uint64_t total() const;
+};
+// Allocation-free (streamed through a stack buffer): the worker calls it right after a phase.
+bool read_numa_maps(pid_t pid, NodeResidency& out);
+// One line of numa_maps (no newline), added to `out`; for tests and read_numa_maps.
+void add_numa_maps_line(const char* line, std::size_t length, NodeResidency& out);
+
 // Parsers, exposed for tests. `text` is NUL-terminated.
 bool parse_status_kib(const char* text, const char* key, uint64_t& kib);
 bool parse_statm_resident_pages(const char* text, uint64_t& pages);

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "harness/matrix/plan.h"
 #include "harness/report/charts.h"
 #include "harness/report/html.h"
 #include "harness/report/verdict.h"
@@ -153,7 +154,12 @@ void matrix_section(html::Document& doc, const json& meta) {
   facts.emplace_back("cells", field(matrix, "cells"));
   facts.emplace_back("timeout per cell", field(matrix, "timeout_s") + " s");
   facts.emplace_back("RSS sampling", field(matrix, "sample_ms") + " ms");
-  facts.emplace_back("threads pinned", field(matrix, "pin_threads"));
+  try {
+    allocmark::placement::PinSpec pin = allocmark::matrix::recorded_pin(matrix);
+    facts.emplace_back("thread placement", pin.pin_text() + (pin.nodes.empty() ? "" : " on nodes " + pin.nodes_text()));
+  } catch (const std::exception& e) {
+    facts.emplace_back("thread placement", e.what());
+  }
   doc.facts(facts);
 }
 

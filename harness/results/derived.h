@@ -40,6 +40,13 @@ inline std::optional<double> contended_share(double waits, double acquisitions) 
   return waits / acquisitions;
 }
 
+// Share of sampled blocks whose page is on the node of the CPU that allocated them (move_pages
+// after the phase): 1.0 all local. Undefined without a resident sampled block.
+inline std::optional<double> local_fraction(double local_blocks, double sampled_blocks) {
+  if (!(sampled_blocks > 0)) return std::nullopt;
+  return local_blocks / sampled_blocks;
+}
+
 // Events per million operations (voluntary context switches: a thread sleeping, on a futex in a
 // contended lock among others); undefined without operations.
 inline std::optional<double> per_million_ops(double events, double ops) {

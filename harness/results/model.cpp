@@ -77,6 +77,11 @@ constexpr std::array<MetricInfo, kMetricCount> kMetrics{{
     {Metric::peak_live_bytes, "peak_live_bytes", "bytes", "peak live requested bytes (the workload's own exact count)"},
     {Metric::contended_share, "contended_share", "ratio",
      "share of allocator lock acquisitions that had to wait (contention num_wait / num_ops)"},
+    {Metric::numa_resident_bytes, "numa_resident_bytes", "bytes",
+     "resident bytes at the phase end from /proc/PID/numa_maps (per node with --by ...,node)"},
+    {Metric::local_fraction, "local_fraction", "ratio",
+     "share of sampled blocks whose page is on the allocating thread's node (move_pages after the phase)"},
+    {Metric::node_threads, "node_threads", "count", "worker threads that ended the phase on the node (--by ...,node)"},
     {Metric::alloc_p50_ns, "alloc_p50_ns", "ns", "median malloc call latency (one call in N timed per thread)"},
     {Metric::alloc_p99_ns, "alloc_p99_ns", "ns", "99th percentile malloc call latency (sampled)"},
     {Metric::alloc_p999_ns, "alloc_p999_ns", "ns", "99.9th percentile malloc call latency (sampled)"},
@@ -122,6 +127,10 @@ std::vector<Metric> all_metrics() {
   return out;
 }
 
+std::vector<Metric> node_metrics() {
+  return {Metric::numa_resident_bytes, Metric::local_fraction, Metric::node_threads, Metric::ops_per_s};
+}
+
 std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues& phase) {
   switch (m) {
     case Metric::peak_rss_bytes: return phase.get(Field::peak_rss_bytes);
@@ -156,6 +165,13 @@ std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues
       if (!waits || !ops) return std::nullopt;
       return contended_share(*waits, *ops);
     }
+    case Metric::numa_resident_bytes: return phase.get(Field::numa_resident_bytes);
+    case Metric::local_fraction: {
+      auto local = phase.get(Field::local_blocks), sampled = phase.get(Field::sampled_blocks);
+      if (!local || !sampled) return std::nullopt;
+      return local_fraction(*local, *sampled);
+    }
+    case Metric::node_threads: return phase.get(Field::node_threads);
     case Metric::alloc_p50_ns: return phase.get(Field::alloc_p50_ns);
     case Metric::alloc_p99_ns: return phase.get(Field::alloc_p99_ns);
     case Metric::alloc_p999_ns: return phase.get(Field::alloc_p999_ns);
@@ -184,6 +200,13 @@ std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues
   return std::nullopt;
 }
 
+PhaseValues node_view(const PhaseValues& phase, const NodeValues& node) {
+  PhaseValues view;
+  view.name = phase.name;
+  view.values = node.values;
+  return view;
+}
+
 PhaseValues whole_cell(const Cell& cell) {
   PhaseValues whole;
   whole.name = std::string(kCellPhase);
@@ -204,6 +227,24 @@ PhaseValues whole_cell(const Cell& cell) {
                   Field::involuntary_ctx_switches, Field::user_s, Field::sys_s, Field::lock_wait_ns, Field::lock_ops,
                   Field::lock_waits, Field::runqueue_wait_ns, Field::run_ns})
     fold(f, sum);
+  fold(Field::numa_resident_bytes, last);
+  fold(Field::sampled_blocks, sum);
+  fold(Field::local_blocks, sum);
+  // Per node, folded the same way: a node's ops and time summed, its resident bytes the last phase's.
+  for (const auto& p : cell.phases)
+    for (const auto& n : p.nodes) {
+      auto it = std::find_if(whole.nodes.begin(), whole.nodes.end(), [&](const NodeValues& w) { return w.node == n.node; });
+      if (it == whole.nodes.end()) {
+        whole.nodes.push_back(n);
+        continue;
+      }
+      auto combine = [&](Field f, auto op) {
+        if (auto v = n.get(f)) it->set(f, it->get(f) ? op(*it->get(f), *v) : *v);
+      };
+      for (Field f : {Field::ops, Field::wall_s, Field::sampled_blocks, Field::local_blocks}) combine(f, sum);
+      combine(Field::numa_resident_bytes, last);
+      combine(Field::node_threads, max);
+    }
   // Not the sum of the phases' rates: total operations over total time.
   if (auto ops = whole.get(Field::ops), wall = whole.get(Field::wall_s); ops && wall)
     whole.set(Field::ops_per_s, ops_per_second(*ops, *wall));
@@ -214,13 +255,14 @@ PhaseValues whole_cell(const Cell& cell) {
 // Dimensions
 
 namespace {
-constexpr std::array<std::pair<Dimension, std::string_view>, 6> kDimensions{{
+constexpr std::array<std::pair<Dimension, std::string_view>, 7> kDimensions{{
     {Dimension::workload, "workload"},
     {Dimension::threads, "threads"},
     {Dimension::allocator, "allocator"},
     {Dimension::phase, "phase"},
     {Dimension::backend, "backend"},
     {Dimension::host, "host"},
+    {Dimension::node, "node"},
 }};
 }  // namespace
 
@@ -340,6 +382,26 @@ class RecordReader {
           if (auto v = optional_number(calls, key, context + "contention.latency." + kind + ".")) values.set(field, *v);
         }
       }
+      if (auto nodes = p.find("nodes"); nodes != p.end() && nodes->is_array())
+        for (std::size_t k = 0; k < nodes->size(); ++k) {
+          const json& n = (*nodes)[k];
+          std::string at = fmt::format("{}nodes[{}].", context, k);
+          if (!n.is_object()) fail(fmt::format("'{}' must be an object", at.substr(0, at.size() - 1)));
+          NodeValues node;
+          auto id = optional_number(n, "node", at);
+          if (!id) fail(fmt::format("'{}node' is missing", at));
+          node.node = static_cast<int>(*id);
+          if (auto v = values.get(Field::wall_s)) node.set(Field::wall_s, *v);
+          for (const auto& [field, key] : {std::pair{Field::ops, "ops"}, std::pair{Field::numa_resident_bytes, "resident_bytes"},
+                                           std::pair{Field::sampled_blocks, "sampled_blocks"}, std::pair{Field::local_blocks, "local_blocks"}})
+            if (auto v = optional_number(n, key, at)) {
+              node.set(field, *v);
+              // The phase's own figure is the sum over its nodes (ops is recorded for the phase).
+              if (field != Field::ops) values.set(field, values.get(field).value_or(0) + *v);
+            }
+          if (auto t = n.find("threads"); t != n.end() && t->is_array()) node.set(Field::node_threads, static_cast<double>(t->size()));
+          values.nodes.push_back(std::move(node));
+        }
       out.push_back(std::move(values));
     }
     return out;
@@ -641,6 +703,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
       throw ResultsError(fmt::format("'{}' is listed twice in the grouping", dimension_name(by[i])));
   const bool by_phase = std::find(by.begin(), by.end(), Dimension::phase) != by.end();
   const bool by_host = std::find(by.begin(), by.end(), Dimension::host) != by.end();
+  const bool by_node = std::find(by.begin(), by.end(), Dimension::node) != by.end();
 
   // Interned values of each dimension; labels come at the end, once all collisions are known.
   Disambiguator workloads, allocators;
@@ -662,7 +725,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
 
   std::vector<GroupBuilder> builders;
   std::map<std::vector<long long>, std::size_t> index;
-  auto builder_for = [&](const Cell& cell, const std::string& phase) -> GroupBuilder& {
+  auto builder_for = [&](const Cell& cell, const std::string& phase, long long node = -1) -> GroupBuilder& {
     const CellIdentity& id = identities_[cell.identity];
     std::vector<long long> key;
     for (Dimension d : by) switch (d) {
@@ -672,6 +735,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
         case Dimension::phase: key.push_back(string_id(phase)); break;
         case Dimension::backend: key.push_back(string_id(id.backend)); break;
         case Dimension::host: key.push_back(string_id(id.host)); break;
+        case Dimension::node: key.push_back(node); break;
       }
     // Cells from different machines are never repetitions of each other, asked for or not.
     if (!by_host) key.push_back(string_id(id.host));
@@ -702,21 +766,30 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
       if (auto v = metric_value(m.metric, cell, phase)) b.samples[static_cast<std::size_t>(m.metric)].push_back(*v);
   };
 
+  // One row's worth of a phase (or whole cell): itself, or with the node dimension one row per node.
+  auto add_phase = [&](const Cell& cell, const PhaseValues& phase) {
+    if (!by_node || phase.nodes.empty()) {
+      GroupBuilder& b = builder_for(cell, phase.name);
+      count_cell(b, cell);
+      add_samples(b, cell, phase);
+      return;
+    }
+    for (const auto& node : phase.nodes) {
+      GroupBuilder& b = builder_for(cell, phase.name, node.node);
+      count_cell(b, cell);
+      add_samples(b, cell, node_view(phase, node));
+    }
+  };
   for (const Cell& cell : cells_) {
     // A cell that is not ok contributes its status and error, never its partial measurements.
     if (!by_phase) {
-      GroupBuilder& b = builder_for(cell, std::string(kCellPhase));
-      count_cell(b, cell);
-      if (cell.ok() && !cell.phases.empty()) add_samples(b, cell, whole_cell(cell));
+      if (cell.ok() && !cell.phases.empty()) add_phase(cell, whole_cell(cell));
+      else count_cell(builder_for(cell, std::string(kCellPhase)), cell);
       continue;
     }
     if (!cell.ok() || cell.phases.empty()) count_cell(builder_for(cell, std::string(kCellPhase)), cell);
     if (!cell.ok()) continue;
-    for (const auto& phase : cell.phases) {
-      GroupBuilder& b = builder_for(cell, phase.name);
-      count_cell(b, cell);
-      add_samples(b, cell, phase);
-    }
+    for (const auto& phase : cell.phases) add_phase(cell, phase);
   }
 
   // Labels: plain names, qualified only where two groups would otherwise read the same.
@@ -728,6 +801,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
         case Dimension::workload: values.push_back(workloads.name(static_cast<std::size_t>(v))); break;
         case Dimension::allocator: values.push_back(allocators.name(static_cast<std::size_t>(v))); break;
         case Dimension::threads: values.push_back(v); break;
+        case Dimension::node: values.push_back(v < 0 ? json("-") : json(v)); break;
         default: values.push_back(strings[static_cast<std::size_t>(v)]); break;
       }
     }

@@ -60,6 +60,11 @@ enum class Field : std::size_t {
   lock_wait_ns,  // the phase's contention.total_wait_ns (allocators with lock counters: jemalloc, numap)
   lock_ops,      // contention.num_ops: lock acquisitions
   lock_waits,    // contention.num_wait: acquisitions that had to wait
+  // From the phase's `nodes` entries (summed over nodes for the phase; one node's in NodeValues).
+  numa_resident_bytes,  // resident_bytes (numa_maps at the phase end)
+  sampled_blocks,       // sampled blocks whose page was resident
+  local_blocks,         // ... of them on the allocating CPU's node
+  node_threads,         // crew threads that ended the phase on the node (NodeValues only)
   // contention.latency.{malloc,free}.*: sampled call latency percentiles (every backend; null
   // where not sampled: rocksdb and program cells, latency_every = 0)
   alloc_p50_ns,
@@ -76,15 +81,25 @@ enum class Field : std::size_t {
 };
 inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::kCount);
 
-struct PhaseValues {
-  std::string name;
+struct FieldValues {
   std::array<double, kFieldCount> values;  // NaN: not in the record
-  PhaseValues() { values.fill(std::nan("")); }
+  FieldValues() { values.fill(std::nan("")); }
   std::optional<double> get(Field f) const {
     double v = values[static_cast<std::size_t>(f)];
     return std::isnan(v) ? std::nullopt : std::optional<double>(v);
   }
   void set(Field f, double v) { values[static_cast<std::size_t>(f)] = v; }
+};
+
+// One NUMA node's share of a phase: ops (of the threads that ended the phase there), the phase's
+// wall_s (so ops_per_s is the node's rate), numa_resident_bytes, sampled/local blocks, node_threads.
+struct NodeValues : FieldValues {
+  int node = -1;
+};
+
+struct PhaseValues : FieldValues {
+  std::string name;
+  std::vector<NodeValues> nodes;  // the record's `nodes`, empty for records without them
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -138,6 +153,9 @@ enum class Metric : std::size_t {
   lock_wait_s,
   peak_live_bytes,
   contended_share,
+  numa_resident_bytes,
+  local_fraction,
+  node_threads,
   alloc_p50_ns,
   alloc_p99_ns,
   alloc_p999_ns,
@@ -164,6 +182,8 @@ const std::array<MetricInfo, kMetricCount>& metric_infos();
 const MetricInfo& metric_info(Metric m);
 std::optional<Metric> metric_from_name(std::string_view name);
 std::vector<Metric> all_metrics();
+// The metrics a node row carries (Dimension::node): resident bytes, local fraction, threads, ops/s.
+std::vector<Metric> node_metrics();
 
 // The value of a metric for one phase of a cell (nullopt where the record has no such figure).
 // This and whole_cell() are the only places a metric is computed from recorded fields.
@@ -178,7 +198,13 @@ PhaseValues whole_cell(const Cell& cell);
 // ---------------------------------------------------------------------------------------------
 // Grouping.
 
-enum class Dimension { workload, threads, allocator, phase, backend, host };
+// node: one row per NUMA node of each phase (or cell), from the records' `nodes`; those rows carry
+// the per-node metrics (numa_resident_bytes, local_fraction, node_threads, ops_per_s of the threads
+// on the node) and nothing else. Records without `nodes` fall in node "-" with their whole figures.
+enum class Dimension { workload, threads, allocator, phase, backend, host, node };
+
+// A phase (or whole cell) as seen by one node's row.
+PhaseValues node_view(const PhaseValues& phase, const NodeValues& node);
 
 std::string_view dimension_name(Dimension d);
 std::optional<Dimension> dimension_from_name(std::string_view name);

@@ -402,3 +402,49 @@ TEST(Reading, ALargeFileIsStreamed) {
   EXPECT_EQ(g.groups[0].metric(Metric::peak_rss_bytes).n, 50000u);
   EXPECT_DOUBLE_EQ(g.groups[1].metric(Metric::peak_rss_bytes).median, 4000);
 }
+
+// Per-node aggregation: a phase's `nodes` become node rows with the per-node metrics; without the
+// node dimension the phase carries their sums and the pooled local fraction.
+TEST(Model, NodeDimensionSplitsPhasesIntoNodes) {
+  auto with_nodes = [](double r0, double r1, double local0) {
+    json p = phase("fill", 4e6, 1e6, 300, 1.0);
+    p["nodes"] = json::array({{{"node", 0}, {"threads", {0}}, {"ops", 100}, {"resident_bytes", r0}, {"sampled_blocks", 10},
+                               {"local_blocks", local0}, {"local_fraction", local0 / 10}},
+                              {{"node", 1}, {"threads", {1, 2}}, {"ops", 200}, {"resident_bytes", r1}, {"sampled_blocks", 30},
+                               {"local_blocks", 15}, {"local_fraction", 0.5}}});
+    return p;
+  };
+  Model m = Model::from_records({cell("numap", 1, json::array({with_nodes(1e6, 3e6, 10)})),
+                                 cell("numap", 2, json::array({with_nodes(2e6, 2e6, 8)}))});
+  Grouping by_node = m.group({Dimension::allocator, Dimension::phase, Dimension::node});
+  ASSERT_EQ(by_node.groups.size(), 2u);
+  const Group& n0 = find_group(by_node, {"numap", "fill", 0});
+  EXPECT_EQ(n0.metric(Metric::numa_resident_bytes).median, 1.5e6);
+  EXPECT_EQ(n0.metric(Metric::local_fraction).min, 0.8);
+  EXPECT_EQ(n0.metric(Metric::local_fraction).max, 1.0);
+  EXPECT_EQ(n0.metric(Metric::node_threads).median, 1);
+  EXPECT_EQ(n0.metric(Metric::ops_per_s).median, 100) << "the node's threads' ops over the phase's wall time";
+  EXPECT_EQ(n0.metric(Metric::peak_rss_bytes).n, 0u) << "node rows carry only per-node metrics";
+  const Group& n1 = find_group(by_node, {"numap", "fill", 1});
+  EXPECT_EQ(n1.metric(Metric::node_threads).median, 2);
+  EXPECT_EQ(n1.metric(Metric::local_fraction).median, 0.5);
+
+  Grouping by_phase = m.group({Dimension::allocator, Dimension::phase});
+  const Group& whole = find_group(by_phase, {"numap", "fill"});
+  EXPECT_EQ(whole.metric(Metric::numa_resident_bytes).median, 4e6);
+  EXPECT_EQ(whole.metric(Metric::local_fraction).max, 25.0 / 40) << "pooled over nodes: (10 + 15) / (10 + 30)";
+  EXPECT_EQ(whole.metric(Metric::node_threads).n, 0u);
+
+  // Per cell (no phase dimension) with nodes: one row per node, folded over the phases.
+  Grouping cells = m.group({Dimension::allocator, Dimension::node});
+  EXPECT_EQ(cells.groups.size(), 2u);
+  EXPECT_EQ(find_group(cells, {"numap", 1}).metric(Metric::numa_resident_bytes).median, 2.5e6);
+}
+
+TEST(Model, RecordsWithoutNodesFallInNodeDash) {
+  Model m = Model::from_records({cell("glibc", 1, json::array({phase("fill", 4e6, 1e6, 300, 1.0)}))});
+  Grouping g = m.group({Dimension::allocator, Dimension::node});
+  ASSERT_EQ(g.groups.size(), 1u);
+  EXPECT_EQ(g.groups[0].values[1], "-");
+  EXPECT_EQ(g.groups[0].metric(Metric::peak_rss_bytes).median, 4e6);
+}

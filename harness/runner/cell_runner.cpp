@@ -54,7 +54,7 @@ json worker_spec(const matrix::Cell& cell, const CellSettings& settings, const s
   return {{"allocator", cell.allocator.name}, {"backend", cell.allocator.backend},
           {"library", cell.allocator.library}, {"workload", cell.workload},
           {"threads", cell.threads},           {"rep", cell.rep},
-          {"params", cell.params},             {"pin_threads", settings.pin_threads},
+          {"params", cell.params},             {"pin", settings.pin.pin_text()}, {"nodes", settings.pin.nodes_text()},
           {"driver_pid", ::getpid()},         {"data_dir", data_dir},
           {"latency_every", settings.latency_every}};
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "harness/matrix/plan.h"
+#include "harness/placement/placement.h"
 
 namespace allocmark::runner {
 
@@ -17,7 +18,7 @@ struct CellSettings {
   double timeout_s = 300;
   int sample_ms = 10;
   int max_timeline_points = 2000;
-  bool pin_threads = true;
+  placement::PinSpec pin;  // where worker threads run (compact by default)
   // Where cells keep on-disk state (a database): each cell gets DATA_ROOT/<its log's name>.data,
   // removed once its worker has ended, however it ended, unless keep_data. Empty: no folder.
   std::string data_root;

@@ -29,6 +29,7 @@ void RecordBuilder::on_event(const json& ev) {
     record_["idle_rss_bytes"] = ev.value("idle_rss_bytes", json());
     record_["idle_alloc_stats"] = ev.value("alloc_stats", json::object());
     if (ev.contains("pinned_cpus")) record_["pinned_cpus"] = ev["pinned_cpus"];
+    if (ev.contains("placement")) record_["placement"] = ev["placement"];
   } else if (kind == "phase_end" && ev.contains("phase") && ev["phase"].is_object()) {
     json p = ev["phase"];
     p["start_ms"] = (p.value("t_begin_ns", int64_t{0}) - start_ns_) / 1e6;

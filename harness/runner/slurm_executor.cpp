@@ -147,7 +147,7 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
     json spec{{"cell", matrix::cell_to_json(job.cell)},
               {"settings",
                {{"timeout_s", settings_.timeout_s}, {"sample_ms", settings_.sample_ms},
-                {"max_timeline_points", settings_.max_timeline_points}, {"pin_threads", settings_.pin_threads},
+                {"max_timeline_points", settings_.max_timeline_points}, {"pin", settings_.pin.pin_text()}, {"nodes", settings_.pin.nodes_text()},
                 {"latency_every", settings_.latency_every}}},
               {"log", fs::absolute(job.log_path).string()},
               {"attempt", job.attempt},

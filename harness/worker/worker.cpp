@@ -22,9 +22,12 @@
 #include "allocators/native_api.h"
 #include "harness/metrics/phase_record.h"
 #include "harness/metrics/proc.h"
+#include "harness/placement/placement.h"
+#include "harness/worker/node_figures.h"
 #include "harness/worker/phase_contention.h"
 #include "harness/worker/preload_check.h"
 #include "harness/worker/report_line.h"
+#include "workloads/address_sample.h"
 #include "workloads/call_latency.h"
 #include "workloads/workload.h"
 
@@ -67,23 +70,23 @@ json native_snapshot(const allocmark::allocators::NativeApi* api) {
 // N threads that run each phase in lock step with the main thread. Created once per cell.
 class PhaseCrew {
  public:
-  PhaseCrew(wl::Workload& workload, wl::LiveBytes& live, int threads, bool pin)
+  // `cpus`: the CPU of each thread (placement::plan_placement), empty to leave threads unpinned.
+  PhaseCrew(wl::Workload& workload, wl::LiveBytes& live, int threads, const std::vector<int>& cpus)
       : workload_(workload), live_(live), threads_(threads) {
     pthread_barrier_init(&start_, nullptr, threads + 1);
     pthread_barrier_init(&end_, nullptr, threads + 1);
     ops_.assign(threads, 0);
     last_cpu_.assign(threads, -1);
-    std::vector<int> cpus = allowed_cpus();
     for (int i = 0; i < threads; ++i) {
       crew_.emplace_back([this, i] { loop(i); });
-      if (pin && !cpus.empty()) {
-        const int cpu = cpus[i % cpus.size()];
+      if (!cpus.empty()) {
+        const int cpu = cpus[i];
         cpu_set_t set;
         CPU_ZERO(&set);
         CPU_SET(cpu, &set);
         if (int err = pthread_setaffinity_np(crew_.back().native_handle(), sizeof set, &set); err != 0 && pin_error_.empty())
           pin_error_ = "pinning thread " + std::to_string(i) + " to CPU " + std::to_string(cpu) +
-                       " was refused: " + std::strerror(err) + " (run with --no-pin to measure unpinned)";
+                       " was refused: " + std::strerror(err) + " (run with --pin none to measure unpinned)";
         pinned_.push_back(cpu);
       }
     }
@@ -108,25 +111,18 @@ class PhaseCrew {
     pthread_barrier_wait(&start_);
     pthread_barrier_wait(&end_);
   }
+  const std::vector<uint64_t>& thread_ops() const { return ops_; }
   uint64_t total_ops() const {
     uint64_t sum = 0;
     for (auto v : ops_) sum += v;
     return sum;
   }
 
-  static std::vector<int> allowed_cpus() {
-    cpu_set_t set;
-    std::vector<int> cpus;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    return cpus;
-  }
-
  private:
   void loop(int index) {
     wl::call_latency::bind_thread(index);
     wl::ThreadContext ctx{index, threads_, live_.local(index)};
+    wl::address_sample::bind_thread(index);
     for (;;) {
       pthread_barrier_wait(&start_);
       int phase = phase_;
@@ -172,7 +168,8 @@ int run_cell(const json& spec) {
   const std::string backend = spec.at("backend");
   const std::string workload_name = spec.at("workload");
   const int threads = spec.at("threads");
-  const bool pin = spec.value("pin_threads", true);
+  // "pin"/"nodes" (placement::parse_pin's text); "pin_threads" from drivers before the policies.
+  const std::string pin_text = spec.contains("pin") ? spec["pin"].get<std::string>() : spec.value("pin_threads", true) ? "compact" : "none";
 
   // A driver killed between fork and exec leaves no one to read this cell: stop at once.
   if (spec.contains("driver_pid") && getppid() != spec["driver_pid"].get<pid_t>()) fail("the driver is gone", 4);
@@ -194,6 +191,18 @@ int run_cell(const json& spec) {
     return rss;
   };
   env.data_dir = spec.value("data_dir", "");
+  // Placed before the workload builds its tables, so a memory binding (--nodes) covers them too.
+  namespace pl = allocmark::placement;
+  const pl::Allowed allowed = pl::current_allowed();
+  allocmark::topology::Topology topo = allocmark::topology::detect();
+  pl::Placement placement;
+  try {
+    placement = pl::plan_placement(topo, allowed, pl::parse_pin(pin_text, spec.value("nodes", "")), threads);
+  } catch (const std::exception& e) {
+    fail(std::string("placement: ") + e.what());
+  }
+  if (auto problem = pl::apply_memory_binding(placement.membind); !problem.empty()) fail(problem);
+  allocmark::worker::NodeFigures node_figures(std::move(topo), threads);
   // Before the workload and its threads exist: each thread reads N on its first call.
   const uint32_t latency_every = spec.value("latency_every", 0u);
   wl::call_latency::configure(latency_every, threads);
@@ -202,13 +211,17 @@ int run_cell(const json& spec) {
       info->tracks_live_bytes ? "" : "the workload's allocations happen inside a library allocmark does not instrument (" + workload_name + ")");
   std::unique_ptr<wl::Workload> workload = info->make(params, threads, env);
   wl::LiveBytes live(threads);
-  PhaseCrew crew(*workload, live, threads, pin);
+  PhaseCrew crew(*workload, live, threads, placement.thread_cpus);
   if (!crew.pin_error().empty()) fail(crew.pin_error());
+  const bool pin = !placement.thread_cpus.empty();
+  json placement_json = pl::to_json(placement);
+  placement_json["allowed"] = pl::to_json(allowed);
 
   metrics::MemStatus idle{};
   metrics::read_mem_status(0, idle);
   report({{"event", "baseline"}, {"idle_rss_bytes", idle.rss_bytes}, {"t_ns", now_ns()},
-          {"alloc_stats", native_snapshot(api)}, {"pinned_cpus", pin ? json(crew.pinned_cpus()) : json(nullptr)}});
+          {"alloc_stats", native_snapshot(api)}, {"pinned_cpus", pin ? json(crew.pinned_cpus()) : json(nullptr)},
+          {"placement", placement_json}});
 
   const auto& phases = workload->phases();
   for (std::size_t i = 0; i < phases.size(); ++i) {
@@ -245,6 +258,12 @@ int run_cell(const json& spec) {
     f.counters = metrics::counters_since(metrics::counters_of(ru1), metrics::counters_of(ru0));
     json phase = metrics::phase_record(f);
     phase["thread_cpus"] = crew.last_cpus();
+    json thread_nodes = json::array();
+    for (int cpu : crew.last_cpus()) thread_nodes.push_back(node_figures.node_of_cpu(cpu));
+    phase["thread_nodes"] = thread_nodes;
+    json placement_cost;
+    phase["nodes"] = node_figures.after_phase(crew.last_cpus(), crew.thread_ops(), placement_cost);
+    phase["placement_cost"] = placement_cost;
     phase["maps"] = metrics::summarize_maps();
     if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;
     if (api) phase["alloc_stats"] = api->read_stats();

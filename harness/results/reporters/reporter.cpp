@@ -2,6 +2,8 @@
 // folder.
 #include "harness/results/reporters/reporter.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace allocmark::results {
@@ -22,7 +24,9 @@ std::unique_ptr<Reporter> make_reporter(std::string_view format) {
 std::string render_report(const Model& model, std::string_view format, const ReportOptions& options) {
   auto reporter = make_reporter(format);
   if (!reporter) throw ResultsError(fmt::format("unknown report format '{}'", format));
-  const std::vector<Metric> metrics = options.metrics.empty() ? reporter->default_metrics() : options.metrics;
+  // Node rows carry only the per-node metrics: show those unless asked for others.
+  const bool by_node = std::find(options.by.begin(), options.by.end(), Dimension::node) != options.by.end();
+  const std::vector<Metric> metrics = !options.metrics.empty() ? options.metrics : by_node ? node_metrics() : reporter->default_metrics();
   return reporter->render(model, model.group(options.by), metrics);
 }
 
@@ -30,7 +34,12 @@ void write_summaries(const std::string& dir) {
   Model model = Model::load({dir}, LoadOptions{.require_cells = false});
   // Render both before writing either, so a failure leaves the previous pair in place.
   std::string csv = cells_csv(model);
-  std::string json = summary_json(model, model.group(default_dimensions()), all_metrics()).dump(2) + "\n";
+  nlohmann::ordered_json summary = summary_json(model, model.group(default_dimensions()), all_metrics());
+  // The same groups split by NUMA node, with the per-node metrics only (charts of placement).
+  std::vector<Dimension> by_node = default_dimensions();
+  by_node.push_back(Dimension::node);
+  summary["node_groups"] = summary_json(model, model.group(by_node), node_metrics())["groups"];
+  std::string json = summary.dump(2) + "\n";
   write_file_atomically(dir + "/summary.csv", csv);
   write_file_atomically(dir + "/summary.json", json);
 }

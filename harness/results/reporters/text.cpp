@@ -80,6 +80,11 @@ const std::vector<MetricColumn>& metric_columns() {
       {Metric::runqueue_wait_s, {"runqueue wait s", 24, true}, seconds, nullptr},
       {Metric::runqueue_wait_share, {"runqueue share", 20, true}, ratio,
        "runqueue share: run-queue wait / (wait + on-CPU time) of the threads"},
+      {Metric::numa_resident_bytes, {"node RSS MiB", 24, true}, mib,
+       "node RSS: resident bytes at the phase end from numa_maps (per node with --by ...,node)"},
+      {Metric::local_fraction, {"local", 20, true}, ratio,
+       "local: share of sampled blocks whose page is on the allocating thread's node"},
+      {Metric::node_threads, {"threads on node", 16, true}, si, nullptr},
   };
   return columns;
 }
@@ -98,6 +103,7 @@ Column dimension_column(Dimension d) {
     case Dimension::phase: return {"phase", 10, false};
     case Dimension::backend: return {"backend", 10, false};
     case Dimension::host: return {"host", 16, false};
+    case Dimension::node: return {"node", 4, true};
   }
   return {std::string(dimension_name(d)), 10, false};
 }

@@ -1,0 +1,95 @@
+#include "harness/worker/node_figures.h"
+
+#include <numaif.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "harness/metrics/proc.h"
+#include "harness/results/derived.h"
+
+namespace allocmark::worker {
+
+namespace {
+
+int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+NodeFigures::NodeFigures(topology::Topology topo, int threads) : topo_(std::move(topo)), threads_(threads) {
+  for (std::size_t i = 0; i < topo_.nodes.size(); ++i)
+    for (int cpu : topo_.nodes[i].cpus) {
+      if (cpu >= static_cast<int>(node_index_of_cpu_.size())) node_index_of_cpu_.resize(cpu + 1, -1);
+      node_index_of_cpu_[cpu] = static_cast<int>(i);
+    }
+  const std::size_t most = static_cast<std::size_t>(threads) * workloads::address_sample::kRingSize;
+  samples_.resize(most);
+  pages_.resize(most);
+  status_.resize(most);
+  workloads::address_sample::configure(threads);
+}
+
+int NodeFigures::node_of_cpu(int cpu) const {
+  if (cpu < 0 || cpu >= static_cast<int>(node_index_of_cpu_.size()) || node_index_of_cpu_[cpu] < 0) return -1;
+  return topo_.nodes[node_index_of_cpu_[cpu]].id;
+}
+
+nlohmann::json NodeFigures::after_phase(const std::vector<int>& last_cpus, const std::vector<uint64_t>& ops, nlohmann::json& cost) {
+  using nlohmann::json;
+  const std::size_t nodes = topo_.nodes.size();
+  auto index_of_cpu = [&](int cpu) {
+    return cpu >= 0 && cpu < static_cast<int>(node_index_of_cpu_.size()) ? node_index_of_cpu_[cpu] : -1;
+  };
+
+  const int64_t t0 = now_ns();
+  metrics::NodeResidency residency;
+  const bool numa_maps_ok = metrics::read_numa_maps(0, residency);
+  const int64_t t1 = now_ns();
+
+  std::size_t count = 0;
+  for (int t = 0; t < threads_; ++t) count += workloads::address_sample::take(t, samples_.data() + count);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  for (std::size_t i = 0; i < count; ++i)
+    pages_[i] = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(samples_[i].address) & ~static_cast<uintptr_t>(page - 1));
+  // nodes = NULL: only ask where each page is (status: its node, or -ENOENT/-EFAULT when absent).
+  const bool query_ok = count == 0 || move_pages(0, count, pages_.data(), nullptr, status_.data(), 0) == 0;
+  const int64_t t2 = now_ns();
+
+  std::vector<uint64_t> sampled(nodes, 0), local(nodes, 0), node_ops(nodes, 0);
+  std::vector<std::vector<int>> on_node(nodes);
+  if (query_ok)
+    for (std::size_t i = 0; i < count; ++i) {
+      int from = index_of_cpu(samples_[i].cpu);
+      if (from < 0 || status_[i] < 0) continue;  // page gone (unmapped or never touched): not a resident block
+      sampled[from]++;
+      if (status_[i] == topo_.nodes[from].id) local[from]++;
+    }
+  for (int t = 0; t < threads_; ++t)
+    if (int n = index_of_cpu(last_cpus[t]); n >= 0) {
+      on_node[n].push_back(t);
+      node_ops[n] += ops[t];
+    }
+
+  json out = json::array();
+  for (std::size_t n = 0; n < nodes; ++n) {
+    const int id = topo_.nodes[n].id;
+    const bool have_bytes = numa_maps_ok && id < metrics::kMaxNumaNodes;
+    auto fraction = results::local_fraction(static_cast<double>(local[n]), static_cast<double>(sampled[n]));
+    out.push_back({{"node", id},
+                   {"threads", on_node[n]},
+                   {"ops", node_ops[n]},
+                   {"resident_bytes", have_bytes ? json(residency.bytes[id]) : json(nullptr)},
+                   {"sampled_blocks", query_ok ? json(sampled[n]) : json(nullptr)},
+                   {"local_blocks", query_ok ? json(local[n]) : json(nullptr)},
+                   {"local_fraction", fraction ? json(*fraction) : json(nullptr)}});
+  }
+  cost = {{"numa_maps_ns", t1 - t0}, {"move_pages_ns", t2 - t1}, {"sampled_addresses", count}};
+  return out;
+}
+
+}  // namespace allocmark::worker
