@@ -67,6 +67,9 @@ inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::kCoun
 struct PhaseValues {
   std::string name;
   std::array<double, kFieldCount> values;  // NaN: not in the record
+  // The phase's workload_metrics that are numbers, nested names joined with '.'
+  // (ns_per_op.malloc_free_64): (Model::workload_metric_name index, value).
+  std::vector<std::pair<std::size_t, double>> workload;
   PhaseValues() { values.fill(std::nan("")); }
   std::optional<double> get(Field f) const {
     double v = values[static_cast<std::size_t>(f)];
@@ -180,6 +183,10 @@ struct Group {
   // env, preload, host, library, allocator_version); a field that varies is left out.
   nlohmann::ordered_json identity = nlohmann::ordered_json::object();
 
+  // Each workload metric (a phase's workload_metrics, see PhaseValues) over the group's cells;
+  // only in groupings by phase, since each is a figure of one phase.
+  std::map<std::string, Spread> workload_metrics;
+
   const Spread& metric(Metric m) const { return metrics[static_cast<std::size_t>(m)]; }
 };
 inline constexpr std::size_t kMaxErrorsListed = 20;
@@ -191,7 +198,14 @@ struct Grouping {
   // As asked, plus host (last) when cells from different hosts would otherwise share a row.
   std::vector<Dimension> dimensions;
   std::vector<Group> groups;  // in order of first appearance in the files
+  // The workload metrics the groups have, in order of first appearance in the files.
+  std::vector<std::string> workload_metrics;
 };
+
+// Keeps the workload metrics whose names match one of `patterns` (a name, or a prefix ending in
+// '*': ns_per_op.*), in the grouping and in its groups. Throws ResultsError for a pattern that
+// matches none of them, listing what there is.
+void select_workload_metrics(Grouping& grouping, const std::vector<std::string>& patterns);
 
 // ---------------------------------------------------------------------------------------------
 // The model.
@@ -217,6 +231,7 @@ class Model {
   const std::vector<Cell>& cells() const { return cells_; }
   const CellIdentity& identity(std::size_t index) const { return identities_[index]; }
   const CellIdentity& identity(const Cell& cell) const { return identities_[cell.identity]; }
+  const std::string& workload_metric_name(std::size_t index) const { return workload_metric_names_[index]; }
   // Corrupt or cut-short lines, duplicates, repeated folders; in the order found.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
@@ -233,10 +248,13 @@ class Model {
   void add_folder(const std::string& dir, const LoadOptions& options);
   void warn_on_differing_outputs();
   std::size_t intern(CellIdentity identity);
+  std::size_t intern_workload_metric(const std::string& name);
 
   std::vector<Cell> cells_;
   std::vector<CellIdentity> identities_;
   std::unordered_map<std::string, std::size_t> identity_index_;
+  std::vector<std::string> workload_metric_names_;
+  std::unordered_map<std::string, std::size_t> workload_metric_index_;
   std::vector<std::string> warnings_;
   std::vector<std::string> folders_seen_;
   std::string default_host_;  // the current folder's meta.json machine.host

@@ -23,7 +23,10 @@ std::string render_report(const Model& model, std::string_view format, const Rep
   auto reporter = make_reporter(format);
   if (!reporter) throw ResultsError(fmt::format("unknown report format '{}'", format));
   const std::vector<Metric> metrics = options.metrics.empty() ? reporter->default_metrics() : options.metrics;
-  return reporter->render(model, model.group(options.by), metrics);
+  Grouping grouping = model.group(options.by);
+  if (!options.workload_metrics.empty() || !reporter->all_workload_metrics_by_default())
+    select_workload_metrics(grouping, options.workload_metrics);
+  return reporter->render(model, grouping, metrics);
 }
 
 void write_summaries(const std::string& dir) {
