@@ -31,7 +31,7 @@ enum class Family { malloc_free, batch, realloc_double, realloc_step, aligned, c
 
 struct Bench {
   std::size_t phase;
-  std::string key;   // in workload_metrics: ns_per_op.<key>
+  std::string key;   // in workload_metrics: ns_per_op.<key>; sizes in bytes, so names sort naturally
   Family family;
   std::size_t size;  // bytes; for realloc the final size; for aligned the alignment (and size)
   double ops_per_iteration;
@@ -43,11 +43,6 @@ const std::vector<std::string>& phase_names() {
   return names;
 }
 
-std::string size_label(std::size_t bytes) {
-  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + "M";
-  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + "K";
-  return std::to_string(bytes);
-}
 
 constexpr std::size_t kReallocStart = 16, kReallocStep = 16;
 constexpr std::size_t kRingCapacity = 1024;
@@ -74,14 +69,14 @@ class Percall final : public Workload {
         repetitions_(static_cast<int>(p.integer("repetitions"))),
         batch_(static_cast<std::size_t>(p.integer("batch"))),
         state_(threads) {
-    for (std::size_t s = 8; s <= (4u << 20); s *= 2) add(0, "malloc_free_" + size_label(s), Family::malloc_free, s, 1);
+    for (std::size_t s = 8; s <= (4u << 20); s *= 2) add(0, "malloc_free_" + std::to_string(s), Family::malloc_free, s, 1);
     for (std::size_t s : {16, 64, 256, 1024, 4096, 16384})
-      add(1, "batch_" + size_label(s), Family::batch, s, static_cast<double>(batch_));
-    add(2, "realloc_double_64K", Family::realloc_double, 64 * 1024, std::log2(64 * 1024 / kReallocStart));
-    add(2, "realloc_step_4K", Family::realloc_step, 4096, (4096 - kReallocStart) / kReallocStep);
-    for (std::size_t a : {64, 4096, 65536}) add(3, "aligned_" + size_label(a), Family::aligned, a, 1);
+      add(1, "batch_" + std::to_string(s), Family::batch, s, static_cast<double>(batch_));
+    add(2, "realloc_double_65536", Family::realloc_double, 64 * 1024, std::log2(64 * 1024 / kReallocStart));
+    add(2, "realloc_step_4096", Family::realloc_step, 4096, (4096 - kReallocStart) / kReallocStep);
+    for (std::size_t a : {64, 4096, 65536}) add(3, "aligned_" + std::to_string(a), Family::aligned, a, 1);
     for (std::size_t s : {16, 64, 256, 1024, 4096, 65536})
-      add(4, "cross_thread_" + size_label(s), Family::cross_thread, s, 1);
+      add(4, "cross_thread_" + std::to_string(s), Family::cross_thread, s, 1);
     for (auto& s : state_) {
       s.blocks.assign(batch_, nullptr);
       s.inbox.reserve(kRingCapacity);

@@ -575,6 +575,33 @@ class CommonIdentity {
   std::set<std::string> varying_;
 };
 
+// Names with numbers in them in the order a reader expects: digit runs compare by value.
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t ei = i, ej = j;
+      while (ei < a.size() && digit(a[ei])) ++ei;
+      while (ej < b.size() && digit(b[ej])) ++ej;
+      const std::string_view da = std::string_view(a).substr(i, ei - i), db = std::string_view(b).substr(j, ej - j);
+      // Same value in fewer digits first is fine; values by length, then by digits (no overflow).
+      const std::size_t la = da.find_first_not_of('0'), lb = db.find_first_not_of('0');
+      const std::string_view va = la == std::string_view::npos ? "" : da.substr(la);
+      const std::string_view vb = lb == std::string_view::npos ? "" : db.substr(lb);
+      if (va.size() != vb.size()) return va.size() < vb.size();
+      if (va != vb) return va < vb;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j || (a.size() - i == b.size() - j && a < b);
+}
+
 struct GroupBuilder {
   std::vector<long long> key;  // per dimension: the interned value; then the host when not a dimension
   Group group;
@@ -724,6 +751,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
     out.groups.push_back(std::move(b.group));
   }
   for (std::size_t index : workload_metrics_present) out.workload_metrics.push_back(workload_metric_names_[index]);
+  std::sort(out.workload_metrics.begin(), out.workload_metrics.end(), natural_less);
   return out;
 }
 

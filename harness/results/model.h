@@ -198,7 +198,8 @@ struct Grouping {
   // As asked, plus host (last) when cells from different hosts would otherwise share a row.
   std::vector<Dimension> dimensions;
   std::vector<Group> groups;  // in order of first appearance in the files
-  // The workload metrics the groups have, in order of first appearance in the files.
+  // The workload metrics the groups have, in natural order (digit runs compare as numbers:
+  // ns_per_op.malloc_free_64 before ns_per_op.malloc_free_128).
   std::vector<std::string> workload_metrics;
 };
 

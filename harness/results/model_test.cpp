@@ -352,7 +352,7 @@ TEST(Reading, ALargeFileIsStreamed) {
 TEST(WorkloadMetrics, NumbersOfEachPhaseAreGroupedWithNestedNamesJoined) {
   auto with_metrics = [](const std::string& allocator, int rep, double ns64, double ns128) {
     json p = phase("malloc_free", 100, 50, 10, 1);
-    p["workload_metrics"] = {{"ns_per_op", {{"malloc_free_64", ns64}, {"malloc_free_128", ns128}}},
+    p["workload_metrics"] = {{"ns_per_op", {{"malloc_free_64", ns64}, {"malloc_free_128", ns128}, {"malloc_free_0064", 1}}},
                              {"note", "text is not a figure"},
                              {"rows", 7}};
     return cell(allocator, rep, json::array({p, phase("idle", 100, 50, 0, 1)}));
@@ -360,7 +360,7 @@ TEST(WorkloadMetrics, NumbersOfEachPhaseAreGroupedWithNestedNamesJoined) {
   Model m = Model::from_records({with_metrics("glibc", 0, 10, 20), with_metrics("glibc", 1, 12, 22),
                                  with_metrics("glibc", 2, 30, 21), with_metrics("numap", 0, 8, 40)});
   Grouping g = m.group(default_dimensions());
-  EXPECT_EQ(g.workload_metrics, (std::vector<std::string>{"ns_per_op.malloc_free_64", "ns_per_op.malloc_free_128", "rows"}));
+  EXPECT_EQ(g.workload_metrics, (std::vector<std::string>{"ns_per_op.malloc_free_0064", "ns_per_op.malloc_free_64", "ns_per_op.malloc_free_128", "rows"}));
   const Group& glibc = find_group(g, {"size_mix", 2, "glibc", "malloc_free"});
   const Spread& s = glibc.workload_metrics.at("ns_per_op.malloc_free_64");
   EXPECT_EQ(s.n, 3u);
@@ -375,7 +375,7 @@ TEST(WorkloadMetrics, NumbersOfEachPhaseAreGroupedWithNestedNamesJoined) {
   EXPECT_TRUE(whole.groups[0].workload_metrics.empty());
 
   select_workload_metrics(g, {"ns_per_op.*"});
-  EXPECT_EQ(g.workload_metrics, (std::vector<std::string>{"ns_per_op.malloc_free_64", "ns_per_op.malloc_free_128"}));
+  EXPECT_EQ(g.workload_metrics, (std::vector<std::string>{"ns_per_op.malloc_free_0064", "ns_per_op.malloc_free_64", "ns_per_op.malloc_free_128"}));
   EXPECT_EQ(find_group(g, {"size_mix", 2, "glibc", "malloc_free"}).workload_metrics.count("rows"), 0u);
   try {
     select_workload_metrics(g, {"ns_per_op.free_*"});
