@@ -6,10 +6,9 @@ figures), never about which allocator is faster.
 """
 import json
 import os
-import tempfile
 import unittest
 
-from e2e_test import records, run
+from e2e_test import TempDirTest, records, run
 
 PHASES = ["malloc_free", "batch", "realloc", "aligned", "cross_thread"]
 SIZES = [str(8 << i) for i in range(20)]  # 8 B .. 4 MiB
@@ -24,16 +23,7 @@ TINY = ["--set", "percall.min_time=0.002", "--set", "percall.batch=100"]
 BACKENDS = ["glibc", "jemalloc", "tcmalloc", "mimalloc", "numap"]
 
 
-class PercallTest(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory(prefix="allocmark-percall-")
-        self.out = os.path.join(self._tmp.name, "out")
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
-
-class EveryBackend(PercallTest):
+class EveryBackend(TempDirTest):
     def test_every_benchmark_is_timed_under_every_backend_and_reaches_the_model(self):
         # 3 threads on this 2-core machine: the oversubscribed case, and a ring of three for cross_thread.
         p = run(["run", "--allocators", ",".join(BACKENDS), "--workloads", "percall", "--threads", "1,3", "--reps", "1",
@@ -83,7 +73,7 @@ class EveryBackend(PercallTest):
         self.assertIn("ns_per_op.malloc_free_64", p.stderr)
 
 
-class BadParameters(PercallTest):
+class BadParameters(TempDirTest):
     def test_bad_parameters_exit_2_before_anything_is_written(self):
         for setting, needle in [("percall.min_time=0", "min_time"), ("percall.min_time=fast", "min_time"),
                                 ("percall.repetitions=0", "repetitions"), ("percall.batch=0", "batch"),
