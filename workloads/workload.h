@@ -141,6 +141,9 @@ struct WorkloadInfo {
   // phases report no live bytes (null, not 0), no fragmentation ratio and no sampled call latency
   // (`latency` null, with the reason).
   bool tracks_live_bytes = true;
+  // With tracks_live_bytes false: why, as the phase's `latency_absent` says it ("": the calls
+  // happen inside a library allocmark does not instrument).
+  std::string untracked_reason;
 };
 
 // Registration happens from static initialisers in each workload's file.

@@ -41,6 +41,7 @@ struct ShowOptions {
   std::string format = "table";
   std::vector<std::string> by;
   std::vector<std::string> metrics;
+  std::vector<std::string> workload_metrics;
 };
 
 }  // namespace
@@ -61,6 +62,11 @@ Subcommand add_show_command(CLI::App& app) {
   show->add_option("--metric", opts->metrics, "metrics, comma-separated: " + joined(metric_names) +
                                                   " (default: peak RSS, RSS-idle/live and ops/s in table and markdown; all in csv and json)")
       ->allow_extra_args(false);
+  show->add_option("--workload-metric", opts->workload_metrics,
+                   "workload metrics (a phase's workload_metrics, e.g. percall's ns_per_op.malloc_free_64), "
+                   "comma-separated names or prefixes ending in * (ns_per_op.*); groupings by phase only "
+                   "(default: none in table and markdown, all in csv and json)")
+      ->allow_extra_args(false);
   return {show, [opts, dimension_names, metric_names] {
             if (!rs::make_reporter(opts->format))
               throw std::invalid_argument(fmt::format("--format: unknown format '{}' (choose from {})", opts->format,
@@ -71,6 +77,7 @@ Subcommand add_show_command(CLI::App& app) {
                                                      rs::dimension_from_name);
             report.metrics = parse_names<rs::Metric>(opts->metrics, "--metric", "metric", metric_names,
                                                      rs::metric_from_name);
+            report.workload_metrics = split_commas(opts->workload_metrics, "--workload-metric");
             rs::Model model = rs::Model::load(opts->dirs);
             for (const auto& w : model.warnings()) std::cerr << "allocmark: warning: " << w << "\n";
             std::cout << rs::render_report(model, opts->format, report);

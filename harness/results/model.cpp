@@ -357,7 +357,18 @@ class RecordReader {
     return *it;
   }
 
-  std::vector<PhaseValues> phases() const {
+  // Every number in a phase's workload_metrics, nested objects' names joined with '.'; text and
+  // other values are the workload's notes, not figures to summarise.
+  template <class Intern>
+  static void workload_numbers(const json& object, const std::string& prefix, PhaseValues& values, Intern& intern) {
+    for (const auto& [k, v] : object.items()) {
+      if (v.is_object()) workload_numbers(v, prefix + k + ".", values, intern);
+      else if (v.is_number()) values.workload.emplace_back(intern(prefix + k), v.template get<double>());
+    }
+  }
+
+  template <class Intern>
+  std::vector<PhaseValues> phases(Intern intern) const {
     std::vector<PhaseValues> out;
     auto it = record_.find("phases");
     if (it == record_.end() || it->is_null()) return out;
@@ -402,6 +413,7 @@ class RecordReader {
           if (auto t = n.find("threads"); t != n.end() && t->is_array()) node.set(Field::node_threads, static_cast<double>(t->size()));
           values.nodes.push_back(std::move(node));
         }
+      if (auto w = p.find("workload_metrics"); w != p.end() && w->is_object()) workload_numbers(*w, "", values, intern);
       out.push_back(std::move(values));
     }
     return out;
@@ -424,6 +436,12 @@ std::size_t Model::intern(CellIdentity id) {
   return it->second;
 }
 
+std::size_t Model::intern_workload_metric(const std::string& name) {
+  auto [it, inserted] = workload_metric_index_.emplace(name, workload_metric_names_.size());
+  if (inserted) workload_metric_names_.push_back(name);
+  return it->second;
+}
+
 void Model::add_record(const json& record, const std::string& file, std::size_t line) {
   RecordReader r(record, file, line);
   Cell cell;
@@ -443,7 +461,7 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
   cell.library = r.optional_string("library");
   cell.allocator_version = r.optional_string("allocator_version");
   cell.idle_rss_bytes = r.optional_number(record, "idle_rss_bytes", "");
-  cell.phases = r.phases();
+  cell.phases = r.phases([this](const std::string& name) { return intern_workload_metric(name); });
   cell.stdout_checksum = r.optional_string("stdout_checksum");
   // Records always carry a key; one written by hand may not. It gets one of the same shape, but
   // without the driver's key nothing says two records are the same cell: each is taken as its own.
@@ -688,10 +706,38 @@ class CommonIdentity {
   std::set<std::string> varying_;
 };
 
+// Names with numbers in them in the order a reader expects: digit runs compare by value.
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t ei = i, ej = j;
+      while (ei < a.size() && digit(a[ei])) ++ei;
+      while (ej < b.size() && digit(b[ej])) ++ej;
+      const std::string_view da = std::string_view(a).substr(i, ei - i), db = std::string_view(b).substr(j, ej - j);
+      // Same value in fewer digits first is fine; values by length, then by digits (no overflow).
+      const std::size_t la = da.find_first_not_of('0'), lb = db.find_first_not_of('0');
+      const std::string_view va = la == std::string_view::npos ? "" : da.substr(la);
+      const std::string_view vb = lb == std::string_view::npos ? "" : db.substr(lb);
+      if (va.size() != vb.size()) return va.size() < vb.size();
+      if (va != vb) return va < vb;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j || (a.size() - i == b.size() - j && a < b);
+}
+
 struct GroupBuilder {
   std::vector<long long> key;  // per dimension: the interned value; then the host when not a dimension
   Group group;
   std::array<std::vector<double>, kMetricCount> samples;
+  std::map<std::size_t, std::vector<double>> workload_samples;  // by workload metric index
   CommonIdentity identity;
 };
 
@@ -740,7 +786,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
     // Cells from different machines are never repetitions of each other, asked for or not.
     if (!by_host) key.push_back(string_id(id.host));
     auto [it, inserted] = index.emplace(key, builders.size());
-    if (inserted) builders.push_back(GroupBuilder{std::move(key), {}, {}, {}});
+    if (inserted) builders.push_back(GroupBuilder{std::move(key), {}, {}, {}, {}});
     return builders[it->second];
   };
   auto count_cell = [&](GroupBuilder& b, const Cell& cell) {
@@ -764,6 +810,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
   auto add_samples = [&](GroupBuilder& b, const Cell& cell, const PhaseValues& phase) {
     for (const auto& m : kMetrics)
       if (auto v = metric_value(m.metric, cell, phase)) b.samples[static_cast<std::size_t>(m.metric)].push_back(*v);
+    for (const auto& [index, v] : phase.workload) b.workload_samples[index].push_back(v);
   };
 
   // One row's worth of a phase (or whole cell): itself, or with the node dimension one row per node.
@@ -835,13 +882,41 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
   Grouping out;
   out.dimensions = by;
   if (host_column) out.dimensions.push_back(Dimension::host);
+  std::set<std::size_t> workload_metrics_present;
   for (auto& b : builders) {
     if (host_column) b.group.values.push_back(strings[static_cast<std::size_t>(b.key.back())]);
     for (std::size_t m = 0; m < kMetricCount; ++m) b.group.metrics[m] = spread_of(std::move(b.samples[m]));
+    for (auto& [index, samples] : b.workload_samples) {
+      b.group.workload_metrics[workload_metric_names_[index]] = spread_of(std::move(samples));
+      workload_metrics_present.insert(index);
+    }
     b.group.identity = b.identity.result();
     out.groups.push_back(std::move(b.group));
   }
+  for (std::size_t index : workload_metrics_present) out.workload_metrics.push_back(workload_metric_names_[index]);
+  std::sort(out.workload_metrics.begin(), out.workload_metrics.end(), natural_less);
   return out;
+}
+
+void select_workload_metrics(Grouping& grouping, const std::vector<std::string>& patterns) {
+  auto matches = [](const std::string& pattern, const std::string& name) {
+    if (!pattern.empty() && pattern.back() == '*') return name.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0;
+    return name == pattern;
+  };
+  for (const auto& pattern : patterns)
+    if (std::none_of(grouping.workload_metrics.begin(), grouping.workload_metrics.end(),
+                     [&](const std::string& name) { return matches(pattern, name); })) {
+      std::string there;
+      for (const auto& name : grouping.workload_metrics) there += (there.empty() ? "" : ", ") + name;
+      throw ResultsError(fmt::format("no workload metric matches '{}' ({})", pattern,
+                                     there.empty() ? "these results have none in this grouping; they are per phase"
+                                                   : "these results have: " + there));
+    }
+  auto wanted = [&](const std::string& name) {
+    return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return matches(p, name); });
+  };
+  std::erase_if(grouping.workload_metrics, [&](const std::string& name) { return !wanted(name); });
+  for (Group& g : grouping.groups) std::erase_if(g.workload_metrics, [&](const auto& entry) { return !wanted(entry.first); });
 }
 
 }  // namespace allocmark::results

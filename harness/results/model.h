@@ -100,6 +100,9 @@ struct NodeValues : FieldValues {
 struct PhaseValues : FieldValues {
   std::string name;
   std::vector<NodeValues> nodes;  // the record's `nodes`, empty for records without them
+  // The phase's workload_metrics that are numbers, nested names joined with '.'
+  // (ns_per_op.malloc_free_64): (Model::workload_metric_name index, value). Per phase, not per node.
+  std::vector<std::pair<std::size_t, double>> workload;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -230,6 +233,10 @@ struct Group {
   // env, preload, host, library, allocator_version); a field that varies is left out.
   nlohmann::ordered_json identity = nlohmann::ordered_json::object();
 
+  // Each workload metric (a phase's workload_metrics, see PhaseValues) over the group's cells;
+  // only in groupings by phase, since each is a figure of one phase.
+  std::map<std::string, Spread> workload_metrics;
+
   const Spread& metric(Metric m) const { return metrics[static_cast<std::size_t>(m)]; }
 };
 inline constexpr std::size_t kMaxErrorsListed = 20;
@@ -241,7 +248,15 @@ struct Grouping {
   // As asked, plus host (last) when cells from different hosts would otherwise share a row.
   std::vector<Dimension> dimensions;
   std::vector<Group> groups;  // in order of first appearance in the files
+  // The workload metrics the groups have, in natural order (digit runs compare as numbers:
+  // ns_per_op.malloc_free_64 before ns_per_op.malloc_free_128).
+  std::vector<std::string> workload_metrics;
 };
+
+// Keeps the workload metrics whose names match one of `patterns` (a name, or a prefix ending in
+// '*': ns_per_op.*), in the grouping and in its groups. Throws ResultsError for a pattern that
+// matches none of them, listing what there is.
+void select_workload_metrics(Grouping& grouping, const std::vector<std::string>& patterns);
 
 // ---------------------------------------------------------------------------------------------
 // The model.
@@ -267,6 +282,7 @@ class Model {
   const std::vector<Cell>& cells() const { return cells_; }
   const CellIdentity& identity(std::size_t index) const { return identities_[index]; }
   const CellIdentity& identity(const Cell& cell) const { return identities_[cell.identity]; }
+  const std::string& workload_metric_name(std::size_t index) const { return workload_metric_names_[index]; }
   // Corrupt or cut-short lines, duplicates, repeated folders; in the order found.
   const std::vector<std::string>& warnings() const { return warnings_; }
 
@@ -283,10 +299,13 @@ class Model {
   void add_folder(const std::string& dir, const LoadOptions& options);
   void warn_on_differing_outputs();
   std::size_t intern(CellIdentity identity);
+  std::size_t intern_workload_metric(const std::string& name);
 
   std::vector<Cell> cells_;
   std::vector<CellIdentity> identities_;
   std::unordered_map<std::string, std::size_t> identity_index_;
+  std::vector<std::string> workload_metric_names_;
+  std::unordered_map<std::string, std::size_t> workload_metric_index_;
   std::vector<std::string> warnings_;
   std::vector<std::string> folders_seen_;
   std::string default_host_;  // the current folder's meta.json machine.host

@@ -448,3 +448,42 @@ TEST(Model, RecordsWithoutNodesFallInNodeDash) {
   EXPECT_EQ(g.groups[0].values[1], "-");
   EXPECT_EQ(g.groups[0].metric(Metric::peak_rss_bytes).median, 4e6);
 }
+
+TEST(WorkloadMetrics, NumbersOfEachPhaseAreGroupedWithNestedNamesJoined) {
+  auto with_metrics = [](const std::string& allocator, int rep, double ns64, double ns128) {
+    json p = phase("malloc_free", 100, 50, 10, 1);
+    p["workload_metrics"] = {{"ns_per_op", {{"malloc_free_64", ns64}, {"malloc_free_128", ns128}, {"malloc_free_0064", 1}}},
+                             {"note", "text is not a figure"},
+                             {"rows", 7}};
+    return cell(allocator, rep, json::array({p, phase("idle", 100, 50, 0, 1)}));
+  };
+  Model m = Model::from_records({with_metrics("glibc", 0, 10, 20), with_metrics("glibc", 1, 12, 22),
+                                 with_metrics("glibc", 2, 30, 21), with_metrics("numap", 0, 8, 40)});
+  Grouping g = m.group(default_dimensions());
+  EXPECT_EQ(g.workload_metrics, (std::vector<std::string>{"ns_per_op.malloc_free_0064", "ns_per_op.malloc_free_64", "ns_per_op.malloc_free_128", "rows"}));
+  const Group& glibc = find_group(g, {"size_mix", 2, "glibc", "malloc_free"});
+  const Spread& s = glibc.workload_metrics.at("ns_per_op.malloc_free_64");
+  EXPECT_EQ(s.n, 3u);
+  EXPECT_DOUBLE_EQ(s.median, 12);
+  EXPECT_DOUBLE_EQ(s.min, 10);
+  EXPECT_DOUBLE_EQ(s.max, 30);
+  EXPECT_DOUBLE_EQ(find_group(g, {"size_mix", 2, "numap", "malloc_free"}).workload_metrics.at("ns_per_op.malloc_free_128").median, 40);
+  // A phase without workload metrics has none; a grouping without phases has none (they are per phase).
+  EXPECT_TRUE(find_group(g, {"size_mix", 2, "glibc", "idle"}).workload_metrics.empty());
+  Grouping whole = m.group({Dimension::allocator});
+  EXPECT_TRUE(whole.workload_metrics.empty());
+  EXPECT_TRUE(whole.groups[0].workload_metrics.empty());
+
+  select_workload_metrics(g, {"ns_per_op.*"});
+  EXPECT_EQ(g.workload_metrics, (std::vector<std::string>{"ns_per_op.malloc_free_0064", "ns_per_op.malloc_free_64", "ns_per_op.malloc_free_128"}));
+  EXPECT_EQ(find_group(g, {"size_mix", 2, "glibc", "malloc_free"}).workload_metrics.count("rows"), 0u);
+  try {
+    select_workload_metrics(g, {"ns_per_op.free_*"});
+    ADD_FAILURE() << "a pattern matching nothing was accepted";
+  } catch (const ResultsError& e) {
+    EXPECT_NE(std::string(e.what()).find("'ns_per_op.free_*'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ns_per_op.malloc_free_64"), std::string::npos) << e.what();
+  }
+  select_workload_metrics(g, {});
+  EXPECT_TRUE(g.workload_metrics.empty());
+}

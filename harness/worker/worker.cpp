@@ -208,7 +208,9 @@ int run_cell(const json& spec) {
   wl::call_latency::configure(latency_every, threads);
   allocmark::worker::PhaseContentionProbe contention(
       api, latency_every,
-      info->tracks_live_bytes ? "" : "the workload's allocations happen inside a library allocmark does not instrument (" + workload_name + ")");
+      info->tracks_live_bytes          ? ""
+      : !info->untracked_reason.empty() ? info->untracked_reason
+                                        : "the workload's allocations happen inside a library allocmark does not instrument (" + workload_name + ")");
   std::unique_ptr<wl::Workload> workload = info->make(params, threads, env);
   wl::LiveBytes live(threads);
   PhaseCrew crew(*workload, live, threads, placement.thread_cpus);

@@ -35,6 +35,7 @@ std::string row(const std::vector<std::string>& fields) {
 class CsvReporter : public Reporter {
  public:
   std::vector<Metric> default_metrics() const override { return all_metrics(); }
+  bool all_workload_metrics_by_default() const override { return true; }
 
   std::string render(const Model&, const Grouping& grouping, const std::vector<Metric>& metrics) const override {
     std::vector<std::string> header;
@@ -43,6 +44,8 @@ class CsvReporter : public Reporter {
     for (Metric m : metrics)
       for (const char* stat : {"n", "median", "min", "max", "mad"})
         header.push_back(fmt::format("{}_{}", metric_info(m).name, stat));
+    for (const auto& name : grouping.workload_metrics)
+      for (const char* stat : {"n", "median", "min", "max", "mad"}) header.push_back(fmt::format("{}_{}", name, stat));
     std::string out = row(header);
     for (const Group& g : grouping.groups) {
       std::vector<std::string> fields;
@@ -54,10 +57,14 @@ class CsvReporter : public Reporter {
       if (g.errors_not_listed) errors += fmt::format(" | ... and {} more", g.errors_not_listed);
       fields.push_back(statuses);
       fields.push_back(errors);
-      for (Metric m : metrics) {
-        const Spread& s = g.metric(m);
+      auto spread_fields = [&](const Spread& s) {
         fields.push_back(std::to_string(s.n));
         for (double v : {s.median, s.min, s.max, s.mad}) fields.push_back(s.n ? number(v) : "");
+      };
+      for (Metric m : metrics) spread_fields(g.metric(m));
+      for (const auto& name : grouping.workload_metrics) {
+        auto it = g.workload_metrics.find(name);
+        spread_fields(it == g.workload_metrics.end() ? Spread{} : it->second);
       }
       out += row(fields);
     }

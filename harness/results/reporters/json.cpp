@@ -3,6 +3,11 @@
 #include "harness/results/reporters/reporter.h"
 
 namespace allocmark::results {
+namespace {
+nlohmann::ordered_json spread_json(const Spread& s) {
+  return {{"n", s.n}, {"median", s.median}, {"min", s.min}, {"max", s.max}, {"mad", s.mad}};
+}
+}  // namespace
 
 nlohmann::ordered_json summary_json(const Model& model, const Grouping& grouping, const std::vector<Metric>& metrics) {
   using ojson = nlohmann::ordered_json;
@@ -31,10 +36,15 @@ nlohmann::ordered_json summary_json(const Model& model, const Grouping& grouping
       const Spread& s = g.metric(m);
       // A metric the group has no value for (a failed cell, glibc's lock waits) is left out.
       if (s.n == 0) continue;
-      values[std::string(metric_info(m).name)] = {
-          {"n", s.n}, {"median", s.median}, {"min", s.min}, {"max", s.max}, {"mad", s.mad}};
+      values[std::string(metric_info(m).name)] = spread_json(s);
     }
     group["metrics"] = values;
+    if (!grouping.workload_metrics.empty()) {
+      ojson workload = ojson::object();
+      for (const auto& name : grouping.workload_metrics)
+        if (auto it = g.workload_metrics.find(name); it != g.workload_metrics.end()) workload[name] = spread_json(it->second);
+      group["workload_metrics"] = workload;
+    }
     groups.push_back(std::move(group));
   }
   out["groups"] = groups;
@@ -47,6 +57,7 @@ namespace {
 class JsonReporter : public Reporter {
  public:
   std::vector<Metric> default_metrics() const override { return all_metrics(); }
+  bool all_workload_metrics_by_default() const override { return true; }
   std::string render(const Model& model, const Grouping& grouping, const std::vector<Metric>& metrics) const override {
     return summary_json(model, grouping, metrics).dump(2) + "\n";
   }

@@ -27,7 +27,10 @@ std::string render_report(const Model& model, std::string_view format, const Rep
   // Node rows carry only the per-node metrics: show those unless asked for others.
   const bool by_node = std::find(options.by.begin(), options.by.end(), Dimension::node) != options.by.end();
   const std::vector<Metric> metrics = !options.metrics.empty() ? options.metrics : by_node ? node_metrics() : reporter->default_metrics();
-  return reporter->render(model, model.group(options.by), metrics);
+  Grouping grouping = model.group(options.by);
+  if (!options.workload_metrics.empty() || !reporter->all_workload_metrics_by_default())
+    select_workload_metrics(grouping, options.workload_metrics);
+  return reporter->render(model, grouping, metrics);
 }
 
 void write_summaries(const std::string& dir) {

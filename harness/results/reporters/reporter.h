@@ -21,6 +21,9 @@ class Reporter {
   virtual ~Reporter() = default;
   // The metrics shown when none are asked for.
   virtual std::vector<Metric> default_metrics() const = 0;
+  // Whether the grouping's workload metrics are shown when none are asked for (the machine
+  // formats show everything; the tables only what is asked for).
+  virtual bool all_workload_metrics_by_default() const { return false; }
   // The report of `grouping` (made from `model`) over `metrics`. Warnings are the caller's to
   // print (show: stderr), except where a format carries them (json).
   virtual std::string render(const Model& model, const Grouping& grouping, const std::vector<Metric>& metrics) const = 0;
@@ -39,12 +42,15 @@ std::unique_ptr<Reporter> make_markdown_reporter();
 struct ReportOptions {
   std::vector<Dimension> by = default_dimensions();
   std::vector<Metric> metrics;
+  // Workload metrics by name or prefix* (select_workload_metrics); empty: the reporter's default.
+  std::vector<std::string> workload_metrics;
 };
 // make_reporter(format) over model.group(options.by); throws ResultsError for an unknown format.
 std::string render_report(const Model& model, std::string_view format, const ReportOptions& options = {});
 
 // summary.json's content (docs/results-schema.md): schema_version, the grouping, each metric's
-// unit, every group's identity, statuses, errors and metric spreads, and the model's warnings.
+// unit, every group's identity, statuses, errors, metric spreads and the grouping's workload
+// metrics' spreads, and the model's warnings.
 nlohmann::ordered_json summary_json(const Model& model, const Grouping& grouping, const std::vector<Metric>& metrics);
 
 // summary.csv's content: a header, then one row per cell and phase (one row with an empty phase

@@ -39,6 +39,9 @@ std::string seconds(double v) {
   return fmt::format("{:.0f}", v);
 }
 
+// A workload's own figures, whatever their scale: four significant digits.
+std::string general(double v) { return fmt::format("{:.4g}", v); }
+
 struct MetricColumn {
   Metric metric;
   Column column;
@@ -139,10 +142,15 @@ TextReport text_report(const Grouping& grouping, const std::vector<Metric>& metr
   TextReport report;
   for (Dimension d : grouping.dimensions) report.columns.push_back(dimension_column(d));
   for (Metric m : metrics) report.columns.push_back(metric_column(m).column);
+  for (const auto& name : grouping.workload_metrics) report.columns.push_back({name, 12, true});
   for (const Group& g : grouping.groups) {
     Row row;
     for (const auto& v : g.values) row.cells.push_back(value_label(v));
     for (Metric m : metrics) row.cells.push_back(spread_text(g.metric(m), metric_column(m).format));
+    for (const auto& name : grouping.workload_metrics) {
+      auto it = g.workload_metrics.find(name);
+      row.cells.push_back(spread_text(it == g.workload_metrics.end() ? Spread{} : it->second, general));
+    }
     row.status = status_text(g);
     row.errors = g.errors;
     if (g.errors_not_listed) row.errors.push_back(fmt::format("... and {} more", g.errors_not_listed));
@@ -150,6 +158,8 @@ TextReport text_report(const Grouping& grouping, const std::vector<Metric>& metr
   }
   for (Metric m : metrics)
     if (const char* note = metric_column(m).note) report.footnote += std::string(note) + "; ";
+  if (!grouping.workload_metrics.empty())
+    report.footnote += "workload metrics as each workload defines them (docs/workloads.md); ";
   report.footnote += "median [min-max] over repetitions.";
   return report;
 }
