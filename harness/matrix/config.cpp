@@ -11,6 +11,8 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "harness/toml/unknown_keys.h"
+
 namespace allocmark::matrix {
 namespace {
 
@@ -27,14 +29,7 @@ std::string where(const std::string& path, const toml::node& node) {
 
 void reject_unknown_keys(const std::string& path, const toml::table& table, const std::string& section,
                          const std::set<std::string>& allowed) {
-  for (const auto& [key, value] : table) {
-    if (allowed.count(std::string(key.str()))) continue;
-    std::string choices;
-    for (const auto& a : allowed) choices += (choices.empty() ? "" : ", ") + a;
-    std::ostringstream at;
-    at << path << ":" << key.source().begin.line << ":" << key.source().begin.column;
-    throw ConfigError(at.str() + ": unknown key '" + std::string(key.str()) + "' in " + section + " (valid: " + choices + ")");
-  }
+  if (std::string what = toml_files::unknown_key(path, table, section, allowed); !what.empty()) throw ConfigError(what);
 }
 
 std::string scalar_text(const std::string& path, const toml::node& node, const std::string& what) {

@@ -12,6 +12,8 @@
 
 #include <toml++/toml.h>
 
+#include "harness/toml/unknown_keys.h"
+
 #include "workloads/workload.h"  // parse_bytes: the one spelling of "512M" in the project
 
 namespace allocmark::topology {
@@ -29,13 +31,7 @@ std::string at(const std::string& path, const toml::source_region& src) {
 
 void reject_unknown_keys(const std::string& path, const toml::table& table, const std::string& section,
                          const std::set<std::string>& allowed) {
-  for (const auto& [key, value] : table) {
-    if (allowed.count(std::string(key.str()))) continue;
-    std::string choices;
-    for (const auto& a : allowed) choices += (choices.empty() ? "" : ", ") + a;
-    throw TopologyError(at(path, key.source()) + ": unknown key '" + std::string(key.str()) + "' in " + section +
-                        " (valid: " + choices + ")");
-  }
+  if (std::string what = toml_files::unknown_key(path, table, section, allowed); !what.empty()) throw TopologyError(what);
 }
 
 const toml::node& required(const std::string& path, const toml::table& table, const char* key,
