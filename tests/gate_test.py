@@ -33,7 +33,10 @@ class Gate(TempDirTest):
         self.assertIn("cpu_model", base["machine"])
         self.assertEqual(len(base["cells"][0]["values"]["peak_rss"]), 3)
 
-        same = self.gate(baseline, before)
+        # Only the fill phase, as below: its peak is the live set, while jemalloc's churn and
+        # release peaks follow its time-based purging and can spread past the 10% MAD limit
+        # (a clean-clone CI run saw 72-90 MiB), which is "not comparable" (exit 2), not a pass.
+        same = self.gate(baseline, before, "--phase", "fill")
         self.assertEqual(same.returncode, 0, same.stdout)
         self.assertEqual({v["verdict"] for v in json.loads(same.stdout)["verdicts"]}, {"pass"})
 
@@ -112,7 +115,8 @@ class Gate(TempDirTest):
         self.assertEqual(p.returncode, 2, p.stdout)
         self.assertTrue(all(v["verdict"] == "not comparable" and "machine differs" in v["reason"]
                             for v in json.loads(p.stdout)["verdicts"]))
-        self.assertEqual(self.gate(other, before, "--allow-mismatch").returncode, 0)
+        # fill only, for the reason given in the first test
+        self.assertEqual(self.gate(other, before, "--allow-mismatch", "--phase", "fill").returncode, 0)
         with open(baseline) as f:
             text = f.read()
         with open(other, "w") as f:
