@@ -53,13 +53,39 @@ def _plain_panel(ax, groups, allocs, backends, metric, label, scale, text):
     ax.set_ylabel(label)
 
 
+# The per-node view: summary.json's node_groups carry the call latencies timed on each node's CPUs.
+NODE_PANELS = (("alloc_p99_ns", "malloc p99 (ns)", 1.0, "%.0f"),
+               ("alloc_p999_ns", "malloc p99.9 (ns)", 1.0, "%.0f"),
+               ("free_p99_ns", "free p99 (ns)", 1.0, "%.0f"),
+               ("free_p999_ns", "free p99.9 (ns)", 1.0, "%.0f"))
+
+
+def _draw_nodes(run, out_dir, fmt):
+    """contention-nodes: the latency panels split by NUMA node. (paths, skipped)."""
+    names = [m for m, *_ in NODE_PANELS]
+    groups = [g for g in run.summary.get("node_groups", []) if g.get("phase") != "(cell)" and g.get("node") != "-"
+              and any(data.metric(g, m) for m in names)]
+    nodes = run.ordered("node", groups)
+    if len(nodes) < 2:
+        why = ("one node in these results, so the chart above is that node's"
+               if nodes else "no call latency per node in summary.json node_groups (records from before it was recorded)")
+        return [], ["contention per NUMA node: " + why]
+    allocs = run.allocator_order(groups)
+    backends = {a: run.backend(a) for a in allocs}
+    width = min(30.0, max(12.0, 2.0 + 0.35 * len(NODE_PANELS) * len(allocs) * len(run.ordered("phase", groups)) * len(nodes)))
+    fig = bars.metric_grid(groups, NODE_PANELS, lambda g: "%s\n%dT n%s" % (g["phase"], g["threads"], g["node"]),
+                           "phase, threads, node", allocs, backends, width)
+    fig.suptitle("Where do threads wait in the allocator, per NUMA node? Call latency of the threads on each node", fontsize=11)
+    note = ("bars: medians per phase and node of the latency percentiles of the calls timed on the node's CPUs "
+            "(each thread's calls count on the node of its last timed call), whiskers min-max over repetitions; "
+            "lock counters, sleeps and run-queue wait are the process's, in contention.%s" % fmt)
+    path = "%s/contention-nodes.%s" % (out_dir, fmt)
+    return [style.finish(fig, run.meta, path, fmt, note)], []
+
+
 def draw(run, opts, out_dir, fmt):
     groups = run.ok_groups()
-    skipped = []
-    # Latency, sleeps and lock counters are the process's, not per node (the crew's threads share
-    # one histogram per phase); per-node memory and locality are the placement chart.
-    skipped.append("contention per NUMA node: these figures are process-wide, not per node; "
-                   "per-node memory and locality are in the placement chart")
+    node_paths, skipped = _draw_nodes(run, out_dir, fmt)
     names = [p + "_p999_ns" for _, p, _ in TAILS] + [m for m, *_ in RATES] + [m for m, *_ in LOCKS]
     shown = [g for g in groups if any(data.metric(g, m) for m in names)]
     if not shown:
@@ -104,4 +130,4 @@ def draw(run, opts, out_dir, fmt):
         if lockless:
             note += "; no lock counters: " + ", ".join(lockless)
     path = "%s/contention.%s" % (out_dir, fmt)
-    return [style.finish(fig, run.meta, path, fmt, note)], skipped
+    return [style.finish(fig, run.meta, path, fmt, note)] + node_paths, skipped

@@ -149,6 +149,10 @@ class NodeFigures(TempDir):
                 if n["sampled_blocks"]:
                     self.assertEqual(n["local_fraction"], 1.0, where + ": one node, every page is local")
                 self.assertIn("numa_maps_ns", ph["placement_cost"])
+                # One node: its share of the timed calls is all of them.
+                for kind in ("malloc", "free"):
+                    self.assertEqual(n["latency"][kind]["samples"], ph["contention"]["latency"][kind]["samples"], where)
+                    self.assertEqual(n["latency"][kind]["p99_ns"], ph["contention"]["latency"][kind]["p99_ns"], where)
         with open(os.path.join(out, "meta.json")) as f:
             meta = json.load(f)
         self.assertEqual([n["id"] for n in meta["topology"]["nodes"]], [0])
@@ -164,6 +168,7 @@ class NodeFigures(TempDir):
             self.assertEqual(g["metrics"]["local_fraction"]["median"], 1.0)
             self.assertGreater(g["metrics"]["numa_resident_bytes"]["median"], 0)
             self.assertEqual(g["metrics"]["node_threads"]["median"], 2)
+            self.assertGreater(g["metrics"]["alloc_p99_ns"]["median"], 0, "latency per node")
         with open(os.path.join(out, "summary.json")) as f:
             summary = json.load(f)
         self.assertTrue(all("node" in g for g in summary["node_groups"]))
@@ -171,6 +176,26 @@ class NodeFigures(TempDir):
         p = run(["plot", out, "--only", "placement"])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(os.path.getsize(os.path.join(out, "charts", "placement.png")) > 10000, p.stdout + p.stderr)
+
+
+    def test_pool_threads_and_large_blocks_give_every_seed_workload_a_local_fraction(self):
+        # arena_churn allocates in pool threads it starts itself, hash_build mostly in blocks of
+        # 64 KiB and more: both used to have no sampled block (local_fraction null).
+        out = self.out("seed")
+        p = run(["run", "-a", "glibc", "-t", "2", "-r", "1", "--out", out, "-w", "arena_churn,hash_build",
+                 "--set", "hash_build.scale=0.05", "--set", "arena_churn.scale=0.1"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for r in records(out):
+            self.assertEqual(r["status"], "ok", r.get("error"))
+            first = r["phases"][0]
+            n = first["nodes"][0]
+            where = "%s %s" % (r["workload"], first["name"])
+            self.assertGreater(n["sampled_blocks"], 0, where)
+            self.assertEqual(n["local_fraction"], 1.0, where)
+            if r["workload"] == "arena_churn":
+                # the pool's 16+ threads each have a ring: more than the crew's 2 x 256
+                self.assertGreater(first["placement_cost"]["sampled_addresses"], 2 * 256, where)
+                self.assertEqual(n["latency"]["malloc"]["samples"], first["contention"]["latency"]["malloc"]["samples"], where)
 
 
 class TopologyCommand(TempDir):

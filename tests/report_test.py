@@ -193,8 +193,8 @@ class Rendered(unittest.TestCase):
                     self.assertGreater(img["width"], 200, img)
                     self.assertGreater(img["height"], 200, img)
                 kinds = sorted({s.split(":")[0] for s in out["skipped"]})
-                # Chart 6's per-node view is always skipped (lock counters are process-wide); no fixture
-                # has per-node figures, so the placement chart is skipped too.
+                # No fixture has per-node figures: chart 6's per-node view and the placement chart
+                # are skipped, each saying why.
                 self.assertEqual(kinds, sorted(set(skipped) | {"contention per NUMA node", "placement"}), out["skipped"])
                 for s in out["skipped"]:
                     self.assertGreater(len(s.split(":", 1)[1].strip()), 10, "no reason: " + s)

@@ -5,11 +5,13 @@
 // inside a phase. After the phase the worker takes the rings and asks the kernel which node each
 // block's page is on (move_pages in query mode).
 //
+// Sampled are the timed calls and every block of call_latency.h's kAlwaysNotedBytes or more.
 // The ring keeps a thread's last kRingSize sampled blocks: the ones most likely still live at the
 // phase end. Blocks freed since are not known as such; a freed block whose page the allocator
 // unmapped is not resident and drops out of the figure, one whose page it kept still counts (that
-// memory is still the allocator's, on that node). Threads a workload starts itself (a pool) are
-// not bound to a ring and not sampled.
+// memory is still the allocator's, on that node). Threads a workload starts itself (a pool) have
+// rings when the workload reserved pool slots (call_latency::reserve_pool_slots); other threads
+// are not bound to a ring and not sampled.
 #pragma once
 
 #include <sched.h>

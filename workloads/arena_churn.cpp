@@ -104,6 +104,9 @@ ArenaChurn::ArenaChurn(const Params& p, int threads, const WorkloadEnv& env)
     s.long_lived.assign(long_cap, Obj{});
     s.handover.reserve(static_cast<std::size_t>(p.integer("handover_capacity")));
   }
+  // The pool's threads allocate most of this workload's memory: each pool position gets a
+  // sampling slot, so their call latencies and blocks count on their node (call_latency.h).
+  call_latency::reserve_pool_slots(pool_);
 }
 
 ArenaChurn::~ArenaChurn() {
@@ -199,6 +202,7 @@ void ArenaChurn::serve(Slot& s) {
 
 void* ArenaChurn::pool_main(void* arg) {
   auto* s = static_cast<Slot*>(arg);
+  call_latency::bind_pool_thread(static_cast<int>(s - s->owner->slots_.get()));
   s->owner->serve(*s);
   s->finished.store(true, std::memory_order_release);
   return nullptr;

@@ -2,8 +2,10 @@
 
 #include "workloads/address_sample.h"
 
+#include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -83,14 +85,16 @@ struct AtomicHistogram {
 
 struct alignas(64) Slot {
   AtomicHistogram allocs, frees;
+  std::atomic<int> cpu{-1};  // of the slot's last timed call
 };
 
 // Threads a workload starts itself share these, spread by address so that a pool's threads
 // rarely meet on one slot.
 constexpr std::size_t kSharedSlots = 16;
 Slot g_shared[kSharedSlots];
+// Crew slots, then pool slots (reserve_pool_slots).
 std::unique_ptr<Slot[]> g_bound;
-int g_bound_count = 0;
+int g_bound_count = 0, g_crew_count = 0;
 std::atomic<uint32_t> g_every{0};
 
 uint64_t now_ns() {
@@ -135,7 +139,9 @@ void* counted(uint32_t Countdown::*left, AtomicHistogram Slot::*histogram, Call 
   const uint64_t t0 = now_ns();
   void* result = call();
   const uint64_t t1 = now_ns();
-  (slot_of(c).*histogram).record(t1 - t0);
+  Slot& slot = slot_of(c);
+  (slot.*histogram).record(t1 - t0);
+  slot.cpu.store(sched_getcpu(), std::memory_order_relaxed);
   return result;
 }
 
@@ -144,7 +150,7 @@ void* counted(uint32_t Countdown::*left, AtomicHistogram Slot::*histogram, Call 
 void configure(uint32_t every, int bound_slots) {
   g_every.store(every, std::memory_order_relaxed);
   g_bound = std::make_unique<Slot[]>(static_cast<std::size_t>(bound_slots));
-  g_bound_count = bound_slots;
+  g_bound_count = g_crew_count = bound_slots;
   LatencyHistogram discard;
   for (auto& s : g_shared) s.allocs.drain_into(discard), s.frees.drain_into(discard);
 }
@@ -152,6 +158,18 @@ void configure(uint32_t every, int bound_slots) {
 uint32_t every() { return g_every.load(std::memory_order_relaxed); }
 
 void bind_thread(int index) { t_countdown.slot = &g_bound[static_cast<std::size_t>(index)]; }
+
+void reserve_pool_slots(int count) {
+  g_bound_count = g_crew_count + count;
+  g_bound = std::make_unique<Slot[]>(static_cast<std::size_t>(g_bound_count));
+  address_sample::configure(g_bound_count);
+}
+
+void bind_pool_thread(int index) {
+  if (index < 0 || g_crew_count + index >= g_bound_count) return;  // stays on the shared slots, no ring
+  t_countdown.slot = &g_bound[static_cast<std::size_t>(g_crew_count + index)];
+  address_sample::bind_thread(g_crew_count + index);
+}
 
 void restart_thread() {
   t_countdown.alloc_left = t_countdown.free_left = 1;
@@ -163,7 +181,47 @@ void take(LatencyHistogram& allocs, LatencyHistogram& frees) {
   for (auto& s : g_shared) s.allocs.drain_into(allocs), s.frees.drain_into(frees);
 }
 
+void PerSlot::merge_into(LatencyHistogram& all_allocs, LatencyHistogram& all_frees) const {
+  for (const auto& h : allocs) all_allocs.merge(h);
+  for (const auto& h : frees) all_frees.merge(h);
+  all_allocs.merge(shared_allocs);
+  all_frees.merge(shared_frees);
+}
+
+void PerSlot::clear() {
+  for (auto& h : allocs) h.clear();
+  for (auto& h : frees) h.clear();
+  std::fill(cpus.begin(), cpus.end(), -1);
+  shared_allocs.clear();
+  shared_frees.clear();
+}
+
+int slot_count() { return g_bound_count; }
+
+void prepare(PerSlot& out) {
+  const auto n = static_cast<std::size_t>(g_bound_count);
+  out.allocs.resize(n);
+  out.frees.resize(n);
+  out.cpus.resize(n);
+  out.clear();
+}
+
+void take(PerSlot& out) {
+  const int n = std::min(g_bound_count, static_cast<int>(out.allocs.size()));
+  for (int i = 0; i < n; ++i) {
+    g_bound[i].allocs.drain_into(out.allocs[i]);
+    g_bound[i].frees.drain_into(out.frees[i]);
+    if (int cpu = g_bound[i].cpu.exchange(-1, std::memory_order_relaxed); cpu >= 0) out.cpus[i] = cpu;
+  }
+  for (auto& s : g_shared) s.allocs.drain_into(out.shared_allocs), s.frees.drain_into(out.shared_frees);
+}
+
 void* sampled_allocate(std::size_t size) {
+  if (t_countdown.alloc_left != 0) {  // not the N-th call, a large block: noted, not timed
+    void* p = std::malloc(size);
+    address_sample::note(p);
+    return p;
+  }
   void* p = counted(&Countdown::alloc_left, &Slot::allocs, [size] { return std::malloc(size); });
   // The same one call in N gives the placement figures their blocks (address_sample.h).
   address_sample::note(p);

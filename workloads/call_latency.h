@@ -1,14 +1,17 @@
 // Allocation-call latency, sampled: workloads allocate through allocate()/release() below instead
 // of std::malloc/std::free, and one call in N of each thread (N = the cell's `latency_every`) is
 // timed with two CLOCK_MONOTONIC reads (vDSO) and counted into a histogram of that thread. The
-// other N-1 calls cost one thread-local decrement and a predictable branch; N = 0 turns timing off
-// (then every call costs the decrement only). Glibc, tcmalloc and mimalloc count no lock waits, so
-// the tail of these latencies is what their locks look like from outside.
+// other N-1 calls cost one thread-local decrement and two predictable branches (the count and
+// the size: blocks of kAlwaysNotedBytes and more take the slow path to be noted, untimed);
+// N = 0 turns timing off. Glibc, tcmalloc and mimalloc count no lock waits, so the tail of these
+// latencies is what their locks look like from outside.
 //
-// Everything the measured phases touch exists before them: a slot (two fixed-size histograms) per
-// crew thread, made by configure(), and a few shared slots for threads a workload starts itself
-// (arena_churn's pool), picked by the thread's address. Nothing here allocates after configure().
-// The worker takes the histograms after each phase (take()) and computes percentiles then.
+// Everything the measured phases touch exists before them: a slot (two fixed-size histograms and
+// the CPU of its last timed call) per crew thread, made by configure(); slots for threads a
+// workload starts itself (arena_churn's pool), made by reserve_pool_slots() in the workload's
+// constructor; and a few shared slots, picked by the thread's address, for any other thread.
+// Nothing here allocates during a phase. The worker takes the histograms after each phase
+// (take()), adds them up per node by each slot's CPU, and computes percentiles then.
 #pragma once
 
 #include <array>
@@ -16,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <vector>
 
 namespace allocmark::workloads {
 
@@ -61,12 +65,38 @@ uint32_t every();
 // The calling thread counts into bound slot `index` from now on (a crew thread, once, before the
 // phases). Threads never bound count into the shared slots.
 void bind_thread(int index);
+// Slots for threads a workload starts itself (arena_churn's pool): `count` more slots after the
+// crew's, each with an address ring (address_sample.h), so those threads' latencies and blocks
+// are attributed to their node like a crew thread's. Call from the workload's constructor
+// (before the phases: it allocates). bind_pool_thread(j) binds the calling thread to pool slot j;
+// threads that follow one another in a pool position may share it, two running at once may not
+// (the ring is one writer's).
+void reserve_pool_slots(int count);
+void bind_pool_thread(int index);
 // The calling thread's countdowns start afresh (its next call counts as its first): for a thread
 // that outlives a configure(), such as a benchmark's.
 void restart_thread();
 // Adds what every slot counted since the last take() (or configure()) to `allocs` and `frees`,
 // and empties the slots. Call between phases, from one thread.
 void take(LatencyHistogram& allocs, LatencyHistogram& frees);
+
+// The same, slot by slot: crew slots first, then pool slots, each with the CPU of its last timed
+// call (-1: none), so the worker can add them up per NUMA node; the shared slots' counts (threads
+// with no slot of their own) only in `shared_*`. size() is slot_count() after a take().
+struct PerSlot {
+  std::vector<LatencyHistogram> allocs, frees;
+  std::vector<int> cpus;
+  LatencyHistogram shared_allocs, shared_frees;
+  // Everything, as take(allocs, frees) would give it.
+  void merge_into(LatencyHistogram& allocs, LatencyHistogram& frees) const;
+  void clear();
+};
+int slot_count();
+// Sizes `out` for slot_count() (allocates: not inside a phase) and empties it.
+void prepare(PerSlot& out);
+// Adds every slot's counts to `out` (prepared for the current slot_count()) and empties the
+// slots; allocation-free.
+void take(PerSlot& out);
 
 // Per-thread countdowns: each reaches 0 on the sampled call. `started` is false until the
 // thread's first call, which sets both to N (constant-initialised, so reading them is one
@@ -83,9 +113,14 @@ void sampled_release(void* p);
 
 }  // namespace call_latency
 
+// Blocks this large are always noted for the placement figures (address_sample.h), timed or not:
+// they hold most of the memory, they are few (hash_build allocates little else, so one call in N
+// left its local fraction without a sample), and malloc costs far more for them than the note.
+inline constexpr std::size_t kAlwaysNotedBytes = 64 << 10;
+
 // The workloads' malloc and free.
 inline void* allocate(std::size_t size) {
-  if (--call_latency::t_countdown.alloc_left != 0) [[likely]]
+  if (--call_latency::t_countdown.alloc_left != 0 && size < kAlwaysNotedBytes) [[likely]]
     return std::malloc(size);
   return call_latency::sampled_allocate(size);
 }

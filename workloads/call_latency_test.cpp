@@ -2,6 +2,8 @@
 // exactly the N-th, 2N-th, ... call of each thread is timed, none with N = 0.
 #include "workloads/call_latency.h"
 
+#include "workloads/address_sample.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -125,4 +127,64 @@ TEST(CallLatency, ThreadsCountSeparatelyAndAddUp) {
   EXPECT_EQ(f.count(), 30u);
   EXPECT_LE(a.percentile(0.5), a.percentile(0.99));
   EXPECT_LE(a.percentile(0.999), a.max());
+}
+
+TEST(CallLatency, SlotBySlotWithEachSlotsCpu) {
+  call_latency::configure(2, 2);
+  call_latency::reserve_pool_slots(3);
+  EXPECT_EQ(call_latency::slot_count(), 5);
+  call_latency::PerSlot slots;
+  call_latency::prepare(slots);
+  auto on_thread = [](auto bind, int calls) {
+    std::thread t([&] {
+      bind();
+      for (int k = 0; k < calls; ++k) release(allocate(64));
+    });
+    t.join();
+  };
+  on_thread([] { call_latency::bind_thread(1); }, 10);       // crew slot 1: 5 timed pairs
+  on_thread([] { call_latency::bind_pool_thread(2); }, 20);  // pool slot 2 = slot 4: 10
+  on_thread([] { call_latency::bind_pool_thread(2); }, 4);   // the next thread in that pool position: 2 more
+  on_thread([] { call_latency::bind_pool_thread(3); }, 6);   // beyond the reserved: shared, 3
+  call_latency::take(slots);
+  ASSERT_EQ(slots.allocs.size(), 5u);
+  EXPECT_EQ(slots.allocs[1].count(), 5u);
+  EXPECT_EQ(slots.frees[4].count(), 12u);
+  EXPECT_EQ(slots.allocs[0].count() + slots.allocs[2].count() + slots.allocs[3].count(), 0u);
+  EXPECT_EQ(slots.shared_allocs.count(), 3u);
+  EXPECT_GE(slots.cpus[1], 0) << "the CPU of the slot's last timed call";
+  EXPECT_GE(slots.cpus[4], 0);
+  EXPECT_EQ(slots.cpus[0], -1) << "no timed call";
+  LatencyHistogram a, f;
+  slots.merge_into(a, f);
+  EXPECT_EQ(a.count(), 5u + 12u + 3u);
+  call_latency::take(slots);
+  EXPECT_EQ(slots.allocs[1].count(), 5u) << "take() adds; the slots were emptied by the first";
+}
+
+TEST(CallLatency, PoolThreadsAndLargeBlocksAreNotedForPlacement) {
+  call_latency::configure(1000, 1);
+  address_sample::configure(1);
+  call_latency::reserve_pool_slots(1);  // ring 1 for the pool's position 0
+  ASSERT_EQ(address_sample::rings(), 2);
+  void* large = nullptr;
+  std::thread t([&] {
+    call_latency::bind_pool_thread(0);
+    void* first = allocate(64);   // a thread's first call goes the slow way (noted, not timed)
+    void* second = allocate(64);  // an ordinary call: neither
+    large = allocate(kAlwaysNotedBytes);  // not the 1000th call, but large: noted
+    release(first);
+    release(second);
+    release(large);
+  });
+  t.join();
+  address_sample::Sample out[address_sample::kRingSize];
+  EXPECT_EQ(address_sample::take(0, out), 0u) << "the crew's ring";
+  ASSERT_EQ(address_sample::take(1, out), 2u);
+  EXPECT_EQ(out[1].address, large);
+  EXPECT_GE(out[1].cpu, 0);
+  LatencyHistogram a, f;
+  call_latency::take(a, f);
+  EXPECT_EQ(a.count(), 0u) << "noted, not timed";
+  address_sample::bind_thread(-1);
 }

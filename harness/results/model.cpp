@@ -128,7 +128,14 @@ std::vector<Metric> all_metrics() {
 }
 
 std::vector<Metric> node_metrics() {
-  return {Metric::numa_resident_bytes, Metric::local_fraction, Metric::node_threads, Metric::ops_per_s};
+  return {Metric::numa_resident_bytes, Metric::local_fraction, Metric::node_threads, Metric::ops_per_s,
+          Metric::alloc_p50_ns,        Metric::alloc_p99_ns,   Metric::alloc_p999_ns, Metric::free_p50_ns,
+          Metric::free_p99_ns,         Metric::free_p999_ns};
+}
+
+std::vector<Metric> default_node_metrics() {
+  return {Metric::numa_resident_bytes, Metric::local_fraction, Metric::node_threads, Metric::ops_per_s,
+          Metric::alloc_p99_ns, Metric::free_p99_ns};
 }
 
 std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues& phase) {
@@ -244,6 +251,7 @@ PhaseValues whole_cell(const Cell& cell) {
       for (Field f : {Field::ops, Field::wall_s, Field::sampled_blocks, Field::local_blocks}) combine(f, sum);
       combine(Field::numa_resident_bytes, last);
       combine(Field::node_threads, max);
+      for (const auto& [field, kind, key] : kLatencyFields) combine(field, max);
     }
   // Not the sum of the phases' rates: total operations over total time.
   if (auto ops = whole.get(Field::ops), wall = whole.get(Field::wall_s); ops && wall)
@@ -367,6 +375,16 @@ class RecordReader {
     }
   }
 
+  // The sampled latency percentiles of `holder`'s `latency` object (a phase's contention, or a
+  // node's share of it).
+  void latency_fields(const json& holder, const std::string& at, FieldValues& values) const {
+    const json latency = optional_object_in(holder, "latency", at);
+    for (const auto& [field, kind, key] : kLatencyFields) {
+      const json calls = optional_object_in(latency, kind, at + "latency.");
+      if (auto v = optional_number(calls, key, at + "latency." + kind + ".")) values.set(field, *v);
+    }
+  }
+
   template <class Intern>
   std::vector<PhaseValues> phases(Intern intern) const {
     std::vector<PhaseValues> out;
@@ -387,11 +405,7 @@ class RecordReader {
                                          std::pair{Field::lock_waits, "num_wait"}, std::pair{Field::runqueue_wait_ns, "runqueue_wait_ns"},
                                          std::pair{Field::run_ns, "run_ns"}})
           if (auto v = optional_number(*c, key, context + "contention.")) values.set(field, *v);
-        const json latency = optional_object_in(*c, "latency", context + "contention.");
-        for (const auto& [field, kind, key] : kLatencyFields) {
-          const json calls = optional_object_in(latency, kind, context + "contention.latency.");
-          if (auto v = optional_number(calls, key, context + "contention.latency." + kind + ".")) values.set(field, *v);
-        }
+        latency_fields(*c, context + "contention.", values);
       }
       if (auto nodes = p.find("nodes"); nodes != p.end() && nodes->is_array())
         for (std::size_t k = 0; k < nodes->size(); ++k) {
@@ -411,6 +425,7 @@ class RecordReader {
               if (field != Field::ops) values.set(field, values.get(field).value_or(0) + *v);
             }
           if (auto t = n.find("threads"); t != n.end() && t->is_array()) node.set(Field::node_threads, static_cast<double>(t->size()));
+          latency_fields(n, at, node);
           values.nodes.push_back(std::move(node));
         }
       if (auto w = p.find("workload_metrics"); w != p.end() && w->is_object()) workload_numbers(*w, "", values, intern);

@@ -92,7 +92,8 @@ struct FieldValues {
 };
 
 // One NUMA node's share of a phase: ops (of the threads that ended the phase there), the phase's
-// wall_s (so ops_per_s is the node's rate), numa_resident_bytes, sampled/local blocks, node_threads.
+// wall_s (so ops_per_s is the node's rate), numa_resident_bytes, sampled/local blocks, node_threads,
+// and the latency percentiles of the calls timed on the node's CPUs.
 struct NodeValues : FieldValues {
   int node = -1;
 };
@@ -185,8 +186,11 @@ const std::array<MetricInfo, kMetricCount>& metric_infos();
 const MetricInfo& metric_info(Metric m);
 std::optional<Metric> metric_from_name(std::string_view name);
 std::vector<Metric> all_metrics();
-// The metrics a node row carries (Dimension::node): resident bytes, local fraction, threads, ops/s.
+// The metrics a node row carries (Dimension::node): resident bytes, local fraction, threads, ops/s
+// and the sampled call latencies of the threads on the node (summary.json's node_groups).
 std::vector<Metric> node_metrics();
+// What `show --by ...,node` prints unless asked for others: the same, latencies at p99 only.
+std::vector<Metric> default_node_metrics();
 
 // The value of a metric for one phase of a cell (nullopt where the record has no such figure).
 // This and whole_cell() are the only places a metric is computed from recorded fields.
@@ -203,7 +207,7 @@ PhaseValues whole_cell(const Cell& cell);
 
 // node: one row per NUMA node of each phase (or cell), from the records' `nodes`; those rows carry
 // the per-node metrics (numa_resident_bytes, local_fraction, node_threads, ops_per_s of the threads
-// on the node) and nothing else. Records without `nodes` fall in node "-" with their whole figures.
+// on the node, the call latencies timed on its CPUs) and nothing else. Records without `nodes` fall in node "-" with their whole figures.
 enum class Dimension { workload, threads, allocator, phase, backend, host, node };
 
 // A phase (or whole cell) as seen by one node's row.

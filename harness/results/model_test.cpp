@@ -441,6 +441,35 @@ TEST(Model, NodeDimensionSplitsPhasesIntoNodes) {
   EXPECT_EQ(find_group(cells, {"numap", 1}).metric(Metric::numa_resident_bytes).median, 2.5e6);
 }
 
+TEST(Model, NodeRowsCarryTheLatencyTimedOnTheirCPUs) {
+  auto calls = [](double p50, double p99) {
+    return json{{"samples", 10}, {"p50_ns", p50}, {"p99_ns", p99}, {"p999_ns", p99 * 2}, {"max_ns", p99 * 3}};
+  };
+  json p = phase("fill", 4e6, 1e6, 300, 1.0);
+  p["contention"] = {{"latency", {{"every", 64}, {"malloc", calls(40, 900)}, {"free", calls(30, 700)}}}};
+  p["nodes"] = json::array({{{"node", 0}, {"threads", {0}}, {"ops", 100}, {"latency", {{"malloc", calls(20, 100)}, {"free", calls(15, 90)}}}},
+                            {{"node", 1}, {"threads", {1}}, {"ops", 200}, {"latency", {{"malloc", calls(60, 900)}, {"free", calls(45, 700)}}}},
+                            {{"node", 2}, {"threads", json::array()}, {"ops", 0}, {"latency", nullptr}}});
+  Model m = Model::from_records({cell("jemalloc", 1, json::array({p}))});
+  Grouping by_node = m.group({Dimension::allocator, Dimension::phase, Dimension::node});
+  EXPECT_EQ(find_group(by_node, {"jemalloc", "fill", 0}).metric(Metric::alloc_p99_ns).median, 100);
+  EXPECT_EQ(find_group(by_node, {"jemalloc", "fill", 1}).metric(Metric::alloc_p99_ns).median, 900);
+  EXPECT_EQ(find_group(by_node, {"jemalloc", "fill", 1}).metric(Metric::free_p999_ns).median, 1400);
+  EXPECT_EQ(find_group(by_node, {"jemalloc", "fill", 2}).metric(Metric::alloc_p99_ns).n, 0u) << "no timed call on node 2";
+  // The phase's own latency is the process-wide histogram's, not a sum over nodes.
+  EXPECT_EQ(find_group(m.group({Dimension::allocator, Dimension::phase}), {"jemalloc", "fill"}).metric(Metric::alloc_p50_ns).median, 40);
+  // Per cell and node: the worst phase, as for the whole cell.
+  EXPECT_EQ(find_group(m.group({Dimension::allocator, Dimension::node}), {"jemalloc", 1}).metric(Metric::alloc_p99_ns).median, 900);
+  json bad = p;
+  bad["nodes"][0]["latency"]["malloc"]["p99_ns"] = "slow";
+  try {
+    Model::from_records({cell("jemalloc", 1, json::array({bad}))});
+    FAIL() << "a non-number latency is an error";
+  } catch (const ResultsError& e) {
+    EXPECT_NE(std::string(e.what()).find("nodes[0].latency.malloc.p99_ns"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Model, RecordsWithoutNodesFallInNodeDash) {
   Model m = Model::from_records({cell("glibc", 1, json::array({phase("fill", 4e6, 1e6, 300, 1.0)}))});
   Grouping g = m.group({Dimension::allocator, Dimension::node});

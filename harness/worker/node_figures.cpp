@@ -8,6 +8,7 @@
 
 #include "harness/metrics/proc.h"
 #include "harness/results/derived.h"
+#include "harness/worker/phase_contention.h"
 
 namespace allocmark::worker {
 
@@ -39,7 +40,8 @@ int NodeFigures::node_of_cpu(int cpu) const {
   return topo_.nodes[node_index_of_cpu_[cpu]].id;
 }
 
-nlohmann::json NodeFigures::after_phase(const std::vector<int>& last_cpus, const std::vector<uint64_t>& ops, nlohmann::json& cost) {
+nlohmann::json NodeFigures::after_phase(const std::vector<int>& last_cpus, const std::vector<uint64_t>& ops,
+                                        const workloads::call_latency::PerSlot* latency, nlohmann::json& cost) {
   using nlohmann::json;
   const std::size_t nodes = topo_.nodes.size();
   auto index_of_cpu = [&](int cpu) {
@@ -51,8 +53,11 @@ nlohmann::json NodeFigures::after_phase(const std::vector<int>& last_cpus, const
   const bool numa_maps_ok = metrics::read_numa_maps(0, residency);
   const int64_t t1 = now_ns();
 
+  // A workload's pool rings (call_latency::reserve_pool_slots) come after the constructor's sizes.
+  const std::size_t most = static_cast<std::size_t>(workloads::address_sample::rings()) * workloads::address_sample::kRingSize;
+  if (samples_.size() < most) samples_.resize(most), pages_.resize(most), status_.resize(most);
   std::size_t count = 0;
-  for (int t = 0; t < threads_; ++t) count += workloads::address_sample::take(t, samples_.data() + count);
+  for (int r = 0; r < workloads::address_sample::rings(); ++r) count += workloads::address_sample::take(r, samples_.data() + count);
   const long page = ::sysconf(_SC_PAGESIZE);
   for (std::size_t i = 0; i < count; ++i)
     pages_[i] = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(samples_[i].address) & ~static_cast<uintptr_t>(page - 1));
@@ -75,6 +80,15 @@ nlohmann::json NodeFigures::after_phase(const std::vector<int>& last_cpus, const
       node_ops[n] += ops[t];
     }
 
+  // Each slot's histograms count on the node of its last timed call's CPU.
+  std::vector<workloads::LatencyHistogram> allocs(latency ? nodes : 0), frees(latency ? nodes : 0);
+  if (latency)
+    for (std::size_t slot = 0; slot < latency->cpus.size(); ++slot)
+      if (int n = index_of_cpu(latency->cpus[slot]); n >= 0) {
+        allocs[n].merge(latency->allocs[slot]);
+        frees[n].merge(latency->frees[slot]);
+      }
+
   json out = json::array();
   for (std::size_t n = 0; n < nodes; ++n) {
     const int id = topo_.nodes[n].id;
@@ -86,7 +100,10 @@ nlohmann::json NodeFigures::after_phase(const std::vector<int>& last_cpus, const
                    {"resident_bytes", have_bytes ? json(residency.bytes[id]) : json(nullptr)},
                    {"sampled_blocks", query_ok ? json(sampled[n]) : json(nullptr)},
                    {"local_blocks", query_ok ? json(local[n]) : json(nullptr)},
-                   {"local_fraction", fraction ? json(*fraction) : json(nullptr)}});
+                   {"local_fraction", fraction ? json(*fraction) : json(nullptr)},
+                   {"latency", latency ? json{{"malloc", metrics::latency_record(PhaseContentionProbe::summary(allocs[n]))},
+                                              {"free", metrics::latency_record(PhaseContentionProbe::summary(frees[n]))}}
+                                       : json(nullptr)}});
   }
   cost = {{"numa_maps_ns", t1 - t0}, {"move_pages_ns", t2 - t1}, {"sampled_addresses", count}};
   return out;

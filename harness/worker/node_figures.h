@@ -1,7 +1,9 @@
 // The per-node part of a phase record (`nodes`): for every node of the machine, the crew threads
 // that ended the phase on it and their operations, the process's resident bytes there
-// (/proc/self/numa_maps) and the local fraction of the sampled blocks those threads allocated
-// (move_pages in query mode on the addresses in workloads/address_sample.h's rings).
+// (/proc/self/numa_maps), the local fraction of the sampled blocks allocated from its CPUs
+// (move_pages in query mode on the addresses in workloads/address_sample.h's rings) and the
+// sampled call latencies of the threads whose last timed call ran on its CPUs (call_latency.h's
+// slots, crew and pool threads alike).
 //
 // Everything it needs is made in the constructor, before the first phase; after_phase() runs
 // after the phase was measured, and the figures it costs (numa_maps read, move_pages query) are
@@ -15,6 +17,7 @@
 
 #include "harness/topology/topology.h"
 #include "workloads/address_sample.h"
+#include "workloads/call_latency.h"
 
 namespace allocmark::worker {
 
@@ -23,9 +26,11 @@ class NodeFigures {
   NodeFigures(topology::Topology topo, int threads);
   // The node of a CPU (-1 unknown).
   int node_of_cpu(int cpu) const;
-  // `last_cpus` and `ops` per crew thread. Returns the `nodes` list; `cost` gets
-  // {"numa_maps_ns", "move_pages_ns", "sampled_blocks"}.
-  nlohmann::json after_phase(const std::vector<int>& last_cpus, const std::vector<uint64_t>& ops, nlohmann::json& cost);
+  // `last_cpus` and `ops` per crew thread; `latency` the phase's timed calls by slot (null: calls
+  // not timed, each node's `latency` is null). Returns the `nodes` list; `cost` gets
+  // {"numa_maps_ns", "move_pages_ns", "sampled_addresses"}.
+  nlohmann::json after_phase(const std::vector<int>& last_cpus, const std::vector<uint64_t>& ops,
+                             const workloads::call_latency::PerSlot* latency, nlohmann::json& cost);
 
  private:
   topology::Topology topo_;

@@ -40,19 +40,21 @@ class PhaseContentionProbe {
     if (every_ == 0 && latency_absent_.empty()) latency_absent_ = "sampling off (latency_every = 0)";
   }
 
-  // Just before the phase: what happened between phases is not the phase's.
+  // Just before the phase: what happened between phases is not the phase's. Sizes the per-slot
+  // histograms first (the workload's constructor may have added pool slots).
   void begin() {
     native_before_ = api_ ? api_->read_contention() : nlohmann::json();
-    workloads::call_latency::take(allocs_, frees_);
-    allocs_.clear();
-    frees_.clear();
+    if (slots_.allocs.size() != static_cast<std::size_t>(workloads::call_latency::slot_count()))
+      workloads::call_latency::prepare(slots_);
+    workloads::call_latency::take(slots_);
+    slots_.clear();
     sched_ok_ = sched_begin_.read(0);
   }
 
   // Just after the phase, before anything allocates.
   void end() {
     sched_ok_ = sched_ok_ && sched_end_.read(0);
-    workloads::call_latency::take(allocs_, frees_);
+    workloads::call_latency::take(slots_);
   }
 
   nlohmann::json record(const metrics::PhaseFigures& figures) const {
@@ -60,24 +62,29 @@ class PhaseContentionProbe {
     if (api_) c.native = counter_delta(api_->read_contention(), native_before_);
     c.latency_every = every_;
     if (latency_absent_.empty()) {
-      c.allocs = summary(allocs_);
-      c.frees = summary(frees_);
+      workloads::LatencyHistogram allocs, frees;
+      slots_.merge_into(allocs, frees);
+      c.allocs = summary(allocs);
+      c.frees = summary(frees);
     }
     c.latency_absent = latency_absent_;
     if (sched_ok_) c.sched = sched_end_.since(sched_begin_);
     return metrics::contention_record(c, figures);
   }
 
- private:
+  // The phase's timed calls slot by slot, for the per-node figures; null when calls are not timed.
+  const workloads::call_latency::PerSlot* per_slot() const { return latency_absent_.empty() ? &slots_ : nullptr; }
+
   static metrics::LatencySummary summary(const workloads::LatencyHistogram& h) {
     return {h.count(), h.percentile(0.50), h.percentile(0.99), h.percentile(0.999), h.max()};
   }
 
+ private:
   const allocators::NativeApi* api_;
   uint32_t every_;
   std::string latency_absent_;
   nlohmann::json native_before_;
-  workloads::LatencyHistogram allocs_, frees_;
+  workloads::call_latency::PerSlot slots_;
   metrics::SchedSnapshot sched_begin_, sched_end_;
   bool sched_ok_ = false;
 };

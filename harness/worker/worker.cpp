@@ -264,7 +264,7 @@ int run_cell(const json& spec) {
     for (int cpu : crew.last_cpus()) thread_nodes.push_back(node_figures.node_of_cpu(cpu));
     phase["thread_nodes"] = thread_nodes;
     json placement_cost;
-    phase["nodes"] = node_figures.after_phase(crew.last_cpus(), crew.thread_ops(), placement_cost);
+    phase["nodes"] = node_figures.after_phase(crew.last_cpus(), crew.thread_ops(), contention.per_slot(), placement_cost);
     phase["placement_cost"] = placement_cost;
     phase["maps"] = metrics::summarize_maps();
     if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;

@@ -26,7 +26,7 @@ std::string render_report(const Model& model, std::string_view format, const Rep
   if (!reporter) throw ResultsError(fmt::format("unknown report format '{}'", format));
   // Node rows carry only the per-node metrics: show those unless asked for others.
   const bool by_node = std::find(options.by.begin(), options.by.end(), Dimension::node) != options.by.end();
-  const std::vector<Metric> metrics = !options.metrics.empty() ? options.metrics : by_node ? node_metrics() : reporter->default_metrics();
+  const std::vector<Metric> metrics = !options.metrics.empty() ? options.metrics : by_node ? default_node_metrics() : reporter->default_metrics();
   Grouping grouping = model.group(options.by);
   if (!options.workload_metrics.empty() || !reporter->all_workload_metrics_by_default())
     select_workload_metrics(grouping, options.workload_metrics);
