@@ -120,6 +120,31 @@ class Pinning(TempDir):
         p = run(["run", matrix("bad.toml", 'pin = "everywhere"\n'), "--dry-run"])
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("bad.toml:6:7", p.stderr)
+        p = run(["run", matrix("figures.toml", 'node_figures = "no"\n'), "--dry-run"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("figures.toml:6:16: 'node_figures' must be true or false", p.stderr)
+
+    def test_node_figures_off(self):
+        # From the matrix and from the flag: no per-node reading after the phases, said so in the
+        # record; resuming the folder with them on is another matrix.
+        path = os.path.join(self.tmp, "off.toml")
+        with open(path, "w") as f:
+            f.write('[matrix]\nallocators = ["glibc"]\nthreads = [1]\nnode_figures = false\n')
+        for name, args in (("matrix", [path] + SMALL), ("flag", ["-a", "glibc", "-t", "1", "--no-node-figures"] + SMALL)):
+            with self.subTest(name):
+                out = self.out(name)
+                p = run(["run", "--out", out] + args)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                for ph in records(out)[0]["phases"]:
+                    self.assertIsNone(ph["nodes"])
+                    self.assertIn("node figures off", ph["nodes_absent"])
+                    self.assertNotIn("placement_cost", ph)
+                    self.assertEqual(ph["thread_nodes"], [0], "where the threads ran is still recorded")
+                with open(os.path.join(out, "meta.json")) as f:
+                    self.assertFalse(json.load(f)["runs"][0]["matrix"]["node_figures"])
+        p = run(["run", "-a", "glibc", "-t", "1", "--out", self.out("flag"), "--resume"] + SMALL)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("node_figures", p.stderr)
 
 
 class NodeFigures(TempDir):

@@ -3,7 +3,7 @@
 // finished record. The entry point for executors that place cells on other hosts.
 //
 // SPEC: {"cell": <as in a plan>, "settings": {"timeout_s", "sample_ms", "max_timeline_points",
-// "pin", "nodes", "latency_every"}, "log": "path of the worker's log"}, and from a batch executor also "attempt" (the
+// "pin", "nodes", "latency_every", "node_figures"}, "log": "path of the worker's log"}, and from a batch executor also "attempt" (the
 // record's attempt, as the driver would stamp it) and "machines_dir" (where this host's machine
 // description goes, HOST.json, once per host, for the folder's meta.json),
 // "data_root" and "keep_data" (data_root defaults to a data/ folder beside the log).
@@ -34,6 +34,7 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
   runner::CellSettings settings{worker_path(), s.value("timeout_s", 300.0), s.value("sample_ms", 10),
                                 s.value("max_timeline_points", 2000), matrix::recorded_pin(s), "", false};
   settings.latency_every = s.value("latency_every", 0);
+  settings.node_figures = s.value("node_figures", true);
   if (!(settings.timeout_s > 0) || settings.sample_ms < 1 || settings.max_timeline_points < 2 || settings.latency_every < 0)
     throw matrix::ConfigError(spec_path + ": settings: timeout_s must be > 0, sample_ms >= 1, max_timeline_points >= 2, latency_every >= 0");
   std::string log = spec.value("log", record_path.empty() ? std::string("/dev/null") : record_path + ".log");

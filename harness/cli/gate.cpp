@@ -59,6 +59,7 @@ matrix::Plan confirmation_plan(const std::string& results_dir, const std::vector
   plan.settings.max_timeline_points = recorded.value("max_timeline_points", plan.settings.max_timeline_points);
   plan.settings.pin = matrix::recorded_pin(recorded);
   plan.settings.latency_every = recorded.value("latency_every", 0);  // runs from before call timing timed nothing
+  plan.settings.node_figures = recorded.value("node_figures", true);
   std::map<int, std::vector<matrix::Cell>> by_rep;
   std::set<std::string> keys, allocators;
   for (const auto& c : model.cells()) {

@@ -163,6 +163,7 @@ rn::CellSettings cell_settings(const mx::Plan& plan, const std::string& worker, 
   rn::CellSettings s{worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
                      plan.settings.pin, folder + "/data", keep_data};
   s.latency_every = plan.settings.latency_every;
+  s.node_figures = plan.settings.node_figures;
   return s;
 }
 
@@ -195,6 +196,7 @@ mx::Plan make_run_plan(const RunFlags& f, std::string& matrix_path) {
   o.timeout_s = f.timeout_s;
   o.sample_ms = f.sample_ms;
   if (f.latency_every) o.latency_every = parse_latency_every(*f.latency_every);
+  if (f.no_node_figures) o.node_figures = false;
   if (f.no_pin && f.pin && *f.pin != "none") throw mx::ConfigError("--no-pin and --pin " + *f.pin + ": choose one (--no-pin is --pin none)");
   o.pin = f.no_pin ? std::optional<std::string>("none") : f.pin;
   o.nodes = f.nodes;
@@ -361,6 +363,9 @@ void add_run_flags(CLI::App* run_cmd, RunFlags& f) {
   run_cmd->add_option("--sample-ms", f.sample_ms, "RSS timeline sampling period in ms (default 10)");
   run_cmd->add_option("--latency-every", f.latency_every,
                       "time one allocation call in N per thread for the latency percentiles (default 64; 0: off)");
+  run_cmd->add_flag("--no-node-figures", f.no_node_figures,
+                    "skip the per-node figures after each phase (numa_maps, move_pages: tens of ms per phase on "
+                    "large processes, in the gap before the next phase); phases[].nodes is then null");
   run_cmd->add_option("--pin", f.pin,
                       "where worker threads run: none, compact (default: fill a node's CPUs, then the next), scatter "
                       "(round-robin over nodes) or a CPU list such as 0,2-3; within the CPUs and memory nodes this process may use");

@@ -19,6 +19,7 @@ struct RunFlags {
   std::optional<double> timeout_s;
   std::optional<int> sample_ms;
   std::optional<std::string> latency_every;  // checked by make_plan
+  bool no_node_figures = false;
   std::string out_dir;
   bool out_given = false;
   bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false, keep_data = false;

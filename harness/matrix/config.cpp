@@ -73,7 +73,7 @@ T number(const std::string& path, const toml::node& node, const std::string& key
 void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFile& out) {
   reject_unknown_keys(path, t, "[matrix]",
                       {"allocators", "workloads", "threads", "reps", "size", "timeout_s", "sample_ms",
-                       "max_timeline_points", "pin", "nodes", "pin_threads", "latency_every"});
+                       "max_timeline_points", "pin", "nodes", "pin_threads", "latency_every", "node_figures"});
   if (auto n = t.get("allocators")) out.allocators = string_list(path, *n, "allocators");
   if (auto n = t.get("workloads")) out.workloads = string_list(path, *n, "workloads");
   if (auto n = t.get("threads")) {
@@ -91,6 +91,10 @@ void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFil
   if (auto n = t.get("sample_ms")) out.sample_ms = number<int>(path, *n, "sample_ms", 1, kMaxSampleMs);
   if (auto n = t.get("max_timeline_points")) out.max_timeline_points = number<int>(path, *n, "max_timeline_points", 2, kMaxTimelinePoints);
   if (auto n = t.get("latency_every")) out.latency_every = number<int>(path, *n, "latency_every", 0, kMaxLatencyEvery);
+  if (auto n = t.get("node_figures")) {
+    if (!n->is_boolean()) fail(path, *n, "'node_figures' must be true or false");
+    out.node_figures = n->as_boolean()->get();
+  }
   if (auto n = t.get("pin_threads")) {
     if (!n->is_boolean()) fail(path, *n, "'pin_threads' must be true or false");
     if (t.get("pin")) fail(path, *n, "'pin_threads' and 'pin' both set; keep 'pin' (pin_threads = true is pin = \"compact\", false is \"none\")");

@@ -60,6 +60,7 @@ struct MatrixFile {
   // `pin_threads` reads as pin "compact" (true) or "none" (false).
   std::optional<Located> pin, nodes;
   std::optional<int> latency_every;
+  std::optional<bool> node_figures;
   // [params.<workload>] key = value, values kept as text and checked against the workload's specs.
   std::map<std::string, std::map<std::string, Located>> params;
   std::map<std::string, std::string> params_origin;  // workload -> where its [params.*] table is

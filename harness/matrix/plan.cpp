@@ -187,6 +187,7 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
     s.sample_ms = file->sample_ms.value_or(s.sample_ms);
     s.max_timeline_points = file->max_timeline_points.value_or(s.max_timeline_points);
     s.latency_every = file->latency_every.value_or(s.latency_every);
+    s.node_figures = file->node_figures.value_or(s.node_figures);
   }
   // pin and nodes: each from the flags, else the file; checked together (pin none takes no nodes).
   {
@@ -204,6 +205,7 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   s.timeout_s = flags.timeout_s.value_or(s.timeout_s);
   s.sample_ms = flags.sample_ms.value_or(s.sample_ms);
   s.latency_every = flags.latency_every.value_or(s.latency_every);
+  s.node_figures = flags.node_figures.value_or(s.node_figures);
   if (s.size != "quick" && s.size != "full") throw ConfigError("--size: '" + s.size + "' is not quick or full");
   if (s.reps < 1 || s.reps > kMaxReps) throw ConfigError("--reps: must be in 1.." + std::to_string(kMaxReps));
   if (!std::isfinite(s.timeout_s) || s.timeout_s <= 0 || s.timeout_s > kMaxTimeoutS)
@@ -320,8 +322,10 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
 std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::json& now) {
   std::string out;
   for (const char* field : {"allocators", "workloads", "threads", "reps", "size", "pin", "nodes", "sample_ms",
-                            "max_timeline_points", "latency_every"}) {
+                            "max_timeline_points", "latency_every", "node_figures"}) {
     nlohmann::json a = recorded.value(field, nlohmann::json()), b = now.value(field, nlohmann::json());
+    // Folders recorded before the switch had the per-node figures on.
+    if (std::string_view(field) == "node_figures") a = recorded.value(field, true), b = now.value(field, true);
     // Folders recorded before the pinning policies say pin_threads; compare what it meant.
     if (std::string_view(field) == "pin" || std::string_view(field) == "nodes") {
       auto as_recorded = [&](const nlohmann::json& m) {
@@ -423,6 +427,7 @@ nlohmann::json Plan::as_json() const {
   j["pin"] = settings.pin.pin_text();
   j["nodes"] = settings.pin.nodes.empty() ? nlohmann::json(nullptr) : nlohmann::json(settings.pin.nodes_text());
   j["latency_every"] = settings.latency_every;
+  j["node_figures"] = settings.node_figures;
   j["notes"] = notes;
   for (const auto& a : allocators)
     j["allocators"].push_back({{"name", a.name}, {"backend", a.backend}, {"library", a.library}, {"env", a.env}});

@@ -25,6 +25,7 @@ struct Overrides {
   std::optional<int> sample_ms;
   std::optional<std::string> pin, nodes;  // --pin, --nodes (--no-pin is --pin none)
   std::optional<int> latency_every;
+  std::optional<bool> node_figures;  // --no-node-figures: false
   std::vector<std::string> sets;  // "workload.param=value"
   std::vector<std::string> programs;  // "NAME=COMMAND ARGS" (--program)
 };
@@ -56,6 +57,9 @@ struct Settings {
   int max_timeline_points = 2000;
   placement::PinSpec pin;  // compact unless asked otherwise
   int latency_every = kDefaultLatencyEvery;
+  // The per-node figures after each phase (numa_maps, move_pages): outside the phase, but they
+  // lengthen the gap before the next one; off, phases[].nodes is null.
+  bool node_figures = true;
 };
 
 // The placement a recorded matrix (Plan::as_json) asks for: `pin`/`nodes`, or the boolean

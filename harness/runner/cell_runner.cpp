@@ -56,7 +56,7 @@ json worker_spec(const matrix::Cell& cell, const CellSettings& settings, const s
           {"threads", cell.threads},           {"rep", cell.rep},
           {"params", cell.params},             {"pin", settings.pin.pin_text()}, {"nodes", settings.pin.nodes_text()},
           {"driver_pid", ::getpid()},         {"data_dir", data_dir},
-          {"latency_every", settings.latency_every}};
+          {"latency_every", settings.latency_every}, {"node_figures", settings.node_figures}};
 }
 
 namespace {

@@ -24,6 +24,7 @@ struct CellSettings {
   std::string data_root;
   bool keep_data = false;
   int latency_every = 0;  // one allocation call in N timed by the worker; 0: none
+  bool node_figures = true;  // the worker's per-node figures after each phase (phases[].nodes)
 };
 
 struct CellHooks {

@@ -148,7 +148,7 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
               {"settings",
                {{"timeout_s", settings_.timeout_s}, {"sample_ms", settings_.sample_ms},
                 {"max_timeline_points", settings_.max_timeline_points}, {"pin", settings_.pin.pin_text()}, {"nodes", settings_.pin.nodes_text()},
-                {"latency_every", settings_.latency_every}}},
+                {"latency_every", settings_.latency_every}, {"node_figures", settings_.node_figures}}},
               {"log", fs::absolute(job.log_path).string()},
               {"attempt", job.attempt},
               {"machines_dir", folder + "/machines"}};

@@ -203,6 +203,7 @@ int run_cell(const json& spec) {
   }
   if (auto problem = pl::apply_memory_binding(placement.membind); !problem.empty()) fail(problem);
   allocmark::worker::NodeFigures node_figures(std::move(topo), threads);
+  const bool want_node_figures = spec.value("node_figures", true);
   // Before the workload and its threads exist: each thread reads N on its first call.
   const uint32_t latency_every = spec.value("latency_every", 0u);
   wl::call_latency::configure(latency_every, threads);
@@ -263,9 +264,14 @@ int run_cell(const json& spec) {
     json thread_nodes = json::array();
     for (int cpu : crew.last_cpus()) thread_nodes.push_back(node_figures.node_of_cpu(cpu));
     phase["thread_nodes"] = thread_nodes;
-    json placement_cost;
-    phase["nodes"] = node_figures.after_phase(crew.last_cpus(), crew.thread_ops(), contention.per_slot(), placement_cost);
-    phase["placement_cost"] = placement_cost;
+    if (want_node_figures) {
+      json placement_cost;
+      phase["nodes"] = node_figures.after_phase(crew.last_cpus(), crew.thread_ops(), contention.per_slot(), placement_cost);
+      phase["placement_cost"] = placement_cost;
+    } else {
+      phase["nodes"] = nullptr;
+      phase["nodes_absent"] = "node figures off (--no-node-figures, matrix node_figures = false)";
+    }
     phase["maps"] = metrics::summarize_maps();
     if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;
     if (api) phase["alloc_stats"] = api->read_stats();
