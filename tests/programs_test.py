@@ -57,6 +57,19 @@ class EveryBackend(ProgramTest):
                 self.assertGreaterEqual(ph["contention"]["runqueue_wait_ns"], 0, (r["allocator"], ph["name"]))
                 self.assertGreaterEqual(ph["contention"]["runqueue_threads"], 1, (r["allocator"], ph["name"]))
             self.assertIsNone(r["phases"][-1]["contention"]["runqueue_wait_ns"])
+            # Resident bytes per NUMA node at each phase end: numa_maps read by the driver at a
+            # mark, by the companion inside the program at its exit (the last phase). One node
+            # here: all of the end RSS, to within the pages numa_maps leaves out.
+            for ph in r["phases"]:
+                where = (r["allocator"], r["workload"], ph["name"])
+                self.assertEqual([n["node"] for n in ph["nodes"]], [0], where)
+                node = ph["nodes"][0]
+                self.assertIsNone(node["threads"], "allocmark does not see a program's threads")
+                self.assertIsNone(node["local_fraction"])
+                self.assertGreater(node["resident_bytes"], 0, where)
+                if ph["end_rss_bytes"] is not None:
+                    self.assertLessEqual(abs(node["resident_bytes"] - ph["end_rss_bytes"]),
+                                         max(0.05 * ph["end_rss_bytes"], 1 << 20), where)
             if r["backend"] != "glibc":
                 self.assertTrue(r["alloc_stats"], r["allocator"])  # native statistics from the program's exit
         for r in recs:
@@ -89,6 +102,31 @@ class EveryBackend(ProgramTest):
             self.assertEqual([ph["name"] for ph in r["phases"]], ["run"])
             with open(r["stdout"]) as f:
                 self.assertEqual(f.read(), "1\n2\n3\n")
+
+    def test_a_program_runs_on_the_cpus_and_nodes_its_placement_chose(self):
+        # The program reports what the kernel let it use; the record says what was chosen.
+        script = os.path.join(self.tmp, "where.py")
+        with open(script, "w") as f:
+            f.write("import os\nprint(sorted(os.sched_getaffinity(0)))\n"
+                    "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('Mems_allowed_list')][0])\n")
+        last = max(os.sched_getaffinity(0))
+        everything = sorted(os.sched_getaffinity(0))
+        for name, args, cpus, membind in (("list", ["--pin", str(last)], [last], None),
+                                          ("nodes", ["--nodes", "0"], everything, "0"),
+                                          ("none", ["--pin", "none"], everything, None)):
+            with self.subTest(name):
+                out = os.path.join(self.tmp, name)
+                p = run(["run", "-a", "glibc", "-r", "1", "--out", out, "--program", "where=/usr/bin/python3 " + script] + args)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                (r,) = records(out)
+                with open(r["stdout"]) as f:
+                    seen = f.read().splitlines()
+                self.assertEqual(seen[0], str(cpus))
+                self.assertEqual(seen[1], "0")
+                self.assertEqual(r["placement"]["membind"], membind)
+                self.assertEqual(r["placement"]["program_cpus"], None if name == "none" else ",".join(map(str, cpus))
+                                 if len(cpus) == 1 else "%d-%d" % (cpus[0], cpus[-1]))
+                self.assertIsNone(r["placement"]["thread_cpus"], "the kernel places a program's threads")
 
 
 class Outcomes(ProgramTest):

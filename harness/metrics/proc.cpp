@@ -73,6 +73,10 @@ uint64_t NodeResidency::total() const {
   return sum;
 }
 
+std::vector<uint64_t> residency_list(const NodeResidency& r) {
+  return std::vector<uint64_t>(r.bytes, r.bytes + (r.highest_node + 1));
+}
+
 void add_numa_maps_line(const char* line, std::size_t length, NodeResidency& out) {
   // Tokens are separated by single spaces (file names escape theirs as \040); the page size comes
   // after the node counts, so the counts are held until the line is read.

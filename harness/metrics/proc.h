@@ -53,6 +53,9 @@ struct NodeResidency {
 };
 // Allocation-free (streamed through a stack buffer): the worker calls it right after a phase.
 bool read_numa_maps(pid_t pid, NodeResidency& out);
+// [bytes on node 0, node 1, ... up to the highest node with a count]: how a program cell's
+// companion reports it at exit.
+std::vector<uint64_t> residency_list(const NodeResidency& r);
 // One line of numa_maps (no newline), added to `out`; for tests and read_numa_maps.
 void add_numa_maps_line(const char* line, std::size_t length, NodeResidency& out);
 

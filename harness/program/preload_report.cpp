@@ -2,8 +2,9 @@
 // cell), it gives that program the proofs the worker gives a built-in workload. At load: which
 // object serves malloc (the worker's own check), the allocator's version and options, on the
 // report pipe as a `start` event (or an `error`, and the program is stopped before its main runs).
-// At exit: the allocator's native statistics and the process's peak RSS since the driver's last
-// reset (VmHWM), which closes the last phase exactly.
+// At exit: the allocator's native statistics, the process's peak RSS since the driver's last
+// reset (VmHWM), which closes the last phase exactly, and its resident bytes per NUMA node
+// (/proc/self/numa_maps), which the driver cannot read once the process has gone.
 //
 // Only the process the driver started reports: the variables are removed from the environment at
 // load, so the program's own children do not write into the cell's pipe.
@@ -73,6 +74,8 @@ void on_exit() {
   json done{{"event", "program_exit"}, {"t_ns", now_ns()},
             {"peak_rss_bytes", read_ok ? json(mem.hwm_bytes) : json(nullptr)},
             {"end_rss_bytes", read_ok ? json(mem.rss_bytes) : json(nullptr)}};
+  allocmark::metrics::NodeResidency residency;
+  if (allocmark::metrics::read_numa_maps(0, residency)) done["numa_resident_bytes"] = allocmark::metrics::residency_list(residency);
   if (g_api) {
     done["alloc_stats"] = g_api->read_stats();
     done["contention"] = g_api->read_contention();

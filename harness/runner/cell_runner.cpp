@@ -22,6 +22,7 @@
 #include "harness/runner/timeline.h"
 #include "harness/runner/program_phases.h"
 #include "harness/matrix/program.h"
+#include "harness/topology/topology.h"
 
 namespace allocmark::runner {
 
@@ -61,8 +62,9 @@ json worker_spec(const matrix::Cell& cell, const CellSettings& settings, const s
 
 namespace {
 
-// A program cell's command line, environment and files (see harness/program/preload_report.cpp).
-Spawned spawn_program(const matrix::Cell& cell, const std::string& log_path, const std::string& stdout_path) {
+// A program cell's command line, environment, files and placement (see harness/program/preload_report.cpp).
+Spawned spawn_program(const matrix::Cell& cell, const placement::Placement& where, const std::string& log_path,
+                      const std::string& stdout_path) {
   matrix::ProgramDef def = matrix::program_from_params(cell.workload, cell.params);
   std::vector<std::string> argv = matrix::command_words(def.command, "program " + def.name);
   std::vector<std::string> env = worker_environment(cell.allocator);
@@ -82,6 +84,8 @@ Spawned spawn_program(const matrix::Cell& cell, const std::string& log_path, con
   options.stdin_path = def.input.empty() || def.cwd.empty() || def.input[0] == '/' ? def.input : def.cwd + "/" + def.input;
   options.phase_pipe = true;
   options.search_path = argv[0].find('/') == std::string::npos;
+  if (where.spec.kind != placement::PinSpec::Kind::none) options.cpus = where.candidate_cpus;
+  options.membind = where.membind;
   return spawn_process(argv, env, log_path, options);
 }
 
@@ -116,7 +120,13 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
     stdout_path = log_path.ends_with(".log") ? log_path.substr(0, log_path.size() - 4) : log_path;
     stdout_path += ".stdout";
   }
-  Spawned w = program ? spawn_program(cell, log_path, stdout_path)
+  // A program's threads are its own: it runs on the CPUs the policy chooses from (a CPU list, the
+  // nodes of --nodes with its memory bound there, else every allowed CPU of the nodes whose memory
+  // is allowed), and the kernel places its threads among them.
+  const topology::Topology topo = program ? topology::detect() : topology::Topology{};
+  placement::Placement program_placement;
+  if (program) program_placement = placement::plan_placement(topo, placement::current_allowed(), settings.pin, 1);
+  Spawned w = program ? spawn_program(cell, program_placement, log_path, stdout_path)
                       : spawn_worker(settings.worker_path, {"--cell", worker_spec(cell, settings, data_dir).dump()},
                                      worker_environment(cell.allocator), log_path);
   const int64_t start_ns = monotonic_ns();
@@ -125,7 +135,11 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
   EventStream stream;
   Timeline timeline(settings.max_timeline_points);
   std::optional<ProgramPhases> phases;
-  if (program) phases.emplace(w.pid, start_ns);
+  if (program) {
+    std::vector<int> node_ids;
+    for (const auto& n : topo.nodes) node_ids.push_back(n.id);
+    phases.emplace(w.pid, start_ns, std::move(node_ids));
+  }
   json exit_event;
   rusage usage{};
   WorkerEnd end;
@@ -225,6 +239,13 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
     extra["exit_signal"] = WIFSIGNALED(end.wait_status) ? json(WTERMSIG(end.wait_status)) : json(nullptr);
     extra["phase_mark_errors"] = phases->bad_lines();
     extra["stdout"] = stdout_path;
+    json where = placement::to_json(program_placement);
+    const bool pinned = program_placement.spec.kind != placement::PinSpec::Kind::none;
+    where["program_cpus"] = pinned ? json(topology::format_list(program_placement.candidate_cpus)) : json(nullptr);
+    where["thread_cpus"] = where["thread_nodes"] = nullptr;  // the program's threads are placed by the kernel
+    where["allowed"] = placement::to_json(placement::current_allowed());
+    extra["placement"] = where;
+    extra["pinned_cpus"] = nullptr;
     builder.annotate(extra);
   }
   // The worker's whole group is dead by now, so nothing writes into the folder any more; a cell

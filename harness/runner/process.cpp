@@ -1,6 +1,9 @@
 #include "harness/runner/process.h"
 
 #include <fcntl.h>
+#include <numaif.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <signal.h>
@@ -74,6 +77,15 @@ Spawned spawn_process(const std::vector<std::string>& args, const std::vector<st
   std::vector<char*> envp;
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  // Affinity and memory policy are prepared here: the child of a threaded driver must not allocate.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : options.cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
+  constexpr int kBits = 8 * sizeof(unsigned long);
+  std::vector<unsigned long> node_mask(1024 / kBits, 0);
+  for (int n : options.membind)
+    if (n >= 0 && n < 1024) node_mask[n / kBits] |= 1UL << (n % kBits);
   const pid_t driver = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
@@ -90,6 +102,15 @@ Spawned spawn_process(const std::vector<std::string>& args, const std::vector<st
     ::dup2(out_fd, 1);
     ::dup2(log_fd, 2);
     ::dup2(in_fd, 0);
+    auto refuse = [](const char* what) {
+      char msg[256];
+      int n = std::snprintf(msg, sizeof msg, "allocmark: %s: %s\n", what, std::strerror(errno));
+      (void)!::write(2, msg, n);
+      ::_exit(127);
+    };
+    if (!options.cpus.empty() && ::sched_setaffinity(0, sizeof cpus, &cpus) != 0) refuse("cannot set the CPU affinity");
+    if (!options.membind.empty() && ::syscall(SYS_set_mempolicy, MPOL_BIND, node_mask.data(), node_mask.size() * kBits) != 0)
+      refuse("cannot bind the memory policy");
     if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) {
       char msg[512];
       int n = std::snprintf(msg, sizeof msg, "allocmark: cannot enter %s: %s\n", options.cwd.c_str(), std::strerror(errno));

@@ -24,6 +24,8 @@ struct SpawnOptions {
   std::string cwd;          // "" = the driver's
   bool phase_pipe = false;  // a socket on fd 4 (matrix::kPhaseFdVariable names it) for phase marks
   bool search_path = false; // argv[0] is looked up on PATH (execvp rules)
+  std::vector<int> cpus;     // the child's CPU affinity before exec; empty: inherited
+  std::vector<int> membind;  // nodes its memory policy binds to (MPOL_BIND); empty: inherited
 };
 
 // Everything is built before fork: the child only sets up descriptors and execs. Throws

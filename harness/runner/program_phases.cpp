@@ -13,10 +13,13 @@ namespace {
 constexpr std::size_t kMaxLine = 256;
 }  // namespace
 
-ProgramPhases::ProgramPhases(pid_t pid, int64_t start_ns) : pid_(pid), begin_ns_(start_ns) {}
+ProgramPhases::ProgramPhases(pid_t pid, int64_t start_ns, std::vector<int> node_ids)
+    : pid_(pid), node_ids_(std::move(node_ids)), begin_ns_(start_ns) {}
 
+// `resident_by_node`: bytes by node number (a list), or null when numa_maps could not be read.
 json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& end_rss, bool exact,
-                                const metrics::TaskCounters& now, const metrics::SchedSnapshot* sched_now) const {
+                                const metrics::TaskCounters& now, const metrics::SchedSnapshot* sched_now,
+                                const json& resident_by_node) const {
   auto bytes = [](const json& v) { return v.is_number() ? std::optional<uint64_t>(v.get<uint64_t>()) : std::nullopt; };
   metrics::PhaseFigures f;
   f.name = current_;
@@ -31,6 +34,15 @@ json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& en
   if (sched_now) c.sched = sched_now->since(sched_at_begin_);
   json phase = metrics::phase_record(f);
   phase["contention"] = metrics::contention_record(c, f);
+  json nodes = json::array();
+  for (int id : node_ids_) {
+    json bytes = !resident_by_node.is_array() ? json(nullptr)
+                 : id < static_cast<int>(resident_by_node.size()) ? resident_by_node[static_cast<std::size_t>(id)]
+                                                                  : json(0);
+    nodes.push_back({{"node", id}, {"threads", nullptr}, {"ops", nullptr}, {"resident_bytes", bytes},
+                     {"sampled_blocks", nullptr}, {"local_blocks", nullptr}, {"local_fraction", nullptr}, {"latency", nullptr}});
+  }
+  phase["nodes"] = nodes;
   return {{"event", "phase_end"}, {"phase", phase}};
 }
 
@@ -39,8 +51,10 @@ json ProgramPhases::close_phase(const std::string& next, int64_t now_ns) {
   metrics::TaskCounters now{};
   bool read_ok = metrics::read_mem_status(pid_, mem) && metrics::read_task_counters(pid_, now);
   const bool sched_ok = sched_now_.read(pid_);
-  json ev = read_ok ? phase_event(now_ns, mem.hwm_bytes, mem.rss_bytes, reset_ok_, now, sched_ok ? &sched_now_ : nullptr)
-                    : phase_event(now_ns, nullptr, nullptr, false, at_begin_, nullptr);
+  metrics::NodeResidency residency;
+  const json by_node = metrics::read_numa_maps(pid_, residency) ? json(metrics::residency_list(residency)) : json(nullptr);
+  json ev = read_ok ? phase_event(now_ns, mem.hwm_bytes, mem.rss_bytes, reset_ok_, now, sched_ok ? &sched_now_ : nullptr, by_node)
+                    : phase_event(now_ns, nullptr, nullptr, false, at_begin_, nullptr, by_node);
   reset_ok_ = read_ok && metrics::reset_peak_rss(pid_);
   if (read_ok) at_begin_ = now;
   if (sched_ok) std::swap(sched_at_begin_, sched_now_);
@@ -96,7 +110,8 @@ json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t
   const bool exact = !peak.is_null();
   if (peak.is_null() && sampled_peak > 0) peak = sampled_peak;
   // The program has gone, and its threads' scheduler figures with it: the last phase has none.
-  return phase_event(t_end, peak, end_rss, reset_ok_ && exact, total, nullptr);
+  return phase_event(t_end, peak, end_rss, reset_ok_ && exact, total, nullptr,
+                     reported ? exit_event.value("numa_resident_bytes", json()) : json());
 }
 
 }  // namespace allocmark::runner

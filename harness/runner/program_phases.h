@@ -6,6 +6,9 @@
 // totals. A program that marks nothing is one phase, "run"; one that marks phases has a "startup"
 // phase before its first mark. The driver answers each line with "ok\n" once the edge is measured
 // (or "error\n"), so a program that reads the answer before going on has exact phase edges.
+// Each phase also gets `nodes`: the program's resident bytes per NUMA node at its end (numa_maps,
+// read by the driver at a mark and by the companion at exit); the per-thread figures a worker
+// records (threads, ops, sampled blocks, latency) are null, since allocmark does not see inside.
 #pragma once
 
 #include <sys/resource.h>
@@ -23,7 +26,8 @@ namespace allocmark::runner {
 
 class ProgramPhases {
  public:
-  ProgramPhases(pid_t pid, int64_t start_ns);
+  // `node_ids`: the machine's NUMA nodes (topology::detect), one `nodes` entry each.
+  ProgramPhases(pid_t pid, int64_t start_ns, std::vector<int> node_ids);
   // Bytes read from the phase pipe; returns the phase_end events of the phases this closed.
   std::vector<nlohmann::json> feed(const char* data, std::size_t size, int64_t now_ns);
   // After the program exited: the last phase_end, from the companion's `program_exit` event and
@@ -42,9 +46,11 @@ class ProgramPhases {
  private:
   nlohmann::json close_phase(const std::string& next, int64_t now_ns);
   nlohmann::json phase_event(int64_t end_ns, const nlohmann::json& peak, const nlohmann::json& end_rss, bool exact,
-                             const metrics::TaskCounters& now, const metrics::SchedSnapshot* sched_now) const;
+                             const metrics::TaskCounters& now, const metrics::SchedSnapshot* sched_now,
+                             const nlohmann::json& resident_by_node) const;
 
   pid_t pid_;
+  std::vector<int> node_ids_;
   std::string current_ = "run";
   bool marked_ = false;
   int64_t begin_ns_;
