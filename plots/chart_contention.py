@@ -22,21 +22,25 @@ def _category(g):
     return "%s\n%dT" % (g["phase"], g["threads"])
 
 
-def _values(groups, metric, scale=1.0):
-    return bars.values_of(groups, metric, _category, scale)
+def _node_category(g):
+    return "%s\n%dT n%s" % (g["phase"], g["threads"], g["node"])
+
+
+def _values(groups, metric, scale=1.0, category=_category):
+    return bars.values_of(groups, metric, category, scale)
 
 
 def _empty(ax, what):
     bars.empty_panel(ax, what)
 
 
-def _tail_panel(ax, groups, allocs, backends, prefix, label):
-    cats, tail = _values(groups, prefix + "_p999_ns")
+def _tail_panel(ax, groups, allocs, backends, prefix, label, category=_category):
+    cats, tail = _values(groups, prefix + "_p999_ns", category=category)
     if not tail:
         return _empty(ax, prefix + "_p999_ns")
     where = bars.grouped(ax, cats, allocs, tail, backends)
     for metric, marker in ((prefix + "_p50_ns", "o"), (prefix + "_p99_ns", "_")):
-        _, vals = _values(groups, metric)
+        _, vals = _values(groups, metric, category=category)
         pts = [(where[k][0], v[0]) for k, v in vals.items() if k in where]
         if pts:
             ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, s=14, color="#111111", zorder=3,
@@ -53,16 +57,20 @@ def _plain_panel(ax, groups, allocs, backends, metric, label, scale, text):
     ax.set_ylabel(label)
 
 
-# The per-node view: summary.json's node_groups carry the call latencies timed on each node's CPUs.
-NODE_PANELS = (("alloc_p99_ns", "malloc p99 (ns)", 1.0, "%.0f"),
-               ("alloc_p999_ns", "malloc p99.9 (ns)", 1.0, "%.0f"),
-               ("free_p99_ns", "free p99 (ns)", 1.0, "%.0f"),
-               ("free_p999_ns", "free p99.9 (ns)", 1.0, "%.0f"))
+def _legend_beside(fig, axes, allocs):
+    """One legend for the figure, beside the first row's last panel."""
+    legend = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    axes[0][-1].legend([legend[a] for a in allocs if a in legend], [a for a in allocs if a in legend],
+                       loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
 
 
 def _draw_nodes(run, out_dir, fmt):
-    """contention-nodes: the latency panels split by NUMA node. (paths, skipped)."""
-    names = [m for m, *_ in NODE_PANELS]
+    """contention-nodes: the latency panels split by NUMA node (summary.json node_groups carry the
+    latencies timed on each node's CPUs). (paths, skipped)."""
+    names = [p + "_p999_ns" for _, p, _ in TAILS]
     groups = [g for g in run.summary.get("node_groups", []) if g.get("phase") != "(cell)" and g.get("node") != "-"
               and any(data.metric(g, m) for m in names)]
     nodes = run.ordered("node", groups)
@@ -72,12 +80,22 @@ def _draw_nodes(run, out_dir, fmt):
         return [], ["contention per NUMA node: " + why]
     allocs = run.allocator_order(groups)
     backends = {a: run.backend(a) for a in allocs}
-    width = min(30.0, max(12.0, 2.0 + 0.35 * len(NODE_PANELS) * len(allocs) * len(run.ordered("phase", groups)) * len(nodes)))
-    fig = bars.metric_grid(groups, NODE_PANELS, lambda g: "%s\n%dT n%s" % (g["phase"], g["threads"], g["node"]),
-                           "phase, threads, node", allocs, backends, width)
+    workloads = run.ordered("workload", groups)
+    per_panel = 0.3 * len(allocs) * len(run.ordered("phase", groups)) * len(nodes)
+    width = min(30.0, max(12.0, 2.0 + len(TAILS) * per_panel))
+    fig, axes = plt.subplots(len(workloads), len(TAILS), squeeze=False, figsize=(width, 1.5 + 3.0 * len(workloads)))
+    for row, wl in enumerate(workloads):
+        for col, (_, prefix, label) in enumerate(TAILS):
+            ax = axes[row][col]
+            _tail_panel(ax, [g for g in groups if g["workload"] == wl], allocs, backends, prefix, label, _node_category)
+            if ax.axison:
+                ax.set_xlabel("phase, threads, node")
+                ax.set_title(wl, fontsize=9)
+                ax.tick_params(axis="x", labelsize=7)
+    _legend_beside(fig, axes, allocs)
     fig.suptitle("Where do threads wait in the allocator, per NUMA node? Call latency of the threads on each node", fontsize=11)
-    note = ("bars: medians per phase and node of the latency percentiles of the calls timed on the node's CPUs "
-            "(each thread's calls count on the node of its last timed call), whiskers min-max over repetitions; "
+    note = ("bars p99.9, dots p50, dashes p99 of the calls timed on the node's CPUs (each thread's calls count on "
+            "the node of its last timed call); medians per phase over repetitions, whiskers min-max; "
             "lock counters, sleeps and run-queue wait are the process's, in contention.%s" % fmt)
     path = "%s/contention-nodes.%s" % (out_dir, fmt)
     return [style.finish(fig, run.meta, path, fmt, note)], []
@@ -115,12 +133,7 @@ def draw(run, opts, out_dir, fmt):
             ax.tick_params(axis="x", labelsize=7)
 
     # One legend for the figure: the lock panels have only the allocators that keep lock counters.
-    legend = {}
-    for ax in axes.flat:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            legend.setdefault(label, handle)
-    axes[0][len(panels) - 1].legend([legend[a] for a in allocs if a in legend], [a for a in allocs if a in legend],
-                                    loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    _legend_beside(fig, axes, allocs)
     fig.suptitle("Where do threads wait in the allocator? Call latency tails, sleeps and run-queue wait for every "
                  "allocator; lock counters where kept", fontsize=11)
     note = ("latency: bars p99.9, dots p50, dashes p99 of sampled malloc/free calls (one in N per thread); "

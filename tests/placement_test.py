@@ -222,6 +222,31 @@ class NodeFigures(TempDir):
                 self.assertGreater(first["placement_cost"]["sampled_addresses"], 2 * 256, where)
                 self.assertEqual(n["latency"]["malloc"]["samples"], first["contention"]["latency"]["malloc"]["samples"], where)
 
+    def test_a_lab_run_shows_and_draws_every_node(self):
+        # A real 8-node lab run (tests/fixtures/lab-8node/README.md): 4 threads scattered over
+        # nodes 0-3, arena_churn's pool threads anywhere.
+        folder = self.out("lab")
+        shutil.copytree(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "lab-8node"), folder)
+        p = run(["show", folder, "--format", "json", "--by", "workload,allocator,phase,node"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        groups = json.loads(p.stdout)["groups"]
+        churn = [g for g in groups if g["workload"] == "size_mix" and g["phase"] == "churn" and g["allocator"] == "glibc"]
+        self.assertEqual(sorted(g["node"] for g in churn), list(range(8)))
+        for g in churn:
+            # Latency on exactly the nodes whose CPUs ran a crew thread (scatter: nodes 0-3).
+            has_threads = g["metrics"]["node_threads"]["median"] > 0
+            self.assertEqual("alloc_p99_ns" in g["metrics"] and g["metrics"]["alloc_p99_ns"]["n"] > 0, has_threads, g)
+            self.assertEqual(has_threads, g["node"] < 4, g)
+        pool = [g for g in groups if g["workload"] == "arena_churn" and g["phase"] == "burst" and g["allocator"] == "glibc"]
+        self.assertGreater(sum(1 for g in pool if g["metrics"]["node_threads"]["median"] == 0
+                               and g["metrics"].get("alloc_p99_ns", {}).get("n")), 0,
+                           "arena_churn's pool threads are timed on nodes without crew threads")
+        p = run(["plot", folder, "--only", "contention,placement"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for chart in ("contention.png", "contention-nodes.png", "placement.png"):
+            self.assertGreater(os.path.getsize(os.path.join(folder, "charts", chart)), 10000, chart)
+        self.assertNotIn("contention per NUMA node", p.stderr)
+
 
 class TopologyCommand(TempDir):
     def test_prints_this_machine_and_reads_it_back(self):
