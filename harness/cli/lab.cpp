@@ -190,7 +190,8 @@ int run_lab_command(const LabFlags& f) {
     // Not complete, so 3 as for any stopped run; but what finished is kept and said so.
     if (outcome.results)
       std::cerr << fmt::format("allocmark lab: the command did not finish within --timeout {} s: the guest stopped it {:.0f} s "
-                               "before and sent back what it finished to {} (lab.stopped_by_timeout in {})\n",
+                               "before and sent back what it finished to {} (lab.stopped_by_timeout in {}; the guest's "
+                               "--resume hint does not apply here: rerun with a longer --timeout or fewer cells)\n",
                                f.timeout_s, lab::guest_margin_s(f.timeout_s), request.out_dir,
                                request.allocmark_run ? "meta.json" : "lab.json");
     else

@@ -53,23 +53,26 @@ if [ -n "$launched" ] && [ -n "$budget" ]; then
   if [ "$now" -ge "$launched" ] && [ "$now" -le $((launched + budget)) ]; then left=$((launched + budget - now))
   else left=$((budget - $(cut -d. -f1 /proc/uptime))); fi
 fi
-# The command sees the host's PATH (programs are carried to where the host finds them), then busybox.
-( export PATH={path}
-{exports}cd {cwd} && exec {argv} ) &
-cmd=$!
+# The watchdog learns the command's process from a file: the command itself runs in the
+# foreground, since a background job of a shell without job control would start (and pass on to
+# every worker and program it runs) with SIGINT and SIGQUIT ignored.
+pidfile={out}/command.pid
 watchdog=
 if [ -n "$left" ]; then
   (
     [ "$left" -gt 0 ] && sleep "$left"
     touch {out}/{stopped}
     echo "{deadline}: the lab's timeout is near; stopping the command to send back what it finished"
-    kill -TERM $cmd 2>/dev/null
+    while [ ! -s $pidfile ]; do sleep 1; done
+    kill -TERM $(cat $pidfile) 2>/dev/null
     sleep {grace}
-    kill -KILL $cmd 2>/dev/null
+    kill -KILL $(cat $pidfile) 2>/dev/null
   ) &
   watchdog=$!
 fi
-wait $cmd
+# The command sees the host's PATH (programs are carried to where the host finds them), then busybox.
+( export PATH={path}
+{exports}cd {cwd} && exec {busybox} sh -c 'echo $$ > "$0"; exec "$@"' $pidfile {argv} )
 rc=$?
 [ -n "$watchdog" ] && kill $watchdog 2>/dev/null
 [ -e {out}/{stopped} ] && echo "stopped_by_timeout=1" >> $facts

@@ -133,7 +133,7 @@ TEST(LabGuest, InitScriptSwitchesBalancingOffRunsTheCommandAndSendsResults) {
   const std::string s = init_script(c);
   EXPECT_EQ(s.rfind(std::string("#!") + kGuestBusybox + " sh\n", 0), 0u);
   EXPECT_NE(s.find("echo 0 > /proc/sys/kernel/numa_balancing"), std::string::npos);
-  EXPECT_NE(s.find("cd '/work/my dir' && exec '/work/build/bin/allocmark' 'run' '-w' 'size_mix' '--set' 'size_mix.ops=it'\\''s' '--out' '/lab/out/results'"),
+  EXPECT_NE(s.find("cd '/work/my dir' && exec /lab/busybox sh -c 'echo $$ > \"$0\"; exec \"$@\"' $pidfile '/work/build/bin/allocmark' 'run' '-w' 'size_mix' '--set' 'size_mix.ops=it'\\''s' '--out' '/lab/out/results'"),
             std::string::npos)
       << s;
   // The command finds programs where the host does, busybox's applets after them.
@@ -163,8 +163,8 @@ TEST(LabGuest, TheGuestStopsItsCommandAMarginBeforeTheHostsTimeout) {
   // (allocmark run records its finished cells), and the results are sent after it, flagged.
   EXPECT_NE(s.find("allocmark_budget="), std::string::npos);
   EXPECT_NE(s.find("/proc/cmdline"), std::string::npos);
-  EXPECT_NE(s.find("kill -TERM $cmd"), std::string::npos);
-  EXPECT_LT(s.find("kill -TERM $cmd"), s.find("kill -KILL $cmd"));
+  EXPECT_NE(s.find("kill -TERM $(cat $pidfile)"), std::string::npos);
+  EXPECT_LT(s.find("kill -TERM $(cat $pidfile)"), s.find("kill -KILL $(cat $pidfile)"));
   EXPECT_NE(s.find("echo \"stopped_by_timeout=1\" >> $facts"), std::string::npos);
   EXPECT_LT(s.find("stopped_by_timeout=1"), s.find(kDataBegin));
   EXPECT_NE(s.find("export PATH='/lab/bin'"), std::string::npos);
