@@ -217,6 +217,25 @@ class LabBadInput(TempDirTest):
                 p = lab(["--topology", SEED8, "--out", self.out, "--"] + args, timeout=60)
                 self.assert_refused(p, needle)
 
+    def test_program_cells_whose_files_cannot_be_carried(self):
+        script = os.path.join(self.tmp, "script")
+        with open(script, "w") as f:
+            f.write("#!/no/such/interpreter\n")
+        os.chmod(script, 0o755)
+        p = lab(["--topology", SEED8, "--out", self.out, "--", "run", "-a", "glibc", "--program", "s=" + script], timeout=60)
+        self.assert_refused(p, "the interpreter of " + script, "/no/such/interpreter")
+        # A program's cwd folder is carried whole into the initramfs, which lives on node 0: 48 MiB
+        # there is more than half of a 64 MiB node.
+        big = os.path.join(self.tmp, "big")
+        os.mkdir(big)
+        with open(os.path.join(big, "data"), "wb") as f:
+            f.write(b"x" * (48 << 20))
+        matrix = os.path.join(self.tmp, "big.toml")
+        with open(matrix, "w") as f:
+            f.write(f'[matrix]\nallocators = ["glibc"]\n[programs.big]\ncommand = "true"\ncwd = "{big}"\n')
+        p = lab(["--topology", SEED8, "--memory-per-node", "64M", "--out", self.out, "--", "run", matrix], timeout=120)
+        self.assert_refused(p, "more than half of node 0's 64 MiB", "cwd folder")
+
     def test_topology_qemu_cannot_boot(self):
         gap = os.path.join(self.tmp, "gap.toml")
         with open(gap, "w") as f:
