@@ -14,6 +14,7 @@ import tempfile
 import unittest
 
 ALLOCMARK = os.environ["ALLOCMARK_BIN"]
+PHASE_DEMO = os.environ.get("PHASE_DEMO", "")  # tests/programs/phase_demo.c, built beside the tests
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEED8 = os.path.join(ROOT, "configs", "topologies", "seed-8node.toml")
 TINY = ["--set", "size_mix.live_mib=4", "--set", "size_mix.ops=5000"]
@@ -86,6 +87,77 @@ class Boot(TempDirTest):
         self.assertIn("lab results from a virtual machine (topology seed-8node, 8 nodes", show.stderr)
 
 
+def read_records(folder):
+    with open(os.path.join(folder, "results.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+class ProgramTest(TempDirTest):
+    def setUp(self):
+        super().setUp()
+        self.assertTrue(os.access(PHASE_DEMO, os.X_OK), "PHASE_DEMO (the phase_demo test program) is not built: " + PHASE_DEMO)
+
+
+class LabPrograms(ProgramTest):
+    def test_program_cells_run_in_the_guest(self):
+        # A C program with phase marks (carried with its libraries), a Debian program reading an
+        # input file from its own folder (both carried at their paths), and a shell command line
+        # whose commands are busybox's in the guest (docs/lab.md).
+        work = os.path.join(self.tmp, "work dir")
+        os.mkdir(work)
+        with open(os.path.join(work, "numbers.txt"), "w") as f:
+            f.write("3\n1\n2\n")
+        matrix = os.path.join(self.tmp, "programs.toml")
+        with open(matrix, "w") as f:
+            f.write('[matrix]\nallocators = ["glibc", "numap"]\nreps = 1\n'
+                    f'[programs.cdemo]\ncommand = "{PHASE_DEMO}"\n'
+                    f'[programs.sorter]\ncommand = "sort -n"\ncwd = "{work}"\ninput = "numbers.txt"\n'
+                    '[programs.shell]\ncommand = "sh -c \'seq 3 | wc -l\'"\n')
+        p = lab(["--topology", SEED8, "--out", self.out, "--", "run", matrix])
+        self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr[-3000:])
+        recs = read_records(self.out)
+        self.assertEqual(sorted((r["workload"], r["allocator"]) for r in recs),
+                         sorted((f"program:{w}", a) for w in ("cdemo", "sorter", "shell") for a in ("glibc", "numap")))
+        for r in recs:
+            self.assertEqual(r["status"], "ok", (r["workload"], r["allocator"], r.get("error")))
+            self.assertEqual(r["exit_code"], 0)
+            # The preload proof, made in the guest by the carried companion library.
+            self.assertEqual(os.path.basename(r["library"]).split(".so")[0], "libc" if r["allocator"] == "glibc" else "libnumap",
+                             r["library"])
+        for r in (r for r in recs if r["workload"] == "program:cdemo"):
+            peaks = {ph["name"]: ph["peak_rss_bytes"] for ph in r["phases"]}
+            self.assertEqual(list(peaks), ["startup", "small", "large", "after"])
+            self.assertTrue(all(ph["peak_rss_exact"] for ph in r["phases"]), r["allocator"])
+            self.assertGreaterEqual(peaks["large"], 96 << 20, r["allocator"])
+            self.assertGreaterEqual(peaks["small"], 8 << 20, r["allocator"])
+            self.assertLess(peaks["small"], peaks["large"], r["allocator"])
+        # What the programs printed: "1 2 3" sorted from the carried input, busybox's "3".
+        self.assertEqual({r["stdout_bytes"] for r in recs if r["workload"] == "program:sorter"}, {6})
+        self.assertEqual({r["stdout_bytes"] for r in recs if r["workload"] == "program:shell"}, {2})
+        with open(os.path.join(self.out, "meta.json")) as f:
+            self.assertFalse(json.load(f)["lab"]["stopped_by_timeout"])
+
+
+class LabTimeout(ProgramTest):
+    def test_a_run_past_its_timeout_brings_back_its_finished_cells(self):
+        # One cell that finishes, then one that never does: the guest stops the run 10 s before
+        # the host's 70 s (boots here take 10-45 s), sends back what finished, and the lab exits 3.
+        p = lab(["--topology", SEED8, "--timeout", "70", "--out", self.out, "--", "run", "-a", "glibc", "-r", "1",
+                 "--program", "done=" + PHASE_DEMO, "--program", "endless=" + PHASE_DEMO + " hang"])
+        self.assertEqual(p.returncode, 3, p.stdout[-3000:] + p.stderr[-3000:])
+        self.assertIn("did not finish within --timeout 70 s", p.stderr)
+        recs = read_records(self.out)
+        self.assertEqual([(r["workload"], r["status"]) for r in recs], [("program:done", "ok")])
+        self.assertEqual([ph["name"] for ph in recs[0]["phases"]], ["startup", "small", "large", "after"])
+        with open(os.path.join(self.out, "meta.json")) as f:
+            lab_meta = json.load(f)["lab"]
+        self.assertTrue(lab_meta["stopped_by_timeout"])
+        self.assertEqual(lab_meta["timeout_s"], 70)
+        self.assertEqual(lab_meta["guest_deadline_s"], 60)
+        with open(os.path.join(self.out, "lab-console.log"), errors="replace") as f:
+            self.assertIn("allocmark-lab: deadline", f.read())
+
+
 class LabFailures(TempDirTest):
     """The guest does not boot or does not finish: exit 3, the console's or qemu's last lines, nothing at --out."""
 
@@ -144,6 +216,25 @@ class LabBadInput(TempDirTest):
             with self.subTest(args=args):
                 p = lab(["--topology", SEED8, "--out", self.out, "--"] + args, timeout=60)
                 self.assert_refused(p, needle)
+
+    def test_program_cells_whose_files_cannot_be_carried(self):
+        script = os.path.join(self.tmp, "script")
+        with open(script, "w") as f:
+            f.write("#!/no/such/interpreter\n")
+        os.chmod(script, 0o755)
+        p = lab(["--topology", SEED8, "--out", self.out, "--", "run", "-a", "glibc", "--program", "s=" + script], timeout=60)
+        self.assert_refused(p, "the interpreter of " + script, "/no/such/interpreter")
+        # A program's cwd folder is carried whole into the initramfs, which lives on node 0: 48 MiB
+        # there is more than half of a 64 MiB node.
+        big = os.path.join(self.tmp, "big")
+        os.mkdir(big)
+        with open(os.path.join(big, "data"), "wb") as f:
+            f.write(b"x" * (48 << 20))
+        matrix = os.path.join(self.tmp, "big.toml")
+        with open(matrix, "w") as f:
+            f.write(f'[matrix]\nallocators = ["glibc"]\n[programs.big]\ncommand = "true"\ncwd = "{big}"\n')
+        p = lab(["--topology", SEED8, "--memory-per-node", "64M", "--out", self.out, "--", "run", matrix], timeout=120)
+        self.assert_refused(p, "more than half of node 0's 64 MiB", "cwd folder")
 
     def test_topology_qemu_cannot_boot(self):
         gap = os.path.join(self.tmp, "gap.toml")

@@ -7,11 +7,15 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
+#include <sstream>
 
 #include "harness/cli/common.h"
 #include "harness/cli/run.h"
+#include "harness/lab/guest.h"
 #include "harness/lab/runner.h"
 #include "harness/matrix/config.h"
 #include "harness/matrix/program.h"
@@ -58,7 +62,6 @@ mx::Plan check_guest_run(const std::vector<std::string>& command, std::string& m
   refuse(flags.dry_run, "--dry-run: check the matrix with `allocmark run --dry-run` here, nothing needs a guest");
   refuse(flags.executor != "local" || !flags.slurm_opts.empty() || flags.cells_per_task || flags.no_wait,
          "--executor slurm and its flags: the guest runs cells itself");
-  refuse(!flags.programs.empty(), "--program: a program's files are not carried into the guest (only the harness and allocators are)");
   return make_run_plan(flags, matrix_path);
 }
 
@@ -73,6 +76,40 @@ std::string resolve_program(const std::string& word, const std::string& flag) {
   if (::access(program.c_str(), X_OK) != 0 || fs::is_directory(program))
     throw mx::ConfigError(flag + ": " + program + " is not an executable file");
   return fs::absolute(program).lexically_normal().string();
+}
+
+// The interpreter a `#!` script names ("" for anything else); `#!/usr/bin/env NAME` names NAME on PATH.
+std::string script_interpreter(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  if (!std::getline(in, line) || line.rfind("#!", 0) != 0) return "";
+  std::istringstream words(line.substr(2));
+  std::string interpreter, first_argument;
+  words >> interpreter >> first_argument;
+  if (fs::path(interpreter).filename() == "env" && !first_argument.empty() && first_argument[0] != '-')
+    return resolve_program(first_argument, "lab: the interpreter of " + path);
+  return interpreter.empty() ? "" : resolve_program(interpreter, "lab: the interpreter of " + path);
+}
+
+// What a program cell needs in the guest, at the same paths: its executable with its shared
+// libraries (a script's interpreter too), its cwd folder whole and its input file. What the
+// program itself starts is not known here: a shell's commands find the carried files, then
+// busybox's applets (after the host's PATH), and --carry adds the rest.
+void carry_programs(const mx::Plan& plan, allocmark::lab::LabRequest& request) {
+  std::set<std::string> seen;
+  for (const auto& c : plan.cells) {
+    if (!mx::is_program(c.workload) || !seen.insert(c.workload).second) continue;
+    const mx::ProgramDef def = mx::program_from_params(c.workload, c.params);
+    const std::string executable = mx::program_executable(def);
+    request.carry_elves.push_back(executable);
+    if (std::string interpreter = script_interpreter(executable); !interpreter.empty()) request.carry_elves.push_back(interpreter);
+    if (!def.cwd.empty()) {
+      const std::string cwd = fs::absolute(def.cwd).lexically_normal().string();
+      request.carry_folders.push_back(cwd);
+      request.make_folders.push_back(cwd);
+    }
+    if (!def.input.empty()) request.carry_files.push_back(mx::program_input(def));
+  }
 }
 
 int run_lab_command(const LabFlags& f) {
@@ -111,6 +148,7 @@ int run_lab_command(const LabFlags& f) {
         request.carry_elves.push_back(ALLOCMARK_ROCKSDB_MODULE);
         break;
       }
+    carry_programs(plan, request);
     if (!matrix_path.empty()) request.carry_files.push_back(fs::absolute(matrix_path).string());
     request.carry_folders.push_back(mx::config_dir());
     if (const char* dir = std::getenv("ALLOCMARK_CONFIG_DIR"); dir && *dir) request.guest_env.emplace_back("ALLOCMARK_CONFIG_DIR", dir);
@@ -146,6 +184,18 @@ int run_lab_command(const LabFlags& f) {
     outcome = lab::run_lab(request);
   } catch (const lab::LabFailed& e) {
     std::cerr << "allocmark lab: error: " << e.what() << "\n";
+    return kExitStopped;
+  }
+  if (outcome.stopped_by_timeout) {
+    // Not complete, so 3 as for any stopped run; but what finished is kept and said so.
+    if (outcome.results)
+      std::cerr << fmt::format("allocmark lab: the command did not finish within --timeout {} s: the guest stopped it {:.0f} s "
+                               "before and sent back what it finished to {} (lab.stopped_by_timeout in {}; the guest's "
+                               "--resume hint does not apply here: rerun with a longer --timeout or fewer cells)\n",
+                               f.timeout_s, lab::guest_margin_s(f.timeout_s), request.out_dir,
+                               request.allocmark_run ? "meta.json" : "lab.json");
+    else
+      std::cerr << fmt::format("allocmark lab: the command did not finish within --timeout {} s and left no results folder\n", f.timeout_s);
     return kExitStopped;
   }
   if (outcome.guest_exit == kExitInterrupted) return kExitInterrupted;

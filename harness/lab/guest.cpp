@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "harness/runner/process.h"
@@ -40,8 +41,41 @@ facts={out}/{facts}
 }} > $facts
 echo "{booted}: nodes $(cat /sys/devices/system/node/online), CPUs $(cat /sys/devices/system/cpu/online), NUMA balancing $(cat /proc/sys/kernel/numa_balancing), kernel $(uname -r)"
 echo "{begins}"
-{exports}cd {cwd} && {argv}
+# The lab's deadline, a margin before the host's --timeout, so that what the command finished
+# still comes back: at it the command gets SIGTERM (allocmark run records its finished cells and
+# exits 130), then SIGKILL after a grace. allocmark_launched is the host's clock as qemu started
+# and allocmark_budget the seconds from there; a guest clock that disagrees falls back to uptime.
+launched=$(sed -n 's/.*allocmark_launched=\([0-9]*\).*/\1/p' /proc/cmdline)
+budget=$(sed -n 's/.*allocmark_budget=\([0-9]*\).*/\1/p' /proc/cmdline)
+left=
+if [ -n "$launched" ] && [ -n "$budget" ]; then
+  now=$(date +%s)
+  if [ "$now" -ge "$launched" ] && [ "$now" -le $((launched + budget)) ]; then left=$((launched + budget - now))
+  else left=$((budget - $(cut -d. -f1 /proc/uptime))); fi
+fi
+# The watchdog learns the command's process from a file: the command itself runs in the
+# foreground, since a background job of a shell without job control would start (and pass on to
+# every worker and program it runs) with SIGINT and SIGQUIT ignored.
+pidfile={out}/command.pid
+watchdog=
+if [ -n "$left" ]; then
+  (
+    [ "$left" -gt 0 ] && sleep "$left"
+    touch {out}/{stopped}
+    echo "{deadline}: the lab's timeout is near; stopping the command to send back what it finished"
+    while [ ! -s $pidfile ]; do sleep 1; done
+    kill -TERM $(cat $pidfile) 2>/dev/null
+    sleep {grace}
+    kill -KILL $(cat $pidfile) 2>/dev/null
+  ) &
+  watchdog=$!
+fi
+# The command sees the host's PATH (programs are carried to where the host finds them), then busybox.
+( export PATH={path}
+{exports}cd {cwd} && exec {busybox} sh -c 'echo $$ > "$0"; exec "$@"' $pidfile {argv} )
 rc=$?
+[ -n "$watchdog" ] && kill $watchdog 2>/dev/null
+[ -e {out}/{stopped} ] && echo "stopped_by_timeout=1" >> $facts
 echo "exit=$rc" >> $facts
 echo "{ended} (exit $rc)"
 # The whole kernel log (OOM kills, allocation failures, migrations), not only what the console showed.
@@ -60,7 +94,16 @@ poweroff -f
                      fmt::arg("hostname", runner::shell_quoted(command.hostname)), fmt::arg("booted", kBootedMarker),
                      fmt::arg("begins", kCommandBegins), fmt::arg("ended", kCommandEnded),
                      fmt::arg("cwd", runner::shell_quoted(command.cwd)), fmt::arg("argv", argv), fmt::arg("exports", exports),
-                     fmt::arg("data_begin", kDataBegin), fmt::arg("data_end", kDataEnd));
+                     fmt::arg("data_begin", kDataBegin), fmt::arg("data_end", kDataEnd),
+                     fmt::arg("path", runner::shell_quoted(command.path.empty() ? "/lab/bin" : command.path + ":/lab/bin")),
+                     fmt::arg("stopped", kGuestStoppedFlag), fmt::arg("deadline", kDeadlineMarker), fmt::arg("grace", kGuestStopGrace_s));
+}
+
+double guest_margin_s(double timeout_s) { return std::clamp(timeout_s / 10, 10.0, 120.0); }
+
+std::string lab_deadline_arguments(long long launched_epoch_s, double timeout_s) {
+  const long long budget = std::max(0LL, static_cast<long long>(timeout_s - guest_margin_s(timeout_s)));
+  return fmt::format("allocmark_launched={} allocmark_budget={}", launched_epoch_s, budget);
 }
 
 std::optional<std::string> data_payload(const std::string& channel) {

@@ -21,6 +21,7 @@ namespace allocmark::lab {
 inline constexpr const char* kBootedMarker = "allocmark-lab: booted";
 inline constexpr const char* kCommandBegins = "allocmark-lab: command begins";
 inline constexpr const char* kCommandEnded = "allocmark-lab: command ended";
+inline constexpr const char* kDeadlineMarker = "allocmark-lab: deadline";
 // Framing of the data channel (ttyS1).
 inline constexpr const char* kDataBegin = "ALLOCMARK-LAB-DATA-BEGIN";
 inline constexpr const char* kDataEnd = "ALLOCMARK-LAB-DATA-END";
@@ -30,16 +31,29 @@ inline constexpr const char* kGuestBusybox = "/lab/busybox";
 inline constexpr const char* kGuestOut = "/lab/out";
 inline constexpr const char* kGuestResults = "/lab/out/results";
 inline constexpr const char* kGuestFacts = "guest.env";  // in kGuestOut: key=value lines
+inline constexpr const char* kGuestStoppedFlag = "stopped-by-timeout";  // in kGuestOut: the deadline stopped the command
+
+// Seconds between the guest deadline's SIGTERM and its SIGKILL of a command that ignored it.
+inline constexpr int kGuestStopGrace_s = 5;
 
 struct GuestCommand {
   std::vector<std::string> argv;  // argv[0] is the absolute path of allocmark in the guest
   std::string cwd;                // the host's working folder, recreated in the guest
   std::string hostname;           // the records' host
   std::vector<std::pair<std::string, std::string>> env;  // exported before the command (ALLOCMARK_CONFIG_DIR)
+  std::string path;  // the host's PATH: the command finds carried programs where the host does, busybox's after them
 };
 
-// The guest's /init.
+// The guest's /init. It reads its deadline from the kernel command line (lab_deadline_arguments).
 std::string init_script(const GuestCommand& command);
+
+// The margin the guest keeps before the host's --timeout to stop its command and send back what
+// it finished: a tenth of the timeout, at least 10 s (SIGTERM, the grace, dmesg and a small
+// results folder over the serial port) and at most 120 s.
+double guest_margin_s(double timeout_s);
+// The kernel command line's words that tell /init its deadline: the host's clock at qemu's start
+// and the seconds from there (timeout less the margin).
+std::string lab_deadline_arguments(long long launched_epoch_s, double timeout_s);
 
 // The base64 text between the data markers of ttyS1's capture (carriage returns dropped), or
 // nullopt when the begin or end marker is missing (the guest never got that far).

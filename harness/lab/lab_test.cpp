@@ -129,13 +129,15 @@ TEST(LabQemuCommand, RefusesWhatQemuCannotBootAsWritten) {
 
 TEST(LabGuest, InitScriptSwitchesBalancingOffRunsTheCommandAndSendsResults) {
   GuestCommand c{{"/work/build/bin/allocmark", "run", "-w", "size_mix", "--set", "size_mix.ops=it's", "--out", kGuestResults},
-                 "/work/my dir", "lab-seed-8node", {{"ALLOCMARK_CONFIG_DIR", "/cfg"}}};
+                 "/work/my dir", "lab-seed-8node", {{"ALLOCMARK_CONFIG_DIR", "/cfg"}}, "/usr/bin:/bin"};
   const std::string s = init_script(c);
   EXPECT_EQ(s.rfind(std::string("#!") + kGuestBusybox + " sh\n", 0), 0u);
   EXPECT_NE(s.find("echo 0 > /proc/sys/kernel/numa_balancing"), std::string::npos);
-  EXPECT_NE(s.find("cd '/work/my dir' && '/work/build/bin/allocmark' 'run' '-w' 'size_mix' '--set' 'size_mix.ops=it'\\''s' '--out' '/lab/out/results'"),
+  EXPECT_NE(s.find("cd '/work/my dir' && exec /lab/busybox sh -c 'echo $$ > \"$0\"; exec \"$@\"' $pidfile '/work/build/bin/allocmark' 'run' '-w' 'size_mix' '--set' 'size_mix.ops=it'\\''s' '--out' '/lab/out/results'"),
             std::string::npos)
       << s;
+  // The command finds programs where the host does, busybox's applets after them.
+  EXPECT_NE(s.find("export PATH='/usr/bin:/bin:/lab/bin'"), std::string::npos) << s;
   EXPECT_NE(s.find("export ALLOCMARK_CONFIG_DIR='/cfg'"), std::string::npos);
   EXPECT_NE(s.find("hostname 'lab-seed-8node'"), std::string::npos);
   EXPECT_NE(s.find(kBootedMarker), std::string::npos);
@@ -143,6 +145,29 @@ TEST(LabGuest, InitScriptSwitchesBalancingOffRunsTheCommandAndSendsResults) {
   EXPECT_LT(s.find(kCommandEnded), s.find(kDataBegin));
   EXPECT_NE(s.find("> /dev/ttyS1"), std::string::npos);
   EXPECT_NE(s.find("poweroff -f"), std::string::npos);
+}
+
+TEST(LabGuest, TheGuestStopsItsCommandAMarginBeforeTheHostsTimeout) {
+  EXPECT_EQ(guest_margin_s(1200), 120);
+  EXPECT_EQ(guest_margin_s(300), 30);
+  EXPECT_EQ(guest_margin_s(60), 10);
+  EXPECT_EQ(guest_margin_s(7200), 120);
+  EXPECT_EQ(lab_deadline_arguments(1764567000, 300), "allocmark_launched=1764567000 allocmark_budget=270");
+  EXPECT_EQ(lab_deadline_arguments(1764567000, 2), "allocmark_launched=1764567000 allocmark_budget=0");
+  VmOptions o = options();
+  o.guest_arguments = lab_deadline_arguments(1764567000, 300);
+  EXPECT_NE(kernel_command_line(o).find(" allocmark_launched=1764567000 allocmark_budget=270"), std::string::npos);
+  GuestCommand c{{"/b/allocmark", "run"}, "/w", "lab-x", {}, ""};
+  const std::string s = init_script(c);
+  // The deadline comes from the kernel command line; the watchdog stops the command with SIGTERM
+  // (allocmark run records its finished cells), and the results are sent after it, flagged.
+  EXPECT_NE(s.find("allocmark_budget="), std::string::npos);
+  EXPECT_NE(s.find("/proc/cmdline"), std::string::npos);
+  EXPECT_NE(s.find("kill -TERM $(cat $pidfile)"), std::string::npos);
+  EXPECT_LT(s.find("kill -TERM $(cat $pidfile)"), s.find("kill -KILL $(cat $pidfile)"));
+  EXPECT_NE(s.find("echo \"stopped_by_timeout=1\" >> $facts"), std::string::npos);
+  EXPECT_LT(s.find("stopped_by_timeout=1"), s.find(kDataBegin));
+  EXPECT_NE(s.find("export PATH='/lab/bin'"), std::string::npos);
 }
 
 TEST(LabGuest, DataPayloadNeedsBothMarkers) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -197,7 +198,7 @@ std::string console_tail(const std::string& work) {
   return out;
 }
 
-json lab_meta(const LabRequest& request, const std::map<std::string, std::string>& facts, const std::string& accel,
+json lab_meta(const LabRequest& request, const std::map<std::string, std::string>& facts, const LabOutcome& outcome,
               const std::string& kernel_image) {
   topology::Topology booted = request.topology;
   for (auto& n : booted.nodes) n.memory_bytes = node_memory(n, request.vm);
@@ -209,7 +210,7 @@ json lab_meta(const LabRequest& request, const std::map<std::string, std::string
       const std::string node = key.substr(0, key.find('_')), field = key.substr(key.find('_') + 1);
       if (field == "memtotal_kib") nodes[node][field] = std::strtoull(value.c_str(), nullptr, 10);
       else nodes[node][field] = value;
-    } else if (key != "exit") {
+    } else if (key != "exit" && key != "stopped_by_timeout") {
       guest[key] = value;
     }
   }
@@ -220,13 +221,16 @@ json lab_meta(const LabRequest& request, const std::map<std::string, std::string
   for (const auto& a : request.guest_args) guest_command += " " + a;
   return json{{"topology", topology::to_json(booted)},
               {"topology_file", request.topology_file},
-              {"accel", accel},
+              {"accel", outcome.accel},
               {"qemu", request.vm.qemu},
               {"kernel_image", kernel_image},
               {"guest", guest},
               {"command", request.host_command},
               {"guest_command", guest_command},
               {"carried", request.carry_extra},
+              {"timeout_s", request.timeout_s},
+              {"guest_deadline_s", request.timeout_s - guest_margin_s(request.timeout_s)},
+              {"stopped_by_timeout", outcome.stopped_by_timeout},
               {"note", kLabNote}};
 }
 
@@ -267,8 +271,16 @@ LabOutcome run_lab(const LabRequest& request) {
   for (const auto& elf : request.carry_elves) root.carry_with_libraries(elf);
   for (const auto& f : request.carry_files) root.carry(f);
   for (const auto& d : request.carry_folders) root.carry_folder(d);
+  for (const auto& d : request.make_folders) root.make_folder(d);
   const std::string cwd = fs::current_path().string();
   root.make_folder(cwd);
+  // The initramfs is unpacked into the guest's memory, on its first node: a tree that would take
+  // most of it leaves the command nothing (and a program's cwd folder is carried whole).
+  const std::uint64_t first_node = node_memory(request.topology.nodes.front(), request.vm);
+  if (root.bytes() > first_node / 2)
+    throw LabError(fmt::format("the guest's files come to {} MiB, more than half of node {}'s {} MiB where the initramfs "
+                               "lives; carry less (a program's cwd folder is carried whole) or give the nodes more memory",
+                               root.bytes() >> 20, request.topology.nodes.front().id, first_node >> 20));
 
   GuestCommand command;
   command.argv = request.guest_prefix;
@@ -276,6 +288,7 @@ LabOutcome run_lab(const LabRequest& request) {
   command.argv.insert(command.argv.end(), request.guest_args.begin(), request.guest_args.end());
   command.cwd = cwd;
   command.env = request.guest_env;
+  if (const char* path = std::getenv("PATH")) command.path = path;
   if (request.allocmark_run) {
     command.argv.push_back("--out");
     command.argv.push_back(kGuestResults);
@@ -305,6 +318,7 @@ LabOutcome run_lab(const LabRequest& request) {
                              request.topology.name, request.topology.nodes.size(), cpus, memory >> 20, accel_name(vm.accel),
                              static_cast<double>(root.bytes()) / (1 << 20), vm.kernel);
     ConsoleFollower console(vm.console_log);
+    vm.guest_arguments = lab_deadline_arguments(static_cast<long long>(::time(nullptr)), request.timeout_s);
     b = boot(qemu_command(request.topology, vm), work.path, request.timeout_s, console);
     // KVM under nested virtualisation often fails as qemu starts (an MSR it cannot set): then
     // software emulation, said on the terminal and recorded as the accel that ran.
@@ -324,7 +338,11 @@ LabOutcome run_lab(const LabRequest& request) {
   }
   if (b.timed_out)
     throw LabFailed(fmt::format("the guest {} within --timeout {} s; nothing was brought back\n{}",
-                                b.booted ? "did not finish the command" : "did not boot", request.timeout_s, console_tail(work.path)));
+                                b.booted ? fmt::format("did not send back its results (its own deadline at {:.0f} s did not stop "
+                                                       "the command in time, or the transfer was too slow)",
+                                                       request.timeout_s - guest_margin_s(request.timeout_s))
+                                         : std::string("did not boot"),
+                                request.timeout_s, console_tail(work.path)));
   std::optional<std::string> payload = data_payload(read_all(vm.data_log));
   if (!payload)
     throw LabFailed(fmt::format("the guest {} (qemu exit {}); nothing came back\n{}",
@@ -352,16 +370,17 @@ LabOutcome run_lab(const LabRequest& request) {
     throw LabFailed("the guest's results did not come back intact (base64 | tar: " + unpack.output + ")\n" + console_tail(work.path));
   const auto facts = parse_facts(read_all(staging + "/" + kGuestFacts));
   if (auto it = facts.find("exit"); it != facts.end()) outcome.guest_exit = std::atoi(it->second.c_str());
+  outcome.stopped_by_timeout = facts.count("stopped_by_timeout") > 0;
   const std::string results = staging + "/results";
   if (fs::is_directory(results)) {
     if (request.allocmark_run) {
       json meta = json::parse(read_all(results + "/meta.json"), nullptr, false);
       if (meta.is_discarded() || !meta.is_object())
         throw LabFailed("the guest's results folder came back without a readable meta.json\n" + console_tail(work.path));
-      meta["lab"] = lab_meta(request, facts, outcome.accel, pre.kernel);
+      meta["lab"] = lab_meta(request, facts, outcome, pre.kernel);
       results::write_file_atomically(results + "/meta.json", meta.dump(2) + "\n");
     } else {
-      json lab = lab_meta(request, facts, outcome.accel, pre.kernel);
+      json lab = lab_meta(request, facts, outcome, pre.kernel);
       if (auto it = facts.find("exit"); it != facts.end()) lab["exit"] = outcome.guest_exit;
       results::write_file_atomically(results + "/lab.json", lab.dump(2) + "\n");
     }

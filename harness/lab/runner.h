@@ -44,6 +44,7 @@ struct LabRequest {
   std::vector<std::string> carry_elves;  // binaries and libraries, with their shared libraries
   std::vector<std::string> carry_files;  // other files (a matrix file)
   std::vector<std::string> carry_folders;
+  std::vector<std::string> make_folders;  // empty folders the command needs (a program's cwd)
   std::vector<std::string> carry_extra;  // what --carry added (for meta.json)
   std::vector<std::pair<std::string, std::string>> guest_env;
   std::vector<std::string> guest_prefix;  // the command allocmark runs under (numactl ...), absolute argv[0]
@@ -56,10 +57,13 @@ struct LabOutcome {
   int guest_exit = -1;   // the guest command's exit code
   bool results = false;  // a results folder came back (in out_dir)
   std::string accel;     // what actually ran
+  bool stopped_by_timeout = false;  // the guest's deadline stopped the command; what it finished came back
 };
 
 // Boots, runs, brings back. Throws LabError (bad request, missing piece) before booting and
 // LabFailed when the guest fails. SIGINT stops the guest; the outcome then has guest_exit 130.
+// The guest stops its command a margin before timeout_s (guest_margin_s) and sends back what it
+// finished (stopped_by_timeout); past timeout_s itself qemu is stopped and nothing comes back.
 LabOutcome run_lab(const LabRequest& request);
 
 }  // namespace allocmark::lab

@@ -27,6 +27,7 @@ std::string kernel_command_line(const VmOptions& options) {
   // exiting instead of a hang until the timeout.
   std::string line = "console=ttyS0 loglevel=4 panic=-1 numa_balancing=disable";
   if (!options.thp.empty()) line += " transparent_hugepage=" + options.thp;
+  if (!options.guest_arguments.empty()) line += " " + options.guest_arguments;
   return line;
 }
 

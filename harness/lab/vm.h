@@ -34,6 +34,7 @@ struct VmOptions {
   std::string console_log;                       // ttyS0: the kernel's console and the command's output
   std::string data_log;                          // ttyS1: the results coming back (lab/init_script.h)
   std::string thp;                               // "" (the kernel's default), always, madvise or never
+  std::string guest_arguments;                   // more kernel command line words for /init (its deadline)
 };
 
 // Memory a node gets in the guest: the override, else the topology's.

@@ -67,30 +67,44 @@ bool valid_name(const std::string& name) {
 
 }  // namespace
 
+std::string program_executable(const ProgramDef& def) {
+  namespace fs = std::filesystem;
+  const std::string exe = command_words(def.command, def.origin + " (program " + def.name + ")")[0];
+  const fs::path cwd = def.cwd.empty() ? fs::current_path() : fs::path(def.cwd);
+  if (exe.find('/') != std::string::npos) {
+    const fs::path p = fs::path(exe).is_absolute() ? fs::path(exe) : cwd / exe;
+    return executable_file(p) ? fs::absolute(p).lexically_normal().string() : "";
+  }
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path ? path : "";
+  for (std::size_t b = 0, e; b <= dirs.size(); b = e + 1) {
+    e = dirs.find(':', b);
+    if (e == std::string::npos) e = dirs.size();
+    const fs::path p = fs::path(dirs.substr(b, e - b)) / exe;
+    if (executable_file(p)) return fs::absolute(p).lexically_normal().string();
+  }
+  return "";
+}
+
+std::string program_input(const ProgramDef& def) {
+  namespace fs = std::filesystem;
+  if (def.input.empty()) return "";
+  const fs::path cwd = def.cwd.empty() ? fs::current_path() : fs::path(def.cwd);
+  return fs::absolute(fs::path(def.input).is_absolute() ? fs::path(def.input) : cwd / def.input).lexically_normal().string();
+}
+
 void check_program(const ProgramDef& def) {
   const std::string& at = def.origin;
   if (!valid_name(def.name))
     throw ConfigError(at + ": program name '" + def.name + "' must be letters, digits, '_', '-' or '.'");
   std::vector<std::string> words = command_words(def.command, at + " (program " + def.name + ")");
   namespace fs = std::filesystem;
-  fs::path cwd = def.cwd.empty() ? fs::current_path() : fs::path(def.cwd);
-  if (!def.cwd.empty() && !fs::is_directory(cwd))
+  if (!def.cwd.empty() && !fs::is_directory(def.cwd))
     throw ConfigError(at + ": program " + def.name + ": working directory '" + def.cwd + "' is not a folder");
-  const std::string& exe = words[0];
-  bool found = false;
-  if (exe.find('/') != std::string::npos) {
-    found = executable_file(fs::path(exe).is_absolute() ? fs::path(exe) : cwd / exe);
-  } else if (const char* path = std::getenv("PATH")) {
-    std::string dirs = path;
-    for (std::size_t b = 0, e; b <= dirs.size() && !found; b = e + 1) {
-      e = dirs.find(':', b);
-      if (e == std::string::npos) e = dirs.size();
-      found = executable_file(fs::path(dirs.substr(b, e - b)) / exe);
-    }
-  }
-  if (!found) throw ConfigError(at + ": program " + def.name + ": '" + exe + "' is not an executable file (nor found on PATH)");
+  if (program_executable(def).empty())
+    throw ConfigError(at + ": program " + def.name + ": '" + words[0] + "' is not an executable file (nor found on PATH)");
   if (!def.input.empty()) {
-    fs::path in = fs::path(def.input).is_absolute() ? fs::path(def.input) : cwd / def.input;
+    const std::string in = program_input(def);
     if (!fs::is_regular_file(in) || ::access(in.c_str(), R_OK) != 0)
       throw ConfigError(at + ": program " + def.name + ": input '" + def.input + "' is not a readable file");
   }

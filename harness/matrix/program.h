@@ -32,6 +32,11 @@ std::vector<std::string> command_words(const std::string& command, const std::st
 // Checks everything that can be checked before a cell runs (name, words, an executable found on
 // PATH or relative to cwd, cwd and input readable, env names); throws ConfigError.
 void check_program(const ProgramDef& def);
+// The absolute path of the file the command runs (as the cell resolves it: a path relative to cwd,
+// a bare name on PATH), or "" when there is none.
+std::string program_executable(const ProgramDef& def);
+// The absolute path of the input file (relative to cwd), or "" for none.
+std::string program_input(const ProgramDef& def);
 // Words back into one command that command_words() splits into the same words (each quoted).
 std::string join_command_words(const std::vector<std::string>& words);
 // "NAME=COMMAND ARGS" from --program; throws ConfigError.
