@@ -15,13 +15,12 @@ constexpr std::uint64_t kTwoMiB = 2 << 20;
 std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
 std::uint64_t pages_for(std::uint64_t bytes) { return (bytes + kPage - 1) / kPage; }
 
-__thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
-
 pthread_key_t cache_key;
 pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
 void cache_destructor(void* arg) {
   auto* tc = static_cast<ThreadCache*>(arg);
+  tc->slab_span = 0;  // later frees (other TLS destructors) go to the Centrals
   if (tc->owner != nullptr) tc->owner->flush_cache(tc);
   tc->owner = nullptr;
   tc->state = CacheState::kDead;
@@ -31,7 +30,7 @@ void make_cache_key() { pthread_key_create(&cache_key, cache_destructor); }
 
 }  // namespace
 
-ThreadCache* thread_cache_tls() { return &tls_cache; }
+__thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
 
 namespace {
 void page_lock_own(ThreadCache* tc) {
@@ -74,7 +73,7 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   // Metadata: node parts, then per node its slab headers, slot bitmaps and extents (page-aligned
   // so each node's share is bound to it), then the huge table; touched lazily.
   const std::uint64_t slab_chunks = span_ / kSlabBytes;
-  std::uint64_t per_part = round_up(slab_chunks * sizeof(SlabMeta), 64);
+  std::uint64_t per_part = round_up(slab_chunks * sizeof(SlabMeta), 64) + round_up(slab_chunks, 64);
   for (int s = 0; s < nslots_; ++s) {
     const std::uint64_t chunk = s == kSlabSlot ? kSlabBytes : page_class_size(s - 1);
     per_part += round_up(Slot::metadata_bytes(span_ / chunk), 64);
@@ -103,6 +102,8 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
     m += per_part;
     part->slab_meta = reinterpret_cast<SlabMeta*>(region);
     region += round_up(slab_chunks * sizeof(SlabMeta), 64);
+    part->slab_class = reinterpret_cast<std::uint8_t*>(region);
+    region += round_up(slab_chunks, 64);
     char* base = arena_ + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(nslots_) * span_;
     for (int s = 0; s < nslots_; ++s) {
       const std::uint64_t chunk = s == kSlabSlot ? kSlabBytes : page_class_size(s - 1);
@@ -178,6 +179,7 @@ void Heap::destroy() {
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this) {
     unregister_cache(tc);
+    tc->slab_span = 0;
     tc->owner = nullptr;
     tc->state = CacheState::kNew;
   }
@@ -588,6 +590,7 @@ ThreadCache* Heap::cache() {
   tc->owner = this;
   tc->state = CacheState::kLive;
   tc->node = current_node();
+  set_home(tc);
   tc->until_recheck = 64;
   tc->hits = 0;
   for (int c = 0; c < kSmallClasses; ++c) {
@@ -646,6 +649,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     SlabMeta* s = &np.slab_meta[np.slots[kSlabSlot].index_of(slab)];
     *s = SlabMeta{};
     s->cls = static_cast<std::uint16_t>(cls);
+    np.slab_class[s - np.slab_meta] = static_cast<std::uint8_t>(cls);
     s->capacity = static_cast<std::uint16_t>(kSlabBytes / size);
     s->nfree = s->capacity;
     Central& c2 = np.central[cls];
@@ -676,8 +680,16 @@ void* Heap::refill(ThreadCache* tc, int cls) {
 void Heap::recheck_node(ThreadCache* tc) {
   if (--tc->until_recheck == 0) {
     tc->node = current_node();
+    set_home(tc);
     tc->until_recheck = 64;
   }
+}
+
+void Heap::set_home(ThreadCache* tc) {
+  const Slot& slabs = part_[tc->node].slots[kSlabSlot];
+  tc->slab_base = reinterpret_cast<std::uintptr_t>(slabs.base());
+  tc->slab_class = part_[tc->node].slab_class;
+  tc->slab_span = slabs.chunk() * slabs.nchunks();
 }
 
 // ---- page-class thread cache --------------------------------------------------------------------
@@ -888,25 +900,16 @@ void Heap::flush_cache(ThreadCache* tc) {
   tc->hits = 0;
 }
 
-void* Heap::small_alloc(int cls) {
+void* Heap::small_alloc_slow(int cls) {
   ThreadCache* tc = cache();
-  if (tc != nullptr) {
-    CacheList& l = tc->lists[cls];
-    if (l.head != nullptr) {
-      void* p = l.head;
-      l.head = *static_cast<void**>(p);
-      --l.count;
-      ++tc->hits;
-      return p;
-    }
-  }
+  if (tc != nullptr)
+    if (void* p = cache_pop(tc, cls)) return p;
   return refill(tc, cls);
 }
 
 // ---- the API ------------------------------------------------------------------------------------
 
-void* Heap::malloc(std::size_t n) {
-  if (n <= kSmallMax) return small_alloc(small_class(n));
+void* Heap::page_malloc(std::size_t n) {
   if (n <= max_class()) {
     std::uint64_t old;
     return page_or_split(page_class(n), n, &old, true, kPage);
@@ -914,7 +917,7 @@ void* Heap::malloc(std::size_t n) {
   return huge_alloc(n, kPage);
 }
 
-void Heap::free(void* p) {
+void Heap::free_slow(void* p) {
   if (p == nullptr) return;
   if (!in_arena(p)) {
     huge_free(p);

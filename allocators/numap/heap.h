@@ -35,6 +35,9 @@ struct alignas(4096) NodePart {
   Slot slots[1 + kMaxPageClasses];
   Central central[kSmallClasses];
   SlabMeta* slab_meta = nullptr;
+  // Each slab's class, one byte per slab: what the free fast path reads (dense, and apart from the
+  // SlabMeta lines that other threads write under the Central lock).
+  std::uint8_t* slab_class = nullptr;
   // Bytes this node may have charged (kUnlimited: no limit): NUMAP_NODE_CAPACITY capped by what
   // the kernel can give here (charged now + MemFree - watermarks), re-read on the slow path.
   std::atomic<std::uint64_t> capacity{kUnlimited};
@@ -50,8 +53,16 @@ class Heap {
   // Unmaps everything (tests only; every pointer becomes invalid).
   void destroy();
 
-  void* malloc(std::size_t n);
-  void free(void* p);
+  // The thread-cache hit is inline (a class lookup and a list pop or push); everything else is
+  // the out-of-line slow path.
+  void* malloc(std::size_t n) {
+    if (__builtin_expect(n <= kSmallMax, 1)) return small_alloc(small_class(n));
+    return page_malloc(n);
+  }
+  void free(void* p) {
+    if (!cache_push(thread_cache_tls(), p)) free_slow(p);
+  }
+  void free_slow(void* p);
   void* calloc(std::size_t count, std::size_t size);
   void* realloc(void* p, std::size_t n);
   // align: a power of two. Null with errno ENOMEM on failure.
@@ -113,7 +124,15 @@ class Heap {
   Where locate(const void* p) const;
   int current_node();
 
-  void* small_alloc(int cls);
+  void* small_alloc(int cls) {
+    ThreadCache* tc = thread_cache_tls();
+    if (__builtin_expect(tc->owner == this, 1))
+      if (void* p = cache_pop(tc, cls)) return p;
+    return small_alloc_slow(cls);
+  }
+  void* small_alloc_slow(int cls);
+  // Above kSmallMax: page classes, then huge mappings.
+  void* page_malloc(std::size_t n);
   void small_free(NodePart& part, SlabMeta* s, void* p);
   void* refill(ThreadCache* tc, int cls);
   void flush_list(CacheList* list, std::uint32_t n);
@@ -126,6 +145,8 @@ class Heap {
   void flush_all_page_caches();
   void unregister_cache(ThreadCache* tc);
   void recheck_node(ThreadCache* tc);
+  // Points the free fast path at the slabs of the cache's node (tc->node).
+  void set_home(ThreadCache* tc);
   void release_slab(int part, SlabMeta* s);
   // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
   // *old_bytes: what was already resident (dirty) in it. Null (errno ENOMEM) when nothing fits.

@@ -37,6 +37,14 @@ struct PageCacheList {
 enum class CacheState : std::uint8_t { kNew = 0, kLive = 1, kDead = 2 };
 
 struct ThreadCache {
+  // The free fast path reads these three and `lists` only: a pointer whose offset from
+  // `slab_base` is below `slab_span` is an object of the home node's slabs, its class is
+  // `slab_class[offset / kSlabBytes]`. slab_span is 0 whenever the cache is not live (new, dead,
+  // tcache off, another heap's), so one unsigned compare also rejects null, huge blocks, page
+  // chunks, other nodes' objects and pointers of other allocators.
+  std::uintptr_t slab_base;
+  std::uint64_t slab_span;
+  const std::uint8_t* slab_class;
   Heap* owner;
   CacheState state;
   std::int32_t node;             // partition the cache refills from
@@ -53,7 +61,33 @@ struct ThreadCache {
   PageCacheList pages[kPageCacheClasses];
 };
 
-// The calling thread's cache (zero-initialised TLS).
-ThreadCache* thread_cache_tls();
+// The calling thread's cache (zero-initialised, initial-exec TLS: one %fs-relative address).
+extern __thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
+inline ThreadCache* thread_cache_tls() { return &tls_cache; }
+
+// The fast paths, inline in every caller (the exported malloc/free, Heap::malloc/free): no lock,
+// no atomic, no call. False/null sends the caller to the slow path, which sets the cache up,
+// refills or flushes it.
+inline bool cache_push(ThreadCache* tc, void* p) {
+  const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - tc->slab_base;
+  if (__builtin_expect(off >= tc->slab_span, 0)) return false;
+  CacheList& l = tc->lists[tc->slab_class[off / kSlabBytes]];
+  if (__builtin_expect(l.count >= l.limit, 0)) return false;
+  *static_cast<void**>(p) = l.head;
+  l.head = p;
+  ++l.count;
+  return true;
+}
+
+inline void* cache_pop(ThreadCache* tc, int cls) {
+  CacheList& l = tc->lists[cls];
+  void* p = l.head;
+  if (__builtin_expect(p != nullptr, 1)) {
+    l.head = *static_cast<void**>(p);
+    --l.count;
+    ++tc->hits;
+  }
+  return p;
+}
 
 }  // namespace numap
