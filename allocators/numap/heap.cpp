@@ -20,7 +20,7 @@ pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
 void cache_destructor(void* arg) {
   auto* tc = static_cast<ThreadCache*>(arg);
-  tc->slab_span = 0;  // later frees (other TLS destructors) go to the Centrals
+  tc->slab_span = tc->page_span = 0;  // later frees (other TLS destructors) take the slow path
   if (tc->owner != nullptr) tc->owner->flush_cache(tc);
   tc->owner = nullptr;
   tc->state = CacheState::kDead;
@@ -53,6 +53,7 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   numa_ = numa_enabled(topo_, opt_.numa);
   nparts_ = numa_ ? topo_.count : 1;
   span_ = opt_.class_span;
+  span_shift_ = __builtin_ctzll(span_);
   npage_ = page_class_count(span_);
   nslots_ = 1 + npage_;
   arena_bytes_ = static_cast<std::uint64_t>(nparts_) * static_cast<std::uint64_t>(nslots_) * span_;
@@ -179,7 +180,7 @@ void Heap::destroy() {
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this) {
     unregister_cache(tc);
-    tc->slab_span = 0;
+    tc->slab_span = tc->page_span = 0;
     tc->owner = nullptr;
     tc->state = CacheState::kNew;
   }
@@ -190,11 +191,11 @@ void Heap::destroy() {
 
 Heap::Where Heap::locate(const void* p) const {
   const std::uint64_t off = static_cast<std::uint64_t>(static_cast<const char*>(p) - arena_);
-  const std::uint64_t part_bytes = static_cast<std::uint64_t>(nslots_) * span_;
-  const int part = nparts_ == 1 ? 0 : static_cast<int>(off / part_bytes);
-  const std::uint64_t rem = off - static_cast<std::uint64_t>(part) * part_bytes;
-  const int slot = static_cast<int>(rem / span_);
-  return Where{part, slot, (rem % span_) / part_[part].slots[slot].chunk()};
+  // The span is a power of two: the global slot by a shift, the chunk by multiplication.
+  const int global_slot = static_cast<int>(off >> span_shift_);
+  const int part = nparts_ == 1 ? 0 : global_slot / nslots_;
+  const int slot = global_slot - part * nslots_;
+  return Where{part, slot, part_[part].slots[slot].index_of(p)};
 }
 
 int Heap::node_for_cpu(int cpu) const {
@@ -690,41 +691,47 @@ void Heap::set_home(ThreadCache* tc) {
   tc->slab_base = reinterpret_cast<std::uintptr_t>(slabs.base());
   tc->slab_class = part_[tc->node].slab_class;
   tc->slab_span = slabs.chunk() * slabs.nchunks();
+  tc->page_base = reinterpret_cast<std::uintptr_t>(part_[tc->node].slots[1].base());
+  tc->page_span = static_cast<std::uint64_t>(npage_ < kPageCacheClasses ? npage_ : kPageCacheClasses) * span_;
 }
 
 // ---- page-class thread cache --------------------------------------------------------------------
 
 void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow) {
   ThreadCache* tc;
-  if (cls < kPageCacheClasses && (tc = cache()) != nullptr && tc->pages[cls].limit != 0) {
+  if (cls < kPageCacheClasses && (tc = live_cache()) != nullptr && tc->pages[cls].limit != 0) {
     page_lock_own(tc);
     PageCacheList& l = tc->pages[cls];
     if (l.count == 0) page_refill(tc, cls);
     void* p = nullptr;
     std::uint32_t ext = 0;
     const std::uint64_t need = pages_for(n);  // cached classes are below 2 MiB: grain 1
-    Where w{};
     if (l.count != 0) {
       // The most recent chunk whose charged pages already cover n (no new charge), else the most recent.
       std::uint32_t k = l.count - 1;
-      for (std::uint32_t j = l.count; j-- > 0;) {
-        const Where wj = locate(l.chunk[j]);
-        if (part_[wj.part].slots[wj.slot].extent(wj.index) >= need) {
-          k = j;
-          break;
-        }
-      }
+      if (l.extent[k] < need)
+        for (std::uint32_t j = k; j-- > 0;)
+          if (l.extent[j] >= need) {
+            k = j;
+            break;
+          }
       p = l.chunk[k];
-      l.chunk[k] = l.chunk[--l.count];
-      w = locate(p);
-      ext = part_[w.part].slots[w.slot].extent(w.index);
+      ext = l.extent[k];
+      --l.count;
+      l.chunk[k] = l.chunk[l.count];
+      l.extent[k] = l.extent[l.count];
       tc->page_bytes -= std::uint64_t{ext} * kPage;
     }
     page_unlock_own(tc);
     if (p != nullptr) {
+      *old_bytes = std::uint64_t{ext} * kPage;
+      if (ext >= need) {
+        ++tc->hits;
+        return p;
+      }
       // grow_extent may purge, which flushes every page cache (this one too): not under the flag.
-      if (ext >= need || grow_extent(w.part, w.slot, w.index, n)) {
-        *old_bytes = std::uint64_t{ext} * kPage;
+      const Where w = locate(p);
+      if (grow_extent(w.part, w.slot, w.index, n)) {
         ++tc->hits;
         return p;
       }
@@ -752,7 +759,8 @@ void Heap::page_refill(ThreadCache* tc, int cls) {
   sl.in_use_bytes.fetch_add(static_cast<std::uint64_t>(got) * sl.chunk(), std::memory_order_relaxed);
   // Fresh chunks first, so the mapped ones (taken first) end on top and are used first.
   for (int i = got; i-- > 0;) {
-    l.chunk[l.count++] = sl.address(idx[i]);
+    l.chunk[l.count] = sl.address(idx[i]);
+    l.extent[l.count++] = sl.extent(idx[i]);
     tc->page_bytes += std::uint64_t{sl.extent(idx[i])} * kPage;
   }
   tcache_misses_.fetch_add(1, std::memory_order_relaxed);
@@ -764,7 +772,8 @@ void Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pag
   page_lock_own(tc);
   PageCacheList& l = tc->pages[cls];
   if (l.count >= l.limit) page_flush(tc, cls, l.limit / 2);
-  l.chunk[l.count++] = p;
+  l.chunk[l.count] = p;
+  l.extent[l.count++] = extent_pages;
   tc->page_bytes += std::uint64_t{extent_pages} * kPage;
   // Over the byte bound: return whole classes, largest first, down to half of it.
   for (int c = kPageCacheClasses - 1; c >= 0 && tc->page_bytes > opt_.page_cache_bytes; --c) {
@@ -789,13 +798,16 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep) {
       const Where w = locate(l.chunk[i]);
       if (w.part != w0.part) break;
       idx[k++] = w.index;
-      tc->page_bytes -= std::uint64_t{sl.extent(w.index)} * kPage;
+      tc->page_bytes -= std::uint64_t{l.extent[i]} * kPage;
     }
     sl.frees.fetch_add(static_cast<std::uint64_t>(k), std::memory_order_relaxed);
     sl.in_use_bytes.fetch_sub(static_cast<std::uint64_t>(k) * sl.chunk(), std::memory_order_relaxed);
     sl.give_batch(idx, k, tick());
   }
-  for (std::uint32_t j = 0; j < keep; ++j) l.chunk[j] = l.chunk[n + j];
+  for (std::uint32_t j = 0; j < keep; ++j) {
+    l.chunk[j] = l.chunk[n + j];
+    l.extent[j] = l.extent[n + j];
+  }
   l.count = keep;
 }
 
@@ -901,7 +913,7 @@ void Heap::flush_cache(ThreadCache* tc) {
 }
 
 void* Heap::small_alloc_slow(int cls) {
-  ThreadCache* tc = cache();
+  ThreadCache* tc = live_cache();
   if (tc != nullptr)
     if (void* p = cache_pop(tc, cls)) return p;
   return refill(tc, cls);
@@ -910,6 +922,26 @@ void* Heap::small_alloc_slow(int cls) {
 // ---- the API ------------------------------------------------------------------------------------
 
 void* Heap::page_malloc(std::size_t n) {
+  // A hit on the top of the thread's page cache: the common case of a cached class.
+  if (n <= page_class_size(kPageCacheClasses - 1)) {
+    ThreadCache* tc = thread_cache_tls();
+    if (tc->owner == this) {
+      PageCacheList& l = tc->pages[page_class(n)];
+      page_lock_own(tc);
+      if (l.count != 0 && l.extent[l.count - 1] >= pages_for(n)) {
+        void* p = l.chunk[--l.count];
+        tc->page_bytes -= std::uint64_t{l.extent[l.count]} * kPage;
+        page_unlock_own(tc);
+        ++tc->hits;
+        return p;
+      }
+      page_unlock_own(tc);
+    }
+  }
+  return page_malloc_uncached(n);
+}
+
+void* Heap::page_malloc_uncached(std::size_t n) {
   if (n <= max_class()) {
     std::uint64_t old;
     return page_or_split(page_class(n), n, &old, true, kPage);
@@ -918,6 +950,29 @@ void* Heap::page_malloc(std::size_t n) {
 }
 
 void Heap::free_slow(void* p) {
+  // A chunk of a cached page class on the thread's node goes on its stack when there is room.
+  ThreadCache* tc = thread_cache_tls();
+  const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - tc->page_base;
+  if (off < tc->page_span && tc->owner == this) {
+    const int cls = static_cast<int>(off >> span_shift_);
+    PageCacheList& l = tc->pages[cls];
+    Slot& sl = part_[tc->node].slots[1 + cls];
+    const std::uint32_t ext = sl.extent(sl.index_of(p));
+    page_lock_own(tc);
+    if (l.count < l.limit && tc->page_bytes + std::uint64_t{ext} * kPage <= opt_.page_cache_bytes) {
+      l.chunk[l.count] = p;
+      l.extent[l.count++] = ext;
+      tc->page_bytes += std::uint64_t{ext} * kPage;
+      page_unlock_own(tc);
+      return;
+    }
+    page_unlock_own(tc);
+  }
+  free_uncached(p);
+}
+
+void Heap::free_uncached(void* p) {
+  ThreadCache* tc;
   if (p == nullptr) return;
   if (!in_arena(p)) {
     huge_free(p);
@@ -927,8 +982,7 @@ void Heap::free_slow(void* p) {
   NodePart& np = part_[w.part];
   if (w.slot != kSlabSlot) {
     const int cls = w.slot - 1;
-    ThreadCache* tc;
-    if (cls < kPageCacheClasses && (tc = cache()) != nullptr && tc->node == w.part && tc->pages[cls].limit != 0) {
+    if (cls < kPageCacheClasses && (tc = live_cache()) != nullptr && tc->node == w.part && tc->pages[cls].limit != 0) {
       page_push(tc, cls, p, np.slots[w.slot].extent(w.index));
       return;
     }
@@ -936,7 +990,7 @@ void Heap::free_slow(void* p) {
     return;
   }
   SlabMeta* s = &np.slab_meta[w.index];
-  ThreadCache* tc = cache();
+  tc = live_cache();
   if (tc != nullptr && tc->node == w.part) {
     CacheList& l = tc->lists[s->cls];
     if (l.count >= l.limit) flush_list(&l, l.limit / 2);

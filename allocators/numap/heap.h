@@ -133,6 +133,9 @@ class Heap {
   void* small_alloc_slow(int cls);
   // Above kSmallMax: page classes, then huge mappings.
   void* page_malloc(std::size_t n);
+  // The paths behind the thread caches' hits (out of line: their frames cost the hits nothing).
+  __attribute__((noinline)) void* page_malloc_uncached(std::size_t n);
+  __attribute__((noinline)) void free_uncached(void* p);
   void small_free(NodePart& part, SlabMeta* s, void* p);
   void* refill(ThreadCache* tc, int cls);
   void flush_list(CacheList* list, std::uint32_t n);
@@ -172,6 +175,11 @@ class Heap {
   void huge_free(void* p);
   void note_fallback(int from, int to);
   ThreadCache* cache();
+  // The calling thread's cache when it is this heap's (inline), else cache().
+  ThreadCache* live_cache() {
+    ThreadCache* tc = thread_cache_tls();
+    return __builtin_expect(tc->owner == this, 1) ? tc : cache();
+  }
   void maybe_start_decay();
   void on_slow_path() {
     refresh_capacity(false);
@@ -200,6 +208,7 @@ class Heap {
   int npage_ = 0;
   int nslots_ = 0;
   std::uint64_t span_ = 0;
+  int span_shift_ = 0;  // log2(span_)
   char* arena_ = nullptr;
   std::uint64_t arena_bytes_ = 0;
   char* meta_ = nullptr;

@@ -129,6 +129,11 @@ void* alloc_aligned(std::size_t align, std::size_t n) {
 }
 
 __attribute__((noinline)) void release_slow(void* p) {
+  // Without a next allocator every pointer is numap's (free_slow handles null and huge blocks).
+  if (Heap* h = g_direct.load(std::memory_order_acquire); __builtin_expect(h != nullptr, 1)) {
+    h->free_slow(p);
+    return;
+  }
   if (p == nullptr) return;
   Heap* h = heap();
   if (__builtin_expect(!h->in_arena(p), 0) && from_next(h, p)) {

@@ -50,8 +50,8 @@ inline int page_class(std::size_t n) {
   if (n <= (16 << 10)) return n == 0 ? 0 : static_cast<int>((n - 1) >> 12);
   int k = 63 - __builtin_clzll(n - 1);  // 2^k < n <= 2^(k+1)
   std::size_t base = std::size_t{1} << k;
-  std::size_t step = base >> 2;
-  return 4 + (k - 14) * 4 + static_cast<int>((n - base + step - 1) / step) - 1;
+  std::size_t step = base >> 2;  // 2^(k-2): a shift, not a division
+  return 4 + (k - 14) * 4 + static_cast<int>((n - base + step - 1) >> (k - 2)) - 1;
 }
 
 // Smallest power-of-two page class holding n bytes and aligned to `align` (a power of two).

@@ -32,6 +32,7 @@ struct PageCacheList {
   std::uint32_t count;
   std::uint32_t limit;  // 0: the class is not cached
   void* chunk[kPageCacheDepth];
+  std::uint32_t extent[kPageCacheDepth];  // each chunk's charged pages (its Slot's extent, fixed while cached)
 };
 
 enum class CacheState : std::uint8_t { kNew = 0, kLive = 1, kDead = 2 };
@@ -45,6 +46,10 @@ struct ThreadCache {
   std::uintptr_t slab_base;
   std::uint64_t slab_span;
   const std::uint8_t* slab_class;
+  // Likewise for the page-class cache: the home node's chunks of classes 0..kPageCacheClasses-1
+  // (span_shift: log2 of the per-class span; the class is offset >> span_shift).
+  std::uintptr_t page_base;
+  std::uint64_t page_span;
   Heap* owner;
   CacheState state;
   std::int32_t node;             // partition the cache refills from

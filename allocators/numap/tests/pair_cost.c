@@ -1,7 +1,8 @@
 // Instruction counts of the allocation fast paths, for callgrind (deterministic, unlike wall time
 // on a shared machine). The calls to be counted run inside the noinline functions `counted_pairs`
 // (malloc/free of one size, the percall malloc_free family), `counted_batch` (allocate `batch`,
-// then free them) and `counted_cross_free`/`counted_cross_alloc` (producer-consumer: one thread
+// then free them), `counted_ring` (each block freed `batch` allocations later, as percall's
+// cross_thread at one thread) and `counted_cross_free`/`counted_cross_alloc` (producer-consumer: one thread
 // allocates, the other frees, rounds of `batch` blocks), after a warm-up round of the same calls,
 // so thread-cache creation and first page faults are not counted. Plain C against the malloc API,
 // so any allocator can be preloaded under it:
@@ -29,6 +30,18 @@ __attribute__((noinline)) void counted_pairs(size_t size, long count) {
 __attribute__((noinline)) void counted_batch(size_t size, void** blocks, long batch) {
   for (long i = 0; i < batch; ++i) *(volatile char*)(blocks[i] = malloc(size)) = 1;
   for (long i = 0; i < batch; ++i) free(blocks[i]);
+}
+
+// percall's cross_thread at one thread: each block is freed `batch` allocations later (FIFO).
+__attribute__((noinline)) void counted_ring(size_t size, void** ring, long batch, long count) {
+  long at = 0;
+  for (long i = 0; i < count; ++i) {
+    void* p = malloc(size);
+    *(volatile char*)p = 1;
+    free(ring[at]);
+    ring[at] = p;
+    if (++at == batch) at = 0;
+  }
 }
 
 __attribute__((noinline)) void counted_cross_alloc(size_t size, void** blocks, long batch) {
@@ -61,7 +74,7 @@ static void* consumer(void* arg) {
 
 int main(int argc, char** argv) {
   if (argc != 4 && argc != 5) {
-    fprintf(stderr, "usage: numap_pair_cost pairs|batch|cross SIZE COUNT [BATCH]\n");
+    fprintf(stderr, "usage: numap_pair_cost pairs|batch|ring|cross SIZE COUNT [BATCH]\n");
     return 2;
   }
   const char* mode = argv[1];
@@ -83,6 +96,14 @@ int main(int argc, char** argv) {
       for (long i = 0; i < batch; ++i) free(blocks[i]);
     }
     for (long r = 0; r < rounds; ++r) counted_batch(size, blocks, batch);
+  } else if (strcmp(mode, "ring") == 0) {
+    for (long i = 0; i < batch; ++i) blocks[i] = malloc(size);
+    for (long i = 0; i < count; ++i) {  // warm-up, not counted
+      free(blocks[i % batch]);
+      blocks[i % batch] = malloc(size);
+    }
+    counted_ring(size, blocks, batch, count);
+    for (long i = 0; i < batch; ++i) free(blocks[i]);
   } else if (strcmp(mode, "cross") == 0) {
     struct Cross c = {.blocks = blocks, .batch = batch, .rounds = count / batch > 0 ? count / batch : 1};
     pthread_barrier_init(&c.barrier, NULL, 2);
@@ -97,7 +118,7 @@ int main(int argc, char** argv) {
       }
     pthread_join(t, NULL);
   } else {
-    fprintf(stderr, "numap_pair_cost: unknown mode '%s' (pairs, batch or cross)\n", mode);
+    fprintf(stderr, "numap_pair_cost: unknown mode '%s' (pairs, batch, ring or cross)\n", mode);
     return 2;
   }
   free(blocks);
