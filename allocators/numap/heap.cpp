@@ -33,23 +33,43 @@ void make_cache_key() { pthread_key_create(&cache_key, cache_destructor); }
 __thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
 
 namespace {
-void page_lock_own(ThreadCache* tc) {
+void page_unlock_own(ThreadCache* tc) { __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE); }
+void pause() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
+// With membarrier the owner's store to page_lock and its load of page_flushing need no fence of
+// their own: a purger stores page_flushing, then membarrier() makes every running thread pass a full
+// barrier, then reads page_lock. Either the owner's page_lock store is visible to it by then (it
+// skips this cache), or the owner's later load sees page_flushing (it waits until the flush is over).
+// So a cache hit costs plain loads and stores, where a compare-exchange cost about as much as the
+// rest of the hit. Without membarrier, a try-lock as before.
+inline void Heap::page_enter(ThreadCache* tc) const {
+  if (__builtin_expect(asym_guard_, 1)) {
+    for (;;) {
+      __atomic_store_n(&tc->page_lock, 1u, __ATOMIC_RELAXED);
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
+      if (__builtin_expect(__atomic_load_n(&tc->page_flushing, __ATOMIC_ACQUIRE) == 0, 1)) return;
+      page_unlock_own(tc);  // a purger is flushing this cache: briefly
+      while (__atomic_load_n(&tc->page_flushing, __ATOMIC_ACQUIRE) != 0) pause();
+    }
+  }
   std::uint32_t expected = 0;
   while (!__atomic_compare_exchange_n(&tc->page_lock, &expected, 1u, true, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
     expected = 0;  // a purging thread is flushing this cache: briefly
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
+    pause();
   }
 }
-void page_unlock_own(ThreadCache* tc) { __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE); }
-}  // namespace
 
 bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   opt_ = options;
   topo_ = topology;
   os_ = os;
   epoch_ms_ = os_->now_ms();
+  asym_guard_ = os_->register_barrier();
   numa_ = numa_enabled(topo_, opt_.numa);
   nparts_ = numa_ ? topo_.count : 1;
   span_ = opt_.class_span;
@@ -600,6 +620,7 @@ ThreadCache* Heap::cache() {
   }
   tc->page_bytes = 0;
   __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELAXED);
+  __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELAXED);
   for (int c = 0; c < kPageCacheClasses; ++c) {
     std::uint64_t limit = c < npage_ ? opt_.page_cache_bytes / page_class_size(c) : 0;
     tc->pages[c].count = 0;
@@ -700,7 +721,7 @@ void Heap::set_home(ThreadCache* tc) {
 void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow) {
   ThreadCache* tc;
   if (cls < kPageCacheClasses && (tc = live_cache()) != nullptr && tc->pages[cls].limit != 0) {
-    page_lock_own(tc);
+    page_enter(tc);
     PageCacheList& l = tc->pages[cls];
     if (l.count == 0) page_refill(tc, cls);
     void* p = nullptr;
@@ -769,7 +790,7 @@ void Heap::page_refill(ThreadCache* tc, int cls) {
 }
 
 void Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages) {
-  page_lock_own(tc);
+  page_enter(tc);
   PageCacheList& l = tc->pages[cls];
   if (l.count >= l.limit) page_flush(tc, cls, l.limit / 2);
   l.chunk[l.count] = p;
@@ -817,6 +838,17 @@ void Heap::flush_pages(ThreadCache* tc) {
 
 void Heap::flush_all_page_caches() {
   LockGuard g(registry_lock_);
+  if (asym_guard_) {
+    for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) __atomic_store_n(&tc->page_flushing, 1u, __ATOMIC_RELAXED);
+    // Refused now (it worked at init): nothing of another thread's cache is touched.
+    const bool fenced = os_->barrier();
+    for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) {
+      // A thread inside its own cache operation (or one that was when a parent forked) is skipped.
+      if (fenced && __atomic_load_n(&tc->page_lock, __ATOMIC_ACQUIRE) == 0) flush_pages(tc);
+      __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELEASE);
+    }
+    return;
+  }
   for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) {
     std::uint32_t expected = 0;
     // A thread busy with its own cache (or one that held it when a parent forked) is skipped.
@@ -904,7 +936,7 @@ void Heap::flush_list(CacheList* list, std::uint32_t n) {
 
 void Heap::flush_cache(ThreadCache* tc) {
   for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
-  page_lock_own(tc);
+  page_enter(tc);
   flush_pages(tc);
   page_unlock_own(tc);
   unregister_cache(tc);
@@ -927,7 +959,7 @@ void* Heap::page_malloc(std::size_t n) {
     ThreadCache* tc = thread_cache_tls();
     if (tc->owner == this) {
       PageCacheList& l = tc->pages[page_class(n)];
-      page_lock_own(tc);
+      page_enter(tc);
       if (l.count != 0 && l.extent[l.count - 1] >= pages_for(n)) {
         void* p = l.chunk[--l.count];
         tc->page_bytes -= std::uint64_t{l.extent[l.count]} * kPage;
@@ -958,7 +990,7 @@ void Heap::free_slow(void* p) {
     PageCacheList& l = tc->pages[cls];
     Slot& sl = part_[tc->node].slots[1 + cls];
     const std::uint32_t ext = sl.extent(sl.index_of(p));
-    page_lock_own(tc);
+    page_enter(tc);
     if (l.count < l.limit && tc->page_bytes + std::uint64_t{ext} * kPage <= opt_.page_cache_bytes) {
       l.chunk[l.count] = p;
       l.extent[l.count++] = ext;
@@ -1132,6 +1164,9 @@ void Heap::fork_prepare() { for_each_lock([](Lock& l) { l.lock(); }); }
 void Heap::fork_parent() { for_each_lock([](Lock& l) { l.unlock(); }); }
 void Heap::fork_child() {
   for_each_lock([](Lock& l) { l.reset(); });
+  // The child is a new process for membarrier: register it again (or fall back to the try-lock
+  // while it is still single-threaded).
+  if (asym_guard_) asym_guard_ = os_->register_barrier();
   // The decay thread does not exist in the child, and a child of a multithreaded parent may not
   // safely start threads (pthread_create is not async-signal-safe; TSan refuses it): the child
   // applies the decay on its allocation slow path only. An exec starts afresh.

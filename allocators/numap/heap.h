@@ -96,6 +96,8 @@ class Heap {
   const Options& options() const { return opt_; }
   const Topology& topology() const { return topo_; }
   bool numa() const { return numa_; }
+  // True when the page caches' owners take no atomic read-modify-write (membarrier available).
+  bool asymmetric_page_guard() const { return asym_guard_; }
   int parts() const { return nparts_; }
   int page_classes() const { return npage_; }
   std::size_t max_class() const { return page_class_size(npage_ - 1); }
@@ -146,6 +148,8 @@ class Heap {
   void page_flush(ThreadCache* tc, int cls, std::uint32_t keep);
   void flush_pages(ThreadCache* tc);
   void flush_all_page_caches();
+  // The owner's side of a page-cache operation (ThreadCache::page_lock).
+  void page_enter(ThreadCache* tc) const;
   void unregister_cache(ThreadCache* tc);
   void recheck_node(ThreadCache* tc);
   // Points the free fast path at the slabs of the cache's node (tc->node).
@@ -209,6 +213,7 @@ class Heap {
   int nslots_ = 0;
   std::uint64_t span_ = 0;
   int span_shift_ = 0;  // log2(span_)
+  bool asym_guard_ = false;  // membarrier registered: see ThreadCache::page_lock
   char* arena_ = nullptr;
   std::uint64_t arena_bytes_ = 0;
   char* meta_ = nullptr;

@@ -58,9 +58,12 @@ struct ThreadCache {
   CacheList lists[kSmallClasses];
   std::uint64_t page_bytes;      // charged bytes of the chunks in `pages`
   // The page cache is the one part another thread touches: purge() flushes every registered
-  // thread's page cache under this flag (try-lock: it never waits for a busy thread). The owner
-  // holds it only around its own cache operations (uncontended: one exchange).
+  // thread's page cache unless its owner is inside a page-cache operation (page_lock set; the
+  // purger never waits for a busy thread). With membarrier (Heap::asymmetric_page_guard) the
+  // owner sets page_lock with a plain store and checks page_flushing, which a purger sets before its
+  // membarrier and clears when done; without it page_lock is a try-lock (one compare-exchange).
   std::uint32_t page_lock;       // __atomic builtins only (TLS must be trivially initialised)
+  std::uint32_t page_flushing;
   ThreadCache* reg_prev;         // the heap's registry of live caches
   ThreadCache* reg_next;
   PageCacheList pages[kPageCacheClasses];
