@@ -1109,10 +1109,11 @@ void* Heap::memalign(std::size_t align, std::size_t n) {
       if (kSmallSize[c] % align == 0) return small_alloc(c);
   }
   const std::size_t need = n == 0 ? 1 : n;
-  int cls = align <= kPage ? page_class(need) : page_class_pow2(need, align);
+  if (align <= kPage) return page_malloc(need);  // every page chunk is page-aligned: malloc's path
+  int cls = page_class_pow2(need, align);
   if (cls < npage_) {
     std::uint64_t old;
-    return page_or_split(cls, need, &old, align <= kPage, align);
+    return page_or_split(cls, need, &old, false, align);
   }
   if (align > (std::uint64_t{1} << 40)) {
     errno = ENOMEM;
