@@ -955,10 +955,11 @@ void* Heap::small_alloc_slow(int cls) {
 
 void* Heap::page_malloc(std::size_t n) {
   // A hit on the top of the thread's page cache: the common case of a cached class.
-  if (n <= page_class_size(kPageCacheClasses - 1)) {
+  static_assert(kPageLookupMax == page_class_size(kPageCacheClasses - 1), "the table covers the cached classes");
+  if (n <= kPageLookupMax) {
     ThreadCache* tc = thread_cache_tls();
     if (tc->owner == this) {
-      PageCacheList& l = tc->pages[page_class(n)];
+      PageCacheList& l = tc->pages[page_class_cached(n)];
       page_enter(tc);
       if (l.count != 0 && l.extent[l.count - 1] >= pages_for(n)) {
         void* p = l.chunk[--l.count];

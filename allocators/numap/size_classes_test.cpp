@@ -40,6 +40,10 @@ TEST(NumapSizeClasses, ChunkIndexByMultiplicationIsExact) {
   }
 }
 
+TEST(NumapSizeClasses, PageClassByTableMatchesTheArithmetic) {
+  for (std::size_t n = 1; n <= kPageLookupMax; ++n) ASSERT_EQ(page_class_cached(n), page_class(n)) << n;
+}
+
 TEST(NumapSizeClasses, PageClassesArePageMultiplesWithBoundedWaste) {
   for (int i = 0; i < kMaxPageClasses; ++i) {
     EXPECT_EQ(page_class_size(i) % 4096, 0u) << i;
