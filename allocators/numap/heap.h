@@ -152,7 +152,7 @@ class Heap {
   void page_enter(ThreadCache* tc) const;
   void unregister_cache(ThreadCache* tc);
   void recheck_node(ThreadCache* tc);
-  // Points the free fast path at the slabs of the cache's node (tc->node).
+  // Points the fast paths' ranges (slab_base/span, page_base/span) at the cache's node, tc->node.
   void set_home(ThreadCache* tc);
   void release_slab(int part, SlabMeta* s);
   // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;

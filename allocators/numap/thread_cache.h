@@ -47,7 +47,8 @@ struct ThreadCache {
   std::uint64_t slab_span;
   const std::uint8_t* slab_class;
   // Likewise for the page-class cache: the home node's chunks of classes 0..kPageCacheClasses-1
-  // (span_shift: log2 of the per-class span; the class is offset >> span_shift).
+  // (each class has one span of the arena, a power of two: the class is the offset shifted by
+  // Heap::span_shift_; 0 span when not live).
   std::uintptr_t page_base;
   std::uint64_t page_span;
   Heap* owner;
