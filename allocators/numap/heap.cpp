@@ -15,13 +15,12 @@ constexpr std::uint64_t kTwoMiB = 2 << 20;
 std::uint64_t round_up(std::uint64_t v, std::uint64_t to) { return (v + to - 1) / to * to; }
 std::uint64_t pages_for(std::uint64_t bytes) { return (bytes + kPage - 1) / kPage; }
 
-__thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
-
 pthread_key_t cache_key;
 pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
 void cache_destructor(void* arg) {
   auto* tc = static_cast<ThreadCache*>(arg);
+  tc->slab_span = tc->page_span = 0;  // later frees (other TLS destructors) take the slow path
   if (tc->owner != nullptr) tc->owner->flush_cache(tc);
   tc->owner = nullptr;
   tc->state = CacheState::kDead;
@@ -31,29 +30,50 @@ void make_cache_key() { pthread_key_create(&cache_key, cache_destructor); }
 
 }  // namespace
 
-ThreadCache* thread_cache_tls() { return &tls_cache; }
+__thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
 
 namespace {
-void page_lock_own(ThreadCache* tc) {
+void page_unlock_own(ThreadCache* tc) { __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE); }
+void pause() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
+// With membarrier the owner's store to page_lock and its load of page_flushing need no fence of
+// their own: a purger stores page_flushing, then membarrier() makes every running thread pass a full
+// barrier, then reads page_lock. Either the owner's page_lock store is visible to it by then (it
+// skips this cache), or the owner's later load sees page_flushing (it waits until the flush is over).
+// So a cache hit costs plain loads and stores, where a compare-exchange cost about as much as the
+// rest of the hit. Without membarrier, a try-lock as before.
+inline void Heap::page_enter(ThreadCache* tc) const {
+  if (__builtin_expect(asym_guard_, 1)) {
+    for (;;) {
+      __atomic_store_n(&tc->page_lock, 1u, __ATOMIC_RELAXED);
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
+      if (__builtin_expect(__atomic_load_n(&tc->page_flushing, __ATOMIC_ACQUIRE) == 0, 1)) return;
+      page_unlock_own(tc);  // a purger is flushing this cache: briefly
+      while (__atomic_load_n(&tc->page_flushing, __ATOMIC_ACQUIRE) != 0) pause();
+    }
+  }
   std::uint32_t expected = 0;
   while (!__atomic_compare_exchange_n(&tc->page_lock, &expected, 1u, true, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
     expected = 0;  // a purging thread is flushing this cache: briefly
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
+    pause();
   }
 }
-void page_unlock_own(ThreadCache* tc) { __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE); }
-}  // namespace
 
 bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   opt_ = options;
   topo_ = topology;
   os_ = os;
   epoch_ms_ = os_->now_ms();
+  asym_guard_ = os_->register_barrier();
   numa_ = numa_enabled(topo_, opt_.numa);
   nparts_ = numa_ ? topo_.count : 1;
   span_ = opt_.class_span;
+  span_shift_ = __builtin_ctzll(span_);
   npage_ = page_class_count(span_);
   nslots_ = 1 + npage_;
   arena_bytes_ = static_cast<std::uint64_t>(nparts_) * static_cast<std::uint64_t>(nslots_) * span_;
@@ -74,7 +94,7 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   // Metadata: node parts, then per node its slab headers, slot bitmaps and extents (page-aligned
   // so each node's share is bound to it), then the huge table; touched lazily.
   const std::uint64_t slab_chunks = span_ / kSlabBytes;
-  std::uint64_t per_part = round_up(slab_chunks * sizeof(SlabMeta), 64);
+  std::uint64_t per_part = round_up(slab_chunks * sizeof(SlabMeta), 64) + round_up(slab_chunks, 64);
   for (int s = 0; s < nslots_; ++s) {
     const std::uint64_t chunk = s == kSlabSlot ? kSlabBytes : page_class_size(s - 1);
     per_part += round_up(Slot::metadata_bytes(span_ / chunk), 64);
@@ -103,6 +123,8 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
     m += per_part;
     part->slab_meta = reinterpret_cast<SlabMeta*>(region);
     region += round_up(slab_chunks * sizeof(SlabMeta), 64);
+    part->slab_class = reinterpret_cast<std::uint8_t*>(region);
+    region += round_up(slab_chunks, 64);
     char* base = arena_ + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(nslots_) * span_;
     for (int s = 0; s < nslots_; ++s) {
       const std::uint64_t chunk = s == kSlabSlot ? kSlabBytes : page_class_size(s - 1);
@@ -178,6 +200,7 @@ void Heap::destroy() {
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this) {
     unregister_cache(tc);
+    tc->slab_span = tc->page_span = 0;
     tc->owner = nullptr;
     tc->state = CacheState::kNew;
   }
@@ -188,11 +211,11 @@ void Heap::destroy() {
 
 Heap::Where Heap::locate(const void* p) const {
   const std::uint64_t off = static_cast<std::uint64_t>(static_cast<const char*>(p) - arena_);
-  const std::uint64_t part_bytes = static_cast<std::uint64_t>(nslots_) * span_;
-  const int part = nparts_ == 1 ? 0 : static_cast<int>(off / part_bytes);
-  const std::uint64_t rem = off - static_cast<std::uint64_t>(part) * part_bytes;
-  const int slot = static_cast<int>(rem / span_);
-  return Where{part, slot, (rem % span_) / part_[part].slots[slot].chunk()};
+  // The span is a power of two: the global slot by a shift, the chunk by multiplication.
+  const int global_slot = static_cast<int>(off >> span_shift_);
+  const int part = nparts_ == 1 ? 0 : global_slot / nslots_;
+  const int slot = global_slot - part * nslots_;
+  return Where{part, slot, part_[part].slots[slot].index_of(p)};
 }
 
 int Heap::node_for_cpu(int cpu) const {
@@ -588,6 +611,7 @@ ThreadCache* Heap::cache() {
   tc->owner = this;
   tc->state = CacheState::kLive;
   tc->node = current_node();
+  set_home(tc);
   tc->until_recheck = 64;
   tc->hits = 0;
   for (int c = 0; c < kSmallClasses; ++c) {
@@ -596,6 +620,7 @@ ThreadCache* Heap::cache() {
   }
   tc->page_bytes = 0;
   __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELAXED);
+  __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELAXED);
   for (int c = 0; c < kPageCacheClasses; ++c) {
     std::uint64_t limit = c < npage_ ? opt_.page_cache_bytes / page_class_size(c) : 0;
     tc->pages[c].count = 0;
@@ -646,6 +671,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     SlabMeta* s = &np.slab_meta[np.slots[kSlabSlot].index_of(slab)];
     *s = SlabMeta{};
     s->cls = static_cast<std::uint16_t>(cls);
+    np.slab_class[s - np.slab_meta] = static_cast<std::uint8_t>(cls);
     s->capacity = static_cast<std::uint16_t>(kSlabBytes / size);
     s->nfree = s->capacity;
     Central& c2 = np.central[cls];
@@ -676,43 +702,57 @@ void* Heap::refill(ThreadCache* tc, int cls) {
 void Heap::recheck_node(ThreadCache* tc) {
   if (--tc->until_recheck == 0) {
     tc->node = current_node();
+    set_home(tc);
     tc->until_recheck = 64;
   }
+}
+
+void Heap::set_home(ThreadCache* tc) {
+  const Slot& slabs = part_[tc->node].slots[kSlabSlot];
+  tc->slab_base = reinterpret_cast<std::uintptr_t>(slabs.base());
+  tc->slab_class = part_[tc->node].slab_class;
+  tc->slab_span = slabs.chunk() * slabs.nchunks();
+  tc->page_base = reinterpret_cast<std::uintptr_t>(part_[tc->node].slots[1].base());
+  tc->page_span = static_cast<std::uint64_t>(npage_ < kPageCacheClasses ? npage_ : kPageCacheClasses) * span_;
 }
 
 // ---- page-class thread cache --------------------------------------------------------------------
 
 void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow) {
   ThreadCache* tc;
-  if (cls < kPageCacheClasses && (tc = cache()) != nullptr && tc->pages[cls].limit != 0) {
-    page_lock_own(tc);
+  if (cls < kPageCacheClasses && (tc = live_cache()) != nullptr && tc->pages[cls].limit != 0) {
+    page_enter(tc);
     PageCacheList& l = tc->pages[cls];
     if (l.count == 0) page_refill(tc, cls);
     void* p = nullptr;
     std::uint32_t ext = 0;
     const std::uint64_t need = pages_for(n);  // cached classes are below 2 MiB: grain 1
-    Where w{};
     if (l.count != 0) {
       // The most recent chunk whose charged pages already cover n (no new charge), else the most recent.
       std::uint32_t k = l.count - 1;
-      for (std::uint32_t j = l.count; j-- > 0;) {
-        const Where wj = locate(l.chunk[j]);
-        if (part_[wj.part].slots[wj.slot].extent(wj.index) >= need) {
-          k = j;
-          break;
-        }
-      }
+      if (l.extent[k] < need)
+        for (std::uint32_t j = k; j-- > 0;)
+          if (l.extent[j] >= need) {
+            k = j;
+            break;
+          }
       p = l.chunk[k];
-      l.chunk[k] = l.chunk[--l.count];
-      w = locate(p);
-      ext = part_[w.part].slots[w.slot].extent(w.index);
+      ext = l.extent[k];
+      --l.count;
+      l.chunk[k] = l.chunk[l.count];
+      l.extent[k] = l.extent[l.count];
       tc->page_bytes -= std::uint64_t{ext} * kPage;
     }
     page_unlock_own(tc);
     if (p != nullptr) {
+      *old_bytes = std::uint64_t{ext} * kPage;
+      if (ext >= need) {
+        ++tc->hits;
+        return p;
+      }
       // grow_extent may purge, which flushes every page cache (this one too): not under the flag.
-      if (ext >= need || grow_extent(w.part, w.slot, w.index, n)) {
-        *old_bytes = std::uint64_t{ext} * kPage;
+      const Where w = locate(p);
+      if (grow_extent(w.part, w.slot, w.index, n)) {
         ++tc->hits;
         return p;
       }
@@ -740,7 +780,8 @@ void Heap::page_refill(ThreadCache* tc, int cls) {
   sl.in_use_bytes.fetch_add(static_cast<std::uint64_t>(got) * sl.chunk(), std::memory_order_relaxed);
   // Fresh chunks first, so the mapped ones (taken first) end on top and are used first.
   for (int i = got; i-- > 0;) {
-    l.chunk[l.count++] = sl.address(idx[i]);
+    l.chunk[l.count] = sl.address(idx[i]);
+    l.extent[l.count++] = sl.extent(idx[i]);
     tc->page_bytes += std::uint64_t{sl.extent(idx[i])} * kPage;
   }
   tcache_misses_.fetch_add(1, std::memory_order_relaxed);
@@ -749,10 +790,11 @@ void Heap::page_refill(ThreadCache* tc, int cls) {
 }
 
 void Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages) {
-  page_lock_own(tc);
+  page_enter(tc);
   PageCacheList& l = tc->pages[cls];
   if (l.count >= l.limit) page_flush(tc, cls, l.limit / 2);
-  l.chunk[l.count++] = p;
+  l.chunk[l.count] = p;
+  l.extent[l.count++] = extent_pages;
   tc->page_bytes += std::uint64_t{extent_pages} * kPage;
   // Over the byte bound: return whole classes, largest first, down to half of it.
   for (int c = kPageCacheClasses - 1; c >= 0 && tc->page_bytes > opt_.page_cache_bytes; --c) {
@@ -777,13 +819,16 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep) {
       const Where w = locate(l.chunk[i]);
       if (w.part != w0.part) break;
       idx[k++] = w.index;
-      tc->page_bytes -= std::uint64_t{sl.extent(w.index)} * kPage;
+      tc->page_bytes -= std::uint64_t{l.extent[i]} * kPage;
     }
     sl.frees.fetch_add(static_cast<std::uint64_t>(k), std::memory_order_relaxed);
     sl.in_use_bytes.fetch_sub(static_cast<std::uint64_t>(k) * sl.chunk(), std::memory_order_relaxed);
     sl.give_batch(idx, k, tick());
   }
-  for (std::uint32_t j = 0; j < keep; ++j) l.chunk[j] = l.chunk[n + j];
+  for (std::uint32_t j = 0; j < keep; ++j) {
+    l.chunk[j] = l.chunk[n + j];
+    l.extent[j] = l.extent[n + j];
+  }
   l.count = keep;
 }
 
@@ -793,6 +838,17 @@ void Heap::flush_pages(ThreadCache* tc) {
 
 void Heap::flush_all_page_caches() {
   LockGuard g(registry_lock_);
+  if (asym_guard_) {
+    for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) __atomic_store_n(&tc->page_flushing, 1u, __ATOMIC_RELAXED);
+    // Refused now (it worked at init): nothing of another thread's cache is touched.
+    const bool fenced = os_->barrier();
+    for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) {
+      // A thread inside its own cache operation (or one that was when a parent forked) is skipped.
+      if (fenced && __atomic_load_n(&tc->page_lock, __ATOMIC_ACQUIRE) == 0) flush_pages(tc);
+      __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELEASE);
+    }
+    return;
+  }
   for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) {
     std::uint32_t expected = 0;
     // A thread busy with its own cache (or one that held it when a parent forked) is skipped.
@@ -880,7 +936,7 @@ void Heap::flush_list(CacheList* list, std::uint32_t n) {
 
 void Heap::flush_cache(ThreadCache* tc) {
   for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
-  page_lock_own(tc);
+  page_enter(tc);
   flush_pages(tc);
   page_unlock_own(tc);
   unregister_cache(tc);
@@ -888,25 +944,37 @@ void Heap::flush_cache(ThreadCache* tc) {
   tc->hits = 0;
 }
 
-void* Heap::small_alloc(int cls) {
-  ThreadCache* tc = cache();
-  if (tc != nullptr) {
-    CacheList& l = tc->lists[cls];
-    if (l.head != nullptr) {
-      void* p = l.head;
-      l.head = *static_cast<void**>(p);
-      --l.count;
-      ++tc->hits;
-      return p;
-    }
-  }
+void* Heap::small_alloc_slow(int cls) {
+  ThreadCache* tc = live_cache();
+  if (tc != nullptr)
+    if (void* p = cache_pop(tc, cls)) return p;
   return refill(tc, cls);
 }
 
 // ---- the API ------------------------------------------------------------------------------------
 
-void* Heap::malloc(std::size_t n) {
-  if (n <= kSmallMax) return small_alloc(small_class(n));
+void* Heap::page_malloc(std::size_t n) {
+  // A hit on the top of the thread's page cache: the common case of a cached class.
+  static_assert(kPageLookupMax == page_class_size(kPageCacheClasses - 1), "the table covers the cached classes");
+  if (n <= kPageLookupMax) {
+    ThreadCache* tc = thread_cache_tls();
+    if (tc->owner == this) {
+      PageCacheList& l = tc->pages[page_class_cached(n)];
+      page_enter(tc);
+      if (l.count != 0 && l.extent[l.count - 1] >= pages_for(n)) {
+        void* p = l.chunk[--l.count];
+        tc->page_bytes -= std::uint64_t{l.extent[l.count]} * kPage;
+        page_unlock_own(tc);
+        ++tc->hits;
+        return p;
+      }
+      page_unlock_own(tc);
+    }
+  }
+  return page_malloc_uncached(n);
+}
+
+void* Heap::page_malloc_uncached(std::size_t n) {
   if (n <= max_class()) {
     std::uint64_t old;
     return page_or_split(page_class(n), n, &old, true, kPage);
@@ -914,7 +982,30 @@ void* Heap::malloc(std::size_t n) {
   return huge_alloc(n, kPage);
 }
 
-void Heap::free(void* p) {
+void Heap::free_slow(void* p) {
+  // A chunk of a cached page class on the thread's node goes on its stack when there is room.
+  ThreadCache* tc = thread_cache_tls();
+  const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - tc->page_base;
+  if (off < tc->page_span && tc->owner == this) {
+    const int cls = static_cast<int>(off >> span_shift_);
+    PageCacheList& l = tc->pages[cls];
+    Slot& sl = part_[tc->node].slots[1 + cls];
+    const std::uint32_t ext = sl.extent(sl.index_of(p));
+    page_enter(tc);
+    if (l.count < l.limit && tc->page_bytes + std::uint64_t{ext} * kPage <= opt_.page_cache_bytes) {
+      l.chunk[l.count] = p;
+      l.extent[l.count++] = ext;
+      tc->page_bytes += std::uint64_t{ext} * kPage;
+      page_unlock_own(tc);
+      return;
+    }
+    page_unlock_own(tc);
+  }
+  free_uncached(p);
+}
+
+void Heap::free_uncached(void* p) {
+  ThreadCache* tc;
   if (p == nullptr) return;
   if (!in_arena(p)) {
     huge_free(p);
@@ -924,8 +1015,7 @@ void Heap::free(void* p) {
   NodePart& np = part_[w.part];
   if (w.slot != kSlabSlot) {
     const int cls = w.slot - 1;
-    ThreadCache* tc;
-    if (cls < kPageCacheClasses && (tc = cache()) != nullptr && tc->node == w.part && tc->pages[cls].limit != 0) {
+    if (cls < kPageCacheClasses && (tc = live_cache()) != nullptr && tc->node == w.part && tc->pages[cls].limit != 0) {
       page_push(tc, cls, p, np.slots[w.slot].extent(w.index));
       return;
     }
@@ -933,7 +1023,7 @@ void Heap::free(void* p) {
     return;
   }
   SlabMeta* s = &np.slab_meta[w.index];
-  ThreadCache* tc = cache();
+  tc = live_cache();
   if (tc != nullptr && tc->node == w.part) {
     CacheList& l = tc->lists[s->cls];
     if (l.count >= l.limit) flush_list(&l, l.limit / 2);
@@ -1020,10 +1110,11 @@ void* Heap::memalign(std::size_t align, std::size_t n) {
       if (kSmallSize[c] % align == 0) return small_alloc(c);
   }
   const std::size_t need = n == 0 ? 1 : n;
-  int cls = align <= kPage ? page_class(need) : page_class_pow2(need, align);
+  if (align <= kPage) return page_malloc(need);  // every page chunk is page-aligned: malloc's path
+  int cls = page_class_pow2(need, align);
   if (cls < npage_) {
     std::uint64_t old;
-    return page_or_split(cls, need, &old, align <= kPage, align);
+    return page_or_split(cls, need, &old, false, align);
   }
   if (align > (std::uint64_t{1} << 40)) {
     errno = ENOMEM;
@@ -1075,6 +1166,9 @@ void Heap::fork_prepare() { for_each_lock([](Lock& l) { l.lock(); }); }
 void Heap::fork_parent() { for_each_lock([](Lock& l) { l.unlock(); }); }
 void Heap::fork_child() {
   for_each_lock([](Lock& l) { l.reset(); });
+  // The child is a new process for membarrier: register it again (or fall back to the try-lock
+  // while it is still single-threaded).
+  if (asym_guard_) asym_guard_ = os_->register_barrier();
   // The decay thread does not exist in the child, and a child of a multithreaded parent may not
   // safely start threads (pthread_create is not async-signal-safe; TSan refuses it): the child
   // applies the decay on its allocation slow path only. An exec starts afresh.

@@ -35,6 +35,9 @@ struct alignas(4096) NodePart {
   Slot slots[1 + kMaxPageClasses];
   Central central[kSmallClasses];
   SlabMeta* slab_meta = nullptr;
+  // Each slab's class, one byte per slab: what the free fast path reads (dense, and apart from the
+  // SlabMeta lines that other threads write under the Central lock).
+  std::uint8_t* slab_class = nullptr;
   // Bytes this node may have charged (kUnlimited: no limit): NUMAP_NODE_CAPACITY capped by what
   // the kernel can give here (charged now + MemFree - watermarks), re-read on the slow path.
   std::atomic<std::uint64_t> capacity{kUnlimited};
@@ -50,8 +53,16 @@ class Heap {
   // Unmaps everything (tests only; every pointer becomes invalid).
   void destroy();
 
-  void* malloc(std::size_t n);
-  void free(void* p);
+  // The thread-cache hit is inline (a class lookup and a list pop or push); everything else is
+  // the out-of-line slow path.
+  void* malloc(std::size_t n) {
+    if (__builtin_expect(n <= kSmallMax, 1)) return small_alloc(small_class(n));
+    return page_malloc(n);
+  }
+  void free(void* p) {
+    if (!cache_push(thread_cache_tls(), p)) free_slow(p);
+  }
+  void free_slow(void* p);
   void* calloc(std::size_t count, std::size_t size);
   void* realloc(void* p, std::size_t n);
   // align: a power of two. Null with errno ENOMEM on failure.
@@ -85,6 +96,8 @@ class Heap {
   const Options& options() const { return opt_; }
   const Topology& topology() const { return topo_; }
   bool numa() const { return numa_; }
+  // True when the page caches' owners take no atomic read-modify-write (membarrier available).
+  bool asymmetric_page_guard() const { return asym_guard_; }
   int parts() const { return nparts_; }
   int page_classes() const { return npage_; }
   std::size_t max_class() const { return page_class_size(npage_ - 1); }
@@ -113,7 +126,18 @@ class Heap {
   Where locate(const void* p) const;
   int current_node();
 
-  void* small_alloc(int cls);
+  void* small_alloc(int cls) {
+    ThreadCache* tc = thread_cache_tls();
+    if (__builtin_expect(tc->owner == this, 1))
+      if (void* p = cache_pop(tc, cls)) return p;
+    return small_alloc_slow(cls);
+  }
+  void* small_alloc_slow(int cls);
+  // Above kSmallMax: page classes, then huge mappings.
+  void* page_malloc(std::size_t n);
+  // The paths behind the thread caches' hits (out of line: their frames cost the hits nothing).
+  __attribute__((noinline)) void* page_malloc_uncached(std::size_t n);
+  __attribute__((noinline)) void free_uncached(void* p);
   void small_free(NodePart& part, SlabMeta* s, void* p);
   void* refill(ThreadCache* tc, int cls);
   void flush_list(CacheList* list, std::uint32_t n);
@@ -124,8 +148,12 @@ class Heap {
   void page_flush(ThreadCache* tc, int cls, std::uint32_t keep);
   void flush_pages(ThreadCache* tc);
   void flush_all_page_caches();
+  // The owner's side of a page-cache operation (ThreadCache::page_lock).
+  void page_enter(ThreadCache* tc) const;
   void unregister_cache(ThreadCache* tc);
   void recheck_node(ThreadCache* tc);
+  // Points the fast paths' ranges (slab_base/span, page_base/span) at the cache's node, tc->node.
+  void set_home(ThreadCache* tc);
   void release_slab(int part, SlabMeta* s);
   // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
   // *old_bytes: what was already resident (dirty) in it. Null (errno ENOMEM) when nothing fits.
@@ -151,6 +179,11 @@ class Heap {
   void huge_free(void* p);
   void note_fallback(int from, int to);
   ThreadCache* cache();
+  // The calling thread's cache when it is this heap's (inline), else cache().
+  ThreadCache* live_cache() {
+    ThreadCache* tc = thread_cache_tls();
+    return __builtin_expect(tc->owner == this, 1) ? tc : cache();
+  }
   void maybe_start_decay();
   void on_slow_path() {
     refresh_capacity(false);
@@ -179,6 +212,8 @@ class Heap {
   int npage_ = 0;
   int nslots_ = 0;
   std::uint64_t span_ = 0;
+  int span_shift_ = 0;  // log2(span_)
+  bool asym_guard_ = false;  // membarrier registered: see ThreadCache::page_lock
   char* arena_ = nullptr;
   std::uint64_t arena_bytes_ = 0;
   char* meta_ = nullptr;

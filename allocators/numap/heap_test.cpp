@@ -68,6 +68,9 @@ struct FakeOs {
   static std::uint64_t policy_nodes() { return 0; }
   static inline std::atomic<std::uint64_t> now{1000};  // the clock decay reads; tests move it
   static std::uint64_t now_ms() { return now.load(); }
+  // The real membarrier (the tests' threads are real), or refused like under old kernels.
+  static inline bool no_membarrier = false;
+  static int membarrier(int cmd) { return no_membarrier ? -1 : real_os().membarrier(cmd); }
   static bool read_lines(const char* path, void (*line)(void*, const char*), void* ctx) {
     auto it = files.find(path);
     if (it == files.end()) return false;
@@ -87,7 +90,7 @@ struct FakeOs {
     now = 1000;
     cpu = 0;
     bound.clear();
-    fail_reserve = fail_advise = fail_bind_home = fail_prefer = false;
+    fail_reserve = fail_advise = fail_bind_home = fail_prefer = no_membarrier = false;
     advises = 0;
     huge_advice.clear();
     files.clear();
@@ -95,7 +98,7 @@ struct FakeOs {
 };
 const OsOps kFakeOps{FakeOs::reserve,   FakeOs::unmap,        FakeOs::advise_free, FakeOs::advise_huge,
                      FakeOs::bind_home, FakeOs::prefer,       FakeOs::current_cpu, FakeOs::policy_nodes,
-                     FakeOs::now_ms,    FakeOs::read_lines};
+                     FakeOs::now_ms,    FakeOs::read_lines,   FakeOs::membarrier};
 
 // Recorded /sys/devices/system/node/nodeN/meminfo text with the given MemFree.
 std::string meminfo(int node, std::uint64_t free_bytes) {
@@ -407,8 +410,18 @@ TEST_F(HeapTest, ThreadExitReturnsCachedObjects) {
   EXPECT_GT(s.tcache_misses, 0u);
 }
 
-TEST_F(HeapTest, PageClassCacheHitsAndPurgeReclaimsOtherThreadsCache) {
+// Both ways of guarding a thread's page cache against a purging thread: the owner's plain
+// flag with the purger's membarrier (the default where the kernel has it), and the owner's
+// compare-exchange where membarrier is refused.
+class PageCacheTest : public HeapTest, public ::testing::WithParamInterface<bool> {};
+INSTANTIATE_TEST_SUITE_P(Membarrier, PageCacheTest, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "membarrier" : "compare_exchange"; });
+
+TEST_P(PageCacheTest, HitsAndPurgeReclaimsOtherThreadsCache) {
+  FakeOs::no_membarrier = !GetParam();
   make_single(1 << 20);
+  ASSERT_EQ(heap.asymmetric_page_guard(), GetParam())
+      << "membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) refused by this kernel or sandbox";
   std::atomic<int> phase{0};
   std::thread other([&] {
     std::vector<void*> v;

@@ -29,6 +29,9 @@ Topology g_topology;
 Options g_options;
 Heap* g_heap = nullptr;
 std::atomic<int> g_state{0};  // 0 none, 1 initialising, 2 ready
+// The heap once it is ready, when no next allocator is configured: malloc's one check before the
+// heap's inline fast path (null before init and in velox mode, which take the full path).
+std::atomic<Heap*> g_direct{nullptr};
 
 struct Next {
   void* (*malloc)(std::size_t);
@@ -65,6 +68,7 @@ __attribute__((noinline)) Heap* init_heap() {
   }
   g_heap = h;
   g_state.store(2, std::memory_order_release);
+  if (g_options.next_below == 0) g_direct.store(h, std::memory_order_release);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   if (g_options.print) print_options(g_options);
   return h;
@@ -107,10 +111,15 @@ inline bool from_next(Heap* h, void* p) {
   return g_next_state.load(std::memory_order_relaxed) == 2 && !h->owns(p);
 }
 
-void* alloc(std::size_t n) {
+__attribute__((noinline)) void* alloc_slow(std::size_t n) {
   Heap* h = heap();
   if (__builtin_expect(h->options().next_below != 0, 0) && use_next(h, n)) return g_next.malloc(n);
   return h->malloc(n);
+}
+
+inline void* alloc(std::size_t n) {
+  if (Heap* h = g_direct.load(std::memory_order_acquire); __builtin_expect(h != nullptr, 1)) return h->malloc(n);
+  return alloc_slow(n);
 }
 
 void* alloc_aligned(std::size_t align, std::size_t n) {
@@ -119,14 +128,25 @@ void* alloc_aligned(std::size_t align, std::size_t n) {
   return h->memalign(align, n);
 }
 
-void release(void* p) {
+__attribute__((noinline)) void release_slow(void* p) {
+  // Without a next allocator every pointer is numap's (free_slow handles null and huge blocks).
+  if (Heap* h = g_direct.load(std::memory_order_acquire); __builtin_expect(h != nullptr, 1)) {
+    h->free_slow(p);
+    return;
+  }
   if (p == nullptr) return;
   Heap* h = heap();
   if (__builtin_expect(!h->in_arena(p), 0) && from_next(h, p)) {
     g_next.free(p);
     return;
   }
-  h->free(p);
+  h->free_slow(p);
+}
+
+// The thread cache takes the home node's small objects whatever the heap's state (an unready
+// cache matches no pointer), so the common free needs no other check.
+inline void release(void* p) {
+  if (!cache_push(thread_cache_tls(), p)) release_slow(p);
 }
 
 // Finds std::__throw_bad_alloc in the process (only C++ programs call operator new), so the

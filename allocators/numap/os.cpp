@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +57,8 @@ std::uint64_t real_policy_nodes() {
   return mode == kMpolBind ? mask[0] : 0;
 }
 
+int real_membarrier(int cmd) { return static_cast<int>(::syscall(SYS_membarrier, cmd, 0, 0)); }
+
 std::uint64_t real_now_ms() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -91,11 +94,15 @@ bool real_read_lines(const char* path, void (*line)(void* ctx, const char* text)
 }
 
 const OsOps kReal{real_reserve,     real_unmap,        real_advise_free, real_advise_huge, real_bind_home,
-                  real_prefer,      real_current_cpu,  real_policy_nodes, real_now_ms,     real_read_lines};
+                  real_prefer,      real_current_cpu,  real_policy_nodes, real_now_ms,     real_read_lines,
+                  real_membarrier};
 
 }  // namespace
 
 const OsOps& real_os() { return kReal; }
+
+bool Os::register_barrier() const { return ops_->membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0; }
+bool Os::barrier() const { return ops_->membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0; }
 
 void* Os::reserve(std::size_t bytes) {
   void* p = ops_->reserve(bytes);

@@ -1,5 +1,5 @@
 // Layer 0, the platform: the ONLY code in numap that calls mmap, munmap, madvise, mbind,
-// set_mempolicy_home_node, get_mempolicy and getcpu, and that reads the kernel's free-memory
+// set_mempolicy_home_node, get_mempolicy, getcpu and membarrier, and that reads the kernel's free-memory
 // files after start. Everything above asks this narrow interface (like snmalloc's PAL), and
 // tests swap the function table to inject failures. Every call is counted (calls and bytes).
 #pragma once
@@ -33,6 +33,10 @@ struct OsOps {
   // buffer: no allocation, callable inside malloc); lines longer than 255 bytes are cut. False
   // when the file cannot be opened.
   bool (*read_lines)(const char* path, void (*line)(void* ctx, const char* text), void* ctx);
+  // membarrier(2) with `cmd` (MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, then
+  // MEMBARRIER_CMD_PRIVATE_EXPEDITED: every running thread of the process passes a full memory
+  // barrier); -1 when the kernel, a sandbox or valgrind refuses it.
+  int (*membarrier)(int cmd);
 };
 
 // What Os::bind achieved for a range.
@@ -69,6 +73,10 @@ class Os {
   int current_cpu() const { return ops_->current_cpu(); }
   std::uint64_t policy_nodes() const { return ops_->policy_nodes(); }
   std::uint64_t now_ms() const { return ops_->now_ms(); }
+  // Registers the process for expedited process-wide barriers; false when they are unavailable.
+  bool register_barrier() const;
+  // A full memory barrier in every running thread of the process (after register_barrier).
+  bool barrier() const;
   // Sleeps up to `ms` unless *word != expected or wake(word) is called (futex: the background
   // decay thread sleeps here so that a heap being destroyed need not wait out its period).
   static void sleep_unless(const std::uint32_t* word, std::uint32_t expected, long ms);

@@ -19,6 +19,7 @@ std::size_t Slot::metadata_bytes(std::uint64_t nchunks) {
 void Slot::init(char* base, std::uint64_t chunk, std::uint64_t nchunks, std::uint32_t grain_pages, void* meta) {
   base_ = base;
   chunk_ = chunk;
+  divider_ = ChunkDivider::for_chunk(chunk);
   nchunks_ = nchunks;
   grain_ = grain_pages;
   nwords_ = words_for(nchunks);

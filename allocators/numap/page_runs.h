@@ -15,6 +15,24 @@
 
 namespace numap {
 
+// Division by a chunk size without a `div`: every chunk size is 2^shift x m with m in 1..8 (page
+// classes are four per doubling, the slab 64 KiB), so i = ((off >> shift) x ceil(2^32 / m)) >> 32,
+// exact for off below 2^40 (NUMAP_CLASS_SPAN's maximum): off >> shift < 2^28, and the rounding of
+// the multiplier adds under 2^28 / 2^32 = 1/16 to a quotient whose fraction is at most 7/8
+// (size_classes_test checks every class at the largest span).
+struct ChunkDivider {
+  std::uint32_t shift = 0;
+  std::uint64_t mul = 0;
+  static ChunkDivider for_chunk(std::uint64_t chunk) {
+    ChunkDivider d;
+    d.shift = static_cast<std::uint32_t>(__builtin_ctzll(chunk));
+    const std::uint64_t m = chunk >> d.shift;
+    d.mul = ((std::uint64_t{1} << 32) + m - 1) / m;
+    return d;
+  }
+  std::uint64_t divide(std::uint64_t off) const { return ((off >> shift) * mul) >> 32; }
+};
+
 struct PurgeRun {
   std::uint32_t first;   // chunk index
   std::uint32_t count;   // chunks
@@ -53,7 +71,9 @@ class Slot {
   bool contains(const void* p) const {
     return static_cast<const char*>(p) >= base_ && static_cast<const char*>(p) < base_ + chunk_ * nchunks_;
   }
-  std::uint64_t index_of(const void* p) const { return static_cast<std::uint64_t>(static_cast<const char*>(p) - base_) / chunk_; }
+  std::uint64_t index_of(const void* p) const {
+    return divider_.divide(static_cast<std::uint64_t>(static_cast<const char*>(p) - base_));
+  }
   char* address(std::uint64_t i) const { return base_ + i * chunk_; }
   // Pages of chunk i that may be resident; owned by whoever holds the chunk.
   std::uint32_t& extent(std::uint64_t i) { return extent_[i]; }
@@ -70,6 +90,7 @@ class Slot {
 
   char* base_ = nullptr;
   std::uint64_t chunk_ = 0, nchunks_ = 0, nwords_ = 0;
+  ChunkDivider divider_;
   std::uint32_t grain_ = 1;
   std::uint64_t* alloc_ = nullptr;
   std::uint64_t* mapped_ = nullptr;

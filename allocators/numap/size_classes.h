@@ -38,7 +38,7 @@ inline int small_class(std::size_t n) { return kSmallLookup.cls[(n + 15) >> 4]; 
 // Page classes: 0..3 are 4, 8, 12, 16 KiB; then four per doubling.
 constexpr int kMaxPageClasses = 4 + 4 * 16;  // up to 1 GiB
 
-inline std::size_t page_class_size(int i) {
+constexpr std::size_t page_class_size(int i) {
   if (i < 4) return static_cast<std::size_t>(i + 1) << 12;
   int j = i - 4;
   int k = 14 + j / 4;
@@ -50,9 +50,27 @@ inline int page_class(std::size_t n) {
   if (n <= (16 << 10)) return n == 0 ? 0 : static_cast<int>((n - 1) >> 12);
   int k = 63 - __builtin_clzll(n - 1);  // 2^k < n <= 2^(k+1)
   std::size_t base = std::size_t{1} << k;
-  std::size_t step = base >> 2;
-  return 4 + (k - 14) * 4 + static_cast<int>((n - base + step - 1) / step) - 1;
+  std::size_t step = base >> 2;  // 2^(k-2): a shift, not a division
+  return 4 + (k - 14) * 4 + static_cast<int>((n - base + step - 1) >> (k - 2)) - 1;
 }
+
+// page_class(n) by table for the thread-cached page classes (n up to 256 KiB), indexed by the
+// request's pages less one: the page-cache hit's class without the clz arithmetic.
+constexpr std::size_t kPageLookupMax = 256 << 10;
+struct PageLookup {
+  std::uint8_t cls[kPageLookupMax >> 12];
+  constexpr PageLookup() : cls{} {
+    for (std::size_t i = 0; i < (kPageLookupMax >> 12); ++i) {
+      int c = 0;
+      while (page_class_size(c) < ((i + 1) << 12)) ++c;
+      cls[i] = static_cast<std::uint8_t>(c);
+    }
+  }
+};
+inline constexpr PageLookup kPageLookup{};
+
+// For 1 <= n <= kPageLookupMax: the same class as page_class(n).
+inline int page_class_cached(std::size_t n) { return kPageLookup.cls[(n - 1) >> 12]; }
 
 // Smallest power-of-two page class holding n bytes and aligned to `align` (a power of two).
 inline int page_class_pow2(std::size_t n, std::size_t align) {

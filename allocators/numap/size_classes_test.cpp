@@ -1,6 +1,10 @@
 #include "allocators/numap/size_classes.h"
 
+#include "allocators/numap/page_runs.h"
+
 #include <gtest/gtest.h>
+
+#include <vector>
 
 namespace numap {
 namespace {
@@ -14,6 +18,30 @@ TEST(NumapSizeClasses, SmallClassIsTheSmallestThatFits) {
     }
     ASSERT_EQ(kSmallSize[c] % 16, 0u);
   }
+}
+
+// Chunk indexes are computed by multiplication (ChunkDivider): exact for every class, including
+// the slab, at the largest span, at both ends of each chunk near the top of the span (where the
+// rounding error is largest) and across it.
+TEST(NumapSizeClasses, ChunkIndexByMultiplicationIsExact) {
+  const std::uint64_t span = std::uint64_t{1} << 40;
+  std::vector<std::uint64_t> chunks{kSlabBytes};
+  for (int i = 0; i < kMaxPageClasses; ++i) chunks.push_back(page_class_size(i));
+  for (std::uint64_t chunk : chunks) {
+    const ChunkDivider d = ChunkDivider::for_chunk(chunk);
+    const std::uint64_t n = span / chunk;
+    auto check = [&](std::uint64_t k) {
+      ASSERT_EQ(d.divide(k * chunk), k) << chunk << " " << k;
+      ASSERT_EQ(d.divide(k * chunk + chunk - 1), k) << chunk << " " << k;
+      ASSERT_EQ(d.divide(k * chunk + chunk / 2), k) << chunk << " " << k;
+    };
+    for (std::uint64_t k = n > 4096 ? n - 4096 : 0; k < n; ++k) check(k);
+    for (std::uint64_t k = 0; k < n; k += 1 + n / 4096) check(k);
+  }
+}
+
+TEST(NumapSizeClasses, PageClassByTableMatchesTheArithmetic) {
+  for (std::size_t n = 1; n <= kPageLookupMax; ++n) ASSERT_EQ(page_class_cached(n), page_class(n)) << n;
 }
 
 TEST(NumapSizeClasses, PageClassesArePageMultiplesWithBoundedWaste) {

@@ -32,11 +32,25 @@ struct PageCacheList {
   std::uint32_t count;
   std::uint32_t limit;  // 0: the class is not cached
   void* chunk[kPageCacheDepth];
+  std::uint32_t extent[kPageCacheDepth];  // each chunk's charged pages (its Slot's extent, fixed while cached)
 };
 
 enum class CacheState : std::uint8_t { kNew = 0, kLive = 1, kDead = 2 };
 
 struct ThreadCache {
+  // The free fast path reads these three and `lists` only: a pointer whose offset from
+  // `slab_base` is below `slab_span` is an object of the home node's slabs, its class is
+  // `slab_class[offset / kSlabBytes]`. slab_span is 0 whenever the cache is not live (new, dead,
+  // tcache off, another heap's), so one unsigned compare also rejects null, huge blocks, page
+  // chunks, other nodes' objects and pointers of other allocators.
+  std::uintptr_t slab_base;
+  std::uint64_t slab_span;
+  const std::uint8_t* slab_class;
+  // Likewise for the page-class cache: the home node's chunks of classes 0..kPageCacheClasses-1
+  // (each class has one span of the arena, a power of two: the class is the offset shifted by
+  // Heap::span_shift_; 0 span when not live).
+  std::uintptr_t page_base;
+  std::uint64_t page_span;
   Heap* owner;
   CacheState state;
   std::int32_t node;             // partition the cache refills from
@@ -45,15 +59,44 @@ struct ThreadCache {
   CacheList lists[kSmallClasses];
   std::uint64_t page_bytes;      // charged bytes of the chunks in `pages`
   // The page cache is the one part another thread touches: purge() flushes every registered
-  // thread's page cache under this flag (try-lock: it never waits for a busy thread). The owner
-  // holds it only around its own cache operations (uncontended: one exchange).
+  // thread's page cache unless its owner is inside a page-cache operation (page_lock set; the
+  // purger never waits for a busy thread). With membarrier (Heap::asymmetric_page_guard) the
+  // owner sets page_lock with a plain store and checks page_flushing, which a purger sets before its
+  // membarrier and clears when done; without it page_lock is a try-lock (one compare-exchange).
   std::uint32_t page_lock;       // __atomic builtins only (TLS must be trivially initialised)
+  std::uint32_t page_flushing;
   ThreadCache* reg_prev;         // the heap's registry of live caches
   ThreadCache* reg_next;
   PageCacheList pages[kPageCacheClasses];
 };
 
-// The calling thread's cache (zero-initialised TLS).
-ThreadCache* thread_cache_tls();
+// The calling thread's cache (zero-initialised, initial-exec TLS: one %fs-relative address).
+extern __thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
+inline ThreadCache* thread_cache_tls() { return &tls_cache; }
+
+// The fast paths, inline in every caller (the exported malloc/free, Heap::malloc/free): no lock,
+// no atomic, no call. False/null sends the caller to the slow path, which sets the cache up,
+// refills or flushes it.
+inline bool cache_push(ThreadCache* tc, void* p) {
+  const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - tc->slab_base;
+  if (__builtin_expect(off >= tc->slab_span, 0)) return false;
+  CacheList& l = tc->lists[tc->slab_class[off / kSlabBytes]];
+  if (__builtin_expect(l.count >= l.limit, 0)) return false;
+  *static_cast<void**>(p) = l.head;
+  l.head = p;
+  ++l.count;
+  return true;
+}
+
+inline void* cache_pop(ThreadCache* tc, int cls) {
+  CacheList& l = tc->lists[cls];
+  void* p = l.head;
+  if (__builtin_expect(p != nullptr, 1)) {
+    l.head = *static_cast<void**>(p);
+    --l.count;
+    ++tc->hits;
+  }
+  return p;
+}
 
 }  // namespace numap

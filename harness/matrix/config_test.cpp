@@ -91,6 +91,6 @@ TEST(Config, ShippedConfigsParse) {
   EXPECT_TRUE(v.allocator_defs.count("jemalloc:bg"));
   EXPECT_TRUE(v.allocator_defs.count("glibc:arena1"));
   for (const char* f : {"quick.toml", "variants-sweep.toml", "examples/user-library.toml",
-                        "examples/orc-numap-capacity.toml"})
+                        "examples/orc-numap-capacity.toml", "examples/percall-numap-fastpath.toml"})
     EXPECT_NO_THROW(load_matrix_file(dir + "/" + f)) << f;
 }
