@@ -356,6 +356,27 @@ void Heap::exchange(int part, int slot, std::uint64_t bytes) {
   exchanged_bytes_.fetch_add(got, std::memory_order_relaxed);
 }
 
+void Heap::limit_free(int part) {
+  NodePart& np = part_[part];
+  if (np.limiting.exchange(1, std::memory_order_acquire) != 0) return;
+  std::uint64_t free = 0;
+  for (int s = 0; s < nslots_; ++s) free += np.slots[s].free_mapped_bytes();
+  const std::uint64_t mapped = np.mapped.load(std::memory_order_relaxed);
+  const std::uint64_t in_use = mapped > free ? mapped - free : 0;
+  const std::uint64_t pct = static_cast<std::uint64_t>(opt_.free_percent);
+  const std::uint64_t by_share = in_use / 100 * pct + in_use % 100 * pct / 100;  // exact, no overflow
+  const std::uint64_t allowed = by_share > opt_.free_floor ? by_share : opt_.free_floor;
+  if (free > allowed) {
+    // Down to three quarters of the allowance, so that a release does not come back every MiB.
+    const std::uint64_t want = free - allowed / 4 * 3;
+    std::uint64_t got = 0;
+    if (opt_.exchange_ms > 0) got = purge_pages(want, part, -1, true, tick() - static_cast<std::uint32_t>(opt_.exchange_ms));
+    if (got < want) got += purge_pages(want - got, part, -1, false, 0);
+    limited_bytes_.fetch_add(got, std::memory_order_relaxed);
+  }
+  np.limiting.store(0, std::memory_order_release);
+}
+
 // ---- page chunks --------------------------------------------------------------------------------
 
 void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
@@ -431,7 +452,9 @@ void Heap::chunk_free(int part, int slot, std::uint64_t index) {
   Slot& sl = part_[part].slots[slot];
   sl.frees.fetch_add(1, std::memory_order_relaxed);
   sl.in_use_bytes.fetch_sub(sl.chunk(), std::memory_order_relaxed);
+  const std::uint64_t resident = std::uint64_t{sl.extent(index)} * kPage;
   sl.give(index, tick());
+  note_freed(part, resident);
 }
 
 bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes) {
@@ -815,15 +838,18 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep) {
     Slot& sl = part_[w0.part].slots[w0.slot];
     std::uint64_t idx[kPageCacheDepth];
     int k = 0;
+    std::uint64_t resident = 0;
     for (; i < n; ++i) {
       const Where w = locate(l.chunk[i]);
       if (w.part != w0.part) break;
       idx[k++] = w.index;
-      tc->page_bytes -= std::uint64_t{l.extent[i]} * kPage;
+      resident += std::uint64_t{l.extent[i]} * kPage;
     }
+    tc->page_bytes -= resident;
     sl.frees.fetch_add(static_cast<std::uint64_t>(k), std::memory_order_relaxed);
     sl.in_use_bytes.fetch_sub(static_cast<std::uint64_t>(k) * sl.chunk(), std::memory_order_relaxed);
     sl.give_batch(idx, k, tick());
+    note_freed(w0.part, resident);
   }
   for (std::uint32_t j = 0; j < keep; ++j) {
     l.chunk[j] = l.chunk[n + j];
@@ -1166,6 +1192,7 @@ void Heap::fork_prepare() { for_each_lock([](Lock& l) { l.lock(); }); }
 void Heap::fork_parent() { for_each_lock([](Lock& l) { l.unlock(); }); }
 void Heap::fork_child() {
   for_each_lock([](Lock& l) { l.reset(); });
+  for (int p = 0; p < nparts_; ++p) part_[p].limiting.store(0, std::memory_order_relaxed);  // its thread is gone
   // The child is a new process for membarrier: register it again (or fall back to the try-lock
   // while it is still single-threaded).
   if (asym_guard_) asym_guard_ = os_->register_barrier();
@@ -1203,6 +1230,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
     s.decay_bytes = decay_bytes_.load();
     s.borrowed_bytes = borrowed_bytes_.load();
     s.exchanged_bytes = exchanged_bytes_.load();
+    s.limited_bytes = limited_bytes_.load();
     s.trims = trims_.load();
     s.split_allocs = split_allocs_.load();
     s.bind_fallbacks = os_->counters.bind_fallbacks.load();

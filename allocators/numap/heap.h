@@ -44,6 +44,10 @@ struct alignas(4096) NodePart {
   std::uint64_t watermark = 0;  // bytes: the node's zones' high watermarks (/proc/zoneinfo)
   std::atomic<std::uint64_t> mapped{0}, fallback_in{0}, huge_bytes{0};
   std::atomic<std::uint32_t> exchange_after{0};  // tick before which exchange() does not scan again
+  // Bytes given back to this node's Slots since the free limit last looked (see note_freed), and
+  // whether a thread is applying it now (one at a time; the others go on freeing).
+  std::atomic<std::uint64_t> freed_since_check{0};
+  std::atomic<std::uint32_t> limiting{0};
 };
 
 class Heap {
@@ -202,6 +206,22 @@ class Heap {
   // free resident chunks of the node's other classes idle for NUMAP_EXCHANGE_MS, so RSS does not
   // grow while idle resident memory exists.
   void exchange(int part, int slot, std::uint64_t bytes);
+  // `bytes` of resident chunks went back to part's Slots: every kFreeCheckBytes, apply the free
+  // limit (limit_free).
+  void note_freed(int part, std::uint64_t bytes) {
+    if (opt_.free_percent == 0) return;
+    NodePart& np = part_[part];
+    if (np.freed_since_check.fetch_add(bytes, std::memory_order_relaxed) + bytes < kFreeCheckBytes) return;
+    np.freed_since_check.store(0, std::memory_order_relaxed);
+    limit_free(part);
+  }
+  // The node's free resident bytes above NUMAP_FREE_PERCENT of its in-use bytes (and above
+  // NUMAP_FREE_FLOOR) are advised away now, those idle for EXCHANGE_MS first: a program that frees
+  // most of what it holds (a release phase, a structure dropped before the next is built) gives the
+  // pages back at once, where decay by age would wait DECAY_MS; steady churn, whose free pages
+  // are a small share of what it holds, keeps them.
+  void limit_free(int part);
+  static constexpr std::uint64_t kFreeCheckBytes = 1 << 20;
   void for_each_lock(void (*fn)(Lock&));
 
   Options opt_;
@@ -233,6 +253,7 @@ class Heap {
   std::uint64_t epoch_ms_ = 0;
   std::atomic<std::uint32_t> next_decay_{0};  // tick before which no decay pass runs
   std::atomic<std::uint64_t> decay_passes_{0}, decay_bytes_{0}, borrowed_bytes_{0}, exchanged_bytes_{0}, trims_{0};
+  std::atomic<std::uint64_t> limited_bytes_{0};  // advised away by the free limit
   std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
   std::atomic<std::uint64_t> huge_allocs_{0};
   std::atomic<std::uint64_t> split_allocs_{0};  // huge allocations spread over several nodes

@@ -164,6 +164,21 @@ class HeapTest : public ::testing::Test {
     o.decay_ms = decay_ms;
     o.decay_thread = thread;
     o.exchange_ms = exchange_ms;
+    o.free_percent = 0;  // decay and exchange alone
+    o.tcache = false;
+    ASSERT_TRUE(heap.init(o, t, &os));
+    heap_ready = true;
+  }
+  // One node, no thread caches, no decay: the free limit alone (exchange's idle time, 100 ms, is
+  // what the limit takes first).
+  void make_limit(long long percent, std::uint64_t floor) {
+    Topology t;
+    topology_single(&t, 0);
+    Options o;
+    o.class_span = 1ull << 30;
+    o.decay_ms = 0;
+    o.free_percent = percent;
+    o.free_floor = floor;
     o.tcache = false;
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
@@ -489,6 +504,39 @@ TEST_F(HeapTest, BackgroundThreadDecaysWithoutAllocations) {
   for (int i = 0; i < 2000 && stats().decay_bytes == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(stats().decay_bytes, 4u << 20);
   EXPECT_EQ(heap.mapped_bytes(), 0u);
+}
+
+TEST_F(HeapTest, FreeLimitKeepsChurnAndGivesBackARelease) {
+  make_limit(25, 2 << 20);
+  std::vector<void*> held = touched(32, 1 << 20);
+  // Churn of 4 MiB against 32 MiB held: within 25%, so every free page is kept for reuse.
+  for (int round = 0; round < 10; ++round)
+    for (void* p : touched(4, 1 << 20)) heap.free(p);
+  EXPECT_EQ(stats().limited_bytes, 0u);
+  EXPECT_EQ(stats().advised_bytes, 0u);
+  EXPECT_EQ(heap.mapped_bytes(), 36u << 20);
+  // A release: everything freed, no time passes, no decay configured; the pages go at once, down
+  // to the floor.
+  for (void* p : held) heap.free(p);
+  EXPECT_GE(stats().limited_bytes, 34u << 20);
+  EXPECT_LE(heap.mapped_bytes(), 2u << 20);
+}
+
+TEST_F(HeapTest, FreeLimitTakesIdlePagesBeforeJustFreedOnes) {
+  make_limit(25, 1 << 20);
+  std::vector<void*> held = touched(16, 1 << 20);
+  std::vector<void*> idle = touched(4, 1 << 20), young = touched(4, 1 << 20);
+  for (void* p : idle) memset(p, 0xAA, 1 << 20);
+  for (void* p : young) memset(p, 0xBB, 1 << 20);
+  for (void* p : idle) heap.free(p);  // 4 MiB free against 20 held: within the share
+  EXPECT_EQ(stats().limited_bytes, 0u);
+  FakeOs::now += 200;  // idle past EXCHANGE_MS (100)
+  for (void* p : young) heap.free(p);  // 8 MiB free against 16 held: 4 MiB over
+  EXPECT_EQ(stats().limited_bytes, 4u << 20);
+  // Advised away: the idle chunks (their pages read back as zeros); the just-freed ones kept.
+  for (void* p : idle) EXPECT_EQ(*static_cast<unsigned char*>(p), 0);
+  for (void* p : young) EXPECT_EQ(*static_cast<unsigned char*>(p), 0xBB);
+  for (void* p : held) heap.free(p);
 }
 
 TEST_F(HeapTest, ExchangeReleasesOtherClassesIdlePagesBeforeFreshPages) {

@@ -341,6 +341,7 @@ void print_counters(const char* what) {
                 {" mapped_bytes=", s.mapped_bytes}, {" advised_bytes=", s.advised_bytes},
                 {" decay_passes=", s.decay_passes}, {" decay_bytes=", s.decay_bytes},
                 {" borrowed_bytes=", s.borrowed_bytes}, {" exchanged_bytes=", s.exchanged_bytes},
+                {" limited_bytes=", s.limited_bytes},
                 {" purges=", s.purges},           {" trims=", s.trims},
                 {" tcache_misses=", s.tcache_misses}, {" lock_acquisitions=", s.lock_acquisitions}};
   write_stderr("numap: ");

@@ -57,6 +57,7 @@ nlohmann::json read_stats() {
   out["decay_bytes"] = s.decay_bytes;
   out["borrowed_bytes"] = s.borrowed_bytes;
   out["exchanged_bytes"] = s.exchanged_bytes;
+  out["limited_bytes"] = s.limited_bytes;
   out["trims"] = s.trims;
   out["split_allocs"] = s.split_allocs;
   out["bind_fallbacks"] = s.bind_fallbacks;

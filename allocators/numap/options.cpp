@@ -39,6 +39,10 @@ const OptionInfo kTable[] = {
     {"STATS_AT_EXIT", OptKind::kBool, 0, 0, 1, nullptr, "print one line of numap's counters to stderr at exit"},
     {"FREE_REFRESH_MS", OptKind::kInt, 100, 0, 60000, nullptr,
      "re-read each node's free memory (less watermarks) at most this often (ms, slow path); 0 = never (MemTotal)"},
+    {"FREE_PERCENT", OptKind::kInt, 12, 0, 100000, nullptr,
+     "free resident pages a node keeps, in percent of its in-use bytes; above it (and FREE_FLOOR) the oldest are advised away at once; 0 = no limit"},
+    {"FREE_FLOOR", OptKind::kSize, 8 << 20, 0, 1ll << 40, nullptr,
+     "free resident bytes a node may always keep, whatever FREE_PERCENT says"},
 };
 constexpr std::size_t kCount = sizeof kTable / sizeof kTable[0];
 
@@ -170,6 +174,8 @@ Options options_from_env() {
       case 15: o.exchange_ms = v; break;
       case 16: o.stats_at_exit = v != 0; break;
       case 17: o.free_refresh_ms = v; break;
+      case 18: o.free_percent = v; break;
+      case 19: o.free_floor = static_cast<std::uint64_t>(v); break;
     }
   }
   // Unknown NUMAP_* names are typos that would otherwise be silently ignored.
@@ -213,6 +219,8 @@ long long option_value(const Options& o, std::size_t index, const char** text) {
     case 15: return o.exchange_ms;
     case 16: return o.stats_at_exit;
     case 17: return o.free_refresh_ms;
+    case 18: return o.free_percent;
+    case 19: return static_cast<long long>(o.free_floor);
   }
   return 0;
 }

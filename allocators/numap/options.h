@@ -41,6 +41,8 @@ struct Options {
   long long exchange_ms = 100;       // EXCHANGE_MS: fresh pages are paid for by other classes' pages idle this long; 0 = off
   bool stats_at_exit = false;        // STATS_AT_EXIT: one summary line on stderr when the process exits
   long long free_refresh_ms = 100;   // FREE_REFRESH_MS: node free memory re-read at most this often; 0 = never
+  long long free_percent = 12;       // FREE_PERCENT: free resident pages kept per node, % of in use; 0 = no limit
+  std::uint64_t free_floor = 8 << 20;  // FREE_FLOOR: free resident bytes a node may always keep
 };
 
 const OptionInfo* option_table(std::size_t* count);

@@ -78,6 +78,9 @@ class Slot {
   // Pages of chunk i that may be resident; owned by whoever holds the chunk.
   std::uint32_t& extent(std::uint64_t i) { return extent_[i]; }
   std::uint64_t free_mapped() const { return free_mapped_.load(std::memory_order_relaxed); }
+  // Resident bytes (charged extents) of the free mapped chunks: what a purge of this slot could
+  // give back now. Read racily by the heap's free limit.
+  std::uint64_t free_mapped_bytes() const { return free_mapped_bytes_.load(std::memory_order_relaxed); }
 
   Lock lock;
   // Statistics (relaxed atomics; updated by the chunk's owner or under the lock).
@@ -99,6 +102,7 @@ class Slot {
   std::uint32_t* extent_ = nullptr;
   std::uint32_t* freed_at_ = nullptr;  // tick at which each free mapped chunk was given back
   std::atomic<std::uint64_t> free_mapped_{0};  // written under the lock; read racily to skip empty slots
+  std::atomic<std::uint64_t> free_mapped_bytes_{0};  // sum of their extents x page; same rules
   std::uint64_t nonfull_hint_ = 0;     // no word below this has a free chunk
   std::uint64_t fm_hint_ = 0;          // no word below this has a free mapped chunk
 };

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 3
+#define NUMAP_STATS_VERSION 4
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -78,6 +78,9 @@ struct numap_stats {
   uint64_t split_allocs;       /* allocations no single node could hold, split across nodes */
   uint64_t bind_fallbacks;     /* ranges where the home-node bind was refused and MPOL_PREFERRED used */
   uint64_t bind_failures;      /* ranges no policy could be set on (placed by first touch) */
+  /* Version 4. */
+  uint64_t limited_bytes;      /* free resident bytes advised away at once because a node's free pages
+                                  exceeded NUMAP_FREE_PERCENT of its in-use bytes (and NUMAP_FREE_FLOOR) */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to

@@ -8,6 +8,11 @@
 //      --trigger thread: the background thread does it with no call from the program.
 //   Either way numap's decay_bytes must cover 90% of the set and the kernel's RSS drop by 75% of it.
 //   3. malloc_trim purges now (young pages too) and mallinfo2 reports numap's figures.
+// --trigger free_limit (run with NUMAP_FREE_PERCENT > 0, NUMAP_DECAY_MS=0): the set freed with
+//   nothing else held: the free limit advises it away during the frees (numap's limited_bytes
+//   covers 90% of the set) and the kernel's RSS drops by 75% of it with no time passing.
+// The decay modes need NUMAP_FREE_PERCENT=0: under the free limit, freeing the whole set at once
+// is a release, given back at once (that is the limit's job, not decay's).
 // Nothing here allocates between the measurements (statm is read with open/read).
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -66,28 +71,64 @@ size_t sizes[kBlocks];
 
 int main(int argc, char** argv) {
   if (argc != 3 || strcmp(argv[1], "--trigger") != 0 ||
-      (strcmp(argv[2], "slow_path") != 0 && strcmp(argv[2], "thread") != 0)) {
-    fprintf(stderr, "usage: decay_probe --trigger slow_path|thread\n");
+      (strcmp(argv[2], "slow_path") != 0 && strcmp(argv[2], "thread") != 0 && strcmp(argv[2], "free_limit") != 0)) {
+    fprintf(stderr, "usage: decay_probe --trigger slow_path|thread|free_limit\n");
     return 2;
   }
   const bool by_thread = strcmp(argv[2], "thread") == 0;
+  const bool by_limit = strcmp(argv[2], "free_limit") == 0;
   stats_fn = reinterpret_cast<decltype(&numap_stats)>(dlsym(RTLD_DEFAULT, "numap_stats"));
   auto* option_fn = reinterpret_cast<decltype(&numap_option)>(dlsym(RTLD_DEFAULT, "numap_option"));
   if (stats_fn == nullptr || option_fn == nullptr) {
     fprintf(stderr, "decay_probe: numap_stats not found: libnumap.so is not preloaded\n");
     return 1;
   }
-  long long decay_ms = 0, thread_on = -1;
+  long long decay_ms = 0, thread_on = -1, free_percent = -1;
   const char* name = nullptr;
   const char* text = nullptr;
   long long value = 0;
   for (size_t i = 0; option_fn(i, &name, &value, &text) != 0; ++i) {
     if (strcmp(name, "DECAY_MS") == 0) decay_ms = value;
     if (strcmp(name, "DECAY_THREAD") == 0) thread_on = value;
+    if (strcmp(name, "FREE_PERCENT") == 0) free_percent = value;
   }
-  if (decay_ms <= 0 || thread_on != (by_thread ? 1 : 0)) {
-    fprintf(stderr, "decay_probe: needs NUMAP_DECAY_MS > 0 and NUMAP_DECAY_THREAD=%d (got %lld, %lld)\n",
-            by_thread ? 1 : 0, decay_ms, thread_on);
+  if (by_limit) {
+    if (free_percent <= 0 || decay_ms != 0) {
+      fprintf(stderr, "decay_probe: free_limit needs NUMAP_FREE_PERCENT > 0 and NUMAP_DECAY_MS=0 (got %lld, %lld)\n",
+              free_percent, decay_ms);
+      return 2;
+    }
+    uint64_t set_bytes = 0;
+    for (int i = 0; i < kBlocks; ++i) {
+      sizes[i] = kSizes[i % 5];
+      set_bytes += sizes[i];
+      blocks[i] = static_cast<char*>(malloc(sizes[i]));
+      memset(blocks[i], 1, sizes[i]);
+    }
+    const struct numap_stats s0 = stats();
+    const uint64_t rss0 = rss_bytes();
+    for (int i = 0; i < kBlocks; ++i) free(blocks[i]);
+    const struct numap_stats s1 = stats();
+    const uint64_t rss1 = rss_bytes();
+    const uint64_t limited = s1.limited_bytes - s0.limited_bytes;
+    printf("decay_probe: release of %llu KiB: the free limit advised %llu KiB, RSS %llu -> %llu KiB\n",
+           (unsigned long long)(set_bytes >> 10), (unsigned long long)(limited >> 10), (unsigned long long)(rss0 >> 10),
+           (unsigned long long)(rss1 >> 10));
+    int bad = 0;
+    if (limited < set_bytes * 9 / 10) {
+      fprintf(stderr, "decay_probe: the free limit advised %llu bytes away, expected at least %llu\n",
+              (unsigned long long)limited, (unsigned long long)(set_bytes * 9 / 10));
+      ++bad;
+    }
+    if (rss1 + set_bytes * 3 / 4 > rss0) {
+      fprintf(stderr, "decay_probe: the kernel's RSS dropped by less than 3/4 of the released set\n");
+      ++bad;
+    }
+    return bad == 0 ? 0 : 1;
+  }
+  if (decay_ms <= 0 || thread_on != (by_thread ? 1 : 0) || free_percent != 0) {
+    fprintf(stderr, "decay_probe: needs NUMAP_DECAY_MS > 0, NUMAP_DECAY_THREAD=%d and NUMAP_FREE_PERCENT=0 (got %lld, %lld, %lld)\n",
+            by_thread ? 1 : 0, decay_ms, thread_on, free_percent);
     return 2;
   }
   int failures = 0;
