@@ -279,7 +279,8 @@ std::size_t Heap::purge(std::uint64_t want, int only_part) {
   return purge_pages(want, only_part, -1, false, 0);
 }
 
-std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by) {
+std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by,
+                                bool owe) {
   std::uint64_t got = 0;
   PurgeRun runs[32];
   // Largest classes first: the fewest calls for the most bytes, and the slabs (64 KiB) in their place.
@@ -303,6 +304,7 @@ std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot
           uncharge(p, released);
           sl.mapped_bytes.fetch_sub(released, std::memory_order_relaxed);
           sl.advised_bytes.fetch_add(released, std::memory_order_relaxed);
+          if (owe) sl.limit_owed.fetch_add(released, std::memory_order_relaxed);
           advised_.fetch_add(released, std::memory_order_relaxed);
           got += released;
           if (released == 0) break;  // advice failing: do not spin
@@ -365,16 +367,46 @@ void Heap::limit_free(int part) {
   const std::uint64_t in_use = mapped > free ? mapped - free : 0;
   const std::uint64_t pct = static_cast<std::uint64_t>(opt_.free_percent);
   const std::uint64_t by_share = in_use / 100 * pct + in_use % 100 * pct / 100;  // exact, no overflow
-  const std::uint64_t allowed = by_share > opt_.free_floor ? by_share : opt_.free_floor;
+  // Back off where the limit gave back pages that the same classes then charged again (a program
+  // that frees and rebuilds the same sizes, or churn whose free share is above FREE_PERCENT):
+  // every refault costs a zeroed page, so the allowance doubles; it halves again after a quiet
+  // DECAY_MS (1 s when decay is off), so a later release still goes back at once.
+  const std::uint32_t now = tick();
+  std::uint32_t scale = np.limit_scale.load(std::memory_order_relaxed);
+  const std::uint64_t given = np.limit_given.load(std::memory_order_relaxed);
+  const std::uint32_t quiet = static_cast<std::uint32_t>(opt_.decay_ms > 0 ? opt_.decay_ms : 1000);
+  if (given >= 4 * kFreeCheckBytes && np.limit_refaulted.load(std::memory_order_relaxed) * 4 >= given) {
+    if (scale < kMaxLimitScale) scale *= 2;
+    np.limit_given.store(0, std::memory_order_relaxed);
+    np.limit_refaulted.store(0, std::memory_order_relaxed);
+    np.limit_changed_at.store(now, std::memory_order_relaxed);
+  } else if (scale > 1 && now - np.limit_changed_at.load(std::memory_order_relaxed) > quiet) {
+    scale /= 2;
+    np.limit_changed_at.store(now, std::memory_order_relaxed);
+  }
+  np.limit_scale.store(scale, std::memory_order_relaxed);
+  const std::uint64_t allowed = (by_share > opt_.free_floor ? by_share : opt_.free_floor) * scale;
   if (free > allowed) {
     // Down to three quarters of the allowance, so that a release does not come back every MiB.
     const std::uint64_t want = free - allowed / 4 * 3;
     std::uint64_t got = 0;
-    if (opt_.exchange_ms > 0) got = purge_pages(want, part, -1, true, tick() - static_cast<std::uint32_t>(opt_.exchange_ms));
-    if (got < want) got += purge_pages(want - got, part, -1, false, 0);
+    if (opt_.exchange_ms > 0)
+      got = purge_pages(want, part, -1, true, now - static_cast<std::uint32_t>(opt_.exchange_ms), true);
+    if (got < want) got += purge_pages(want - got, part, -1, false, 0, true);
+    np.limit_given.fetch_add(got, std::memory_order_relaxed);
     limited_bytes_.fetch_add(got, std::memory_order_relaxed);
   }
   np.limiting.store(0, std::memory_order_release);
+}
+
+void Heap::note_refault(int part, Slot& sl, std::uint64_t bytes) {
+  std::uint64_t owed = sl.limit_owed.load(std::memory_order_relaxed);
+  std::uint64_t take;
+  do {
+    if (owed == 0) return;
+    take = owed < bytes ? owed : bytes;
+  } while (!sl.limit_owed.compare_exchange_weak(owed, owed - take, std::memory_order_relaxed));
+  part_[part].limit_refaulted.fetch_add(take, std::memory_order_relaxed);
 }
 
 // ---- page chunks --------------------------------------------------------------------------------
@@ -420,6 +452,7 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
           continue;
         }
         sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
+        if (sl.limit_owed.load(std::memory_order_relaxed) != 0) note_refault(m, sl, (need - ext) * kPage);
         exchange(m, slot, (need - ext) * kPage);
         ext = static_cast<std::uint32_t>(need);
       } else if (slot != slot0) {

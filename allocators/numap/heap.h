@@ -48,6 +48,11 @@ struct alignas(4096) NodePart {
   // whether a thread is applying it now (one at a time; the others go on freeing).
   std::atomic<std::uint64_t> freed_since_check{0};
   std::atomic<std::uint32_t> limiting{0};
+  // The limit's back-off: the allowance is multiplied by limit_scale (1, 2, 4 .. kMaxLimitScale),
+  // doubled when a quarter of what the limit gave back (limit_given) was charged again by the same
+  // classes (limit_refaulted: see Slot::limit_owed), halved after DECAY_MS without a raise.
+  std::atomic<std::uint32_t> limit_scale{1}, limit_changed_at{0};
+  std::atomic<std::uint64_t> limit_given{0}, limit_refaulted{0};
 };
 
 class Heap {
@@ -201,7 +206,9 @@ class Heap {
   // The purge loop shared by purge, decay and exchange: free mapped chunks of part `only_part`
   // (-1: all), skipping slot `skip_slot`, largest classes first; `aged`: only those given back at
   // or before tick `freed_by`. Returns bytes advised away.
-  std::uint64_t purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by);
+  // `owe`: each Slot remembers what was taken from it (Slot::limit_owed; the free limit's purges).
+  std::uint64_t purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by,
+                            bool owe = false);
   // Fresh pages are about to be charged for slot `slot` of `part`: advise away as many bytes of
   // free resident chunks of the node's other classes idle for NUMAP_EXCHANGE_MS, so RSS does not
   // grow while idle resident memory exists.
@@ -222,6 +229,9 @@ class Heap {
   // are a small share of what it holds, keeps them.
   void limit_free(int part);
   static constexpr std::uint64_t kFreeCheckBytes = 1 << 20;
+  static constexpr std::uint32_t kMaxLimitScale = 64;
+  // Fresh pages charged for a Slot the free limit took pages from: the limit was too tight.
+  void note_refault(int part, Slot& sl, std::uint64_t bytes);
   void for_each_lock(void (*fn)(Lock&));
 
   Options opt_;

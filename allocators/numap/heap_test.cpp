@@ -539,6 +539,26 @@ TEST_F(HeapTest, FreeLimitTakesIdlePagesBeforeJustFreedOnes) {
   for (void* p : held) heap.free(p);
 }
 
+TEST_F(HeapTest, FreeLimitBacksOffWhereItsPagesAreChargedAgain) {
+  make_limit(25, 2 << 20);
+  // Free 16 MiB, build the same sizes again at once, round after round: the first rounds are
+  // given back and refaulted, and each refault doubles the allowance until it covers the set.
+  for (int round = 0; round < 12; ++round)
+    for (void* p : touched(16, 1 << 20)) heap.free(p);
+  const std::uint64_t settled = stats().limited_bytes;
+  EXPECT_GT(settled, 0u);
+  for (int round = 0; round < 5; ++round)
+    for (void* p : touched(16, 1 << 20)) heap.free(p);
+  EXPECT_EQ(stats().limited_bytes, settled);
+  EXPECT_EQ(heap.mapped_bytes(), 16u << 20);
+  // After a quiet second (DECAY_MS is 0 here) the allowance halves: a release goes back again,
+  // down to three quarters of half the allowance that covered the set.
+  FakeOs::now += 1100;
+  for (void* p : touched(16, 1 << 20)) heap.free(p);
+  EXPECT_GT(stats().limited_bytes, settled);
+  EXPECT_LE(heap.mapped_bytes(), 8u << 20);
+}
+
 TEST_F(HeapTest, ExchangeReleasesOtherClassesIdlePagesBeforeFreshPages) {
   for (bool exchange : {true, false}) {
     make_decay(0, false, exchange ? 50 : 0);

@@ -85,6 +85,8 @@ class Slot {
   Lock lock;
   // Statistics (relaxed atomics; updated by the chunk's owner or under the lock).
   std::atomic<std::uint64_t> in_use_bytes{0}, mapped_bytes{0}, advised_bytes{0}, allocs{0}, frees{0};
+  // Bytes the heap's free limit advised away here and the Slot has not charged again since.
+  std::atomic<std::uint64_t> limit_owed{0};
 
  private:
   void refresh(std::uint64_t w);  // recompute both summaries for word w
