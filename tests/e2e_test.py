@@ -148,6 +148,9 @@ class NumapCells(TempDirTest):
         self.assertEqual(by["numap:keep"]["allocator_options"]["decay_ms"], 0)
         self.assertEqual(by["numap:keep"]["allocator_options"]["exchange_ms"], 0)
         self.assertEqual(by["numap:keep"]["phases"][-1]["alloc_stats"]["decay_bytes"], 0)
+        self.assertEqual(by["numap"]["allocator_options"]["free_percent"], 12)
+        self.assertEqual(by["numap:keep"]["allocator_options"]["free_percent"], 0)
+        self.assertEqual(by["numap:keep"]["phases"][-1]["alloc_stats"]["limited_bytes"], 0)
 
 
 class FailureIsolation(TempDirTest):
