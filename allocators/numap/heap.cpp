@@ -369,20 +369,28 @@ void Heap::limit_free(int part) {
   const std::uint64_t by_share = in_use / 100 * pct + in_use % 100 * pct / 100;  // exact, no overflow
   // Back off where the limit gave back pages that the same classes then charged again (a program
   // that frees and rebuilds the same sizes, or churn whose free share is above FREE_PERCENT):
-  // every refault costs a zeroed page, so the allowance doubles; it halves again after a quiet
-  // DECAY_MS (1 s when decay is off), so a later release still goes back at once.
+  // every refault costs a zeroed page, so the allowance doubles. Counts run in windows of DECAY_MS
+  // (1 s when decay is off): a window that ends with no doubling halves the allowance once per
+  // quiet period it lasted and forgets its debts (a rebuild long after a release is no thrash), so
+  // a later release still goes back.
   const std::uint32_t now = tick();
   std::uint32_t scale = np.limit_scale.load(std::memory_order_relaxed);
-  const std::uint64_t given = np.limit_given.load(std::memory_order_relaxed);
   const std::uint32_t quiet = static_cast<std::uint32_t>(opt_.decay_ms > 0 ? opt_.decay_ms : 1000);
-  if (given >= 4 * kFreeCheckBytes && np.limit_refaulted.load(std::memory_order_relaxed) * 4 >= given) {
-    if (scale < kMaxLimitScale) scale *= 2;
+  const std::uint32_t elapsed = now - np.limit_window.load(std::memory_order_relaxed);
+  const std::uint64_t given = np.limit_given.load(std::memory_order_relaxed);
+  const bool thrash = given >= 4 * kFreeCheckBytes && np.limit_refaulted.load(std::memory_order_relaxed) * 4 >= given;
+  if (thrash || elapsed > quiet) {
+    if (thrash && elapsed <= quiet) {
+      if (scale < kMaxLimitScale) scale *= 2;
+    } else {
+      const std::uint32_t periods = elapsed / quiet;
+      scale = periods >= 31 ? 1 : scale >> periods;
+      if (scale == 0) scale = 1;
+    }
     np.limit_given.store(0, std::memory_order_relaxed);
     np.limit_refaulted.store(0, std::memory_order_relaxed);
-    np.limit_changed_at.store(now, std::memory_order_relaxed);
-  } else if (scale > 1 && now - np.limit_changed_at.load(std::memory_order_relaxed) > quiet) {
-    scale /= 2;
-    np.limit_changed_at.store(now, std::memory_order_relaxed);
+    for (int s = 0; s < nslots_; ++s) np.slots[s].limit_owed.store(0, std::memory_order_relaxed);
+    np.limit_window.store(now, std::memory_order_relaxed);
   }
   np.limit_scale.store(scale, std::memory_order_relaxed);
   const std::uint64_t allowed = (by_share > opt_.free_floor ? by_share : opt_.free_floor) * scale;
@@ -500,6 +508,7 @@ bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t by
     const Charge r = charge(part, (need - ext) * kPage);
     if (r == Charge::kOk) {
       sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
+      if (sl.limit_owed.load(std::memory_order_relaxed) != 0) note_refault(part, sl, (need - ext) * kPage);
       exchange(part, slot, (need - ext) * kPage);
       ext = static_cast<std::uint32_t>(need);
       return true;
@@ -860,7 +869,7 @@ void Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pag
   page_unlock_own(tc);
 }
 
-void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep) {
+void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit) {
   PageCacheList& l = tc->pages[cls];
   if (l.count <= keep) return;
   const std::uint32_t n = l.count - keep;
@@ -882,7 +891,7 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep) {
     sl.frees.fetch_add(static_cast<std::uint64_t>(k), std::memory_order_relaxed);
     sl.in_use_bytes.fetch_sub(static_cast<std::uint64_t>(k) * sl.chunk(), std::memory_order_relaxed);
     sl.give_batch(idx, k, tick());
-    note_freed(w0.part, resident);
+    if (limit) note_freed(w0.part, resident);
   }
   for (std::uint32_t j = 0; j < keep; ++j) {
     l.chunk[j] = l.chunk[n + j];
@@ -892,7 +901,7 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep) {
 }
 
 void Heap::flush_pages(ThreadCache* tc) {
-  for (int c = 0; c < kPageCacheClasses; ++c) page_flush(tc, c, 0);
+  for (int c = 0; c < kPageCacheClasses; ++c) page_flush(tc, c, 0, false);
 }
 
 void Heap::flush_all_page_caches() {

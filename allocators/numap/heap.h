@@ -49,9 +49,10 @@ struct alignas(4096) NodePart {
   std::atomic<std::uint64_t> freed_since_check{0};
   std::atomic<std::uint32_t> limiting{0};
   // The limit's back-off: the allowance is multiplied by limit_scale (1, 2, 4 .. kMaxLimitScale),
-  // doubled when a quarter of what the limit gave back (limit_given) was charged again by the same
-  // classes (limit_refaulted: see Slot::limit_owed), halved after DECAY_MS without a raise.
-  std::atomic<std::uint32_t> limit_scale{1}, limit_changed_at{0};
+  // doubled when, within a window of DECAY_MS from limit_window, a quarter of what the limit gave
+  // back (limit_given) was charged again by the same classes (limit_refaulted: see
+  // Slot::limit_owed); halved once per DECAY_MS of a window without one.
+  std::atomic<std::uint32_t> limit_scale{1}, limit_window{0};
   std::atomic<std::uint64_t> limit_given{0}, limit_refaulted{0};
 };
 
@@ -154,7 +155,9 @@ class Heap {
   void* page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow);
   void page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages);
   void page_refill(ThreadCache* tc, int cls);
-  void page_flush(ThreadCache* tc, int cls, std::uint32_t keep);
+  // limit: apply the free limit to what goes back (not while the registry lock is held: a purge
+  // flushing every cache advises away what it needs itself, and the other threads would wait).
+  void page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit = true);
   void flush_pages(ThreadCache* tc);
   void flush_all_page_caches();
   // The owner's side of a page-cache operation (ThreadCache::page_lock).
