@@ -370,30 +370,43 @@ void Heap::limit_free(int part) {
   // Back off where the limit gave back pages that the same classes then charged again (a program
   // that frees and rebuilds the same sizes, or churn whose free share is above FREE_PERCENT):
   // every refault costs a zeroed page, so the allowance doubles. Counts run in windows of DECAY_MS
-  // (1 s when decay is off): a window that ends with no doubling halves the allowance once per
-  // quiet period it lasted and forgets its debts (a rebuild long after a release is no thrash), so
-  // a later release still goes back.
+  // (1 s when decay is off). A window that ends with no doubling lowers the allowance to what its
+  // checks needed (so an adequate allowance is kept, not halved into thrash and doubled back),
+  // halves it once more per further quiet period (nothing freed then), and forgets its debts (a
+  // rebuild long after a release is no thrash). The floor scales at most kMaxFloorScale times, so
+  // a release down to almost nothing in use still goes back to a few floors.
   const std::uint32_t now = tick();
   std::uint32_t scale = np.limit_scale.load(std::memory_order_relaxed);
   const std::uint32_t quiet = static_cast<std::uint32_t>(opt_.decay_ms > 0 ? opt_.decay_ms : 1000);
   const std::uint32_t elapsed = now - np.limit_window.load(std::memory_order_relaxed);
   const std::uint64_t given = np.limit_given.load(std::memory_order_relaxed);
   const bool thrash = given >= 4 * kFreeCheckBytes && np.limit_refaulted.load(std::memory_order_relaxed) * 4 >= given;
+  auto allowance = [&](std::uint32_t sc) {
+    const std::uint64_t floor = opt_.free_floor * (sc < kMaxFloorScale ? sc : kMaxFloorScale);
+    return by_share * sc > floor ? by_share * sc : floor;
+  };
+  std::uint32_t need = 1;  // the smallest scale that would have kept this check's free pages
+  while (need < kMaxLimitScale && allowance(need) < free) need *= 2;
   if (thrash || elapsed > quiet) {
     if (thrash && elapsed <= quiet) {
       if (scale < kMaxLimitScale) scale *= 2;
     } else {
+      const std::uint32_t window_need = np.limit_need.load(std::memory_order_relaxed);
       const std::uint32_t periods = elapsed / quiet;
-      scale = periods >= 31 ? 1 : scale >> periods;
+      if (window_need < scale) scale = window_need;
+      scale = periods > 31 ? 1 : scale >> (periods - 1);
       if (scale == 0) scale = 1;
     }
     np.limit_given.store(0, std::memory_order_relaxed);
     np.limit_refaulted.store(0, std::memory_order_relaxed);
     for (int s = 0; s < nslots_; ++s) np.slots[s].limit_owed.store(0, std::memory_order_relaxed);
     np.limit_window.store(now, std::memory_order_relaxed);
+    np.limit_need.store(need, std::memory_order_relaxed);
+  } else if (need > np.limit_need.load(std::memory_order_relaxed)) {
+    np.limit_need.store(need, std::memory_order_relaxed);
   }
   np.limit_scale.store(scale, std::memory_order_relaxed);
-  const std::uint64_t allowed = (by_share > opt_.free_floor ? by_share : opt_.free_floor) * scale;
+  const std::uint64_t allowed = allowance(scale);
   if (free > allowed) {
     // Down to three quarters of the allowance, so that a release does not come back every MiB.
     const std::uint64_t want = free - allowed / 4 * 3;

@@ -51,8 +51,10 @@ struct alignas(4096) NodePart {
   // The limit's back-off: the allowance is multiplied by limit_scale (1, 2, 4 .. kMaxLimitScale),
   // doubled when, within a window of DECAY_MS from limit_window, a quarter of what the limit gave
   // back (limit_given) was charged again by the same classes (limit_refaulted: see
-  // Slot::limit_owed); halved once per DECAY_MS of a window without one.
-  std::atomic<std::uint32_t> limit_scale{1}, limit_window{0};
+  // Slot::limit_owed); at the end of a window without one, lowered to the largest scale its
+  // checks needed (limit_need) and halved once per further DECAY_MS. Written by the thread that
+  // holds `limiting`.
+  std::atomic<std::uint32_t> limit_scale{1}, limit_window{0}, limit_need{1};
   std::atomic<std::uint64_t> limit_given{0}, limit_refaulted{0};
 };
 
@@ -236,6 +238,7 @@ class Heap {
   void limit_free(int part);
   static constexpr std::uint64_t kFreeCheckBytes = 1 << 20;
   static constexpr std::uint32_t kMaxLimitScale = 64;
+  static constexpr std::uint32_t kMaxFloorScale = 4;  // FREE_FLOOR backs off at most 4x (32 MiB)
   // Fresh pages charged for a Slot the free limit took pages from: the limit was too tight.
   void note_refault(int part, Slot& sl, std::uint64_t bytes);
   void for_each_lock(void (*fn)(Lock&));

@@ -541,8 +541,10 @@ TEST_F(HeapTest, FreeLimitTakesIdlePagesBeforeJustFreedOnes) {
 
 TEST_F(HeapTest, FreeLimitBacksOffWhereItsPagesAreChargedAgain) {
   make_limit(25, 2 << 20);
-  // Free 16 MiB, build the same sizes again at once, round after round: the first rounds are
-  // given back and refaulted, and each refault doubles the allowance until it covers the set.
+  std::vector<void*> held = touched(8, 1 << 20);
+  // Free 16 MiB and build the same sizes again at once, round after round, 8 MiB held: the first
+  // rounds are given back and refaulted, and each refault doubles the allowance until it covers
+  // the 16 MiB (8 MiB x 25% x 8).
   for (int round = 0; round < 12; ++round)
     for (void* p : touched(16, 1 << 20)) heap.free(p);
   const std::uint64_t settled = stats().limited_bytes;
@@ -550,20 +552,30 @@ TEST_F(HeapTest, FreeLimitBacksOffWhereItsPagesAreChargedAgain) {
   for (int round = 0; round < 5; ++round)
     for (void* p : touched(16, 1 << 20)) heap.free(p);
   EXPECT_EQ(stats().limited_bytes, settled);
-  EXPECT_EQ(heap.mapped_bytes(), 16u << 20);
-  // After a quiet second (DECAY_MS is 0 here) the allowance halves: a release goes back again,
-  // down to three quarters of half the allowance that covered the set.
+  EXPECT_EQ(heap.mapped_bytes(), 24u << 20);
+  // A quiet second (DECAY_MS is 0 here: 1 s windows) ends the window; it lowers the allowance
+  // only to what the window's checks needed, so the same churn goes on with nothing given back
+  // (halving it would make it thrash and double again).
   FakeOs::now += 1100;
   for (void* p : touched(16, 1 << 20)) heap.free(p);
-  std::uint64_t after_one = stats().limited_bytes;
-  EXPECT_GT(after_one, settled);
-  EXPECT_LE(heap.mapped_bytes(), 8u << 20);
-  EXPECT_GT(heap.mapped_bytes(), 2u << 20);
-  // Five quiet seconds halve it five times, not once: the next release goes down to the floor.
+  EXPECT_EQ(stats().limited_bytes, settled);
+  // Five quiet seconds halve it four times more: releasing everything goes down to the floor.
   FakeOs::now += 5000;
-  for (void* p : touched(16, 1 << 20)) heap.free(p);
-  EXPECT_GT(stats().limited_bytes, after_one);
+  for (void* p : held) heap.free(p);
+  EXPECT_GT(stats().limited_bytes, settled);
   EXPECT_LE(heap.mapped_bytes(), 2u << 20);
+}
+
+TEST_F(HeapTest, FreeLimitFloorBacksOffAtMostFourTimes) {
+  make_limit(25, 1 << 20);
+  // Nothing held: only the floor can cover a rebuilt set. 16 MiB rounds would need 16 floors;
+  // the floor backs off to 4 (4 MiB) and the rest goes back every round: a release, every time.
+  for (int round = 0; round < 12; ++round)
+    for (void* p : touched(16, 1 << 20)) heap.free(p);
+  const std::uint64_t before = stats().limited_bytes;
+  for (void* p : touched(16, 1 << 20)) heap.free(p);
+  EXPECT_GE(stats().limited_bytes - before, 12u << 20);
+  EXPECT_LE(heap.mapped_bytes(), 4u << 20);
 }
 
 TEST_F(HeapTest, ExchangeReleasesOtherClassesIdlePagesBeforeFreshPages) {

@@ -67,6 +67,18 @@ constexpr size_t kSizes[] = {512 << 10, 640 << 10, 768 << 10, 1 << 20, 2 << 20};
 char* blocks[kBlocks];
 size_t sizes[kBlocks];
 
+// The set, every page touched; returns its bytes.
+uint64_t allocate_set() {
+  uint64_t bytes = 0;
+  for (int i = 0; i < kBlocks; ++i) {
+    sizes[i] = kSizes[i % 5];
+    bytes += sizes[i];
+    blocks[i] = static_cast<char*>(malloc(sizes[i]));
+    memset(blocks[i], 1, sizes[i]);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,13 +110,7 @@ int main(int argc, char** argv) {
               free_percent, decay_ms);
       return 2;
     }
-    uint64_t set_bytes = 0;
-    for (int i = 0; i < kBlocks; ++i) {
-      sizes[i] = kSizes[i % 5];
-      set_bytes += sizes[i];
-      blocks[i] = static_cast<char*>(malloc(sizes[i]));
-      memset(blocks[i], 1, sizes[i]);
-    }
+    const uint64_t set_bytes = allocate_set();
     const struct numap_stats s0 = stats();
     const uint64_t rss0 = rss_bytes();
     for (int i = 0; i < kBlocks; ++i) free(blocks[i]);
@@ -132,13 +138,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   int failures = 0;
-  uint64_t set_bytes = 0;
-  for (int i = 0; i < kBlocks; ++i) {
-    sizes[i] = kSizes[i % 5];
-    set_bytes += sizes[i];
-    blocks[i] = static_cast<char*>(malloc(sizes[i]));
-    memset(blocks[i], 1, sizes[i]);
-  }
+  const uint64_t set_bytes = allocate_set();
   // 1. Hot churn for 3 decay times.
   const struct numap_stats hot0 = stats();
   const uint64_t hot_rss0 = rss_bytes();
