@@ -218,13 +218,15 @@ class Heap {
   // free resident chunks of the node's other classes idle for NUMAP_EXCHANGE_MS, so RSS does not
   // grow while idle resident memory exists.
   void exchange(int part, int slot, std::uint64_t bytes);
-  // `bytes` of resident chunks went back to part's Slots: every kFreeCheckBytes or 1/64 of what the
+  // `bytes` of resident chunks went back to part's Slots: every kFreeCheckBytes or 1/16 of what the
   // node has charged, whichever is more, apply the free limit (limit_free). The share keeps a
-  // release of gigabytes to a few dozen passes (each scans the node's Slots) instead of one per MiB.
+  // release of gigabytes to a few dozen passes (each scans the node's Slots) instead of one per
+  // MiB, and lets more neighbouring chunks be free by the time a pass advises them (fewer, longer
+  // runs: hash_build's release took 2,467 madvise calls instead of 2,667 with 1/64).
   void note_freed(int part, std::uint64_t bytes) {
     if (opt_.free_percent == 0) return;
     NodePart& np = part_[part];
-    const std::uint64_t share = np.mapped.load(std::memory_order_relaxed) / 64;
+    const std::uint64_t share = np.mapped.load(std::memory_order_relaxed) / 16;
     const std::uint64_t every = share > kFreeCheckBytes ? share : kFreeCheckBytes;
     if (np.freed_since_check.fetch_add(bytes, std::memory_order_relaxed) + bytes < every) return;
     np.freed_since_check.store(0, std::memory_order_relaxed);
