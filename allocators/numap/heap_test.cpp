@@ -524,15 +524,16 @@ TEST_F(HeapTest, FreeLimitKeepsChurnAndGivesBackARelease) {
 
 TEST_F(HeapTest, FreeLimitTakesIdlePagesBeforeJustFreedOnes) {
   make_limit(25, 1 << 20);
-  std::vector<void*> held = touched(16, 1 << 20);
-  std::vector<void*> idle = touched(4, 1 << 20), young = touched(4, 1 << 20);
+  // 12 MiB charged in all, so the limit looks at every MiB freed (1/16 of the charge is less).
+  std::vector<void*> held = touched(8, 1 << 20);
+  std::vector<void*> idle = touched(2, 1 << 20), young = touched(2, 1 << 20);
   for (void* p : idle) memset(p, 0xAA, 1 << 20);
   for (void* p : young) memset(p, 0xBB, 1 << 20);
-  for (void* p : idle) heap.free(p);  // 4 MiB free against 20 held: within the share
+  for (void* p : idle) heap.free(p);  // 2 MiB free against 10 held: within the share
   EXPECT_EQ(stats().limited_bytes, 0u);
   FakeOs::now += 200;  // idle past EXCHANGE_MS (100)
-  for (void* p : young) heap.free(p);  // 8 MiB free against 16 held: 4 MiB over
-  EXPECT_EQ(stats().limited_bytes, 4u << 20);
+  for (void* p : young) heap.free(p);  // 3 MiB free against 9 held: over; then 2 against 8
+  EXPECT_EQ(stats().limited_bytes, 2u << 20);
   // Advised away: the idle chunks (their pages read back as zeros); the just-freed ones kept.
   for (void* p : idle) EXPECT_EQ(*static_cast<unsigned char*>(p), 0);
   for (void* p : young) EXPECT_EQ(*static_cast<unsigned char*>(p), 0xBB);
