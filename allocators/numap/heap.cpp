@@ -274,6 +274,7 @@ void Heap::note_fallback(int from, int to) {
 
 std::size_t Heap::purge(std::uint64_t want, int only_part) {
   purges_.fetch_add(1, std::memory_order_relaxed);
+  drain_transfers();  // parked batches keep their slabs from emptying
   // Cached page chunks are charged but not free in their Slots: return every thread's first.
   flush_all_page_caches();
   return purge_pages(want, only_part, -1, false, 0);
@@ -734,7 +735,14 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     Central& c = part_[node].central[cls];
     {
       LockGuard g(c.lock);
-      got = c.pop(part_[node].slots[kSlabSlot].base(), kSlabBytes, part_[node].slab_meta, &head, want);
+      if (c.nbatches != 0 && tc != nullptr) {  // a whole batch another overflow left
+        --c.nbatches;
+        head = c.batch[c.nbatches];
+        got = c.batch_count[c.nbatches];
+        c.transfers.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        got = c.pop(part_[node].slots[kSlabSlot].base(), kSlabBytes, part_[node].slab_meta, &head, want);
+      }
       if (got != 0) {
         c.allocs.fetch_add(got, std::memory_order_relaxed);
         c.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
@@ -1015,6 +1023,57 @@ void Heap::flush_list(CacheList* list, std::uint32_t n) {
   for (int i = 0; i < ne; ++i) release_slab(empty_part[i], empties[i]);
 }
 
+bool Heap::transfer_put(CacheList* list, int cls, int part, std::uint32_t n) {
+  if (n == 0 || list->count < n) return false;
+  // Find the batch's last object; a list may hold objects of a node the thread has left.
+  void* tail = list->head;
+  for (std::uint32_t i = 1; i < n; ++i) {
+    if (nparts_ != 1 && locate(tail).part != part) return false;
+    tail = *static_cast<void**>(tail);
+  }
+  if (nparts_ != 1 && locate(tail).part != part) return false;
+  void* rest = *static_cast<void**>(tail);
+  Central& c = part_[part].central[cls];
+  {
+    LockGuard g(c.lock);
+    if (c.nbatches == kTransferBatches) return false;
+    *static_cast<void**>(tail) = nullptr;
+    c.batch[c.nbatches] = list->head;
+    c.batch_count[c.nbatches++] = n;
+    c.frees.fetch_add(n, std::memory_order_relaxed);
+    c.in_use_bytes.fetch_sub(std::uint64_t{n} * kSmallSize[cls], std::memory_order_relaxed);
+  }
+  list->head = rest;
+  list->count -= n;
+  return true;
+}
+
+void Heap::drain_transfers() {
+  for (int p = 0; p < nparts_; ++p) {
+    for (int cls = 0; cls < kSmallClasses; ++cls) {
+      Central& c = part_[p].central[cls];
+      if (c.nbatches == 0) continue;  // racy read: a batch parked meanwhile waits for the next drain
+      CacheList taken[kTransferBatches];
+      int n = 0;
+      {
+        LockGuard g(c.lock);
+        for (; c.nbatches > 0; ++n) {
+          --c.nbatches;
+          taken[n].head = c.batch[c.nbatches];
+          taken[n].count = c.batch_count[c.nbatches];
+        }
+        // Back in the slabs they count as flushed already: undo the transfer's accounting, which
+        // flush_list repeats.
+        for (int i = 0; i < n; ++i) {
+          c.frees.fetch_sub(taken[i].count, std::memory_order_relaxed);
+          c.in_use_bytes.fetch_add(std::uint64_t{taken[i].count} * kSmallSize[cls], std::memory_order_relaxed);
+        }
+      }
+      for (int i = 0; i < n; ++i) flush_list(&taken[i], taken[i].count);
+    }
+  }
+}
+
 void Heap::flush_cache(ThreadCache* tc) {
   for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
   page_enter(tc);
@@ -1107,7 +1166,7 @@ void Heap::free_uncached(void* p) {
   tc = live_cache();
   if (tc != nullptr && tc->node == w.part) {
     CacheList& l = tc->lists[s->cls];
-    if (l.count >= l.limit) flush_list(&l, l.limit / 2);
+    if (l.count >= l.limit && !transfer_put(&l, s->cls, w.part, l.limit / 2)) flush_list(&l, l.limit / 2);
     *static_cast<void**>(p) = l.head;
     l.head = p;
     ++l.count;
@@ -1313,6 +1372,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
         Central& ce = np.central[c];
         ns.in_use_bytes += ce.in_use_bytes.load(std::memory_order_relaxed);
         s.allocs += ce.allocs.load(std::memory_order_relaxed);
+        s.transfer_batches += ce.transfers.load(std::memory_order_relaxed);
         s.lock_acquisitions += ce.lock.acquisitions();
         s.lock_contended += ce.lock.contended();
         s.lock_wait_ns += ce.lock.wait_ns();

@@ -153,6 +153,12 @@ class Heap {
   void small_free(NodePart& part, SlabMeta* s, void* p);
   void* refill(ThreadCache* tc, int cls);
   void flush_list(CacheList* list, std::uint32_t n);
+  // An overflow of the thread's list of class cls: its first n objects go to the transfer cache
+  // of their node as one batch when they all live on node `part` and it has room; false (nothing
+  // changed) otherwise.
+  bool transfer_put(CacheList* list, int cls, int part, std::uint32_t n);
+  // Every transfer cache's batches back into their slabs (purge, trim), so empty slabs can go.
+  void drain_transfers();
   // Page classes: the thread cache in front of the Slots (classes < kPageCacheClasses).
   void* page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow);
   void page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages);

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <set>
 #include <vector>
 
 namespace numap {
@@ -339,6 +340,35 @@ TEST_F(HeapTest, CapacityPurgesFreePagesThenFailsWithEnomem) {
   heap.free(keep[6]);
   heap.free(keep[7]);
   EXPECT_GT(heap.purge(), 0u);
+  EXPECT_EQ(heap.mapped_bytes(), 0u);
+}
+
+TEST_F(HeapTest, TransferCacheMovesWholeBatchesAndPurgeDrainsIt) {
+  make_single(0);
+  // 64 B: a thread cache of 512 objects. Freeing 2048 overflows six times, 256 objects each:
+  // four batches fit the transfer cache, the other two go back object by object into the slabs.
+  std::vector<void*> v;
+  for (int i = 0; i < 2048; ++i) {
+    v.push_back(heap.malloc(64));
+    memset(v.back(), i & 0xff, 64);
+  }
+  for (void* p : v) heap.free(p);
+  EXPECT_EQ(stats().transfer_batches, 0u);
+  // Allocating as many again: the refills take the four batches whole, and no object is handed
+  // out twice.
+  std::set<void*> again;
+  for (int i = 0; i < 2048; ++i) {
+    void* p = heap.malloc(64);
+    memset(p, 1, 64);
+    again.insert(p);
+  }
+  EXPECT_EQ(again.size(), 2048u);
+  EXPECT_EQ(stats().transfer_batches, 4u);
+  for (void* p : again) heap.free(p);
+  // trim (the thread's cache, then a purge) drains the parked batches into their slabs: every
+  // slab empties and is advised away, nothing stays in use.
+  EXPECT_GT(heap.trim(), 0u);
+  EXPECT_EQ(stats().in_use_bytes, 0u);
   EXPECT_EQ(heap.mapped_bytes(), 0u);
 }
 

@@ -58,6 +58,7 @@ nlohmann::json read_stats() {
   out["borrowed_bytes"] = s.borrowed_bytes;
   out["exchanged_bytes"] = s.exchanged_bytes;
   out["limited_bytes"] = s.limited_bytes;
+  out["transfer_batches"] = s.transfer_batches;
   out["trims"] = s.trims;
   out["split_allocs"] = s.split_allocs;
   out["bind_fallbacks"] = s.bind_fallbacks;

@@ -24,10 +24,20 @@ struct SlabMeta {
   SlabMeta* next = nullptr;
 };
 
+// Whole batches a thread cache's overflow left for the next refill, per (node, class): a batch
+// goes in and out in O(1) under the Central's lock instead of object by object through the slabs
+// (tcmalloc's transfer cache). Bounded, since parked objects keep their slabs from emptying.
+constexpr int kTransferBatches = 4;
+
 struct Central {
   Lock lock;
   SlabMeta* partial = nullptr;  // slabs with at least one free object
   std::atomic<std::uint64_t> in_use_bytes{0}, allocs{0}, frees{0};
+  // Under the lock: null-terminated lists of free objects of this node and class, and their lengths.
+  void* batch[kTransferBatches] = {};
+  std::uint32_t batch_count[kTransferBatches] = {};
+  int nbatches = 0;
+  std::atomic<std::uint64_t> transfers{0};  // batches a refill took whole
 
   // Pops up to n objects into a singly linked list (*head); returns how many.
   std::uint32_t pop(char* slab_base_of_index0, std::uint64_t slab_bytes, SlabMeta* metas, void** head, std::uint32_t n);

@@ -81,6 +81,7 @@ struct numap_stats {
   /* Version 4. */
   uint64_t limited_bytes;      /* free resident bytes advised away at once because a node's free pages
                                   exceeded NUMAP_FREE_PERCENT of its in-use bytes (and NUMAP_FREE_FLOOR) */
+  uint64_t transfer_batches;   /* small-object batches a thread cache's overflow parked and a refill took whole */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
