@@ -739,6 +739,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
         --c.nbatches;
         head = c.batch[c.nbatches];
         got = c.batch_count[c.nbatches];
+        c.parked_bytes -= got * size;
         c.transfers.fetch_add(1, std::memory_order_relaxed);
       } else {
         got = c.pop(part_[node].slots[kSlabSlot].base(), kSlabBytes, part_[node].slab_meta, &head, want);
@@ -1036,7 +1037,9 @@ bool Heap::transfer_put(CacheList* list, int cls, int part, std::uint32_t n) {
   Central& c = part_[part].central[cls];
   {
     LockGuard g(c.lock);
-    if (c.nbatches == kTransferBatches) return false;
+    const std::uint32_t bytes = n * kSmallSize[cls];
+    if (c.nbatches == kTransferBatches || c.parked_bytes + bytes > kTransferBytes) return false;
+    c.parked_bytes += bytes;
     *static_cast<void**>(tail) = nullptr;
     c.batch[c.nbatches] = list->head;
     c.batch_count[c.nbatches++] = n;
@@ -1062,6 +1065,7 @@ void Heap::drain_transfers() {
           taken[n].head = c.batch[c.nbatches];
           taken[n].count = c.batch_count[c.nbatches];
         }
+        c.parked_bytes = 0;
         // Back in the slabs they count as flushed already: undo the transfer's accounting, which
         // flush_list repeats.
         for (int i = 0; i < n; ++i) {

@@ -345,8 +345,8 @@ TEST_F(HeapTest, CapacityPurgesFreePagesThenFailsWithEnomem) {
 
 TEST_F(HeapTest, TransferCacheMovesWholeBatchesAndPurgeDrainsIt) {
   make_single(0);
-  // 64 B: a thread cache of 512 objects. Freeing 2048 overflows six times, 256 objects each:
-  // four batches fit the transfer cache, the other two go back object by object into the slabs.
+  // 64 B: a thread cache of 512 objects. Freeing 2048 overflows six times, 256 objects (16 KiB)
+  // each: all six fit the transfer cache (32 batches, 128 KiB).
   std::vector<void*> v;
   for (int i = 0; i < 2048; ++i) {
     v.push_back(heap.malloc(64));
@@ -354,7 +354,7 @@ TEST_F(HeapTest, TransferCacheMovesWholeBatchesAndPurgeDrainsIt) {
   }
   for (void* p : v) heap.free(p);
   EXPECT_EQ(stats().transfer_batches, 0u);
-  // Allocating as many again: the refills take the four batches whole, and no object is handed
+  // Allocating as many again: the refills take the six batches whole, and no object is handed
   // out twice.
   std::set<void*> again;
   for (int i = 0; i < 2048; ++i) {
@@ -363,8 +363,16 @@ TEST_F(HeapTest, TransferCacheMovesWholeBatchesAndPurgeDrainsIt) {
     again.insert(p);
   }
   EXPECT_EQ(again.size(), 2048u);
-  EXPECT_EQ(stats().transfer_batches, 4u);
+  EXPECT_EQ(stats().transfer_batches, 6u);
   for (void* p : again) heap.free(p);
+  // 4 KiB objects: batches of 4 (16 KiB); 8 batches fill the 128 KiB, the rest go to the slabs.
+  std::vector<void*> big;
+  for (int i = 0; i < 200; ++i) big.push_back(heap.malloc(4096));
+  for (void* p : big) heap.free(p);
+  const std::uint64_t before = stats().transfer_batches;
+  for (void*& p : big) p = heap.malloc(4096);
+  EXPECT_EQ(stats().transfer_batches - before, 8u);
+  for (void* p : big) heap.free(p);
   // trim (the thread's cache, then a purge) drains the parked batches into their slabs: every
   // slab empties and is advised away, nothing stays in use.
   EXPECT_GT(heap.trim(), 0u);

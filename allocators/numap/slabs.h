@@ -26,8 +26,11 @@ struct SlabMeta {
 
 // Whole batches a thread cache's overflow left for the next refill, per (node, class): a batch
 // goes in and out in O(1) under the Central's lock instead of object by object through the slabs
-// (tcmalloc's transfer cache). Bounded, since parked objects keep their slabs from emptying.
-constexpr int kTransferBatches = 4;
+// (tcmalloc's transfer cache). Bounded, since parked objects keep their slabs from emptying: at
+// most kTransferBatches batches and kTransferBytes of objects per (node, class), 4.5 MiB per node
+// in all (36 classes).
+constexpr int kTransferBatches = 32;
+constexpr std::uint32_t kTransferBytes = 128 << 10;
 
 struct Central {
   Lock lock;
@@ -37,6 +40,7 @@ struct Central {
   void* batch[kTransferBatches] = {};
   std::uint32_t batch_count[kTransferBatches] = {};
   int nbatches = 0;
+  std::uint32_t parked_bytes = 0;
   std::atomic<std::uint64_t> transfers{0};  // batches a refill took whole
 
   // Pops up to n objects into a singly linked list (*head); returns how many.
