@@ -1055,7 +1055,6 @@ void Heap::drain_transfers() {
   for (int p = 0; p < nparts_; ++p) {
     for (int cls = 0; cls < kSmallClasses; ++cls) {
       Central& c = part_[p].central[cls];
-      if (c.nbatches == 0) continue;  // racy read: a batch parked meanwhile waits for the next drain
       CacheList taken[kTransferBatches];
       int n = 0;
       {
@@ -1073,7 +1072,7 @@ void Heap::drain_transfers() {
           c.in_use_bytes.fetch_add(std::uint64_t{taken[i].count} * kSmallSize[cls], std::memory_order_relaxed);
         }
       }
-      for (int i = 0; i < n; ++i) flush_list(&taken[i], taken[i].count);
+      for (int i = 0; i < n; ++i) flush_list(&taken[i], taken[i].count);  // n is 0 for most classes
     }
   }
 }
