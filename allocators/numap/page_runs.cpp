@@ -86,7 +86,7 @@ std::int64_t Slot::take_locked() {
       alloc_[w] |= std::uint64_t{1} << b;
       mapped_[w] &= ~(std::uint64_t{1} << b);
       --free_mapped_;
-      free_mapped_bytes_ -= std::uint64_t{extent_[w * 64 + b]} * kPage;
+      move_free_bytes(0, std::uint64_t{extent_[w * 64 + b]} * kPage);
       refresh(w);
       fm_hint_ = w;
       return static_cast<std::int64_t>(w * 64 + b);
@@ -104,7 +104,7 @@ std::int64_t Slot::take_locked() {
     if (mapped_[w] & (std::uint64_t{1} << b)) {  // cannot happen while free_mapped_ == 0; kept exact
       mapped_[w] &= ~(std::uint64_t{1} << b);
       --free_mapped_;
-      free_mapped_bytes_ -= std::uint64_t{extent_[w * 64 + b]} * kPage;
+      move_free_bytes(0, std::uint64_t{extent_[w * 64 + b]} * kPage);
     }
     refresh(w);
     nonfull_hint_ = w;
@@ -120,7 +120,7 @@ void Slot::give_locked(std::uint64_t i, std::uint32_t now) {
     freed_at_[i] = now;
     mapped_[w] |= bit;
     ++free_mapped_;
-    free_mapped_bytes_ += std::uint64_t{extent_[i]} * kPage;
+    move_free_bytes(std::uint64_t{extent_[i]} * kPage, 0);
     if (w < fm_hint_) fm_hint_ = w;
   }
   if (w < nonfull_hint_) nonfull_hint_ = w;
@@ -175,7 +175,7 @@ int Slot::purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes, bo
         alloc_[w] |= std::uint64_t{1} << b;
         mapped_[w] &= ~(std::uint64_t{1} << b);
         --free_mapped_;
-        free_mapped_bytes_ -= bytes;
+        move_free_bytes(0, bytes);
       }
       refresh(w);
     }
@@ -198,7 +198,7 @@ void Slot::purge_done(const PurgeRun* runs, int n) {
       if (!runs[r].ok) {  // still resident: free and mapped again
         mapped_[w] |= std::uint64_t{1} << (i % 64);
         ++free_mapped_;
-        free_mapped_bytes_ += std::uint64_t{extent_[i]} * kPage;
+        move_free_bytes(std::uint64_t{extent_[i]} * kPage, 0);
         if (w < fm_hint_) fm_hint_ = w;
       } else {
         extent_[i] = 0;

@@ -105,6 +105,11 @@ class Slot {
   std::uint32_t* freed_at_ = nullptr;  // tick at which each free mapped chunk was given back
   std::atomic<std::uint64_t> free_mapped_{0};  // written under the lock; read racily to skip empty slots
   std::atomic<std::uint64_t> free_mapped_bytes_{0};  // sum of their extents x page; same rules
+  // Under the lock there is one writer: a plain load and store, no locked read-modify-write on
+  // every take and give.
+  void move_free_bytes(std::uint64_t add, std::uint64_t sub) {
+    free_mapped_bytes_.store(free_mapped_bytes_.load(std::memory_order_relaxed) + add - sub, std::memory_order_relaxed);
+  }
   std::uint64_t nonfull_hint_ = 0;     // no word below this has a free chunk
   std::uint64_t fm_hint_ = 0;          // no word below this has a free mapped chunk
 };
