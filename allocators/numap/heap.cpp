@@ -700,8 +700,12 @@ ThreadCache* Heap::cache() {
   tc->page_bytes = 0;
   __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELAXED);
   __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELAXED);
+  // Each class may hold an eighth of the bound (so no one size fills it), at least one chunk (a
+  // 4 MiB malloc/free loop is served from the cache), at most the stack's depth.
   for (int c = 0; c < kPageCacheClasses; ++c) {
-    std::uint64_t limit = c < npage_ ? opt_.page_cache_bytes / page_class_size(c) : 0;
+    const std::uint64_t size = page_class_size(c);
+    std::uint64_t limit = 0;
+    if (c < npage_ && size <= opt_.page_cache_bytes) limit = opt_.page_cache_bytes / 8 / size > 0 ? opt_.page_cache_bytes / 8 / size : 1;
     tc->pages[c].count = 0;
     tc->pages[c].limit = static_cast<std::uint32_t>(limit > kPageCacheDepth ? kPageCacheDepth : limit);
   }
@@ -813,7 +817,7 @@ void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool bo
     if (l.count == 0) page_refill(tc, cls);
     void* p = nullptr;
     std::uint32_t ext = 0;
-    const std::uint64_t need = pages_for(n);  // cached classes are below 2 MiB: grain 1
+    const std::uint64_t need = pages_for(n);  // with THP a cached extent is a whole grain: >= still means covered
     if (l.count != 0) {
       // The most recent chunk whose charged pages already cover n (no new charge), else the most recent.
       std::uint32_t k = l.count - 1;
@@ -883,10 +887,13 @@ void Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pag
   l.chunk[l.count] = p;
   l.extent[l.count++] = extent_pages;
   tc->page_bytes += std::uint64_t{extent_pages} * kPage;
-  // Over the byte bound: return whole classes, largest first, down to half of it.
-  for (int c = kPageCacheClasses - 1; c >= 0 && tc->page_bytes > opt_.page_cache_bytes; --c) {
-    if (tc->pages[c].count != 0) page_flush(tc, c, c == cls ? tc->pages[c].count / 2 : 0);
-    if (tc->page_bytes <= opt_.page_cache_bytes / 2) break;
+  // Over the byte bound: return the other classes whole, largest first, down to half of it, then
+  // half of this one if that was not enough. The chunk just freed is the likeliest to be asked for
+  // again (a loop over one 4 MiB buffer keeps it cached however the other classes came and went).
+  if (tc->page_bytes > opt_.page_cache_bytes) {
+    for (int c = kPageCacheClasses - 1; c >= 0 && tc->page_bytes > opt_.page_cache_bytes / 2; --c)
+      if (c != cls && tc->pages[c].count != 0) page_flush(tc, c, 0);
+    if (tc->page_bytes > opt_.page_cache_bytes) page_flush(tc, cls, l.count / 2);
   }
   page_unlock_own(tc);
 }

@@ -498,6 +498,66 @@ TEST_P(PageCacheTest, HitsAndPurgeReclaimsOtherThreadsCache) {
   EXPECT_GE(s.tcache_hits, 100u);
 }
 
+// Above 256 KiB too (up to 4 MiB), a malloc/free loop is served by the thread's page cache with
+// no Slot lock; the per-thread bound still holds: caching past it returns the largest class.
+TEST_F(HeapTest, PageCacheServesChunksUpToFourMiBWithinItsBound) {
+  make_single(0);
+  auto class_of = [&](std::size_t size) {
+    numap_class_stats c[200];
+    const std::size_t n = heap.stats(nullptr, c, 200);
+    for (std::size_t i = 0; i < n; ++i)
+      if (c[i].size == size && c[i].kind == 1) return c[i];
+    ADD_FAILURE() << "no page class of " << size << " bytes";
+    return numap_class_stats{};
+  };
+  for (std::size_t size : {std::size_t{1} << 20, std::size_t{4} << 20}) {
+    heap.free(heap.malloc(size));  // the first: from the Slot, then cached
+    const numap_class_stats before = class_of(size);
+    for (int i = 0; i < 100; ++i) {
+      void* p = heap.malloc(size);
+      ASSERT_NE(p, nullptr);
+      memset(p, 1, size);
+      heap.free(p);
+    }
+    const numap_class_stats after = class_of(size);
+    EXPECT_EQ(after.lock_acquisitions, before.lock_acquisitions) << size;
+    EXPECT_EQ(after.allocs, before.allocs) << size;
+  }
+  // The first 4 MiB free found the 1 MiB chunk cached: 5 MiB against the 4 MiB bound. It returned
+  // the other class to its Slot and kept the chunk just freed.
+  const numap_class_stats big = class_of(4 << 20), mid = class_of(1 << 20);
+  EXPECT_EQ(big.frees + 1, big.allocs);
+  EXPECT_EQ(big.in_use_bytes, 4u << 20);
+  EXPECT_EQ(mid.frees, mid.allocs);
+  EXPECT_EQ(mid.in_use_bytes, 0u);
+  // A chunk larger than the whole bound after it (8 MiB: not a cached class) changes nothing.
+  heap.free(heap.malloc(8 << 20));
+  EXPECT_EQ(class_of(4 << 20).in_use_bytes, 4u << 20);
+}
+
+TEST_F(HeapTest, PageCacheBoundBelowAClassLeavesThatClassUncached) {
+  Topology t;
+  topology_single(&t, 0);
+  Options o;
+  o.class_span = 1ull << 30;
+  o.page_cache_bytes = 512 << 10;  // classes above 512 KiB are not cached
+  ASSERT_TRUE(heap.init(o, t, &os));
+  heap_ready = true;
+  for (int i = 0; i < 10; ++i) heap.free(heap.malloc(1 << 20));
+  Stats s = stats();
+  numap_class_stats c[200];
+  const std::size_t n = heap.stats(nullptr, c, 200);
+  bool found = false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (c[i].size == (1u << 20) && c[i].kind == 1) {
+      found = true;
+      EXPECT_EQ(c[i].allocs, 10u);  // every call reached the Slot
+      EXPECT_EQ(c[i].frees, 10u);
+    }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(s.tcache_hits, 0u);
+}
+
 TEST_F(HeapTest, DecayAdvisesAwayOnlyChunksIdleLongerThanTheDecayTime) {
   make_decay(100, false, 0);
   std::vector<void*> v = touched(8, 1 << 20);

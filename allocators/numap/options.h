@@ -36,7 +36,7 @@ struct Options {
   std::uint64_t tcache_bytes = 32 << 10;  // TCACHE_BYTES: per thread and small class
   const char* sysfs_root = "/sys";   // SYSFS_ROOT: where devices/system/node lives (tests)
   bool print = false;                // PRINT_OPTIONS
-  std::uint64_t page_cache_bytes = 512 << 10;  // PAGE_CACHE_BYTES: per thread, page chunks <= 256 KiB
+  std::uint64_t page_cache_bytes = 4 << 20;  // PAGE_CACHE_BYTES: per thread, page chunks <= 4 MiB
   bool decay_thread = true;          // DECAY_THREAD: a background thread applies the decay while idle
   long long exchange_ms = 100;       // EXCHANGE_MS: fresh pages are paid for by other classes' pages idle this long; 0 = off
   bool stats_at_exit = false;        // STATS_AT_EXIT: one summary line on stderr when the process exits

@@ -54,9 +54,10 @@ inline int page_class(std::size_t n) {
   return 4 + (k - 14) * 4 + static_cast<int>((n - base + step - 1) >> (k - 2)) - 1;
 }
 
-// page_class(n) by table for the thread-cached page classes (n up to 256 KiB), indexed by the
-// request's pages less one: the page-cache hit's class without the clz arithmetic.
-constexpr std::size_t kPageLookupMax = 256 << 10;
+// page_class(n) by table for the thread-cached page classes (n up to 4 MiB), indexed by the
+// request's pages less one: the page-cache hit's class without the clz arithmetic (1 KiB; a hit
+// reads one line of it).
+constexpr std::size_t kPageLookupMax = 4 << 20;
 struct PageLookup {
   std::uint8_t cls[kPageLookupMax >> 12];
   constexpr PageLookup() : cls{} {

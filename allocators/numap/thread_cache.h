@@ -20,12 +20,12 @@ struct CacheList {
   std::uint32_t limit;
 };
 
-// Page classes 0 .. kPageCacheClasses-1 (4 KiB .. 256 KiB) have a per-thread cache too: a small
+// Page classes 0 .. kPageCacheClasses-1 (4 KiB .. 4 MiB) have a per-thread cache too: a small
 // stack of chunk pointers (not an intrusive list: a cached chunk may have no resident page to hold
 // a link). Refills take a batch from the (node, class) Slot and overflows return half of one, each
 // under one lock acquisition; the charged bytes of all cached chunks are bounded by
-// NUMAP_PAGE_CACHE_BYTES per thread.
-constexpr int kPageCacheClasses = 20;
+// NUMAP_PAGE_CACHE_BYTES per thread, and each class's by an eighth of it (at least one chunk).
+constexpr int kPageCacheClasses = 36;
 constexpr int kPageCacheDepth = 8;
 
 struct PageCacheList {
