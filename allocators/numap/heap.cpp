@@ -700,12 +700,12 @@ ThreadCache* Heap::cache() {
   tc->page_bytes = 0;
   __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELAXED);
   __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELAXED);
-  // Each class may hold an eighth of the bound (so no one size fills it), at least one chunk (a
-  // 4 MiB malloc/free loop is served from the cache), at most the stack's depth.
   for (int c = 0; c < kPageCacheClasses; ++c) {
     const std::uint64_t size = page_class_size(c);
-    std::uint64_t limit = 0;
-    if (c < npage_ && size <= opt_.page_cache_bytes) limit = opt_.page_cache_bytes / 8 / size > 0 ? opt_.page_cache_bytes / 8 / size : 1;
+    std::uint64_t limit = opt_.page_cache_bytes / size;
+    // Above 256 KiB: one chunk per class, while the bound of all threads has room for it.
+    if (c >= kLargeCachedClass) limit = opt_.page_cache_bytes != 0 && opt_.large_cache_bytes >= size ? 1 : 0;
+    if (c >= npage_) limit = 0;
     tc->pages[c].count = 0;
     tc->pages[c].limit = static_cast<std::uint32_t>(limit > kPageCacheDepth ? kPageCacheDepth : limit);
   }
@@ -814,7 +814,7 @@ void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool bo
   if (cls < kPageCacheClasses && (tc = live_cache()) != nullptr && tc->pages[cls].limit != 0) {
     page_enter(tc);
     PageCacheList& l = tc->pages[cls];
-    if (l.count == 0) page_refill(tc, cls);
+    if (l.count == 0 && cls < kLargeCachedClass) page_refill(tc, cls);
     void* p = nullptr;
     std::uint32_t ext = 0;
     const std::uint64_t need = pages_for(n);  // with THP a cached extent is a whole grain: >= still means covered
@@ -832,7 +832,10 @@ void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool bo
       --l.count;
       l.chunk[k] = l.chunk[l.count];
       l.extent[k] = l.extent[l.count];
-      tc->page_bytes -= std::uint64_t{ext} * kPage;
+      if (cls < kLargeCachedClass)
+        tc->page_bytes -= std::uint64_t{ext} * kPage;
+      else
+        large_cache_give(std::uint64_t{ext} * kPage);
     }
     page_unlock_own(tc);
     if (p != nullptr) {
@@ -880,9 +883,26 @@ void Heap::page_refill(ThreadCache* tc, int cls) {
   tc->hits = 0;
 }
 
-void Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages) {
-  page_enter(tc);
+bool Heap::large_cache_take(std::uint64_t bytes) {
+  if (large_cached_.load(std::memory_order_relaxed) + bytes > opt_.large_cache_bytes) return false;
+  if (large_cached_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= opt_.large_cache_bytes) return true;
+  large_cached_.fetch_sub(bytes, std::memory_order_relaxed);
+  return false;
+}
+
+bool Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages) {
   PageCacheList& l = tc->pages[cls];
+  if (cls >= kLargeCachedClass) {
+    page_enter(tc);
+    const bool room = l.count < l.limit && large_cache_take(std::uint64_t{extent_pages} * kPage);
+    if (room) {
+      l.chunk[l.count] = p;
+      l.extent[l.count++] = extent_pages;
+    }
+    page_unlock_own(tc);
+    return room;
+  }
+  page_enter(tc);
   if (l.count >= l.limit) page_flush(tc, cls, l.limit / 2);
   l.chunk[l.count] = p;
   l.extent[l.count++] = extent_pages;
@@ -891,11 +911,12 @@ void Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pag
   // half of this one if that was not enough. The chunk just freed is the likeliest to be asked for
   // again (a loop over one 4 MiB buffer keeps it cached however the other classes came and went).
   if (tc->page_bytes > opt_.page_cache_bytes) {
-    for (int c = kPageCacheClasses - 1; c >= 0 && tc->page_bytes > opt_.page_cache_bytes / 2; --c)
+    for (int c = kLargeCachedClass - 1; c >= 0 && tc->page_bytes > opt_.page_cache_bytes / 2; --c)
       if (c != cls && tc->pages[c].count != 0) page_flush(tc, c, 0);
     if (tc->page_bytes > opt_.page_cache_bytes) page_flush(tc, cls, l.count / 2);
   }
   page_unlock_own(tc);
+  return true;
 }
 
 void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit) {
@@ -916,7 +937,10 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit) 
       idx[k++] = w.index;
       resident += std::uint64_t{l.extent[i]} * kPage;
     }
-    tc->page_bytes -= resident;
+    if (cls < kLargeCachedClass)
+      tc->page_bytes -= resident;
+    else
+      large_cache_give(resident);
     sl.frees.fetch_add(static_cast<std::uint64_t>(k), std::memory_order_relaxed);
     sl.in_use_bytes.fetch_sub(static_cast<std::uint64_t>(k) * sl.chunk(), std::memory_order_relaxed);
     sl.give_batch(idx, k, tick());
@@ -1109,11 +1133,15 @@ void* Heap::page_malloc(std::size_t n) {
   if (n <= kPageLookupMax) {
     ThreadCache* tc = thread_cache_tls();
     if (tc->owner == this) {
-      PageCacheList& l = tc->pages[page_class_cached(n)];
+      const int cls = page_class_cached(n);
+      PageCacheList& l = tc->pages[cls];
       page_enter(tc);
       if (l.count != 0 && l.extent[l.count - 1] >= pages_for(n)) {
         void* p = l.chunk[--l.count];
-        tc->page_bytes -= std::uint64_t{l.extent[l.count]} * kPage;
+        if (cls < kLargeCachedClass)
+          tc->page_bytes -= std::uint64_t{l.extent[l.count]} * kPage;
+        else
+          large_cache_give(std::uint64_t{l.extent[l.count]} * kPage);
         page_unlock_own(tc);
         ++tc->hits;
         return p;
@@ -1141,11 +1169,13 @@ void Heap::free_slow(void* p) {
     PageCacheList& l = tc->pages[cls];
     Slot& sl = part_[tc->node].slots[1 + cls];
     const std::uint32_t ext = sl.extent(sl.index_of(p));
+    const std::uint64_t bytes = std::uint64_t{ext} * kPage;
     page_enter(tc);
-    if (l.count < l.limit && tc->page_bytes + std::uint64_t{ext} * kPage <= opt_.page_cache_bytes) {
+    if (l.count < l.limit &&
+        (cls < kLargeCachedClass ? tc->page_bytes + bytes <= opt_.page_cache_bytes : large_cache_take(bytes))) {
       l.chunk[l.count] = p;
       l.extent[l.count++] = ext;
-      tc->page_bytes += std::uint64_t{ext} * kPage;
+      if (cls < kLargeCachedClass) tc->page_bytes += bytes;
       page_unlock_own(tc);
       return;
     }
@@ -1165,10 +1195,9 @@ void Heap::free_uncached(void* p) {
   NodePart& np = part_[w.part];
   if (w.slot != kSlabSlot) {
     const int cls = w.slot - 1;
-    if (cls < kPageCacheClasses && (tc = live_cache()) != nullptr && tc->node == w.part && tc->pages[cls].limit != 0) {
-      page_push(tc, cls, p, np.slots[w.slot].extent(w.index));
+    if (cls < kPageCacheClasses && (tc = live_cache()) != nullptr && tc->node == w.part && tc->pages[cls].limit != 0 &&
+        page_push(tc, cls, p, np.slots[w.slot].extent(w.index)))
       return;
-    }
     chunk_free(w.part, w.slot, w.index);
     return;
   }

@@ -161,7 +161,13 @@ class Heap {
   void drain_transfers();
   // Page classes: the thread cache in front of the Slots (classes < kPageCacheClasses).
   void* page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow);
-  void page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages);
+  // False (nothing cached) when a chunk above 256 KiB finds its class's place taken or the
+  // large-chunk bound reached: the caller gives it back to its Slot.
+  bool page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages);
+  // The bound on cached chunks above 256 KiB, all threads together: take room for `bytes` (false
+  // when there is none) and give it back when such a chunk leaves a cache.
+  bool large_cache_take(std::uint64_t bytes);
+  void large_cache_give(std::uint64_t bytes) { large_cached_.fetch_sub(bytes, std::memory_order_relaxed); }
   void page_refill(ThreadCache* tc, int cls);
   // limit: apply the free limit to what goes back (not while the registry lock is held: a purge
   // flushing every cache advises away what it needs itself, and the other threads would wait).
@@ -281,6 +287,7 @@ class Heap {
   std::atomic<std::uint32_t> next_decay_{0};  // tick before which no decay pass runs
   std::atomic<std::uint64_t> decay_passes_{0}, decay_bytes_{0}, borrowed_bytes_{0}, exchanged_bytes_{0}, trims_{0};
   std::atomic<std::uint64_t> limited_bytes_{0};  // advised away by the free limit
+  alignas(64) std::atomic<std::uint64_t> large_cached_{0};  // charged bytes of cached chunks above 256 KiB
   std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
   std::atomic<std::uint64_t> huge_allocs_{0};
   std::atomic<std::uint64_t> split_allocs_{0};  // huge allocations spread over several nodes

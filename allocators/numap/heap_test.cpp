@@ -499,8 +499,10 @@ TEST_P(PageCacheTest, HitsAndPurgeReclaimsOtherThreadsCache) {
 }
 
 // Above 256 KiB too (up to 4 MiB), a malloc/free loop is served by the thread's page cache with
-// no Slot lock; the per-thread bound still holds: caching past it returns the largest class.
-TEST_F(HeapTest, PageCacheServesChunksUpToFourMiBWithinItsBound) {
+// no Slot lock, one chunk per class and thread, while all threads' cached chunks of those classes
+// stay within NUMAP_LARGE_CACHE_BYTES (8 MiB): another thread's chunk that would cross it goes
+// back to its Slot.
+TEST_F(HeapTest, LargeChunksAreCachedWithinOneBoundForAllThreads) {
   make_single(0);
   auto class_of = [&](std::size_t size) {
     numap_class_stats c[200];
@@ -523,24 +525,40 @@ TEST_F(HeapTest, PageCacheServesChunksUpToFourMiBWithinItsBound) {
     EXPECT_EQ(after.lock_acquisitions, before.lock_acquisitions) << size;
     EXPECT_EQ(after.allocs, before.allocs) << size;
   }
-  // The first 4 MiB free found the 1 MiB chunk cached: 5 MiB against the 4 MiB bound. It returned
-  // the other class to its Slot and kept the chunk just freed.
-  const numap_class_stats big = class_of(4 << 20), mid = class_of(1 << 20);
-  EXPECT_EQ(big.frees + 1, big.allocs);
+  // This thread keeps 1 + 4 MiB. Another thread's 2 MiB chunk (7 MiB) is cached; its 4 MiB chunk
+  // would make 11 MiB: it goes back to the Slot. (2 MiB first: a 2 MiB request would borrow the
+  // free 4 MiB chunk.)
+  std::thread([&] {
+    heap.free(heap.malloc(2 << 20));
+    heap.free(heap.malloc(4 << 20));
+  }).join();  // thread exit returns its cache
+  const numap_class_stats big = class_of(4 << 20);
+  EXPECT_EQ(big.allocs, 2u);  // this thread's first, the other thread's
+  EXPECT_EQ(big.frees, 1u);   // the other thread's, past the bound
   EXPECT_EQ(big.in_use_bytes, 4u << 20);
-  EXPECT_EQ(mid.frees, mid.allocs);
-  EXPECT_EQ(mid.in_use_bytes, 0u);
-  // A chunk larger than the whole bound after it (8 MiB: not a cached class) changes nothing.
-  heap.free(heap.malloc(8 << 20));
-  EXPECT_EQ(class_of(4 << 20).in_use_bytes, 4u << 20);
+  const numap_class_stats two = class_of(2 << 20);
+  EXPECT_EQ(two.allocs, 1u);
+  EXPECT_EQ(two.frees, 1u);  // cached, then returned when its thread exited
+  EXPECT_EQ(class_of(1 << 20).in_use_bytes, 1u << 20);
+  // A purge returns every cached chunk, and the bound's room with it.
+  heap.purge();
+  EXPECT_EQ(class_of(4 << 20).in_use_bytes, 0u);
+  EXPECT_EQ(class_of(1 << 20).in_use_bytes, 0u);
+  std::thread([&] {
+    void* a = heap.malloc(4 << 20);
+    void* b = heap.malloc(4 << 20);
+    heap.free(a);
+    heap.free(b);  // one chunk per class and thread: the second goes back
+    EXPECT_EQ(class_of(4 << 20).in_use_bytes, 4u << 20);
+  }).join();
 }
 
-TEST_F(HeapTest, PageCacheBoundBelowAClassLeavesThatClassUncached) {
+TEST_F(HeapTest, LargeCacheOffLeavesChunksAbove256KiBUncached) {
   Topology t;
   topology_single(&t, 0);
   Options o;
   o.class_span = 1ull << 30;
-  o.page_cache_bytes = 512 << 10;  // classes above 512 KiB are not cached
+  o.large_cache_bytes = 0;
   ASSERT_TRUE(heap.init(o, t, &os));
   heap_ready = true;
   for (int i = 0; i < 10; ++i) heap.free(heap.malloc(1 << 20));

@@ -30,8 +30,8 @@ const OptionInfo kTable[] = {
     {"TCACHE_BYTES", OptKind::kSize, 32 << 10, 1 << 10, 1 << 24, nullptr, "thread cache bytes per small class"},
     {"SYSFS_ROOT", OptKind::kPath, 0, 0, 0, nullptr, "sysfs root for the topology (tests)"},
     {"PRINT_OPTIONS", OptKind::kBool, 0, 0, 1, nullptr, "print effective options to stderr at start"},
-    {"PAGE_CACHE_BYTES", OptKind::kSize, 4 << 20, 0, 1ll << 30, nullptr,
-     "per-thread cache of page-class chunks up to 4 MiB (charged bytes; each class at most an eighth, at least one chunk); 0 = off"},
+    {"PAGE_CACHE_BYTES", OptKind::kSize, 512 << 10, 0, 1ll << 30, nullptr,
+     "per-thread cache of page-class chunks up to 256 KiB (charged bytes); 0 = off"},
     {"DECAY_THREAD", OptKind::kBool, 1, 0, 1, nullptr,
      "a background thread applies DECAY_MS while the program does not allocate"},
     {"EXCHANGE_MS", OptKind::kInt, 100, 0, 3600000, nullptr,
@@ -43,6 +43,8 @@ const OptionInfo kTable[] = {
      "free resident pages a node keeps, in percent of its in-use bytes; above it (and FREE_FLOOR) the oldest are advised away at once; 0 = no limit"},
     {"FREE_FLOOR", OptKind::kSize, 8 << 20, 0, 1ll << 40, nullptr,
      "free resident bytes a node may always keep, whatever FREE_PERCENT says"},
+    {"LARGE_CACHE_BYTES", OptKind::kSize, 8 << 20, 0, 1ll << 40, nullptr,
+     "chunks of 256 KiB-4 MiB all threads together may keep in their caches (one per class and thread); 0 = none"},
 };
 constexpr std::size_t kCount = sizeof kTable / sizeof kTable[0];
 
@@ -176,6 +178,7 @@ Options options_from_env() {
       case 17: o.free_refresh_ms = v; break;
       case 18: o.free_percent = v; break;
       case 19: o.free_floor = static_cast<std::uint64_t>(v); break;
+      case 20: o.large_cache_bytes = static_cast<std::uint64_t>(v); break;
     }
   }
   // Unknown NUMAP_* names are typos that would otherwise be silently ignored.
@@ -221,6 +224,7 @@ long long option_value(const Options& o, std::size_t index, const char** text) {
     case 17: return o.free_refresh_ms;
     case 18: return o.free_percent;
     case 19: return static_cast<long long>(o.free_floor);
+    case 20: return static_cast<long long>(o.large_cache_bytes);
   }
   return 0;
 }

@@ -36,13 +36,14 @@ struct Options {
   std::uint64_t tcache_bytes = 32 << 10;  // TCACHE_BYTES: per thread and small class
   const char* sysfs_root = "/sys";   // SYSFS_ROOT: where devices/system/node lives (tests)
   bool print = false;                // PRINT_OPTIONS
-  std::uint64_t page_cache_bytes = 4 << 20;  // PAGE_CACHE_BYTES: per thread, page chunks <= 4 MiB
+  std::uint64_t page_cache_bytes = 512 << 10;  // PAGE_CACHE_BYTES: per thread, page chunks <= 256 KiB
   bool decay_thread = true;          // DECAY_THREAD: a background thread applies the decay while idle
   long long exchange_ms = 100;       // EXCHANGE_MS: fresh pages are paid for by other classes' pages idle this long; 0 = off
   bool stats_at_exit = false;        // STATS_AT_EXIT: one summary line on stderr when the process exits
   long long free_refresh_ms = 100;   // FREE_REFRESH_MS: node free memory re-read at most this often; 0 = never
   long long free_percent = 12;       // FREE_PERCENT: free resident pages kept per node, % of in use; 0 = no limit
   std::uint64_t free_floor = 8 << 20;  // FREE_FLOOR: free resident bytes a node may always keep
+  std::uint64_t large_cache_bytes = 8 << 20;  // LARGE_CACHE_BYTES: cached chunks above 256 KiB, all threads
 };
 
 const OptionInfo* option_table(std::size_t* count);

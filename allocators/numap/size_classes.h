@@ -2,8 +2,11 @@
 // page classes (4 KiB .. the largest class, 1 GiB by default) are chunks of whole pages, four per
 // doubling above 16 KiB (at most 25% internal waste, and every chunk a page multiple, so it can be
 // advised away exactly). Power-of-two page classes serve alignments of 4 KiB and above. Requests
-// of 3.5-16 KiB are slab objects with 1-2 KiB spacing rather than whole pages: as pages, a 4.1 KiB
-// request took 8 KiB (hash_build's 3-16 KiB payloads: +13% over live, issue 12).
+// of 3.5-16 KiB are slab objects rather than whole pages: as pages, a 4.1 KiB request took 8 KiB
+// (hash_build's 3-16 KiB payloads: +13% over live, issue 12). Above 4 KiB each class is the
+// largest multiple of 16 B of which n fit a 64 KiB slab (n = 15 .. 4): the slab's tail is at most
+// 128 B, where classes of 1-2 KiB spacing left up to 8 KiB (14 KiB objects, 4 to a slab) and
+// averaged 15% over the request on hash_build's payloads (8% now).
 #pragma once
 
 #include <cstddef>
@@ -12,13 +15,13 @@
 namespace numap {
 
 constexpr std::size_t kSmallMax = 16384;
-constexpr int kSmallClasses = 36;
+constexpr int kSmallClasses = 40;
 constexpr std::size_t kSlabBytes = 64 << 10;
 
 constexpr std::uint32_t kSmallSize[kSmallClasses] = {
-    16,   32,   48,   64,   80,   96,   112,  128,  160,  192,  224,  256,  320, 384,
-    448,  512,  640,  768,  896,  1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584,
-    4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336, 16384};
+    16,   32,   48,   64,   80,   96,   112,  128,  160,  192,  224,  256,  320,  384,
+    448,  512,  640,  768,  896,  1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096,
+    4368, 4672, 5040, 5456, 5952, 6544, 7280, 8192, 9360, 10912, 13104, 16384};
 
 struct SmallLookup {
   std::uint8_t cls[kSmallMax / 16 + 1];

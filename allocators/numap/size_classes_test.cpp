@@ -20,6 +20,21 @@ TEST(NumapSizeClasses, SmallClassIsTheSmallestThatFits) {
   }
 }
 
+// Above 4 KiB a class is sized to its slab: at most 128 B of each 64 KiB slab is left over
+// (14 KiB objects left 8 KiB, an eighth of every slab of that class).
+TEST(NumapSizeClasses, ClassesAboveFourKiBFillTheirSlab) {
+  int above = 0;
+  for (int c = 0; c < kSmallClasses; ++c) {
+    if (kSmallSize[c] <= 4096) continue;
+    ++above;
+    EXPECT_LE(kSlabBytes % kSmallSize[c], 128u) << kSmallSize[c];
+    if (c > 0) {
+      EXPECT_EQ(kSlabBytes / kSmallSize[c] + 1, kSlabBytes / kSmallSize[c - 1]) << kSmallSize[c];
+    }
+  }
+  EXPECT_EQ(above, 12);  // 15 .. 4 objects per slab
+}
+
 // Chunk indexes are computed by multiplication (ChunkDivider): exact for every class, including
 // the slab, at the largest span, at both ends of each chunk near the top of the span (where the
 // rounding error is largest) and across it.

@@ -27,8 +27,8 @@ struct SlabMeta {
 // Whole batches a thread cache's overflow left for the next refill, per (node, class): a batch
 // goes in and out in O(1) under the Central's lock instead of object by object through the slabs
 // (tcmalloc's transfer cache). Bounded, since parked objects keep their slabs from emptying: at
-// most kTransferBatches batches and kTransferBytes of objects per (node, class), 4.5 MiB per node
-// in all (36 classes).
+// most kTransferBatches batches and kTransferBytes of objects per (node, class), 5 MiB per node
+// in all (40 classes).
 constexpr int kTransferBatches = 32;
 constexpr std::uint32_t kTransferBytes = 128 << 10;
 

@@ -22,10 +22,14 @@ struct CacheList {
 
 // Page classes 0 .. kPageCacheClasses-1 (4 KiB .. 4 MiB) have a per-thread cache too: a small
 // stack of chunk pointers (not an intrusive list: a cached chunk may have no resident page to hold
-// a link). Refills take a batch from the (node, class) Slot and overflows return half of one, each
-// under one lock acquisition; the charged bytes of all cached chunks are bounded by
-// NUMAP_PAGE_CACHE_BYTES per thread, and each class's by an eighth of it (at least one chunk).
+// a link). Up to 256 KiB (classes below kLargeCachedClass) refills take a batch from the (node,
+// class) Slot and overflows return half of one, each under one lock acquisition, and the charged
+// bytes of a thread's cached chunks are bounded by NUMAP_PAGE_CACHE_BYTES. Above, a thread keeps
+// at most one chunk per class, and only while all threads' cached large chunks together stay
+// within NUMAP_LARGE_CACHE_BYTES (Heap::large_cached_): a bound per thread would grow with the
+// thread count (64 pool threads each keeping a 4 MiB buffer hold 256 MiB).
 constexpr int kPageCacheClasses = 36;
+constexpr int kLargeCachedClass = 20;  // 320 KiB
 constexpr int kPageCacheDepth = 8;
 
 struct PageCacheList {
@@ -57,7 +61,7 @@ struct ThreadCache {
   std::uint32_t until_recheck;   // refills until the node is looked up again
   std::uint64_t hits;            // not yet added to the heap's counters
   CacheList lists[kSmallClasses];
-  std::uint64_t page_bytes;      // charged bytes of the chunks in `pages`
+  std::uint64_t page_bytes;      // charged bytes of the chunks in `pages` below kLargeCachedClass
   // The page cache is the one part another thread touches: purge() flushes every registered
   // thread's page cache unless its owner is inside a page-cache operation (page_lock set; the
   // purger never waits for a busy thread). With membarrier (Heap::asymmetric_page_guard) the

@@ -29,10 +29,11 @@
 
 namespace {
 
-// 90% of a freed set, less what the freeing thread's page cache may keep (NUMAP_PAGE_CACHE_BYTES:
-// cached chunks count as in use and are neither aged nor limited; its thread's next calls reuse them).
-uint64_t given_back_at_least(uint64_t set_bytes, long long page_cache_bytes) {
-  const uint64_t cache = static_cast<uint64_t>(page_cache_bytes);
+// 90% of a freed set, less what thread caches may keep (NUMAP_PAGE_CACHE_BYTES for this thread's
+// chunks up to 256 KiB, NUMAP_LARGE_CACHE_BYTES above: cached chunks count as in use and are neither
+// aged nor limited; the thread's next calls reuse them).
+uint64_t given_back_at_least(uint64_t set_bytes, long long cache_bytes) {
+  const uint64_t cache = static_cast<uint64_t>(cache_bytes);
   return set_bytes > cache ? (set_bytes - cache) * 9 / 10 : 0;
 }
 
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "decay_probe: numap_stats not found: libnumap.so is not preloaded\n");
     return 1;
   }
-  long long decay_ms = 0, thread_on = -1, free_percent = -1, page_cache = -1;
+  long long decay_ms = 0, thread_on = -1, free_percent = -1, page_cache = -1, large_cache = -1;
   const char* name = nullptr;
   const char* text = nullptr;
   long long value = 0;
@@ -111,11 +112,13 @@ int main(int argc, char** argv) {
     if (strcmp(name, "DECAY_THREAD") == 0) thread_on = value;
     if (strcmp(name, "FREE_PERCENT") == 0) free_percent = value;
     if (strcmp(name, "PAGE_CACHE_BYTES") == 0) page_cache = value;
+    if (strcmp(name, "LARGE_CACHE_BYTES") == 0) large_cache = value;
   }
-  if (page_cache < 0) {
-    fprintf(stderr, "decay_probe: numap_option lists no PAGE_CACHE_BYTES\n");
+  if (page_cache < 0 || large_cache < 0) {
+    fprintf(stderr, "decay_probe: numap_option lists no PAGE_CACHE_BYTES or LARGE_CACHE_BYTES\n");
     return 2;
   }
+  const long long cache = page_cache + large_cache;
   if (by_limit) {
     if (free_percent <= 0 || decay_ms != 0) {
       fprintf(stderr, "decay_probe: free_limit needs NUMAP_FREE_PERCENT > 0 and NUMAP_DECAY_MS=0 (got %lld, %lld)\n",
@@ -123,7 +126,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     const uint64_t set_bytes = allocate_set();
-    const uint64_t want = given_back_at_least(set_bytes, page_cache);
+    const uint64_t want = given_back_at_least(set_bytes, cache);
     const struct numap_stats s0 = stats();
     const uint64_t rss0 = rss_bytes();
     for (int i = 0; i < kBlocks; ++i) free(blocks[i]);
@@ -183,7 +186,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < kBlocks; ++i) free(blocks[i]);
   const struct numap_stats idle0 = stats();
   const uint64_t idle_rss0 = rss_bytes();
-  const uint64_t want = given_back_at_least(set_bytes, page_cache);
+  const uint64_t want = given_back_at_least(set_bytes, cache);
   if (by_thread) {
     for (int i = 0; i < 200 && stats().decay_bytes - idle0.decay_bytes < want; ++i) sleep_ms(decay_ms / 4 + 1);
   } else {
