@@ -507,9 +507,23 @@ void Heap::chunk_free(int part, int slot, std::uint64_t index) {
   Slot& sl = part_[part].slots[slot];
   sl.frees.fetch_add(1, std::memory_order_relaxed);
   sl.in_use_bytes.fetch_sub(sl.chunk(), std::memory_order_relaxed);
-  const std::uint64_t resident = std::uint64_t{sl.extent(index)} * kPage;
+  std::uint64_t resident = std::uint64_t{sl.extent(index)} * kPage;
+  // Under the free limit a chunk of kGiveBackAtOnce or more goes back to the kernel as it is freed,
+  // as glibc unmaps every block that large: a hash table's old array, freed before its doubled
+  // successor (another class) is built, would otherwise stay resident within the allowance of 12%
+  // of everything in use. The chunk is still ours here: no lock, nothing else can take it.
+  if (opt_.free_percent > 0 && sl.chunk() >= kGiveBackAtOnce && resident != 0 &&
+      os_->advise_free(sl.address(index), resident)) {
+    sl.extent(index) = 0;
+    uncharge(part, resident);
+    sl.mapped_bytes.fetch_sub(resident, std::memory_order_relaxed);
+    sl.advised_bytes.fetch_add(resident, std::memory_order_relaxed);
+    advised_.fetch_add(resident, std::memory_order_relaxed);
+    limited_bytes_.fetch_add(resident, std::memory_order_relaxed);
+    resident = 0;
+  }
   sl.give(index, tick());
-  note_freed(part, resident);
+  if (resident != 0) note_freed(part, resident);
 }
 
 bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes) {
@@ -893,8 +907,17 @@ bool Heap::large_cache_take(std::uint64_t bytes) {
 bool Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages) {
   PageCacheList& l = tc->pages[cls];
   if (cls >= kLargeCachedClass) {
+    const std::uint64_t bytes = std::uint64_t{extent_pages} * kPage;
     page_enter(tc);
-    const bool room = l.count < l.limit && large_cache_take(std::uint64_t{extent_pages} * kPage);
+    bool room = l.count < l.limit && large_cache_take(bytes);
+    if (!room && l.count < l.limit) {
+      // The bound is full: this thread's chunks of other large classes, older than the one just
+      // freed, go back first (a program that moved on from 2 MiB to 4 MiB buffers would otherwise
+      // keep its 2 MiB ones cached and the bound full).
+      for (int c = kLargeCachedClass; c < kPageCacheClasses; ++c)
+        if (c != cls && tc->pages[c].count != 0) page_flush(tc, c, 0);
+      room = large_cache_take(bytes);
+    }
     if (room) {
       l.chunk[l.count] = p;
       l.extent[l.count++] = extent_pages;
@@ -953,8 +976,8 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit) 
   l.count = keep;
 }
 
-void Heap::flush_pages(ThreadCache* tc) {
-  for (int c = 0; c < kPageCacheClasses; ++c) page_flush(tc, c, 0, false);
+void Heap::flush_pages(ThreadCache* tc, bool limit) {
+  for (int c = 0; c < kPageCacheClasses; ++c) page_flush(tc, c, 0, limit);
 }
 
 void Heap::flush_all_page_caches() {
@@ -1111,7 +1134,10 @@ void Heap::drain_transfers() {
 void Heap::flush_cache(ThreadCache* tc) {
   for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
   page_enter(tc);
-  flush_pages(tc);
+  // The free limit applies: a pool whose threads exit and are replaced (arena_churn, seed 002)
+  // returns their cached chunks here, and without it they would stay resident until the next
+  // check elsewhere.
+  flush_pages(tc, true);
   page_unlock_own(tc);
   unregister_cache(tc);
   tcache_hits_.fetch_add(tc->hits, std::memory_order_relaxed);

@@ -29,6 +29,9 @@ constexpr int kSlabSlot = 0;  // slot index of the slabs; page class c is slot c
 constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident chunk up to a doubling above
 
 constexpr std::uint64_t kUnlimited = ~std::uint64_t{0};
+// Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
+// threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), above which it unmaps every freed block.
+constexpr std::uint64_t kGiveBackAtOnce = 32ull << 20;
 
 // Page-aligned, so that each node's part of the metadata can be bound to that node.
 struct alignas(4096) NodePart {
@@ -172,7 +175,7 @@ class Heap {
   // limit: apply the free limit to what goes back (not while the registry lock is held: a purge
   // flushing every cache advises away what it needs itself, and the other threads would wait).
   void page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit = true);
-  void flush_pages(ThreadCache* tc);
+  void flush_pages(ThreadCache* tc, bool limit = false);
   void flush_all_page_caches();
   // The owner's side of a page-cache operation (ThreadCache::page_lock).
   void page_enter(ThreadCache* tc) const;

@@ -551,6 +551,18 @@ TEST_F(HeapTest, LargeChunksAreCachedWithinOneBoundForAllThreads) {
     heap.free(b);  // one chunk per class and thread: the second goes back
     EXPECT_EQ(class_of(4 << 20).in_use_bytes, 4u << 20);
   }).join();
+  // A thread that moves on to a larger size: its older large chunks make room. Cached: 2 + 3 +
+  // 1.25 MiB (6.25 MiB); a 4 MiB chunk would cross 8 MiB, so those go back and it is kept.
+  heap.purge();
+  std::thread([&] {
+    for (std::size_t size : {std::size_t{2} << 20, std::size_t{3} << 20, std::size_t{5} << 18})
+      heap.free(heap.malloc(size));
+    EXPECT_EQ(class_of(3 << 20).in_use_bytes, 3u << 20);
+    heap.free(heap.malloc(4 << 20));
+    EXPECT_EQ(class_of(4 << 20).in_use_bytes, 4u << 20);
+    EXPECT_EQ(class_of(3 << 20).in_use_bytes, 0u);
+    EXPECT_EQ(class_of(2 << 20).in_use_bytes, 0u);
+  }).join();
 }
 
 TEST_F(HeapTest, LargeCacheOffLeavesChunksAbove256KiBUncached) {
@@ -636,6 +648,42 @@ TEST_F(HeapTest, FreeLimitKeepsChurnAndGivesBackARelease) {
   for (void* p : held) heap.free(p);
   EXPECT_GE(stats().limited_bytes, 34u << 20);
   EXPECT_LE(heap.mapped_bytes(), 2u << 20);
+}
+
+// Within the allowance (12% of 320 MiB held) a freed 32 MiB chunk would stay resident; it goes
+// back as it is freed, as glibc unmaps blocks that large. A 16 MiB one stays. The limit off
+// (FREE_PERCENT=0) keeps both.
+TEST_F(HeapTest, FreeLimitGivesBackChunksOf32MiBAsTheyAreFreed) {
+  make_limit(12, 8 << 20);
+  std::vector<void*> held = touched(10, 32 << 20);
+  void* mid = touched(1, 16 << 20)[0];
+  void* big = touched(1, 32 << 20)[0];
+  const std::uint64_t mapped = heap.mapped_bytes();
+  const int advises = FakeOs::advises;
+  heap.free(mid);
+  EXPECT_EQ(heap.mapped_bytes(), mapped);
+  heap.free(big);
+  EXPECT_EQ(heap.mapped_bytes(), mapped - (32u << 20));
+  EXPECT_EQ(FakeOs::advises, advises + 1);
+  EXPECT_EQ(stats().limited_bytes, 32u << 20);
+  // Reused: fresh zero pages, charged again.
+  void* again = heap.malloc(32 << 20);
+  EXPECT_EQ(again, big);
+  EXPECT_EQ(static_cast<char*>(again)[4096], 0);
+  EXPECT_EQ(heap.mapped_bytes(), mapped - (32u << 20) + (32u << 20));
+  heap.free(again);
+  for (void* p : held) heap.free(p);
+}
+
+TEST_F(HeapTest, WithoutTheFreeLimitLargeChunksStayResident) {
+  make_limit(0, 8 << 20);
+  std::vector<void*> held = touched(10, 32 << 20);
+  void* big = touched(1, 32 << 20)[0];
+  const std::uint64_t mapped = heap.mapped_bytes();
+  heap.free(big);
+  EXPECT_EQ(heap.mapped_bytes(), mapped);
+  EXPECT_EQ(stats().limited_bytes, 0u);
+  for (void* p : held) heap.free(p);
 }
 
 TEST_F(HeapTest, FreeLimitTakesIdlePagesBeforeJustFreedOnes) {
