@@ -364,6 +364,9 @@ void Heap::limit_free(int part) {
   if (np.limiting.exchange(1, std::memory_order_acquire) != 0) return;
   std::uint64_t free = 0;
   for (int s = 0; s < nslots_; ++s) free += np.slots[s].free_mapped_bytes();
+  // Large chunks waiting in thread caches are free memory too: the limit trims the Slots' free
+  // pages for them, so the cache holds part of the allowance instead of adding to it.
+  free += np.large_cached.load(std::memory_order_relaxed);
   const std::uint64_t mapped = np.mapped.load(std::memory_order_relaxed);
   const std::uint64_t in_use = mapped > free ? mapped - free : 0;
   const std::uint64_t pct = static_cast<std::uint64_t>(opt_.free_percent);
@@ -849,7 +852,7 @@ void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool bo
       if (cls < kLargeCachedClass)
         tc->page_bytes -= std::uint64_t{ext} * kPage;
       else
-        large_cache_give(std::uint64_t{ext} * kPage);
+        large_cache_give(part_of_chunk(p), std::uint64_t{ext} * kPage);
     }
     page_unlock_own(tc);
     if (p != nullptr) {
@@ -897,10 +900,11 @@ void Heap::page_refill(ThreadCache* tc, int cls) {
   tc->hits = 0;
 }
 
-bool Heap::large_cache_take(std::uint64_t bytes) {
-  if (large_cached_.load(std::memory_order_relaxed) + bytes > opt_.large_cache_bytes) return false;
-  if (large_cached_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= opt_.large_cache_bytes) return true;
-  large_cached_.fetch_sub(bytes, std::memory_order_relaxed);
+bool Heap::large_cache_take(int part, std::uint64_t bytes) {
+  std::atomic<std::uint64_t>& cached = part_[part].large_cached;
+  if (cached.load(std::memory_order_relaxed) + bytes > opt_.large_cache_bytes) return false;
+  if (cached.fetch_add(bytes, std::memory_order_relaxed) + bytes <= opt_.large_cache_bytes) return true;
+  cached.fetch_sub(bytes, std::memory_order_relaxed);
   return false;
 }
 
@@ -909,14 +913,15 @@ bool Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pag
   if (cls >= kLargeCachedClass) {
     const std::uint64_t bytes = std::uint64_t{extent_pages} * kPage;
     page_enter(tc);
-    bool room = l.count < l.limit && large_cache_take(bytes);
+    const int part = part_of_chunk(p);
+    bool room = l.count < l.limit && large_cache_take(part, bytes);
     if (!room && l.count < l.limit) {
       // The bound is full: this thread's chunks of other large classes, older than the one just
       // freed, go back first (a program that moved on from 2 MiB to 4 MiB buffers would otherwise
       // keep its 2 MiB ones cached and the bound full).
       for (int c = kLargeCachedClass; c < kPageCacheClasses; ++c)
         if (c != cls && tc->pages[c].count != 0) page_flush(tc, c, 0);
-      room = large_cache_take(bytes);
+      room = large_cache_take(part, bytes);
     }
     if (room) {
       l.chunk[l.count] = p;
@@ -963,7 +968,7 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit) 
     if (cls < kLargeCachedClass)
       tc->page_bytes -= resident;
     else
-      large_cache_give(resident);
+      large_cache_give(w0.part, resident);
     sl.frees.fetch_add(static_cast<std::uint64_t>(k), std::memory_order_relaxed);
     sl.in_use_bytes.fetch_sub(static_cast<std::uint64_t>(k) * sl.chunk(), std::memory_order_relaxed);
     sl.give_batch(idx, k, tick());
@@ -1164,10 +1169,10 @@ void* Heap::page_malloc(std::size_t n) {
       page_enter(tc);
       if (l.count != 0 && l.extent[l.count - 1] >= pages_for(n)) {
         void* p = l.chunk[--l.count];
-        if (cls < kLargeCachedClass)
+        if (__builtin_expect(cls < kLargeCachedClass, 1))
           tc->page_bytes -= std::uint64_t{l.extent[l.count]} * kPage;
         else
-          large_cache_give(std::uint64_t{l.extent[l.count]} * kPage);
+          large_cache_give(part_of_chunk(p), std::uint64_t{l.extent[l.count]} * kPage);
         page_unlock_own(tc);
         ++tc->hits;
         return p;
@@ -1195,17 +1200,18 @@ void Heap::free_slow(void* p) {
     PageCacheList& l = tc->pages[cls];
     Slot& sl = part_[tc->node].slots[1 + cls];
     const std::uint32_t ext = sl.extent(sl.index_of(p));
-    const std::uint64_t bytes = std::uint64_t{ext} * kPage;
-    page_enter(tc);
-    if (l.count < l.limit &&
-        (cls < kLargeCachedClass ? tc->page_bytes + bytes <= opt_.page_cache_bytes : large_cache_take(bytes))) {
-      l.chunk[l.count] = p;
-      l.extent[l.count++] = ext;
-      if (cls < kLargeCachedClass) tc->page_bytes += bytes;
+    // Chunks above 256 KiB take page_push's path (the node's bound, evictions) through free_uncached.
+    if (__builtin_expect(cls < kLargeCachedClass, 1)) {
+      page_enter(tc);
+      if (l.count < l.limit && tc->page_bytes + std::uint64_t{ext} * kPage <= opt_.page_cache_bytes) {
+        l.chunk[l.count] = p;
+        l.extent[l.count++] = ext;
+        tc->page_bytes += std::uint64_t{ext} * kPage;
+        page_unlock_own(tc);
+        return;
+      }
       page_unlock_own(tc);
-      return;
     }
-    page_unlock_own(tc);
   }
   free_uncached(p);
 }

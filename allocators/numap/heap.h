@@ -59,6 +59,10 @@ struct alignas(4096) NodePart {
   // holds `limiting`.
   std::atomic<std::uint32_t> limit_scale{1}, limit_window{0}, limit_need{1};
   std::atomic<std::uint64_t> limit_given{0}, limit_refaulted{0};
+  // Charged bytes of this node's chunks above 256 KiB in thread caches (bounded by
+  // NUMAP_LARGE_CACHE_BYTES; free pages as far as the free limit is concerned). Its own line: every
+  // thread's large-chunk cache hit writes it.
+  alignas(64) std::atomic<std::uint64_t> large_cached{0};
 };
 
 class Heap {
@@ -167,10 +171,16 @@ class Heap {
   // False (nothing cached) when a chunk above 256 KiB finds its class's place taken or the
   // large-chunk bound reached: the caller gives it back to its Slot.
   bool page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages);
-  // The bound on cached chunks above 256 KiB, all threads together: take room for `bytes` (false
-  // when there is none) and give it back when such a chunk leaves a cache.
-  bool large_cache_take(std::uint64_t bytes);
-  void large_cache_give(std::uint64_t bytes) { large_cached_.fetch_sub(bytes, std::memory_order_relaxed); }
+  // The bound on cached chunks above 256 KiB of node `part`, all threads together: take room for
+  // `bytes` (false when there is none) and give it back when such a chunk leaves a cache.
+  bool large_cache_take(int part, std::uint64_t bytes);
+  void large_cache_give(int part, std::uint64_t bytes) {
+    part_[part].large_cached.fetch_sub(bytes, std::memory_order_relaxed);
+  }
+  // The node of a page chunk (a shift, and a division only with several nodes).
+  int part_of_chunk(const void* p) const {
+    return nparts_ == 1 ? 0 : static_cast<int>((static_cast<std::uint64_t>(static_cast<const char*>(p) - arena_) >> span_shift_) / static_cast<std::uint64_t>(nslots_));
+  }
   void page_refill(ThreadCache* tc, int cls);
   // limit: apply the free limit to what goes back (not while the registry lock is held: a purge
   // flushing every cache advises away what it needs itself, and the other threads would wait).
@@ -290,7 +300,6 @@ class Heap {
   std::atomic<std::uint32_t> next_decay_{0};  // tick before which no decay pass runs
   std::atomic<std::uint64_t> decay_passes_{0}, decay_bytes_{0}, borrowed_bytes_{0}, exchanged_bytes_{0}, trims_{0};
   std::atomic<std::uint64_t> limited_bytes_{0};  // advised away by the free limit
-  alignas(64) std::atomic<std::uint64_t> large_cached_{0};  // charged bytes of cached chunks above 256 KiB
   std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
   std::atomic<std::uint64_t> huge_allocs_{0};
   std::atomic<std::uint64_t> split_allocs_{0};  // huge allocations spread over several nodes

@@ -44,7 +44,7 @@ const OptionInfo kTable[] = {
     {"FREE_FLOOR", OptKind::kSize, 8 << 20, 0, 1ll << 40, nullptr,
      "free resident bytes a node may always keep, whatever FREE_PERCENT says"},
     {"LARGE_CACHE_BYTES", OptKind::kSize, 8 << 20, 0, 1ll << 40, nullptr,
-     "chunks of 256 KiB-4 MiB all threads together may keep in their caches (one per class and thread); 0 = none"},
+     "chunks of 320 KiB-4 MiB all threads together may keep in their caches, per node (one per class and thread; free pages for FREE_PERCENT); 0 = none"},
 };
 constexpr std::size_t kCount = sizeof kTable / sizeof kTable[0];
 

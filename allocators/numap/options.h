@@ -43,7 +43,7 @@ struct Options {
   long long free_refresh_ms = 100;   // FREE_REFRESH_MS: node free memory re-read at most this often; 0 = never
   long long free_percent = 12;       // FREE_PERCENT: free resident pages kept per node, % of in use; 0 = no limit
   std::uint64_t free_floor = 8 << 20;  // FREE_FLOOR: free resident bytes a node may always keep
-  std::uint64_t large_cache_bytes = 8 << 20;  // LARGE_CACHE_BYTES: cached chunks above 256 KiB, all threads
+  std::uint64_t large_cache_bytes = 8 << 20;  // LARGE_CACHE_BYTES: cached chunks above 256 KiB, all threads, per node
 };
 
 const OptionInfo* option_table(std::size_t* count);

@@ -25,8 +25,8 @@ struct CacheList {
 // a link). Up to 256 KiB (classes below kLargeCachedClass) refills take a batch from the (node,
 // class) Slot and overflows return half of one, each under one lock acquisition, and the charged
 // bytes of a thread's cached chunks are bounded by NUMAP_PAGE_CACHE_BYTES. Above, a thread keeps
-// at most one chunk per class, and only while all threads' cached large chunks together stay
-// within NUMAP_LARGE_CACHE_BYTES (Heap::large_cached_): a bound per thread would grow with the
+// at most one chunk per class, and only while all threads' cached large chunks of its node stay
+// within NUMAP_LARGE_CACHE_BYTES (NodePart::large_cached): a bound per thread would grow with the
 // thread count (64 pool threads each keeping a 4 MiB buffer hold 256 MiB).
 constexpr int kPageCacheClasses = 36;
 constexpr int kLargeCachedClass = 20;  // 320 KiB
