@@ -185,7 +185,7 @@ class Heap {
   // limit: apply the free limit to what goes back (not while the registry lock is held: a purge
   // flushing every cache advises away what it needs itself, and the other threads would wait).
   void page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit = true);
-  void flush_pages(ThreadCache* tc, bool limit = false);
+  void flush_pages(ThreadCache* tc);
   void flush_all_page_caches();
   // The owner's side of a page-cache operation (ThreadCache::page_lock).
   void page_enter(ThreadCache* tc) const;
