@@ -565,6 +565,32 @@ TEST_F(HeapTest, LargeChunksAreCachedWithinOneBoundForAllThreads) {
   }).join();
 }
 
+// A large chunk in a thread cache is free memory to the free limit. 80 MiB held; a freed 4 MiB
+// chunk waits in this thread's cache and two more go to the Slot (one per class and thread). At
+// the check: 8 MiB free in the Slot + 4 MiB cached = 12 MiB against 12% of the 80 MiB in use
+// (9.6 MiB), so Slot pages go. Not counted, it would be 8 MiB against 12% of 84 (10.1): none.
+TEST_F(HeapTest, FreeLimitCountsCachedLargeChunksAsFree) {
+  Topology t;
+  topology_single(&t, 0);
+  Options o;
+  o.class_span = 1ull << 30;
+  o.decay_ms = 0;
+  o.exchange_ms = 0;
+  o.free_percent = 12;
+  o.free_floor = 1 << 20;
+  ASSERT_TRUE(heap.init(o, t, &os));
+  heap_ready = true;
+  std::vector<void*> held = touched(20, 4 << 20);
+  std::vector<void*> more = touched(3, 4 << 20);
+  heap.free(more[0]);  // cached
+  EXPECT_EQ(stats().limited_bytes, 0u);
+  heap.free(more[1]);  // Slot: 4 MiB freed, below the check's 1/16 of 92 MiB
+  EXPECT_EQ(stats().limited_bytes, 0u);
+  heap.free(more[2]);  // Slot: 8 MiB freed: the check
+  EXPECT_GE(stats().limited_bytes, 4u << 20);
+  for (void* p : held) heap.free(p);
+}
+
 TEST_F(HeapTest, LargeCacheOffLeavesChunksAbove256KiBUncached) {
   Topology t;
   topology_single(&t, 0);
