@@ -333,12 +333,6 @@ void Heap::maybe_decay() {
   const std::uint32_t period = static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
   if (!next_decay_.compare_exchange_strong(next, now + period, std::memory_order_relaxed)) return;
   decay_passes_.fetch_add(1, std::memory_order_relaxed);
-  // Large chunks left in thread caches (an outgrown table, a buffer size no longer used) go back
-  // to their Slots each pass, so that they age, are exchanged and limited like any free chunk; a
-  // loop that still reuses one pays one Slot round trip per pass.
-  bool large = false;
-  for (int p = 0; p < nparts_ && !large; ++p) large = part_[p].large_cached.load(std::memory_order_relaxed) != 0;
-  if (large) flush_all_page_caches(kLargeCachedClass);
   const std::uint64_t got =
       purge_pages(0, -1, -1, true, now - static_cast<std::uint32_t>(opt_.decay_ms));
   decay_bytes_.fetch_add(got, std::memory_order_relaxed);
@@ -987,11 +981,11 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit) 
   l.count = keep;
 }
 
-void Heap::flush_pages(ThreadCache* tc, int from_class) {
-  for (int c = from_class; c < kPageCacheClasses; ++c) page_flush(tc, c, 0, false);
+void Heap::flush_pages(ThreadCache* tc) {
+  for (int c = 0; c < kPageCacheClasses; ++c) page_flush(tc, c, 0, false);
 }
 
-void Heap::flush_all_page_caches(int from_class) {
+void Heap::flush_all_page_caches() {
   LockGuard g(registry_lock_);
   if (asym_guard_) {
     for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) __atomic_store_n(&tc->page_flushing, 1u, __ATOMIC_RELAXED);
@@ -999,7 +993,7 @@ void Heap::flush_all_page_caches(int from_class) {
     const bool fenced = os_->barrier();
     for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) {
       // A thread inside its own cache operation (or one that was when a parent forked) is skipped.
-      if (fenced && __atomic_load_n(&tc->page_lock, __ATOMIC_ACQUIRE) == 0) flush_pages(tc, from_class);
+      if (fenced && __atomic_load_n(&tc->page_lock, __ATOMIC_ACQUIRE) == 0) flush_pages(tc);
       __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELEASE);
     }
     return;
@@ -1009,7 +1003,7 @@ void Heap::flush_all_page_caches(int from_class) {
     // A thread busy with its own cache (or one that held it when a parent forked) is skipped.
     if (!__atomic_compare_exchange_n(&tc->page_lock, &expected, 1u, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
       continue;
-    flush_pages(tc, from_class);
+    flush_pages(tc);
     page_unlock_own(tc);
   }
 }

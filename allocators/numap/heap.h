@@ -185,10 +185,8 @@ class Heap {
   // limit: apply the free limit to what goes back (not while the registry lock is held: a purge
   // flushing every cache advises away what it needs itself, and the other threads would wait).
   void page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit = true);
-  void flush_pages(ThreadCache* tc, int from_class = 0);
-  // Every registered thread's page cache, classes from_class and up (kLargeCachedClass: the large
-  // chunks only, as the decay pass does).
-  void flush_all_page_caches(int from_class = 0);
+  void flush_pages(ThreadCache* tc);
+  void flush_all_page_caches();
   // The owner's side of a page-cache operation (ThreadCache::page_lock).
   void page_enter(ThreadCache* tc) const;
   void unregister_cache(ThreadCache* tc);

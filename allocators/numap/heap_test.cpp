@@ -591,47 +591,6 @@ TEST_F(HeapTest, FreeLimitCountsCachedLargeChunksAsFree) {
   for (void* p : held) heap.free(p);
 }
 
-// A large chunk left in an idle thread's cache goes back to its Slot at the next decay pass and
-// then ages like any free chunk: advised away one decay time later.
-TEST_F(HeapTest, DecayPassReturnsLargeChunksLeftInThreadCaches) {
-  Topology t;
-  topology_single(&t, 0);
-  Options o;
-  o.class_span = 1ull << 30;
-  o.decay_ms = 40;
-  o.decay_thread = false;
-  o.exchange_ms = 0;
-  o.free_percent = 0;  // decay alone
-  ASSERT_TRUE(heap.init(o, t, &os));
-  heap_ready = true;
-  auto in_use_of = [&](std::size_t size) {
-    numap_class_stats c[200];
-    const std::size_t n = heap.stats(nullptr, c, 200);
-    for (std::size_t i = 0; i < n; ++i)
-      if (c[i].size == size && c[i].kind == 1) return c[i].in_use_bytes;
-    return ~std::uint64_t{0};
-  };
-  std::atomic<int> phase{0};
-  std::thread idle([&] {
-    void* p = heap.malloc(1 << 20);
-    memset(p, 1, 1 << 20);
-    heap.free(p);  // cached in this thread, which then stays alive doing nothing
-    phase = 1;
-    while (phase != 2) std::this_thread::yield();
-  });
-  while (phase != 1) std::this_thread::yield();
-  EXPECT_EQ(in_use_of(1 << 20), 1u << 20);
-  FakeOs::now += 100;
-  heap.free(heap.malloc(3 << 20));  // a slow path: the decay pass
-  EXPECT_EQ(in_use_of(1 << 20), 0u);  // back in its Slot, young: not advised yet
-  EXPECT_EQ(stats().decay_bytes, 0u);
-  FakeOs::now += 100;
-  heap.free(heap.malloc(5 << 19));  // another class (the 3 MiB chunk is cached now): a slow path
-  EXPECT_GE(stats().decay_bytes, 1u << 20);
-  phase = 2;
-  idle.join();
-}
-
 TEST_F(HeapTest, LargeCacheOffLeavesChunksAbove256KiBUncached) {
   Topology t;
   topology_single(&t, 0);
