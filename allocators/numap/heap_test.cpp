@@ -156,6 +156,14 @@ class HeapTest : public ::testing::Test {
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
+  // One node, 1 GiB spans, everything else as `o` says (thread caches on unless it says otherwise).
+  void make_with(Options o) {
+    Topology t;
+    topology_single(&t, 0);
+    o.class_span = 1ull << 30;
+    ASSERT_TRUE(heap.init(o, t, &os));
+    heap_ready = true;
+  }
   // One node, no capacity, no thread caches (every page-class call reaches the Slots).
   void make_decay(long long decay_ms, bool thread, long long exchange_ms) {
     Topology t;
@@ -570,16 +578,12 @@ TEST_F(HeapTest, LargeChunksAreCachedWithinOneBoundForAllThreads) {
 // the check: 8 MiB free in the Slot + 4 MiB cached = 12 MiB against 12% of the 80 MiB in use
 // (9.6 MiB), so Slot pages go. Not counted, it would be 8 MiB against 12% of 84 (10.1): none.
 TEST_F(HeapTest, FreeLimitCountsCachedLargeChunksAsFree) {
-  Topology t;
-  topology_single(&t, 0);
   Options o;
-  o.class_span = 1ull << 30;
   o.decay_ms = 0;
   o.exchange_ms = 0;
   o.free_percent = 12;
   o.free_floor = 1 << 20;
-  ASSERT_TRUE(heap.init(o, t, &os));
-  heap_ready = true;
+  make_with(o);
   std::vector<void*> held = touched(20, 4 << 20);
   std::vector<void*> more = touched(3, 4 << 20);
   heap.free(more[0]);  // cached
@@ -592,13 +596,9 @@ TEST_F(HeapTest, FreeLimitCountsCachedLargeChunksAsFree) {
 }
 
 TEST_F(HeapTest, LargeCacheOffLeavesChunksAbove256KiBUncached) {
-  Topology t;
-  topology_single(&t, 0);
   Options o;
-  o.class_span = 1ull << 30;
   o.large_cache_bytes = 0;
-  ASSERT_TRUE(heap.init(o, t, &os));
-  heap_ready = true;
+  make_with(o);
   for (int i = 0; i < 10; ++i) heap.free(heap.malloc(1 << 20));
   Stats s = stats();
   numap_class_stats c[200];
