@@ -210,11 +210,9 @@ void Heap::destroy() {
 }
 
 Heap::Where Heap::locate(const void* p) const {
-  const std::uint64_t off = static_cast<std::uint64_t>(static_cast<const char*>(p) - arena_);
   // The span is a power of two: the global slot by a shift, the chunk by multiplication.
-  const int global_slot = static_cast<int>(off >> span_shift_);
-  const int part = nparts_ == 1 ? 0 : global_slot / nslots_;
-  const int slot = global_slot - part * nslots_;
+  const int part = part_of_chunk(p);
+  const int slot = global_slot(p) - part * nslots_;
   return Where{part, slot, part_[part].slots[slot].index_of(p)};
 }
 

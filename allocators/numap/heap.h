@@ -177,10 +177,12 @@ class Heap {
   void large_cache_give(int part, std::uint64_t bytes) {
     part_[part].large_cached.fetch_sub(bytes, std::memory_order_relaxed);
   }
-  // The node of a page chunk (a shift, and a division only with several nodes).
-  int part_of_chunk(const void* p) const {
-    return nparts_ == 1 ? 0 : static_cast<int>((static_cast<std::uint64_t>(static_cast<const char*>(p) - arena_) >> span_shift_) / static_cast<std::uint64_t>(nslots_));
+  // The arena's span a pointer falls in (node x slots + slot), and its node (a shift, and a
+  // division only with several nodes).
+  int global_slot(const void* p) const {
+    return static_cast<int>(static_cast<std::uint64_t>(static_cast<const char*>(p) - arena_) >> span_shift_);
   }
+  int part_of_chunk(const void* p) const { return nparts_ == 1 ? 0 : global_slot(p) / nslots_; }
   void page_refill(ThreadCache* tc, int cls);
   // limit: apply the free limit to what goes back (not while the registry lock is held: a purge
   // flushing every cache advises away what it needs itself, and the other threads would wait).
