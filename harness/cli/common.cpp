@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <cstdlib>
@@ -58,18 +59,41 @@ matrix::MatrixFile load_variants() {
   return matrix::load_matrix_file(matrix::config_dir() + "/variants.toml", /*variants_only=*/true);
 }
 
-// Everything that would make the write fail, checked before the charts are drawn.
-void check_output_file(const std::string& out, const std::string& flag) {
+// Everything that would make the write fail or destroy results, checked before any work is done.
+void check_output_file(const std::string& out, const std::string& flag, const std::vector<std::string>& reading) {
   fs::path path(out);
+  if (out.empty()) throw std::invalid_argument(fmt::format("{}: the file name is empty", flag));
   if (fs::is_directory(path)) throw std::invalid_argument(fmt::format("{} {}: is a folder, not a file", flag, out));
   fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   if (!fs::is_directory(parent))
     throw std::invalid_argument(fmt::format("{} {}: folder {} does not exist", flag, out, parent.string()));
+  // Where the write would land once every symlink is followed: a link named -o still destroys its target.
+  std::error_code ec;
+  const fs::path target = fs::weakly_canonical(path, ec);
+  const fs::path target_dir = ec ? fs::absolute(parent) : target.parent_path();
+  for (const auto& dir : reading) {
+    const fs::path folder = fs::weakly_canonical(dir, ec);
+    if (ec) continue;
+    auto [f, t] = std::mismatch(folder.begin(), folder.end(), target.begin(), target.end());
+    if (f != folder.end() || t == target.end()) continue;
+    // Pages and baselines may be written into the folder (report.html is its default); what a run
+    // wrote there may not be overwritten.
+    static const std::vector<std::string> kRunsOwn{"results.jsonl", "results.corrupt.jsonl", "meta.json", "summary.csv",
+                                                   "summary.json", "cells.json", ".allocmark.lock", "logs", "parts",
+                                                   "slurm", "data"};
+    if (std::find(kRunsOwn.begin(), kRunsOwn.end(), t->string()) != kRunsOwn.end())
+      throw std::invalid_argument(fmt::format("{} {}: would overwrite {}'s {}, which this command reads; write it elsewhere",
+                                              flag, out, dir, t->string()));
+  }
+  const std::string name = target.filename().string();
+  if ((name == "results.jsonl" || name == "meta.json") &&
+      (fs::exists(target_dir / "results.jsonl", ec) || fs::exists(target_dir / "meta.json", ec)))
+    throw std::invalid_argument(fmt::format("{} {}: is the {} of the results folder {}; write it elsewhere", flag, out, name,
+                                            target_dir.string()));
   if (::access(parent.c_str(), W_OK) != 0)
     throw std::invalid_argument(fmt::format("{} {}: folder {} is not writable", flag, out, parent.string()));
   if (fs::exists(path) && ::access(path.c_str(), W_OK) != 0)
     throw std::invalid_argument(fmt::format("{} {}: not writable", flag, out));
 }
-
 
 }  // namespace allocmark::cli

@@ -49,9 +49,12 @@ Subcommand add_topology_command(CLI::App& app);
 // is a typo, not a request for a default).
 std::vector<std::string> split_commas(const std::vector<std::string>& items, const std::string& flag);
 
-// -o FILE of the commands that write a page: everything that would make the write fail (a folder,
-// a missing or read-only folder, a read-only file), checked before any work; invalid_argument.
-void check_output_file(const std::string& out, const std::string& flag = "-o");
+// -o FILE of the commands that write a file: everything that would make the write fail (a folder,
+// a missing or read-only folder, a read-only file), and everything that would destroy results (a
+// file inside one of the folders `reading` that the command reads, or the results.jsonl or
+// meta.json of any results folder), checked before any work; invalid_argument naming the flag.
+void check_output_file(const std::string& out, const std::string& flag = "-o",
+                       const std::vector<std::string>& reading = {});
 
 // --metric of gate and compare: gate metric names, checked; `fallback` when none is given.
 std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw, const std::vector<std::string>& fallback);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <algorithm>
@@ -223,6 +224,25 @@ json ResultsDir::read_meta() const {
 void ResultsDir::write_meta(const json& meta) const { write_file_atomically(path_ + "/meta.json", meta.dump(2) + "\n"); }
 
 void ResultsDir::write_summaries() const { results::write_summaries(path_); }
+
+FolderWriter folder_writer(const std::string& dir) {
+  FolderWriter out;
+  const std::string path = dir + "/.allocmark.lock";
+  // O_NOFOLLOW: a link planted in someone else's folder must not make a reader lock another file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return out;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    out.active = true;
+    char buf[1024];
+    ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    out.holder.assign(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+    if (auto nl = out.holder.find('\n'); nl != std::string::npos) out.holder.resize(nl);
+    if (out.holder.rfind("pid ", 0) == 0) out.pid = std::strtol(out.holder.c_str() + 4, nullptr, 10);
+    if (out.holder.empty()) out.holder = "a run";
+  }
+  ::close(fd);
+  return out;
+}
 
 void write_file_atomically(const std::string& path, const std::string& text) {
   // The writer's pid in the temporary name: several writers may race to publish the same file

@@ -93,6 +93,15 @@ std::vector<std::string> part_files(const std::string& dir);
 // Where a batch executor keeps its submissions (DIR/slurm/s1, s2, ...), sorted.
 std::vector<std::string> submission_dirs(const std::string& dir);
 
+// Whether a run is writing a results folder now (it holds DIR/.allocmark.lock), and who: readers
+// (status, report, baseline, merge) say so rather than give a partial answer as if it were whole.
+struct FolderWriter {
+  bool active = false;
+  std::string holder;  // the lock file's text: "pid P on host H, started T: COMMAND"
+  long pid = 0;        // P, 0 when the text does not say
+};
+FolderWriter folder_writer(const std::string& dir);
+
 // Writes `text` to a temporary file beside `path` and renames it over `path`, so a reader sees
 // the old file or the new one, never half of one. Throws ResultsError.
 void write_file_atomically(const std::string& path, const std::string& text);
