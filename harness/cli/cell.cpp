@@ -55,7 +55,7 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
   runner::CellOutcome outcome = runner::run_cell(cell, settings, log, hooks);
   if (outcome.interrupted) return kExitInterrupted;
   if (spec.contains("attempt")) outcome.record["attempt"] = attempt;
-  std::string text = outcome.record.dump() + "\n";
+  std::string text = outcome.record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";  // never lose a cell to a stray byte
   if (record_path.empty()) {
     std::cout << text;
   } else {

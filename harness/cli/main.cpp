@@ -1,6 +1,8 @@
 // allocmark: the driver's entry point. Each subcommand lives in its own file (list.cpp, run.cpp,
 // show.cpp, cell.cpp, plot.cpp, report.cpp, compare.cpp, status.cpp, merge.cpp, lab.cpp, ...) and registers its flags here; this file only dispatches and maps errors to
 // exit codes. The driver never runs a workload itself.
+#include <signal.h>
+
 #include <iostream>
 
 #include "harness/cli/common.h"
@@ -9,6 +11,10 @@
 using namespace allocmark::cli;
 
 int main(int argc, char** argv) {
+  // A write to a pipe or socket whose reader has gone (a program's closed phase socket, a closed
+  // `| head`) fails with EPIPE where it happens instead of killing the driver and its run.
+  // Processes it starts get the default back (runner/process.cpp).
+  ::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"allocmark: which memory allocator to run, and how to configure it, measured"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(ALLOCMARK_VERSION) + " (" + ALLOCMARK_GIT_COMMIT + ")");

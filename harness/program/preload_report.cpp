@@ -6,12 +6,24 @@
 // reset (VmHWM), which closes the last phase exactly, and its resident bytes per NUMA node
 // (/proc/self/numa_maps), which the driver cannot read once the process has gone.
 //
-// Only the process the driver started reports: the variables are removed from the environment at
-// load, so the program's own children do not write into the cell's pipe.
+// The exit report is also the proof that the process's final image was served by the allocator:
+// a process that execs into an image without the companion (`env -u LD_PRELOAD prog`) sends none,
+// and the driver fails the cell. So it is sent from `exit` (atexit) and from `_exit`/`_Exit`,
+// which this library interposes (dash leaves that way); `_exit` may run in a signal handler, so
+// that report allocates nothing and carries only the peak and end RSS.
+//
+// Only the process the driver started reports (its parent is the driver, ALLOCMARK_DRIVER_PID),
+// in every image it execs into: the variables stay in the environment for those, and the
+// program's own children, whose parent is not the driver, stay silent. Every event carries the
+// pid, so the driver also ignores an orphan of the program that was reparented to it.
+#include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -28,9 +40,14 @@ using nlohmann::json;
 
 int g_fd = -1;
 pid_t g_pid = -1;
+bool g_exit_reported = false;
 const allocmark::allocators::NativeApi* g_api = nullptr;
 
-void report(const json& event) { allocmark::worker::write_report_line(g_fd, event); }
+// A path or an allocator's option text need not be UTF-8; JSON must be: such bytes become U+FFFD.
+void report(json event) {
+  event["pid"] = g_pid;
+  allocmark::worker::write_report_line(g_fd, json::parse(event.dump(-1, ' ', false, json::error_handler_t::replace)));
+}
 
 int64_t now_ns() {
   timespec ts{};
@@ -38,18 +55,20 @@ int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+[[noreturn]] void exit_group(int status) {
+  for (;;) ::syscall(SYS_exit_group, status);
+}
+
 void on_exit();
 
 __attribute__((constructor)) void on_load() {
   const char* fd = std::getenv("ALLOCMARK_REPORT_FD");
-  if (!fd) return;
+  const char* driver = std::getenv("ALLOCMARK_DRIVER_PID");
+  if (!fd || !driver || ::getppid() != std::atoi(driver)) return;
   g_fd = std::atoi(fd);
   g_pid = ::getpid();
   const std::string expected = std::getenv("ALLOCMARK_EXPECT_LIBRARY") ? std::getenv("ALLOCMARK_EXPECT_LIBRARY") : "";
   const std::string backend = std::getenv("ALLOCMARK_BACKEND") ? std::getenv("ALLOCMARK_BACKEND") : "";
-  ::unsetenv("ALLOCMARK_REPORT_FD");
-  ::unsetenv("ALLOCMARK_EXPECT_LIBRARY");
-  ::unsetenv("ALLOCMARK_BACKEND");
   try {
     g_api = &allocmark::allocators::native_api(backend);
   } catch (const std::out_of_range&) {
@@ -59,16 +78,21 @@ __attribute__((constructor)) void on_load() {
   // runs before they are destroyed.
   std::atexit(on_exit);
   std::string served = allocmark::worker::library_serving("malloc");
-  report({{"event", "start"}, {"library", served}, {"pid", g_pid}, {"t_ns", now_ns()},
+  report({{"event", "start"}, {"library", served}, {"t_ns", now_ns()},
           {"version", g_api ? g_api->version() : ""}, {"options", g_api ? g_api->read_options() : json::object()}});
   if (auto problem = allocmark::worker::check_served_by(served, expected); !problem.empty()) {
     report({{"event", "error"}, {"error", problem}});
-    ::_exit(3);
+    g_exit_reported = true;
+    exit_group(3);
   }
 }
 
+// Only the process that loaded this image reports: a forked child without exec inherits our state.
+bool reports_exit() { return g_fd >= 0 && !g_exit_reported && ::getpid() == g_pid; }
+
 void on_exit() {
-  if (g_fd < 0 || ::getpid() != g_pid) return;  // a forked child without exec inherits our state
+  if (!reports_exit()) return;
+  g_exit_reported = true;
   allocmark::metrics::MemStatus mem{};
   bool read_ok = allocmark::metrics::read_mem_status(0, mem);
   json done{{"event", "program_exit"}, {"t_ns", now_ns()},
@@ -83,4 +107,75 @@ void on_exit() {
   report(done);
 }
 
+// What follows runs from _exit, perhaps inside a signal handler: system calls and stack buffers only.
+
+// The value of a "Name:   N kB" line of /proc/self/status in bytes, or -1.
+int64_t status_kib_field(const char* status, const char* name) {
+  const char* at = std::strstr(status, name);
+  if (!at) return -1;
+  at += std::strlen(name);
+  while (*at == ' ' || *at == '\t') ++at;
+  if (*at < '0' || *at > '9') return -1;
+  int64_t kib = 0;
+  while (*at >= '0' && *at <= '9') kib = kib * 10 + (*at++ - '0');
+  return kib * 1024;
+}
+
+// `value` in decimal at `out`, "null" when negative; returns the end.
+char* put_number(char* out, int64_t value) {
+  if (value < 0) return std::strcpy(out, "null") + 4;
+  char digits[24];
+  int n = 0;
+  do digits[n++] = static_cast<char>('0' + value % 10);
+  while ((value /= 10) > 0);
+  while (n) *out++ = digits[--n];
+  return out;
+}
+
+char* put_text(char* out, const char* text) { return std::strcpy(out, text) + std::strlen(text); }
+
+void report_exit_without_allocating() {
+  if (!reports_exit()) return;
+  g_exit_reported = true;
+  const int saved_errno = errno;
+  char status[8192];
+  status[0] = '\0';
+  if (int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    std::size_t used = 0;
+    for (ssize_t n; used < sizeof status - 1 && ((n = ::read(fd, status + used, sizeof status - 1 - used)) > 0 || (n < 0 && errno == EINTR));)
+      if (n > 0) used += static_cast<std::size_t>(n);
+    status[used] = '\0';
+    ::close(fd);
+  }
+  char line[256];
+  char* p = put_text(line, "{\"event\":\"program_exit\",\"pid\":");
+  p = put_number(p, g_pid);
+  p = put_text(p, ",\"t_ns\":");
+  p = put_number(p, now_ns());
+  p = put_text(p, ",\"peak_rss_bytes\":");
+  p = put_number(p, status_kib_field(status, "\nVmHWM:"));
+  p = put_text(p, ",\"end_rss_bytes\":");
+  p = put_number(p, status_kib_field(status, "\nVmRSS:"));
+  p = put_text(p, "}\n");
+  for (const char* q = line; q < p;) {
+    ssize_t n = ::write(g_fd, q, static_cast<std::size_t>(p - q));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    q += n;
+  }
+  errno = saved_errno;
+}
+
 }  // namespace
+
+extern "C" {
+// The C library's exit() ends through its internal _exit, not these: that path reports from atexit.
+[[noreturn]] void _exit(int status) {
+  report_exit_without_allocating();
+  exit_group(status);
+}
+[[noreturn]] void _Exit(int status) noexcept {
+  report_exit_without_allocating();
+  exit_group(status);
+}
+}

@@ -178,7 +178,7 @@ void ResultsDir::scan(bool discard_corrupt) {
 
 void ResultsDir::append(const json& record) {
   const std::string jsonl = path_ + "/results.jsonl";
-  std::string line = record.dump() + "\n";
+  std::string line = record.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";  // never lose a cell to a stray byte
   int fd = ::open(jsonl.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw ResultsError("cannot append to " + jsonl + ": " + std::strerror(errno));
   struct stat st {};

@@ -1,6 +1,7 @@
 #include "harness/runner/cell_runner.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,9 +39,16 @@ int64_t monotonic_ns() {
 }
 
 // After the worker exited, what is still in the pipe belongs to the cell (a final `done`, the tail
-// of a large burst). Its process group is dead, so EOF comes at once unless a process outside the
-// group kept the pipe open: the wait is bounded for that case.
+// of a large burst). Everything it started has been ended (end_leftovers), so EOF comes at once
+// unless a process outside its tree holds the pipe (one it passed the descriptor to): the wait is
+// bounded for that case, and it is never part of the cell's time.
 constexpr auto kDrainLimit = std::chrono::seconds(5);
+
+// A pid field of an event, -1 when absent or not a number.
+pid_t event_pid(const json& ev) {
+  auto it = ev.find("pid");
+  return it != ev.end() && it->is_number_integer() ? it->get<pid_t>() : -1;
+}
 
 }  // namespace
 
@@ -74,6 +82,7 @@ Spawned spawn_program(const matrix::Cell& cell, const placement::Placement& wher
   std::erase_if(env, [](const std::string& e) { return e.rfind("LD_PRELOAD=", 0) == 0; });
   env.push_back("LD_PRELOAD=" + preload);
   env.push_back("ALLOCMARK_REPORT_FD=3");
+  env.push_back("ALLOCMARK_DRIVER_PID=" + std::to_string(::getpid()));  // the companion reports from its child only
   env.push_back(std::string(matrix::kPhaseFdVariable) + "=4");
   env.push_back("ALLOCMARK_EXPECT_LIBRARY=" + cell.allocator.library);
   env.push_back("ALLOCMARK_BACKEND=" + cell.allocator.backend);
@@ -126,6 +135,7 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
   const topology::Topology topo = program ? topology::detect() : topology::Topology{};
   placement::Placement program_placement;
   if (program) program_placement = placement::plan_placement(topo, placement::current_allowed(), settings.pin, 1);
+  become_subreaper();
   Spawned w = program ? spawn_program(cell, program_placement, log_path, stdout_path)
                       : spawn_worker(settings.worker_path, {"--cell", worker_spec(cell, settings, data_dir).dump()},
                                      worker_environment(cell.allocator), log_path);
@@ -140,7 +150,9 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
     for (const auto& n : topo.nodes) node_ids.push_back(n.id);
     phases.emplace(w.pid, start_ns, std::move(node_ids));
   }
-  json exit_event;
+  json exit_event;  // the companion's program_exit from the measured process's final image
+  int64_t exit_ns = 0;
+  std::size_t outlived_by = 0;
   rusage usage{};
   WorkerEnd end;
   end.timeout_s = settings.timeout_s;
@@ -151,17 +163,24 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
   char buf[65536];
   auto on_report = [&](const char* data, std::size_t n) {
     for (const auto& ev : stream.feed(data, n)) {
-      if (program && ev.value("event", "") == "program_exit")
-        exit_event = ev;  // closes the last phase once the program has gone
-      else
+      if (!program) {
         builder.on_event(ev);
+      } else if (event_pid(ev) != w.pid) {
+        continue;  // not the measured process: an orphan of the program, reparented to the driver
+      } else if (ev.value("event", "") == "program_exit") {
+        exit_event = ev;  // closes the last phase once the program has gone
+      } else {
+        builder.on_event(ev);  // a later image's start (the program exec'd) replaces an earlier one's
+      }
     }
   };
   auto on_phase_marks = [&](const char* data, std::size_t n) {
-    for (const auto& ev : phases->feed(data, n, monotonic_ns())) builder.on_event(ev);
-    // Answered after the edge was measured; a program that never reads the answers loses nothing.
+    // Marks still unread when the program exited were written before: their edges are its exit.
+    for (const auto& ev : phases->feed(data, n, exited ? exit_ns : monotonic_ns())) builder.on_event(ev);
+    // Answered after the edge was measured. A program that never reads the answers loses nothing
+    // but exactness; one that closed its end gets none (MSG_NOSIGNAL: no SIGPIPE, just EPIPE).
     std::string answers = phases->take_answers();
-    if (!answers.empty()) (void)!::write(w.phase_fd, answers.data(), answers.size());
+    if (!answers.empty()) (void)!::send(w.phase_fd, answers.data(), answers.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   };
 
 
@@ -216,20 +235,30 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
     }
     if (!exited && ::wait4(w.pid, &end.wait_status, WNOHANG, &usage) == w.pid) {
       exited = true;
-      kill_group(w.pid);  // anything the worker left behind in its group
+      exit_ns = monotonic_ns();
+      if (phases) phases->program_ended();
+      // The cell ends with its process: what it started (in its group, or reparented to the
+      // driver after leaving it) ends now, and no longer holds the pipes open.
+      outlived_by = end_leftovers(w.pid);
       drain_until = Clock::now() + kDrainLimit;
     }
   }
   ::close(w.report_fd);
   if (w.phase_fd >= 0) ::close(w.phase_fd);
   if (program) {
-    const int64_t now_ns = monotonic_ns();
-    builder.on_event(phases->finish(exit_event, usage, now_ns,
-                                    timeline.max_rss_between((phases->current_begin_ns() - start_ns) / 1e6, (now_ns - start_ns) / 1e6)));
-    if (!builder.saw_start() && WIFEXITED(end.wait_status) && WEXITSTATUS(end.wait_status) == 0)
+    builder.on_event(phases->finish(exit_event, usage, exit_ns,
+                                    timeline.max_rss_between((phases->current_begin_ns() - start_ns) / 1e6, (exit_ns - start_ns) / 1e6)));
+    const bool exit_zero = WIFEXITED(end.wait_status) && WEXITSTATUS(end.wait_status) == 0;
+    if (exit_zero && !builder.saw_start())
       builder.on_event({{"event", "error"},
                         {"error", "no preload proof: the program never loaded allocmark's companion library (statically "
                                   "linked, set-uid, or it replaced its environment), so which allocator served it is unknown"}});
+    else if (exit_zero && !exit_event.is_object())
+      builder.on_event({{"event", "error"},
+                        {"error", "no preload proof: the companion library reported at the start of process " +
+                                      std::to_string(w.pid) + ", but not at its exit: its final image did not load it "
+                                      "(an exec without LD_PRELOAD), closed descriptor 3, or ended by the exit_group "
+                                      "system call rather than exit() or _exit(), so which allocator served it is unknown"}});
     else if (builder.saw_start() && !end.timed_out && !interrupted)
       builder.on_event({{"event", "done"},
                         {"alloc_stats", exit_event.is_object() ? exit_event.value("alloc_stats", json::object()) : json::object()},
@@ -239,6 +268,7 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
     extra["exit_signal"] = WIFSIGNALED(end.wait_status) ? json(WTERMSIG(end.wait_status)) : json(nullptr);
     extra["phase_mark_errors"] = phases->bad_lines();
     extra["stdout"] = stdout_path;
+    extra["outlived_by"] = outlived_by;
     json where = placement::to_json(program_placement);
     const bool pinned = program_placement.spec.kind != placement::PinSpec::Kind::none;
     where["program_cpus"] = pinned ? json(topology::format_list(program_placement.candidate_cpus)) : json(nullptr);
@@ -255,7 +285,7 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
     std::filesystem::remove_all(data_dir, ec);
     std::filesystem::remove(settings.data_root, ec);  // only succeeds when no other cell's folder is kept there
   }
-  const double wall_s = (monotonic_ns() - start_ns) / 1e9;
+  const double wall_s = (exit_ns - start_ns) / 1e9;
 
   end.saw_done = builder.saw_done();
   end.error_event = builder.error_event();

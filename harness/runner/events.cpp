@@ -1,5 +1,7 @@
 #include "harness/runner/events.h"
 
+#include "harness/results/safe_text.h"
+
 namespace allocmark::runner {
 
 std::vector<nlohmann::json> EventStream::feed(const char* data, std::size_t size) {
@@ -7,8 +9,9 @@ std::vector<nlohmann::json> EventStream::feed(const char* data, std::size_t size
   pending_.append(data, size);
   std::size_t start = 0, nl;
   while ((nl = pending_.find('\n', start)) != std::string::npos) {
-    auto ev = nlohmann::json::parse(pending_.begin() + static_cast<std::ptrdiff_t>(start),
-                                    pending_.begin() + static_cast<std::ptrdiff_t>(nl), nullptr, false);
+    // The worker's and the companion's texts (paths, a library's messages) need not be UTF-8:
+    // such bytes become U+FFFD rather than costing the whole event.
+    auto ev = nlohmann::json::parse(results::valid_utf8(std::string_view(pending_).substr(start, nl - start)), nullptr, false);
     if (ev.is_discarded() || !ev.is_object())
       ++malformed_;
     else

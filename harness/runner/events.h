@@ -1,5 +1,6 @@
 // The worker's report stream (fd 3): one JSON object per line. Bytes arrive in chunks of any size
-// (a burst larger than the pipe buffer comes in several reads); only whole lines become events.
+// (a burst larger than the pipe buffer comes in several reads); only whole lines become events,
+// their strings valid UTF-8.
 #pragma once
 
 #include <nlohmann/json.hpp>

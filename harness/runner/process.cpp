@@ -1,5 +1,6 @@
 #include "harness/runner/process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <numaif.h>
 #include <sched.h>
@@ -16,10 +17,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
+#include <set>
 #include <sstream>
 #include <vector>
 #include <stdexcept>
+
+#include "harness/results/safe_text.h"
 
 extern char** environ;
 
@@ -96,6 +99,9 @@ Spawned spawn_process(const std::vector<std::string>& args, const std::vector<st
     // prctl took effect. It survives execve (the worker is not set-uid).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != driver) ::_exit(127);
+    // The driver ignores SIGPIPE (a program may close its phase socket at any time); an ignored
+    // signal stays ignored across exec, and the program must get the default it expects.
+    ::signal(SIGPIPE, SIG_DFL);
     // dup2 clears close-on-exec on the copies; the originals close at exec.
     ::dup2(report[1], 3);
     if (options.phase_pipe) ::dup2(phase[1], 4);
@@ -139,12 +145,79 @@ void kill_group(pid_t pid) {
   if (pid > 0) ::kill(-pid, SIGKILL);
 }
 
+void become_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+namespace {
+struct ProcessEntry {
+  pid_t pid, parent, group;
+  char state;
+};
+
+// Every process in /proc with its parent, process group and state. /proc/PID/stat reads
+// "PID (COMM) STATE PPID PGRP ...", where COMM may hold spaces and parentheses: the fields are
+// taken after the last ')'.
+std::vector<ProcessEntry> all_processes() {
+  std::vector<ProcessEntry> out;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return out;
+  while (dirent* e = ::readdir(proc)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char path[300], text[512];
+    std::snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t n = ::read(fd, text, sizeof text - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    text[n] = '\0';
+    const char* fields = std::strrchr(text, ')');
+    ProcessEntry p{static_cast<pid_t>(std::atoi(e->d_name)), 0, 0, '?'};
+    if (fields && std::sscanf(fields + 1, " %c %d %d", &p.state, &p.parent, &p.group) == 3) out.push_back(p);
+  }
+  ::closedir(proc);
+  return out;
+}
+}  // namespace
+
+std::size_t end_leftovers(pid_t group) {
+  const pid_t self = ::getpid();
+  std::set<pid_t> running;
+  // Bounded: a process in uninterruptible sleep dies only when it wakes; 2 s is plenty for SIGKILL.
+  for (int round = 0; round < 200; ++round) {
+    bool any = false;
+    for (const ProcessEntry& p : all_processes()) {
+      if (p.pid == self || (p.group != group && p.parent != self)) continue;
+      any = true;
+      if (p.state != 'Z') {
+        running.insert(p.pid);
+        ::kill(p.pid, SIGKILL);
+      }
+      if (p.parent == self) ::waitpid(p.pid, nullptr, WNOHANG);
+    }
+    if (group > 0) ::kill(-group, SIGKILL);  // after the count: one that joined it since goes too
+    if (!any) break;
+    ::usleep(round < 10 ? 1000 : 10000);
+  }
+  return running.size();
+}
+
 std::string tail_of_file(const std::string& path, std::size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.size() > max_bytes) text = "..." + text.substr(text.size() - max_bytes);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  std::streamoff from = size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
+  in.seekg(from);
+  std::string text(static_cast<std::size_t>(size - from), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (from > 0) {
+    // Continuation bytes are 10xxxxxx: skip the rest of a character cut at the front (3 at most).
+    std::size_t skip = 0;
+    while (skip < 3 && skip < text.size() && (static_cast<unsigned char>(text[skip]) & 0xC0) == 0x80) ++skip;
+    text = "..." + text.substr(skip);
+  }
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
+  return results::valid_utf8(text);
 }
 
 ToolResult run_tool(const std::vector<std::string>& args) {
@@ -158,9 +231,18 @@ ToolResult run_tool(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // The tool gets the default SIGPIPE, not the driver's ignored one (see spawn_process).
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attributes, &pipe_signal);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  int rc = ::posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   ::close(fds[1]);
   if (rc != 0) {
     ::close(fds[0]);

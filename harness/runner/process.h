@@ -39,7 +39,20 @@ Spawned spawn_process(const std::vector<std::string>& argv, const std::vector<st
 // SIGKILL to the worker's whole process group (anything it started goes with it).
 void kill_group(pid_t pid);
 
-// Text of the last `max_bytes` of a file, for error messages.
+// Makes the calling process the reaper of its descendants' orphans (PR_SET_CHILD_SUBREAPER): a
+// process a cell started that left the cell's process group (setsid, a daemon's double fork) is
+// then still found, as the driver's child, when the cell ends.
+void become_subreaper();
+
+// Ends everything a cell's process left behind once it has been reaped: the members of its process
+// group and the processes reparented to the driver (its subreaper), each SIGKILLed, then reaped,
+// round after round until none is left (a killed process's children are reparented in turn).
+// Returns how many of them were still running (zombies are reaped, not counted). The driver starts
+// no other process while a cell runs, so its children are the cell's.
+std::size_t end_leftovers(pid_t group);
+
+// The last `max_bytes` of a file (at most: the cut is moved forward to a character boundary), as
+// valid UTF-8, for error messages that go into records.
 std::string tail_of_file(const std::string& path, std::size_t max_bytes);
 
 // A helper tool (sbatch, ldd, cpio, ...) run to completion: its exit status and what it printed.

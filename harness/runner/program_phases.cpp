@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "harness/metrics/phase_record.h"
+#include "harness/results/safe_text.h"
 
 namespace allocmark::runner {
 
@@ -11,6 +12,16 @@ using nlohmann::json;
 
 namespace {
 constexpr std::size_t kMaxLine = 256;
+
+// A phase name goes into records, tables and chart labels: up to 64 bytes of valid UTF-8 without
+// spaces, quotes, backslashes or control characters.
+bool valid_phase_name(const std::string& name) {
+  if (name.empty() || name.size() > 64 || results::valid_utf8(name) != name) return false;
+  return std::none_of(name.begin(), name.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u <= ' ' || u == 0x7F || c == '"' || c == '\\';
+  });
+}
 }  // namespace
 
 ProgramPhases::ProgramPhases(pid_t pid, int64_t start_ns, std::vector<int> node_ids)
@@ -49,10 +60,10 @@ json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& en
 json ProgramPhases::close_phase(const std::string& next, int64_t now_ns) {
   metrics::MemStatus mem{};
   metrics::TaskCounters now{};
-  bool read_ok = metrics::read_mem_status(pid_, mem) && metrics::read_task_counters(pid_, now);
-  const bool sched_ok = sched_now_.read(pid_);
+  bool read_ok = !ended_ && metrics::read_mem_status(pid_, mem) && metrics::read_task_counters(pid_, now);
+  const bool sched_ok = !ended_ && sched_now_.read(pid_);
   metrics::NodeResidency residency;
-  const json by_node = metrics::read_numa_maps(pid_, residency) ? json(metrics::residency_list(residency)) : json(nullptr);
+  const json by_node = !ended_ && metrics::read_numa_maps(pid_, residency) ? json(metrics::residency_list(residency)) : json(nullptr);
   json ev = read_ok ? phase_event(now_ns, mem.hwm_bytes, mem.rss_bytes, reset_ok_, now, sched_ok ? &sched_now_ : nullptr, by_node)
                     : phase_event(now_ns, nullptr, nullptr, false, at_begin_, nullptr, by_node);
   reset_ok_ = read_ok && metrics::reset_peak_rss(pid_);
@@ -73,9 +84,8 @@ std::vector<json> ProgramPhases::feed(const char* data, std::size_t size, int64_
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const std::string prefix = "phase ";
     std::string name = line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : "";
-    bool valid = !name.empty() && name.size() <= 64 && name.find_first_of(" \t\"\\") == std::string::npos;
-    if (!valid) {
-      if (bad_lines_.size() < 10) bad_lines_.push_back(line.substr(0, kMaxLine));
+    if (!valid_phase_name(name)) {
+      if (bad_lines_.size() < 10) bad_lines_.push_back(results::valid_utf8(line.substr(0, kMaxLine)));
       answers_ += "error\n";
       continue;
     }
@@ -87,7 +97,7 @@ std::vector<json> ProgramPhases::feed(const char* data, std::size_t size, int64_
     answers_ += "ok\n";
   }
   if (partial_.size() > kMaxLine) {  // no newline in sight: not a phase line
-    if (bad_lines_.size() < 10) bad_lines_.push_back(partial_.substr(0, kMaxLine));
+    if (bad_lines_.size() < 10) bad_lines_.push_back(results::valid_utf8(partial_.substr(0, kMaxLine)));
     partial_.clear();
   }
   return closed;
@@ -106,7 +116,8 @@ json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t
   bool reported = exit_event.is_object();
   json peak = reported ? exit_event.value("peak_rss_bytes", json()) : json();
   json end_rss = reported ? exit_event.value("end_rss_bytes", json()) : json();
-  int64_t t_end = reported ? exit_event.value("t_ns", end_ns) : end_ns;
+  // Never before the phase began: its mark may have been read only after the program exited.
+  int64_t t_end = std::max(reported ? exit_event.value("t_ns", end_ns) : end_ns, begin_ns_);
   const bool exact = !peak.is_null();
   if (peak.is_null() && sampled_peak > 0) peak = sampled_peak;
   // The program has gone, and its threads' scheduler figures with it: the last phase has none.

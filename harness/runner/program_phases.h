@@ -30,6 +30,9 @@ class ProgramPhases {
   ProgramPhases(pid_t pid, int64_t start_ns, std::vector<int> node_ids);
   // Bytes read from the phase pipe; returns the phase_end events of the phases this closed.
   std::vector<nlohmann::json> feed(const char* data, std::size_t size, int64_t now_ns);
+  // The program has been reaped: its pid may name another process now, so marks still to be read
+  // close their phases without reading /proc (figures null, not exact).
+  void program_ended() { ended_ = true; }
   // After the program exited: the last phase_end, from the companion's `program_exit` event and
   // the wait4 totals of the whole run. A program that left without running its exit handlers
   // (_exit, a signal) has no exit event: then the last phase's peak is `sampled_peak` (the
@@ -37,7 +40,8 @@ class ProgramPhases {
   nlohmann::json finish(const nlohmann::json& exit_event, const rusage& totals, int64_t end_ns, uint64_t sampled_peak);
   // When the phase now running began (CLOCK_MONOTONIC ns).
   int64_t current_begin_ns() const { return begin_ns_; }
-  // Lines on the phase pipe that were not `phase NAME`: reported in the record, never guessed at.
+  // Lines on the phase pipe that were not `phase NAME` (the first 10, each cut at 256 bytes, as
+  // valid UTF-8): reported in the record, never guessed at.
   const std::vector<std::string>& bad_lines() const { return bad_lines_; }
   // The answers to the lines fed so far, in order ("ok\n" or "error\n" each), for the phase
   // socket; taking them empties the queue.
@@ -50,6 +54,7 @@ class ProgramPhases {
                              const nlohmann::json& resident_by_node) const;
 
   pid_t pid_;
+  bool ended_ = false;
   std::vector<int> node_ids_;
   std::string current_ = "run";
   bool marked_ = false;

@@ -4,19 +4,43 @@
 #include <optional>
 
 #include "harness/results/derived.h"
+#include "harness/results/safe_text.h"
 
 namespace allocmark::runner {
 
 using nlohmann::json;
 
+namespace {
+// `value` with every string in it (keys too) made valid UTF-8: a program's command, arguments and
+// environment, and the paths of its files, are bytes, and a record is JSON.
+json valid_utf8_strings(const json& value) {
+  if (value.is_string()) return results::valid_utf8(value.get_ref<const std::string&>());
+  if (value.is_array()) {
+    json out = json::array();
+    for (const auto& v : value) out.push_back(valid_utf8_strings(v));
+    return out;
+  }
+  if (value.is_object()) {
+    json out = json::object();
+    for (const auto& [k, v] : value.items()) out[results::valid_utf8(k)] = valid_utf8_strings(v);
+    return out;
+  }
+  return value;
+}
+}  // namespace
+
 RecordBuilder::RecordBuilder(const matrix::Cell& cell, std::string log_path, int64_t start_ns) : start_ns_(start_ns) {
-  record_ = {
+  record_ = valid_utf8_strings({
       {"allocator", cell.allocator.name}, {"backend", cell.allocator.backend}, {"workload", cell.workload},
       {"threads", cell.threads},          {"rep", cell.rep},                   {"key", cell.key()},
       {"params", cell.params},            {"env", cell.allocator.env},         {"preload", cell.allocator.library},
       {"status", "failed"},               {"error", nullptr},                  {"library", nullptr},
       {"log", std::move(log_path)},
-  };
+  });
+}
+
+void RecordBuilder::annotate(const json& fields) {
+  for (const auto& [k, v] : fields.items()) record_[k] = valid_utf8_strings(v);
 }
 
 void RecordBuilder::on_event(const json& ev) {

@@ -19,10 +19,9 @@ class RecordBuilder {
   void on_event(const nlohmann::json& event);
   bool saw_done() const { return !done_.is_null(); }
   bool saw_start() const { return !record_["library"].is_null(); }
-  // Fields the driver adds itself (a program cell's exit status and output checksum).
-  void annotate(const nlohmann::json& fields) {
-    for (const auto& [k, v] : fields.items()) record_[k] = v;
-  }
+  // Fields the driver adds itself (a program cell's exit status and output checksum), their
+  // strings made valid UTF-8.
+  void annotate(const nlohmann::json& fields);
   const nlohmann::json& error_event() const { return error_event_; }
 
   // The finished record. `timeline` is the parent's [[t_ms, rss], ...]; `wall_s` spawn to exit.

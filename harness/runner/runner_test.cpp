@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -12,6 +13,8 @@
 #include "harness/runner/cell_runner.h"
 #include "harness/runner/events.h"
 #include "harness/runner/probe.h"
+#include "harness/runner/process.h"
+#include "harness/runner/program_phases.h"
 #include "harness/runner/record.h"
 #include "harness/runner/status.h"
 
@@ -210,4 +213,78 @@ TEST(Probe, AnswerIsReturned) {
   json probe = probe_allocator({"glibc", "glibc", "", {}, "", false}, fake_worker(), 10);
   ::unsetenv("FAKE_WORKER_MODE");
   EXPECT_EQ(probe.value("library", ""), "/fake/lib.so") << probe;
+}
+
+// Defect (issue 21): a log tail cut inside a multibyte character, or a log with stray bytes, made
+// the record unserialisable and lost the cell.
+TEST(TailOfFile, StartsAtACharacterBoundaryAndIsValidUtf8) {
+  const std::string path = ::testing::TempDir() + "/tail.log";
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (int i = 0; i < 300; ++i) out << "\xC3\xA9";  // e-acute, 2 bytes
+    out << "stray \xFF\n";
+  }
+  const std::string tail = tail_of_file(path, 401);  // the cut falls on the second byte of an e-acute
+  EXPECT_EQ(tail.substr(0, 5), "...\xC3\xA9");
+  EXPECT_EQ(tail.substr(tail.size() - 9), "stray \xEF\xBF\xBD");
+  EXPECT_NO_THROW((void)json(tail).dump());
+  EXPECT_EQ(tail_of_file(::testing::TempDir() + "/no-such.log", 400), "");
+}
+
+TEST(EventStream, StraysInAStringAreReplacedNotTheWholeEvent) {
+  EventStream s;
+  const std::string line = "{\"event\":\"error\",\"error\":\"bad \xFF path\"}\n";
+  auto evs = s.feed(line.data(), line.size());
+  ASSERT_EQ(evs.size(), 1u);
+  EXPECT_EQ(evs[0]["error"], "bad \xEF\xBF\xBD path");
+  EXPECT_EQ(s.malformed_lines(), 0u);
+}
+
+TEST(ProgramPhases, AMarkThatIsNotUtf8IsABadLineStoredAsValidText) {
+  ProgramPhases phases(::getpid(), 0, {0});
+  const std::string marks = "phase caf\xE9\nphase a\x01" "b\nphase \xC3\xA9t\xC3\xA9\n";
+  std::vector<json> closed = phases.feed(marks.data(), marks.size(), 1000);
+  ASSERT_EQ(closed.size(), 1u);  // only the well-formed name closes a phase
+  EXPECT_EQ(phases.take_answers(), "error\nerror\nok\n");
+  ASSERT_EQ(phases.bad_lines().size(), 2u);
+  EXPECT_EQ(phases.bad_lines()[0], "phase caf\xEF\xBF\xBD");
+  EXPECT_NO_THROW((void)json(phases.bad_lines()).dump());
+}
+
+TEST(ProgramPhases, MarksReadAfterTheProgramEndedReadNothingOfAReusedPid) {
+  ProgramPhases phases(::getpid(), 0, {0});
+  phases.program_ended();
+  std::vector<json> closed = phases.feed("phase late\n", 11, 5000);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_TRUE(closed[0]["phase"]["peak_rss_bytes"].is_null()) << closed[0];
+  rusage none{};
+  json last = phases.finish(json(), none, 4000, 0);  // its mark came before the end was seen
+  EXPECT_GE(last["phase"]["t_end_ns"].get<int64_t>(), last["phase"]["t_begin_ns"].get<int64_t>());
+}
+
+TEST(RecordBuilder, AProgramsCommandAndPathsThatAreNotUtf8StillMakeARecord) {
+  mx::Cell c = test_cell();
+  c.workload = "program:p";
+  c.params = {{"command", "/bin/echo caf\xE9"}, {"env.V", "\xFF"}};
+  RecordBuilder b(c, "/tmp/\xFE.log", 0);
+  b.annotate({{"stdout", "/tmp/\xFE.stdout"}, {"phase_mark_errors", json::array({"x"})}});
+  json r = b.finish(json::array(), 0, 1.0, {"ok", nullptr});
+  EXPECT_NO_THROW((void)r.dump());
+  EXPECT_EQ(r["params"]["command"], "/bin/echo caf\xEF\xBF\xBD");
+  EXPECT_EQ(r["stdout"], "/tmp/\xEF\xBF\xBD.stdout");
+}
+
+// Defect (issue 21): a program's children that left its process group (setsid) lived on after the
+// cell; the driver, as their subreaper, ends them and says how many there were.
+TEST(EndLeftovers, EndsTheGroupAndWhatWasReparentedAndCountsThem) {
+  become_subreaper();
+  Spawned s = spawn_process({"/bin/sh", "-c", "sleep 30 & setsid sleep 31 & exit 0"}, {"PATH=/usr/bin:/bin"},
+                            ::testing::TempDir() + "/leftovers.log", {});
+  int status = 0;
+  ASSERT_EQ(::waitpid(s.pid, &status, 0), s.pid);
+  ::close(s.report_fd);
+  EXPECT_EQ(end_leftovers(s.pid), 2u);
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1) << "a child of the driver is left";
+  EXPECT_EQ(errno, ECHILD);
+  EXPECT_EQ(end_leftovers(s.pid), 0u);
 }
