@@ -26,6 +26,14 @@ json under_test_changes(const json& before, const json& after) {
   return out;
 }
 
+// Whether a baseline phase has a figure of the metric to judge against: a ratio or rate whose every
+// value is 0 (the throughput of a phase that did no operations) has none.
+bool has_figure(const GateCell& cell, const GateMetric& m) {
+  auto it = cell.values.find(m.name);
+  if (it == cell.values.end()) return false;
+  return m.bytes || std::any_of(it->second.begin(), it->second.end(), [](double x) { return x != 0; });
+}
+
 Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, const RuleSettings& rule) {
   Verdict v = identify(b, m.name);
   std::vector<double> before = b.values.count(m.name) ? b.values.at(m.name) : std::vector<double>{};
@@ -145,9 +153,7 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
     auto it = by_id.find(b.id());
     for (const auto& name : metrics) {
       const GateMetric& m = *find_gate_metric(name);
-      if (!b.values.count(name)) continue;  // the baseline has no such figure for this phase
-      const auto& base_values = b.values.at(name);
-      if (!m.bytes && std::all_of(base_values.begin(), base_values.end(), [](double x) { return x == 0; })) continue;
+      if (!has_figure(b, m)) continue;
       Verdict v;
       if (it == by_id.end()) {
         v = identify(b, name);
@@ -185,7 +191,8 @@ void require_judgement(const GateResult& result, const RunSummary& baseline, con
     if (c.phase == results::kCellPhase) continue;
     phases.insert(c.phase);
     if (phase.empty() || c.phase == phase)
-      for (const auto& [name, values] : c.values) present.insert(name);
+      for (const auto& m : gate_metrics())
+        if (has_figure(c, m)) present.insert(m.name);
   }
   auto listed = [](const std::set<std::string>& names) {
     std::string out;
