@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 #include <tuple>
 
@@ -69,7 +70,7 @@ class Planner {
   }
 
   // The plan of one cell, or ConfigError saying why it is not rerun.
-  mx::Plan plan(const CellToRerun& c) const {
+  mx::Plan plan(const CellToRerun& c) {
     const std::string name = cell_name(c.allocator, c.workload, c.threads);
     std::vector<std::size_t> in_baseline;
     for (std::size_t i = 0; i < s_.baseline.cells.size(); ++i) {
@@ -125,8 +126,10 @@ class Planner {
  private:
   // The setup every baseline phase of the cell names: kept by the baseline, or, for a baseline
   // written before it kept backend and library, the allocator of that name as configured here
-  // (built-in variants, --confirm-matrix) with the environment the baseline recorded.
-  json baseline_setup(const std::vector<std::size_t>& cells, const std::string& origin) const {
+  // (built-in variants, --confirm-matrix) with the environment the baseline recorded. A kept
+  // library that is not on this machine (the in-tree numap of another checkout) is the one the
+  // allocator of that name resolves to here, when it has the same backend.
+  json baseline_setup(const std::vector<std::size_t>& cells, const std::string& origin) {
     std::vector<json> setups;
     for (std::size_t i : cells) {
       const GateCell& b = s_.baseline.cells[i];
@@ -135,8 +138,19 @@ class Planner {
     }
     if (setups.size() > 1)
       throw mx::ConfigError(fmt::format("the baseline's phases of it name different setups ({})", setup_difference(setups[0], setups[1])));
-    if (setups.size() == 1) return setups[0];
     const GateCell& b = s_.baseline.cells[cells.front()];
+    if (setups.size() == 1) {
+      const std::string library = setups[0]["library"].get<std::string>();
+      std::error_code ec;
+      if (library.empty() || std::filesystem::is_regular_file(library, ec)) return setups[0];
+      json here = resolved_here(b.allocator, setups[0]["env"], setups[0]["params"], origin);
+      if (here["backend"] != setups[0]["backend"])
+        throw mx::ConfigError(fmt::format("its library {} is not on this machine, and allocator {} here is another backend ({})",
+                                          library, b.allocator, setup_difference(setups[0], here)));
+      notes_.push_back(fmt::format("{}: library {} is not on this machine; {} reruns with {}, its library here", origin,
+                                   library, b.allocator, here["library"].get<std::string>()));
+      return here;
+    }
     const json env = b.under_test.value("env", json::object()), params = b.under_test.value("params", json::object());
     for (std::size_t i : cells) {
       const json& other = s_.baseline.cells[i].under_test;
@@ -144,12 +158,17 @@ class Planner {
         throw mx::ConfigError(fmt::format("the baseline's phases of it name different environments or parameters (cells[{}] and cells[{}])",
                                           cells.front(), i));
     }
-    const mx::ResolvedAllocator a = mx::resolve_allocator(b.allocator, defs_, origin);
+    return resolved_here(b.allocator, env, params, origin);
+  }
+
+  // The allocator `name` as configured here (built-in variants, --confirm-matrix), which must have
+  // the environment the baseline recorded, with the baseline's parameters.
+  json resolved_here(const std::string& name, const json& env, const json& params, const std::string& origin) const {
+    const mx::ResolvedAllocator a = mx::resolve_allocator(name, defs_, origin);
     const json setup = cell_setup(a.backend, a.library, json(a.env), params);
     if (json(a.env) != env)
-      throw mx::ConfigError(fmt::format("{} predates baselines that keep each cell's library, and allocator {} as "
-                                        "configured here differs from what it recorded ({})",
-                                        s_.baseline_path, b.allocator, setup_difference(cell_setup(a.backend, a.library, env, params), setup)));
+      throw mx::ConfigError(fmt::format("allocator {} as configured here differs from what {} recorded ({})", name,
+                                        s_.baseline_path, setup_difference(cell_setup(a.backend, a.library, env, params), setup)));
     return setup;
   }
 
@@ -196,8 +215,7 @@ class Planner {
 
 ConfirmationPlan plan_confirmation(const std::vector<Verdict>& flagged, const ConfirmSources& sources) {
   ConfirmationPlan out;
-  const Planner planner(sources);
-  out.notes = planner.notes();
+  Planner planner(sources);
   std::set<std::tuple<std::string, std::string, int>> seen;
   std::set<std::string> allocators;
   for (const auto& v : flagged) {
@@ -213,6 +231,7 @@ ConfirmationPlan plan_confirmation(const std::vector<Verdict>& flagged, const Co
     }
   }
   std::stable_sort(out.plan.cells.begin(), out.plan.cells.end(), [](const mx::Cell& a, const mx::Cell& b) { return a.rep < b.rep; });
+  out.notes = planner.notes();
   return out;
 }
 

@@ -332,3 +332,27 @@ TEST(Confirm, ARerunRunsWhatTheBaselineNamesAndNeverWhatTheResultsDo) {
   EXPECT_NE(plan.not_rerun["glibc program:tool t1"].find("differs between the baseline and --confirm-matrix team.toml"),
             std::string::npos);
 }
+
+TEST(Confirm, ALibraryOfAnotherMachineIsTheOneItsAllocatorResolvesToHere) {
+  const nlohmann::json params{{"command", "/bin/true"}, {"cwd", ""}, {"input", ""}};
+  const allocmark::matrix::MatrixFile variants;
+  const std::optional<allocmark::matrix::MatrixFile> no_matrix;
+  const std::string here = allocmark::matrix::resolve_allocator("jemalloc", {}, "test").library;
+  RunSummary base = run_with("peak_rss", mib({100, 101, 102}));
+  base.cells[0].allocator = "jemalloc";
+  base.cells[0].workload = "program:tool";
+  base.cells[0].threads = 1;
+  base.cells[0].under_test = {{"env", nlohmann::json::object()}, {"params", params}};
+  base.cells[0].setups = {cell_setup("jemalloc", "/elsewhere/libjemalloc.so.2", nlohmann::json::object(), params)};
+  base.settings = {{"timeout_s", 30}, {"pin", "none"}};
+  RunSummary now = base;
+  now.cells[0].values["peak_rss"] = mib({150, 151, 152});
+  now.cells[0].setups = {cell_setup("jemalloc", here, nlohmann::json::object(), params)};
+  GateResult flagged = judge(base, now, {"peak_rss"}, "", {});
+  ConfirmationPlan plan = plan_confirmation(flagged.verdicts, {base, "base.json", now, "now", variants, no_matrix});
+  EXPECT_TRUE(plan.not_rerun.empty()) << plan.not_rerun.begin()->second;
+  ASSERT_FALSE(plan.plan.cells.empty());
+  EXPECT_EQ(plan.plan.cells[0].allocator.library, here);
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_NE(plan.notes[0].find("/elsewhere/libjemalloc.so.2 is not on this machine"), std::string::npos) << plan.notes[0];
+}
