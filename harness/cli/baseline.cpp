@@ -1,29 +1,36 @@
 // `allocmark baseline DIR -o FILE.json`: the gate's reference from a results folder.
-#include <fstream>
 #include <iostream>
 
 #include "harness/cli/common.h"
 #include "harness/gate/baseline.h"
+#include "harness/results/results_dir.h"
 
 namespace allocmark::cli {
 
 Subcommand add_baseline_command(CLI::App& app) {
   struct Flags {
     std::string dir, out;
+    bool allow_running = false;
   };
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("baseline", "write a gate baseline (every repetition's peak RSS, RSS/live, end RSS, ops/s) from a results folder");
   cmd->add_option("dir", f->dir, "results folder")->required();
   cmd->add_option("-o,--out", f->out, "baseline file to write (JSON)")->required();
+  cmd->add_flag("--allow-running", f->allow_running,
+                "take the baseline of a folder a run is still writing (of the cells finished so far)");
   return {cmd, [f] {
+            check_output_file(f->out, "-o", {f->dir});
+            const bool running = results::folder_writer(f->dir).active;
+            if (running && !f->allow_running)
+              gate::refuse_folder_being_written(f->dir, "a baseline of it would miss the rest (wait for the run to end, or "
+                                                        "pass --allow-running for a baseline of the cells finished so far)");
             gate::RunSummary run = gate::summarize_run(f->dir);
-            std::string text = gate::baseline_json(run, f->dir).dump(1) + "\n";
-            std::string tmp = f->out + ".tmp";
-            std::ofstream out(tmp);
-            out << text;
-            out.close();
-            if (!out || std::rename(tmp.c_str(), f->out.c_str()) != 0) throw std::runtime_error("cannot write " + f->out);
+            gate::check_baseline_source(run, f->dir);
+            results::write_file_atomically(f->out, gate::baseline_json(run, f->dir).dump(1) + "\n");
             std::cerr << "allocmark: baseline of " << run.cells.size() << " cells and phases written to " << f->out << "\n";
+            if (running)
+              std::cerr << "allocmark: warning: a run is still writing " << f->dir
+                        << ": the baseline holds only the cells finished so far\n";
             return kExitOk;
           }};
 }

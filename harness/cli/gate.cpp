@@ -3,18 +3,20 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
+#include <filesystem>
 #include <iostream>
-#include <set>
-#include <tuple>
+#include <optional>
 
 #include "harness/cli/common.h"
+#include "harness/gate/confirm.h"
 #include "harness/gate/verdict.h"
-#include "harness/results/model.h"
+#include "harness/results/safe_text.h"
 
 namespace allocmark::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 double parse_tolerance(const std::string& text) {
   std::string t = text;
@@ -29,54 +31,38 @@ double parse_tolerance(const std::string& text) {
   }
   if (t.empty() || used != t.size() || !std::isfinite(v) || v < 0)
     throw matrix::ConfigError("--tolerance: '" + text + "' is not a non-negative number or percentage (e.g. 5%)");
-  return percent ? v / 100 : v;
+  const double tolerance = percent ? v / 100 : v;
+  // A move of more than the whole baseline value can never count: such a gate passes everything.
+  if (tolerance > 1)
+    throw matrix::ConfigError(fmt::format("--tolerance: '{}' is {:g}%, above 100%, which passes every change (a fraction "
+                                          "or a percentage: 0.05 or 5%)",
+                                          text, 100 * tolerance));
+  return tolerance;
 }
 
-std::map<std::string, std::string> string_map(const nlohmann::json& object) {
-  std::map<std::string, std::string> out;
-  for (const auto& [k, v] : object.items()) out[k] = v.is_string() ? v.get<std::string>() : v.dump();
-  return out;
+void check_results_folder(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw matrix::ConfigError("--results " + dir + ": no such results folder");
+  if (!fs::is_directory(dir, ec))
+    throw matrix::ConfigError("--results " + dir + ": a file; --results takes the results folder to judge (a baseline "
+                              "file goes to --baseline)");
+  gate::refuse_folder_being_written(dir, "wait for it to end: the gate would judge a partial run");
 }
 
-// The cells behind the flagged verdicts, exactly as the results folder ran them (allocator,
-// library, environment, parameters, repetitions, measurement settings), ordered repetition by
-// repetition across cells so that a drift of the machine during the rerun touches every flagged
-// cell alike instead of one cell's repetitions in a row.
-matrix::Plan confirmation_plan(const std::string& results_dir, const std::vector<gate::Verdict>& flagged) {
-  std::set<std::tuple<std::string, std::string, int>> wanted;
-  for (const auto& v : flagged) wanted.insert({v.allocator, v.workload, v.threads});
-  results::Model model = results::Model::load({results_dir});
-  std::ifstream meta_in(results_dir + "/meta.json");
-  const nlohmann::json meta = nlohmann::json::parse(meta_in, nullptr, false);
-  if (meta.is_discarded() || !meta.is_object() || !meta.contains("matrix"))
-    throw gate::GateError(results_dir + "/meta.json: missing or without the matrix; cannot rerun its cells");
-  const nlohmann::json& recorded = meta["matrix"];
-  matrix::Plan plan;
-  plan.settings.size = recorded.value("size", plan.settings.size);
-  plan.settings.reps = recorded.value("reps", plan.settings.reps);
-  plan.settings.timeout_s = recorded.value("timeout_s", plan.settings.timeout_s);
-  plan.settings.sample_ms = recorded.value("sample_ms", plan.settings.sample_ms);
-  plan.settings.max_timeline_points = recorded.value("max_timeline_points", plan.settings.max_timeline_points);
-  plan.settings.pin = matrix::recorded_pin(recorded);
-  plan.settings.latency_every = recorded.value("latency_every", 0);  // runs from before call timing timed nothing
-  plan.settings.node_figures = recorded.value("node_figures", true);
-  std::map<int, std::vector<matrix::Cell>> by_rep;
-  std::set<std::string> keys, allocators;
-  for (const auto& c : model.cells()) {
-    const auto& id = model.identity(c);
-    if (!wanted.count({id.allocator, id.workload, c.threads}) || !keys.insert(c.key).second) continue;
-    matrix::Cell cell;
-    cell.allocator = {id.allocator, id.backend, id.preload, string_map(id.env), "", false};
-    cell.workload = id.workload;
-    cell.threads = c.threads;
-    cell.rep = c.rep;
-    cell.params = string_map(id.params);
-    if (allocators.insert(id.allocator + '\n' + id.preload + '\n' + id.env.dump()).second) plan.allocators.push_back(cell.allocator);
-    by_rep[c.rep].push_back(std::move(cell));
+// The folder a confirming rerun writes: new (or empty), and not one of the judged folder's own files.
+void check_confirm_out(const std::string& out, const std::string& results) {
+  std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    throw matrix::ConfigError("--confirm-out " + out + ": a file; --confirm-out names the folder the confirming rerun writes");
+  if (!fs::is_directory(out, ec)) {
+    check_output_file(out, "--confirm-out", {results});
+    return;
   }
-  for (auto& [rep, cells] : by_rep)
-    for (auto& c : cells) plan.cells.push_back(std::move(c));
-  return plan;
+  for (const char* own : {"results.jsonl", "meta.json", "parts", "slurm"})
+    if (fs::exists(fs::path(out) / own, ec))
+      throw matrix::ConfigError("--confirm-out " + out + ": already holds results (" + own +
+                                "); choose another --confirm-out or remove it");
+  check_output_file((fs::path(out) / "results.jsonl").string(), "--confirm-out", {results});
 }
 
 std::string default_confirm_dir(std::string results_dir) {
@@ -97,7 +83,7 @@ std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw,
 
 Subcommand add_gate_command(CLI::App& app) {
   struct Flags {
-    std::string baseline, results, tolerance = "5%", phase, format = "table", confirm_out;
+    std::string baseline, results, tolerance = "5%", phase, format = "table", confirm_out, confirm_matrix;
     std::vector<std::string> metrics_raw;
     bool strict = false, allow_mismatch = false, confirm = false;
   };
@@ -113,35 +99,59 @@ Subcommand add_gate_command(CLI::App& app) {
   cmd->add_flag("--confirm", f->confirm,
                 "rerun only the cells flagged regressed or improved, interleaved, and keep the verdicts the rerun flags again");
   cmd->add_option("--confirm-out", f->confirm_out, "results folder of the confirming rerun (default RESULTS-confirm; must not hold results)");
+  cmd->add_option("--confirm-matrix", f->confirm_matrix,
+                  "matrix file whose allocators and programs the rerun's cells must match (the rerun runs what the "
+                  "baseline names, never what the results folder does; docs/gate.md)");
   cmd->add_flag("--allow-mismatch", f->allow_mismatch, "judge even when the machine differs (verdicts say so)");
   return {cmd, [f] {
             if (f->format != "table" && f->format != "markdown" && f->format != "json")
               throw matrix::ConfigError("--format: '" + f->format + "' (choose from table, markdown, json)");
             const std::vector<std::string> metrics = parse_gate_metrics(f->metrics_raw, {"peak_rss"});
             if (!f->confirm_out.empty() && !f->confirm) throw matrix::ConfigError("--confirm-out: needs --confirm");
+            if (!f->confirm_matrix.empty() && !f->confirm) throw matrix::ConfigError("--confirm-matrix: needs --confirm");
             gate::RuleSettings rule;
             rule.tolerance = parse_tolerance(f->tolerance);
             rule.strict = f->strict;
             rule.allow_mismatch = f->allow_mismatch;
+            check_results_folder(f->results);
+            const std::string out = f->confirm_out.empty() ? default_confirm_dir(f->results) : f->confirm_out;
+            std::optional<matrix::MatrixFile> confirm_matrix;
+            if (f->confirm) {
+              check_confirm_out(out, f->results);
+              if (!f->confirm_matrix.empty()) confirm_matrix = matrix::load_matrix_file(f->confirm_matrix);
+            }
             gate::RunSummary base = gate::read_baseline(f->baseline);
             gate::RunSummary now = gate::summarize_run(f->results);
             gate::GateResult result = gate::judge(base, now, metrics, f->phase, rule);
+            gate::require_judgement(result, base, f->baseline, metrics, f->phase);
             if (f->confirm) {
               std::vector<gate::Verdict> flagged;
               for (const auto& v : result.verdicts)
                 if (gate::needs_confirmation(v)) flagged.push_back(v);
               if (!flagged.empty()) {
-                const std::string out = f->confirm_out.empty() ? default_confirm_dir(f->results) : f->confirm_out;
-                matrix::Plan plan = confirmation_plan(f->results, flagged);
-                std::cerr << fmt::format("allocmark gate: {} verdicts flagged; confirming with a rerun of their cells ({} runs, interleaved) into {}\n",
-                                         flagged.size(), plan.cells.size(), out);
-                runner::MatrixRunReport rerun = run_in_new_folder(plan, out, command_line(), "gate --confirm");
-                if (rerun.interrupted) {
-                  std::cerr << "allocmark gate: interrupted during the confirming rerun; no verdict\n";
-                  return static_cast<int>(kExitInterrupted);
+                const matrix::MatrixFile variants = load_variants();
+                gate::ConfirmationPlan confirmation =
+                    gate::plan_confirmation(flagged, {base, f->baseline, now, f->results, variants, confirm_matrix});
+                for (const auto& note : confirmation.notes) std::cerr << "allocmark gate: note: " << note << "\n";
+                for (const auto& [cell, why] : confirmation.not_rerun)
+                  std::cerr << "allocmark gate: not rerunning " << results::terminal_line(cell) << ": "
+                            << results::terminal_line(why) << "\n";
+                gate::GateResult rerun;
+                if (!confirmation.plan.cells.empty()) {
+                  std::cerr << fmt::format("allocmark gate: {} verdicts flagged; confirming with a rerun of their cells ({} runs, "
+                                           "interleaved, as the baseline names them) into {}\n",
+                                           flagged.size(), confirmation.plan.cells.size(), out);
+                  runner::MatrixRunReport report = run_in_new_folder(confirmation.plan, out, command_line(), "gate --confirm");
+                  if (report.interrupted) {
+                    std::cerr << "allocmark gate: interrupted during the confirming rerun; no verdict\n";
+                    return static_cast<int>(kExitInterrupted);
+                  }
+                  rerun = gate::judge(base, gate::summarize_run(out), metrics, f->phase, rule);
                 }
-                result = gate::confirm(result, gate::judge(base, gate::summarize_run(out), metrics, f->phase, rule), rule);
-                result.summary += fmt::format(" after a confirming rerun of {} flagged verdicts ({})", flagged.size(), out);
+                result = gate::confirm(result, rerun, confirmation.not_rerun);
+                result.summary += confirmation.plan.cells.empty()
+                                      ? fmt::format(" with {} flagged verdicts not rerun", flagged.size())
+                                      : fmt::format(" after a confirming rerun of {} flagged verdicts ({})", flagged.size(), out);
               }
             }
             std::cout << gate::render_gate(result, f->format);

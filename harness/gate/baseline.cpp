@@ -1,13 +1,23 @@
 #include "harness/gate/baseline.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <tuple>
+
+#include "harness/matrix/config.h"
+#include "harness/results/safe_text.h"
 
 namespace allocmark::gate {
 
 using nlohmann::json;
 namespace rs = allocmark::results;
+namespace fs = std::filesystem;
 
 const std::vector<GateMetric>& gate_metrics() {
   static const std::vector<GateMetric> metrics{
@@ -25,9 +35,13 @@ const GateMetric* find_gate_metric(const std::string& name) {
   return nullptr;
 }
 
-std::string GateCell::id() const {
-  return allocator + " " + workload + " t" + std::to_string(threads) + " " + phase;
+std::string cell_name(const std::string& allocator, const std::string& workload, int threads) {
+  return allocator + " " + workload + " t" + std::to_string(threads);
 }
+
+std::string GateCell::cell_name() const { return gate::cell_name(allocator, workload, threads); }
+
+std::string GateCell::id() const { return cell_name() + " " + phase; }
 
 json machine_fingerprint(const json& m) {
   json out = json::object();
@@ -36,7 +50,106 @@ json machine_fingerprint(const json& m) {
   return out;
 }
 
+json cell_setup(const std::string& backend, const std::string& library, const json& env, const json& params) {
+  return {{"backend", backend}, {"library", library}, {"env", env}, {"params", params}};
+}
+
+namespace {
+
+// The matrix settings a rerun measures with; the axes and the size preset are not among them (a
+// rerun's cells come with every parameter).
+json measurement_settings(const json& matrix) {
+  json out = json::object();
+  if (!matrix.is_object()) return out;
+  for (const char* k : {"timeout_s", "sample_ms", "max_timeline_points", "pin", "nodes", "pin_threads", "latency_every", "node_figures"})
+    if (matrix.contains(k)) out[k] = matrix[k];
+  return out;
+}
+
+// Beyond any machine: more bytes than a 57-bit address space (x86-64 and arm64 with 5-level
+// page tables), more operations a second than 10^12.
+constexpr double kMaxBytes = 144115188075855872.0;  // 2^57
+constexpr double kMaxOpsPerSecond = 1e12;
+constexpr double kMaxRatio = 1e9;
+
+// A baseline's fields, read with the file, the entry and the field named in every complaint.
+struct BaselineReader {
+  const std::string& path;
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw GateError(path + ": " + where + ": " + what);
+  }
+  const json& need(const json& object, const std::string& where, const char* key) const {
+    if (!object.contains(key)) fail(where, fmt::format("no \"{}\"", key));
+    return object[key];
+  }
+  std::string text(const json& object, const std::string& where, const char* key) const {
+    const json& v = need(object, where, key);
+    if (!v.is_string() || v.get_ref<const std::string&>().empty())
+      fail(where + "." + key, "expected a non-empty string, found " + json_excerpt(v));
+    return v.get<std::string>();
+  }
+  long long integer(const json& object, const std::string& where, const char* key, long long least, long long most) const {
+    const json& v = need(object, where, key);
+    if (!v.is_number_integer() || v.get<long long>() < least || v.get<long long>() > most)
+      fail(where + "." + key, fmt::format("expected an integer from {} to {}, found {}", least, most, json_excerpt(v)));
+    return v.get<long long>();
+  }
+  // An optional object: `fallback` when absent.
+  json object(const json& object, const std::string& where, const char* key, const json& fallback) const {
+    if (!object.contains(key)) return fallback;
+    if (!object[key].is_object()) fail(where + "." + key, "expected an object, found " + json_excerpt(object[key]));
+    return object[key];
+  }
+};
+
+}  // namespace
+
+std::string value_problem(const GateMetric& metric, double v) {
+  if (!std::isfinite(v)) return fmt::format("{} is not a finite number", v);
+  if (metric.bytes) {
+    if (v <= 0) return fmt::format("{} is not a {}: expected bytes above 0 (a running process holds memory)", v, metric.name);
+    if (v > kMaxBytes) return fmt::format("{} is not a {}: more bytes than a 57-bit address space holds", v, metric.name);
+  } else if (metric.name == "ops_per_s") {
+    if (v < 0) return fmt::format("{} is not an ops_per_s: expected 0 or more operations a second", v);
+    if (v > kMaxOpsPerSecond) return fmt::format("{} is not an ops_per_s: more than 10^12 operations a second", v);
+  } else if (std::abs(v) > kMaxRatio) {
+    // (peak - idle) / live may fall below 0 when the phase's peak is under the idle RSS.
+    return fmt::format("{} is not an {}: its magnitude exceeds 10^9", v, metric.name);
+  }
+  return "";
+}
+
+std::string json_excerpt(const json& v) {
+  std::string text = v.dump();
+  return text.size() > 80 ? text.substr(0, 77) + "..." : text;
+}
+
+std::string setup_difference(const json& from, const json& to) {
+  std::vector<std::string> parts;
+  for (const char* k : {"backend", "library", "env", "params"}) {
+    const json a = from.value(k, json()), b = to.value(k, json());
+    if (a == b) continue;
+    if (a.is_object() && b.is_object()) {
+      std::set<std::string> keys;
+      for (const auto& [ik, iv] : a.items()) keys.insert(ik);
+      for (const auto& [ik, iv] : b.items()) keys.insert(ik);
+      for (const auto& ik : keys)
+        if (a.value(ik, json()) != b.value(ik, json()))
+          parts.push_back(fmt::format("{} {} {} -> {}", k, ik, json_excerpt(a.value(ik, json())), json_excerpt(b.value(ik, json()))));
+    } else {
+      parts.push_back(fmt::format("{} {} -> {}", k, json_excerpt(a), json_excerpt(b)));
+    }
+  }
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
 RunSummary summarize_run(const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw GateError(dir + ": a file, not a results folder (the folder `allocmark run --out` wrote)");
   rs::Model model = rs::Model::load({dir});
   RunSummary run;
   std::ifstream meta_in(dir + "/meta.json");
@@ -44,6 +157,7 @@ RunSummary summarize_run(const std::string& dir) {
   if (meta.is_discarded() || !meta.is_object()) throw GateError(dir + "/meta.json: missing or not valid JSON");
   run.machine = machine_fingerprint(meta.value("machine", json::object()));
   run.commit = meta.value("allocmark", json::object()).value("git_commit", "");
+  run.settings = measurement_settings(meta.value("matrix", json::object()));
   std::map<std::tuple<std::string, std::string, int, std::string>, std::size_t> index;
   auto cell_for = [&](const rs::Cell& c, const std::string& phase) -> GateCell& {
     const auto& id = model.identity(c);
@@ -59,7 +173,10 @@ RunSummary summarize_run(const std::string& dir) {
                       {"env", id.env}, {"params", id.params}, {"allocmark_commit", run.commit}};
       run.cells.push_back(std::move(g));
     }
-    return run.cells[it->second];
+    GateCell& g = run.cells[it->second];
+    json setup = cell_setup(id.backend, id.preload, id.env, id.params);
+    if (std::find(g.setups.begin(), g.setups.end(), setup) == g.setups.end()) g.setups.push_back(std::move(setup));
+    return g;
   };
   for (const auto& c : model.cells()) {
     if (!c.ok()) {
@@ -75,50 +192,125 @@ RunSummary summarize_run(const std::string& dir) {
   return run;
 }
 
+void check_baseline_source(const RunSummary& run, const std::string& dir) {
+  std::size_t with_values = 0, not_ok = 0;
+  for (const auto& c : run.cells) {
+    with_values += !c.values.empty();
+    not_ok += c.not_ok;
+    if (c.setups.size() > 1)
+      throw GateError(fmt::format("{}: cell {} ran with {} different setups ({}); the gate names a cell by allocator, "
+                                  "workload and threads and cannot tell them apart, so a baseline of it would pool them",
+                                  dir, rs::terminal_line(c.cell_name()), c.setups.size(), setup_difference(c.setups[0], c.setups[1])));
+    for (const auto& [name, values] : c.values)
+      for (double v : values)
+        if (auto problem = value_problem(*find_gate_metric(name), v); !problem.empty())
+          throw GateError(fmt::format("{}: cell {} {}: {}", dir, rs::terminal_line(c.id()), name, problem));
+  }
+  if (with_values == 0)
+    throw GateError(fmt::format("{}: no ok cell ({} repetitions recorded, none ok): a baseline needs ok repetitions to "
+                                "judge against",
+                                dir, not_ok));
+}
+
 json baseline_json(const RunSummary& run, const std::string& source) {
   json cells = json::array();
   for (const auto& c : run.cells) {
     json values = json::object();
     for (const auto& [k, v] : c.values) values[k] = v;
-    cells.push_back({{"allocator", c.allocator}, {"workload", c.workload}, {"threads", c.threads}, {"phase", c.phase},
-                     {"not_ok", c.not_ok}, {"under_test", c.under_test}, {"values", values}});
+    json cell{{"allocator", c.allocator}, {"workload", c.workload}, {"threads", c.threads}, {"phase", c.phase},
+              {"not_ok", c.not_ok}, {"under_test", c.under_test}, {"values", values}};
+    // env and params are under_test's; the rest of the setup is kept beside them.
+    if (c.setups.size() == 1)
+      cell["allocator_config"] = {{"backend", c.setups[0]["backend"]}, {"library", c.setups[0]["library"]}};
+    cells.push_back(std::move(cell));
   }
   return {{"allocmark_baseline", kBaselineVersion}, {"source", source}, {"machine", run.machine},
-          {"allocmark_commit", run.commit}, {"cells", cells}};
+          {"allocmark_commit", run.commit}, {"settings", run.settings}, {"cells", cells}};
 }
 
 RunSummary read_baseline(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw GateError(path + ": a folder; --baseline takes the baseline file that `allocmark baseline DIR -o FILE` writes "
+                    "(to judge two results folders against each other, use `allocmark compare`)");
   std::ifstream in(path);
   if (!in) throw GateError(path + ": cannot read the baseline");
   json j = json::parse(in, nullptr, false);
   if (j.is_discarded()) throw GateError(path + ": not valid JSON (truncated?)");
-  try {
-    if (!j.is_object() || j.value("allocmark_baseline", 0) != kBaselineVersion)
-      throw GateError(path + ": not an allocmark baseline of version " + std::to_string(kBaselineVersion) +
-                      " (make one with `allocmark baseline DIR -o FILE`)");
-    RunSummary run;
-    run.machine = j.at("machine");
-    run.commit = j.value("allocmark_commit", "");
-    std::size_t i = 0;
-    for (const auto& c : j.at("cells")) {
-      GateCell g;
-      g.allocator = c.at("allocator").get<std::string>();
-      g.workload = c.at("workload").get<std::string>();
-      g.threads = c.at("threads").get<int>();
-      g.phase = c.at("phase").get<std::string>();
-      g.not_ok = c.value("not_ok", std::size_t{0});
-      g.under_test = c.value("under_test", json::object());
-      for (const auto& [k, v] : c.at("values").items()) {
-        if (!find_gate_metric(k)) throw GateError(path + ": cells[" + std::to_string(i) + "]: unknown metric '" + k + "'");
-        g.values[k] = v.get<std::vector<double>>();
+  if (!j.is_object() || j.value("allocmark_baseline", json()) != json(kBaselineVersion))
+    throw GateError(path + ": not an allocmark baseline of version " + std::to_string(kBaselineVersion) +
+                    " (make one with `allocmark baseline DIR -o FILE`)");
+  const BaselineReader r{path};
+  RunSummary run;
+  run.machine = r.object(j, "machine", "machine", json());
+  if (run.machine.is_null()) r.fail("machine", "missing: the fingerprint of the machine the baseline was measured on");
+  if (j.contains("allocmark_commit") && !j["allocmark_commit"].is_string())
+    r.fail("allocmark_commit", "expected a string, found " + json_excerpt(j["allocmark_commit"]));
+  run.commit = j.value("allocmark_commit", "");
+  run.settings = r.object(j, "settings", "settings", json::object());
+  const json& cells = r.need(j, "baseline", "cells");
+  if (!cells.is_array()) r.fail("cells", "expected a list of cells, found " + json_excerpt(cells));
+  if (cells.empty()) r.fail("cells", "empty: a baseline needs at least one cell to judge against");
+  std::map<std::string, std::size_t> seen;  // id -> index
+  std::size_t usable = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const json& c = cells[i];
+    const std::string where = fmt::format("cells[{}]", i);
+    if (!c.is_object()) r.fail(where, "expected an object, found " + json_excerpt(c));
+    GateCell g;
+    g.allocator = r.text(c, where, "allocator");
+    g.workload = r.text(c, where, "workload");
+    g.threads = static_cast<int>(r.integer(c, where, "threads", 1, matrix::kMaxThreads));
+    g.phase = r.text(c, where, "phase");
+    g.not_ok = c.contains("not_ok") ? static_cast<std::size_t>(r.integer(c, where, "not_ok", 0, std::numeric_limits<int>::max())) : 0;
+    g.under_test = r.object(c, where, "under_test", json::object());
+    const std::string named = where + " (" + rs::terminal_line(g.id()) + ")";
+    const json values = r.object(c, where, "values", json());
+    if (values.is_null()) r.fail(named, "no \"values\"");
+    for (const auto& [k, v] : values.items()) {
+      const GateMetric* m = find_gate_metric(k);
+      if (!m) r.fail(named + ".values", "unknown metric '" + k + "' (expected peak_rss, rss_over_live, end_rss, ops_per_s)");
+      if (!v.is_array() || v.empty()) r.fail(named + ".values." + k, "expected a list of one number per repetition, found " + json_excerpt(v));
+      for (std::size_t n = 0; n < v.size(); ++n) {
+        if (!v[n].is_number()) r.fail(fmt::format("{}.values.{}[{}]", named, k, n), "expected a number, found " + json_excerpt(v[n]));
+        if (auto problem = value_problem(*m, v[n].get<double>()); !problem.empty())
+          r.fail(fmt::format("{}.values.{}[{}]", named, k, n), problem);
+        g.values[k].push_back(v[n].get<double>());
       }
-      run.cells.push_back(std::move(g));
-      ++i;
     }
-    return run;
-  } catch (const json::exception& e) {
-    throw GateError(path + ": malformed baseline: " + e.what());
+    const json config = r.object(c, where, "allocator_config", json());
+    if (!config.is_null()) {
+      const json& library = r.need(config, named + ".allocator_config", "library");
+      if (!library.is_string())
+        r.fail(named + ".allocator_config.library", "expected the preloaded library's path (\"\" for glibc), found " + json_excerpt(library));
+      g.setups.push_back(cell_setup(r.text(config, named + ".allocator_config", "backend"), library.get<std::string>(),
+                                    g.under_test.value("env", json::object()), g.under_test.value("params", json::object())));
+    }
+    if (auto [it, fresh] = seen.try_emplace(g.id(), i); !fresh)
+      r.fail(where, fmt::format("the same cell as cells[{}] ({}); each cell and phase appears once", it->second, rs::terminal_line(g.id())));
+    usable += g.phase != rs::kCellPhase && !g.values.empty();
+    run.cells.push_back(std::move(g));
   }
+  if (usable == 0) r.fail("cells", "no cell holds a value (every repetition of its source failed?): nothing to judge against");
+  return run;
+}
+
+void refuse_folder_being_written(const std::string& dir, const std::string& remedy) {
+  const rs::FolderWriter writer = rs::folder_writer(dir);
+  if (!writer.active) return;
+  std::size_t finished = 0;
+  try {
+    finished = rs::Model::load({dir}, {/*require_cells=*/false}).cells().size();
+  } catch (const rs::ResultsError&) {
+    // nothing readable yet: 0 finished
+  }
+  std::string of_planned;
+  if (std::ifstream in(dir + "/cells.json"); in) {
+    json planned = json::parse(in, nullptr, false);
+    if (planned.is_object()) of_planned = fmt::format(" of {}", planned.size());
+  }
+  throw GateError(fmt::format("a run is writing {} ({}): {}{} cells finished; {}", dir,
+                              writer.pid ? fmt::format("pid {}", writer.pid) : rs::terminal_line(writer.holder), finished, of_planned, remedy));
 }
 
 }  // namespace allocmark::gate

@@ -2,6 +2,9 @@
 // the gated metrics, plus a fingerprint in two parts: the machine (must match for a fair
 // comparison) and what is under test (library, version, variant environment, parameters, commit:
 // exactly what a team changes and wants judged). Readable JSON that shows in a diff what moved.
+// It also holds what `gate --confirm` reruns (each cell's backend and preloaded library, the
+// measurement settings): the team commits the baseline, so a rerun never has to take what it runs
+// from the results folder it judges, which may come from anyone's pull request.
 #pragma once
 
 #include <map>
@@ -38,21 +41,57 @@ struct GateCell {
   nlohmann::json under_test = nlohmann::json::object();  // library, version, env, params
   std::map<std::string, std::vector<double>> values;    // gate metric name -> one value per ok repetition
   std::size_t not_ok = 0;                               // repetitions that failed, crashed or timed out
+  // What the records ran, each distinct setup once: {backend, library (the preload, "" for
+  // glibc), env, params}. One per cell in a sound folder; empty when read from a baseline written
+  // before baselines kept the backend and library.
+  std::vector<nlohmann::json> setups;
   std::string id() const;                               // "jemalloc size_mix t2 churn"
+  std::string cell_name() const;                        // "jemalloc size_mix t2": the cell a rerun runs
 };
 
 struct RunSummary {
   nlohmann::json machine = nlohmann::json::object();  // the fingerprint's machine part
   std::string commit;
+  // The run's measurement settings as meta.json's matrix records them (timeout_s, sample_ms,
+  // max_timeline_points, pin, nodes, latency_every, node_figures); empty when unknown.
+  nlohmann::json settings = nlohmann::json::object();
   std::vector<GateCell> cells;
 };
 
-// From a results folder (through the results model, so the reader rules apply).
+// "jemalloc size_mix t2": a cell by what the gate names it by (its phases are GateCells).
+std::string cell_name(const std::string& allocator, const std::string& workload, int threads);
+
+// A setup as GateCell::setups holds it.
+nlohmann::json cell_setup(const std::string& backend, const std::string& library, const nlohmann::json& env,
+                          const nlohmann::json& params);
+
+// A value as JSON text cut to 80 characters, for messages.
+std::string json_excerpt(const nlohmann::json& value);
+
+// What tells setup `from` from `to`: "library "/a.so" -> "/b.so"; params command "sort" -> "sh -c ..."",
+// each value cut to 80 characters.
+std::string setup_difference(const nlohmann::json& from, const nlohmann::json& to);
+
+// From a results folder (through the results model, so the reader rules apply). GateError for a
+// path that is not a results folder.
 RunSummary summarize_run(const std::string& dir);
 
+// What makes a summary unfit to be a baseline (GateError naming `dir`, the cell and the metric): no
+// ok cell, a cell whose records ran two setups, a value no measurement can give.
+void check_baseline_source(const RunSummary& run, const std::string& dir);
 nlohmann::json baseline_json(const RunSummary& run, const std::string& source);
-// Parses and checks a baseline file; GateError names the file and what is wrong.
+// Parses and checks a baseline file; GateError names the file, the entry (cells[i]) and the field,
+// and what is expected: absurd values, duplicate cells and a baseline without one usable value are
+// refused.
 RunSummary read_baseline(const std::string& path);
+
+// "" when `value` is a value `metric` can take, else what is wrong with it ("0 is not a peak
+// RSS: expected bytes above 0 ...").
+std::string value_problem(const GateMetric& metric, double value);
+
+// GateError when a run holds `dir` now: what the folder holds is partial. Says "a run is writing
+// DIR (pid N): K of M cells finished" and `remedy`.
+void refuse_folder_being_written(const std::string& dir, const std::string& remedy);
 
 // The machine facts that must match for a fair comparison.
 nlohmann::json machine_fingerprint(const nlohmann::json& meta_machine);

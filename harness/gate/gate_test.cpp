@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "harness/gate/baseline.h"
+#include "harness/gate/confirm.h"
 #include "harness/gate/mann_whitney.h"
 #include "harness/gate/verdict.h"
 
@@ -169,6 +170,189 @@ TEST(Baseline, RoundTripsAndRejectsTruncatedFiles) {
     read_baseline(path);
     FAIL();
   } catch (const GateError& e) {
-    EXPECT_NE(std::string(e.what()).find("malformed baseline"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("baseline.json: cells[0]: no \"workload\""), std::string::npos) << e.what();
   }
+}
+
+namespace {
+
+// A baseline file holding `text`; its path.
+std::string baseline_file(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// What read_baseline says of the baseline `text` ("" if it reads it).
+std::string baseline_refusal(const std::string& text) {
+  try {
+    read_baseline(baseline_file("refused.json", text));
+    return "";
+  } catch (const GateError& e) {
+    return e.what();
+  }
+}
+
+std::string one_cell_baseline(const std::string& values, const std::string& extra_cell = "") {
+  return R"({"allocmark_baseline": 1, "machine": {}, "cells": [{"allocator": "glibc", "workload": "size_mix",
+    "threads": 1, "phase": "fill", "values": )" + values + "}" + extra_cell + "]}";
+}
+
+}  // namespace
+
+TEST(Baseline, AbsurdValuesAreRefusedNamingTheCellAndMetric) {
+  EXPECT_EQ(baseline_refusal(one_cell_baseline(R"({"peak_rss": [1e8, 1.1e8, 1.2e8], "ops_per_s": [0, 0, 0]})")), "");
+  for (const char* values : {R"({"peak_rss": [1e8, 0, 1e8]})", R"({"peak_rss": [1e8, -5, 1e8]})",
+                             R"({"peak_rss": [1e308, 1e8, 1e8]})", R"({"ops_per_s": [-1, 2, 3]})",
+                             R"({"ops_per_s": [1e300, 2, 3]})", R"({"end_rss": [0, 0, 0]})"}) {
+    std::string why = baseline_refusal(one_cell_baseline(values));
+    EXPECT_NE(why.find("cells[0] (glibc size_mix t1 fill).values."), std::string::npos) << values << ": " << why;
+    EXPECT_NE(why.find("is not a"), std::string::npos) << why;
+  }
+}
+
+TEST(Baseline, NothingToJudgeAgainstIsRefused) {
+  EXPECT_NE(baseline_refusal(R"({"allocmark_baseline": 1, "machine": {}, "cells": []})").find("cells: empty"), std::string::npos);
+  std::string failed = R"j({"allocmark_baseline": 1, "machine": {}, "cells": [{"allocator": "glibc", "workload": "size_mix",
+    "threads": 1, "phase": "(cell)", "not_ok": 3, "values": {}}]})j";
+  EXPECT_NE(baseline_refusal(failed).find("no cell holds a value"), std::string::npos) << baseline_refusal(failed);
+}
+
+TEST(Baseline, DuplicateCellsAreRefusedNamingBoth) {
+  std::string again = R"(, {"allocator": "glibc", "workload": "size_mix", "threads": 1, "phase": "fill", "values": {"peak_rss": [1e8]}})";
+  std::string why = baseline_refusal(one_cell_baseline(R"({"peak_rss": [1e8]})", again));
+  EXPECT_NE(why.find("cells[1]: the same cell as cells[0] (glibc size_mix t1 fill)"), std::string::npos) << why;
+}
+
+TEST(Baseline, MalformedFieldsAreNamedWithWhatIsExpected) {
+  std::string why = baseline_refusal(R"({"allocmark_baseline": 1, "machine": {}, "cells": [{"allocator": "glibc",
+    "workload": "size_mix", "threads": "two", "phase": "fill", "values": {}}]})");
+  EXPECT_NE(why.find("refused.json: cells[0].threads: expected an integer from 1 to"), std::string::npos) << why;
+  why = baseline_refusal(one_cell_baseline(R"({"peak_rss": [1e8, "big"]})"));
+  EXPECT_NE(why.find("cells[0] (glibc size_mix t1 fill).values.peak_rss[1]: expected a number, found \"big\""), std::string::npos) << why;
+  why = baseline_refusal(R"({"allocmark_baseline": 1, "machine": {}, "cells": [{"workload": "w"}]})");
+  EXPECT_NE(why.find("cells[0]: no \"allocator\""), std::string::npos) << why;
+  try {
+    read_baseline(::testing::TempDir());
+    FAIL();
+  } catch (const GateError& e) {
+    EXPECT_NE(std::string(e.what()).find("a folder; --baseline takes the baseline file"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Rule, AGateThatComparedNothingIsAnErrorSayingWhy) {
+  RunSummary base = run_with("peak_rss", mib({100, 101, 102}));
+  GateResult none = judge(base, base, {"peak_rss"}, "nosuchphase", {});
+  EXPECT_TRUE(none.verdicts.empty());
+  try {
+    require_judgement(none, base, "base.json", {"peak_rss"}, "nosuchphase");
+    FAIL();
+  } catch (const GateError& e) {
+    EXPECT_NE(std::string(e.what()).find("--phase nosuchphase: base.json has no such phase (its phases: churn)"), std::string::npos)
+        << e.what();
+  }
+  none = judge(base, base, {"ops_per_s"}, "", {});
+  EXPECT_THROW(require_judgement(none, base, "base.json", {"ops_per_s"}, ""), GateError);
+  // A phase that did no operations has no throughput: nothing to judge, not a pass.
+  RunSummary idle = run_with("ops_per_s", {0, 0, 0});
+  EXPECT_TRUE(judge(idle, idle, {"ops_per_s"}, "", {}).verdicts.empty());
+  GateResult judged = judge(base, base, {"peak_rss"}, "", {});
+  EXPECT_NO_THROW(require_judgement(judged, base, "base.json", {"peak_rss"}, ""));
+}
+
+TEST(Rule, WhatIsNotComparableFailsTheGateEvenWhenTheMachineMayDiffer) {
+  RuleSettings allow;
+  allow.allow_mismatch = true;
+  GateResult r = judge(run_with("peak_rss", mib({100, 101})), run_with("peak_rss", mib({100, 101, 102})), {"peak_rss"}, "", allow);
+  EXPECT_EQ(r.verdicts[0].verdict, "not comparable");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(Render, RecordTextIsEscapedForMarkdownAndTerminals) {
+  RunSummary base = run_with("peak_rss", mib({100, 101, 102}));
+  base.cells[0].allocator = "<img src=x onerror=alert(1)>";
+  base.cells[0].phase = "\x1b[2Jwipe";
+  RunSummary now = base;
+  now.cells[0].under_test["env"]["MALLOC_CONF"] = "<script>alert(1)</script>";
+  GateResult r = judge(base, now, {"peak_rss"}, "", {});
+  std::string md = render_gate(r, "markdown");
+  EXPECT_EQ(md.find("<img"), std::string::npos) << md;
+  EXPECT_EQ(md.find("<script>"), std::string::npos) << md;
+  EXPECT_NE(md.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos) << md;
+  EXPECT_NE(md.find("&lt;script&gt;"), std::string::npos) << md;
+  std::string table = render_gate(r, "table");
+  EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
+  EXPECT_NE(table.find("\\x1b[2Jwipe"), std::string::npos) << table;
+}
+
+TEST(Confirm, ARerunRunsWhatTheBaselineNamesAndNeverWhatTheResultsDo) {
+  // A program cell: the baseline ran /bin/true; the results claim to have run something else.
+  const nlohmann::json params{{"command", "/bin/true"}, {"cwd", ""}, {"input", ""}};
+  RunSummary base = run_with("peak_rss", mib({100, 101, 102}));
+  base.cells[0].allocator = "glibc";
+  base.cells[0].workload = "program:tool";
+  base.cells[0].threads = 1;
+  base.cells[0].under_test = {{"env", nlohmann::json::object()}, {"params", params}};
+  base.cells[0].setups = {cell_setup("glibc", "", nlohmann::json::object(), params)};
+  base.settings = {{"timeout_s", 30}, {"sample_ms", 10}, {"pin", "none"}};
+  RunSummary honest = base;
+  honest.cells[0].values["peak_rss"] = mib({150, 151, 152});
+  RunSummary planted = honest;
+  nlohmann::json foreign = params;
+  foreign["command"] = "sh -c 'id > marker'";
+  planted.cells[0].setups = {cell_setup("glibc", "", nlohmann::json::object(), foreign)};
+
+  const allocmark::matrix::MatrixFile variants;
+  const std::optional<allocmark::matrix::MatrixFile> no_matrix;
+  GateResult flagged = judge(base, honest, {"peak_rss"}, "", {});
+  ASSERT_EQ(flagged.verdicts[0].verdict, "regressed");
+
+  ConfirmationPlan plan = plan_confirmation(flagged.verdicts, {base, "base.json", honest, "now", variants, no_matrix});
+  EXPECT_TRUE(plan.not_rerun.empty());
+  ASSERT_EQ(plan.plan.cells.size(), 3u);  // the baseline's 3 repetitions
+  EXPECT_EQ(plan.plan.cells[0].params.at("command"), "/bin/true");
+  EXPECT_EQ(plan.plan.settings.timeout_s, 30);
+
+  plan = plan_confirmation(flagged.verdicts, {base, "base.json", planted, "now", variants, no_matrix});
+  EXPECT_TRUE(plan.plan.cells.empty());
+  ASSERT_EQ(plan.not_rerun.count("glibc program:tool t1"), 1u);
+  EXPECT_NE(plan.not_rerun["glibc program:tool t1"].find("params command \"/bin/true\" -> \"sh -c 'id > marker'\""), std::string::npos)
+      << plan.not_rerun["glibc program:tool t1"];
+  GateResult judged = confirm(flagged, {}, plan.not_rerun);
+  EXPECT_EQ(judged.verdicts[0].verdict, "not comparable");
+  EXPECT_NE(judged.verdicts[0].reason.find("--confirm did not rerun it"), std::string::npos);
+  EXPECT_EQ(judged.exit_code, 2);
+
+  // A matrix the user names that disagrees with the baseline: not rerun either.
+  allocmark::matrix::MatrixFile matrix;
+  matrix.path = "team.toml";
+  matrix.programs["tool"] = allocmark::matrix::program_from_params("program:tool", {{"command", "/bin/false"}});
+  plan = plan_confirmation(flagged.verdicts, {base, "base.json", honest, "now", variants, std::optional(matrix)});
+  EXPECT_TRUE(plan.plan.cells.empty());
+  EXPECT_NE(plan.not_rerun["glibc program:tool t1"].find("differs between the baseline and --confirm-matrix team.toml"),
+            std::string::npos);
+}
+
+TEST(Confirm, ALibraryOfAnotherMachineIsTheOneItsAllocatorResolvesToHere) {
+  const nlohmann::json params{{"command", "/bin/true"}, {"cwd", ""}, {"input", ""}};
+  const allocmark::matrix::MatrixFile variants;
+  const std::optional<allocmark::matrix::MatrixFile> no_matrix;
+  const std::string here = allocmark::matrix::resolve_allocator("jemalloc", {}, "test").library;
+  RunSummary base = run_with("peak_rss", mib({100, 101, 102}));
+  base.cells[0].allocator = "jemalloc";
+  base.cells[0].workload = "program:tool";
+  base.cells[0].threads = 1;
+  base.cells[0].under_test = {{"env", nlohmann::json::object()}, {"params", params}};
+  base.cells[0].setups = {cell_setup("jemalloc", "/elsewhere/libjemalloc.so.2", nlohmann::json::object(), params)};
+  base.settings = {{"timeout_s", 30}, {"pin", "none"}};
+  RunSummary now = base;
+  now.cells[0].values["peak_rss"] = mib({150, 151, 152});
+  now.cells[0].setups = {cell_setup("jemalloc", here, nlohmann::json::object(), params)};
+  GateResult flagged = judge(base, now, {"peak_rss"}, "", {});
+  ConfirmationPlan plan = plan_confirmation(flagged.verdicts, {base, "base.json", now, "now", variants, no_matrix});
+  EXPECT_TRUE(plan.not_rerun.empty()) << plan.not_rerun.begin()->second;
+  ASSERT_FALSE(plan.plan.cells.empty());
+  EXPECT_EQ(plan.plan.cells[0].allocator.library, here);
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_NE(plan.notes[0].find("/elsewhere/libjemalloc.so.2 is not on this machine"), std::string::npos) << plan.notes[0];
 }

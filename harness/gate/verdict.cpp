@@ -6,8 +6,10 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "harness/gate/mann_whitney.h"
+#include "harness/results/safe_text.h"
 
 namespace allocmark::gate {
 
@@ -22,6 +24,14 @@ json under_test_changes(const json& before, const json& after) {
   for (const auto& [k, v] : after.items())
     if (k != "allocmark_commit" && !before.contains(k)) out[k] = {json(), v};
   return out;
+}
+
+// Whether a baseline phase has a figure of the metric to judge against: a ratio or rate whose every
+// value is 0 (the throughput of a phase that did no operations) has none.
+bool has_figure(const GateCell& cell, const GateMetric& m) {
+  auto it = cell.values.find(m.name);
+  if (it == cell.values.end()) return false;
+  return m.bytes || std::any_of(it->second.begin(), it->second.end(), [](double x) { return x != 0; });
 }
 
 Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, const RuleSettings& rule) {
@@ -97,13 +107,16 @@ std::string detail(const Verdict& v) {
 }
 
 // Order (regressions first), exit code and the one-line verdict, from the verdicts.
-void conclude(GateResult& result, const RuleSettings& rule) {
+void conclude(GateResult& result) {
   std::stable_sort(result.verdicts.begin(), result.verdicts.end(),
                    [](const Verdict& x, const Verdict& y) { return rank(x.verdict) < rank(y.verdict); });
   std::map<std::string, int> counts;
   for (const auto& v : result.verdicts) counts[v.verdict]++;
+  // --allow-mismatch has already judged what only the machine kept apart; whatever is still not
+  // comparable (too few repetitions, a noisy baseline, a cell --confirm could not rerun) was not
+  // judged, and a gate must not pass on what it did not judge.
   result.exit_code = 0;
-  if (counts["not comparable"] && !rule.allow_mismatch) result.exit_code = 2;
+  if (counts["not comparable"]) result.exit_code = 2;
   else if (counts["regressed"] || counts["missing"]) result.exit_code = 1;
   std::string tally;
   for (const char* k : {"regressed", "missing", "improved", "not comparable", "pass"})
@@ -140,7 +153,7 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
     auto it = by_id.find(b.id());
     for (const auto& name : metrics) {
       const GateMetric& m = *find_gate_metric(name);
-      if (!b.values.count(name)) continue;  // the baseline has no such figure for this phase
+      if (!has_figure(b, m)) continue;
       Verdict v;
       if (it == by_id.end()) {
         v = identify(b, name);
@@ -166,11 +179,42 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
       result.verdicts.push_back(std::move(v));
     }
   }
-  conclude(result, rule);
+  conclude(result);
   return result;
 }
 
-GateResult confirm(const GateResult& first, const GateResult& rerun, const RuleSettings& rule) {
+void require_judgement(const GateResult& result, const RunSummary& baseline, const std::string& baseline_path,
+                       const std::vector<std::string>& metrics, const std::string& phase) {
+  if (!result.verdicts.empty()) return;
+  std::set<std::string> phases, present;
+  for (const auto& c : baseline.cells) {
+    if (c.phase == results::kCellPhase) continue;
+    phases.insert(c.phase);
+    if (phase.empty() || c.phase == phase)
+      for (const auto& m : gate_metrics())
+        if (has_figure(c, m)) present.insert(m.name);
+  }
+  auto listed = [](const std::set<std::string>& names) {
+    std::string out;
+    std::size_t n = 0;
+    for (const auto& name : names) {
+      if (++n > 20) return out + fmt::format(", ... ({} in all)", names.size());
+      out += (out.empty() ? "" : ", ") + results::terminal_line(name);
+    }
+    return out.empty() ? std::string("none") : out;
+  };
+  std::string joined;
+  for (const auto& m : metrics) joined += (joined.empty() ? "" : ",") + m;
+  if (!phase.empty() && !phases.count(phase))
+    throw GateError(fmt::format("--phase {}: {} has no such phase (its phases: {}); the gate compared nothing",
+                                phase, baseline_path, listed(phases)));
+  throw GateError(fmt::format("--metric {}: {} has no value of it for any cell{} (it has: {}; a phase that did no "
+                              "operations has no ops_per_s); the gate compared nothing",
+                              joined, baseline_path, phase.empty() ? "" : " in phase " + phase, listed(present)));
+}
+
+GateResult confirm(const GateResult& first, const GateResult& rerun,
+                   const std::map<std::string, std::string>& not_rerun) {
   std::map<std::pair<std::string, std::string>, const Verdict*> again;
   for (const auto& v : rerun.verdicts) again[{v.cell, v.metric}] = &v;
   GateResult out = first;
@@ -179,6 +223,11 @@ GateResult confirm(const GateResult& first, const GateResult& rerun, const RuleS
     auto it = again.find({v.cell, v.metric});
     const Verdict* second = it == again.end() ? nullptr : it->second;
     const std::string first_run = fmt::format("first run {} {:+.1f}% (p = {:.3f})", v.verdict, 100 * v.change, v.p);
+    if (auto refused = not_rerun.find(v.cell_name()); refused != not_rerun.end()) {
+      v.verdict = "not comparable";
+      v.reason = first_run + "; --confirm did not rerun it: " + refused->second;
+      continue;
+    }
     if (second && second->verdict == v.verdict) {
       v.reason = (v.reason.empty() ? "" : v.reason + "; ") +
                  fmt::format("confirmed by the rerun: {:+.1f}% (p = {:.3f}, n = {})", 100 * second->change, second->p, second->after.n);
@@ -190,7 +239,7 @@ GateResult confirm(const GateResult& first, const GateResult& rerun, const RuleS
                                      second->reason.empty() ? "" : " (" + second->reason + ")")
                        : std::string("not rerun"));
   }
-  conclude(out, rule);
+  conclude(out);
   return out;
 }
 
@@ -205,7 +254,7 @@ json verdict_json(const Verdict& v, const std::string& before_name, const std::s
 }
 
 std::string render_verdict_rows(const std::vector<Verdict>& verdicts, const std::vector<std::string>& labels,
-                                const std::array<std::string, 3>& headings, bool markdown) {
+                                const std::array<std::string, 3>& headings, bool markdown, bool escape) {
   const auto& [label, before, after] = headings;
   std::string out = markdown ? fmt::format("| {} | cell | metric | {} | {} | change | band | p | notes |\n|---|---|---|---|---|---|---|---|---|\n",
                                            label, before, after)
@@ -216,12 +265,15 @@ std::string render_verdict_rows(const std::vector<Verdict>& verdicts, const std:
     std::string change = v.after.n && v.before.n ? fmt::format("{:+.1f}%", 100 * v.change) : "-";
     std::string band = v.band > 0 ? fmt::format("{:.1f}%", 100 * v.band) : "-";
     std::string p = v.p < 1 ? fmt::format("{:.3f}", v.p) : "-";
+    auto text = [&](const std::string& t) {
+      return !escape ? t : markdown ? results::markdown_text(t) : results::terminal_line(t);
+    };
     if (markdown)
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", labels[i], v.cell, v.metric,
-                         spread_text(v.before, v.metric), spread_text(v.after, v.metric), change, band, p, detail(v));
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", labels[i], text(v.cell), v.metric,
+                         spread_text(v.before, v.metric), spread_text(v.after, v.metric), change, band, p, text(detail(v)));
     else
-      out += fmt::format("{:<15} {:<36} {:<14} {:>32} {:>32} {:>8} {:>6} {:>6}  {}\n", labels[i], v.cell, v.metric,
-                         spread_text(v.before, v.metric), spread_text(v.after, v.metric), change, band, p, detail(v));
+      out += fmt::format("{:<15} {:<36} {:<14} {:>32} {:>32} {:>8} {:>6} {:>6}  {}\n", labels[i], text(v.cell), v.metric,
+                         spread_text(v.before, v.metric), spread_text(v.after, v.metric), change, band, p, text(detail(v)));
   }
   return out;
 }
@@ -236,8 +288,8 @@ std::string render_gate(const GateResult& r, const std::string& format) {
   const bool md = format == "markdown";
   std::vector<std::string> labels;
   for (const auto& v : r.verdicts) labels.push_back(v.verdict);
-  std::string out = render_verdict_rows(r.verdicts, labels, {"verdict", "baseline", "results"}, md);
-  return out + (md ? "\n**" + r.summary + "**\n" : "\n" + r.summary + "\n");
+  std::string out = render_verdict_rows(r.verdicts, labels, {"verdict", "baseline", "results"}, md, /*escape=*/true);
+  return out + (md ? "\n**" + results::markdown_text(r.summary) + "**\n" : "\n" + results::terminal_line(r.summary) + "\n");
 }
 
 }  // namespace allocmark::gate

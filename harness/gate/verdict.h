@@ -6,10 +6,11 @@
 //   (c) an independent rerun of only the flagged cells, interleaved, flags them again.
 // Improvements mirror it. Too few repetitions, a baseline too noisy to judge, or another machine
 // make a cell "not comparable", each saying why; what changed under test is listed, not refused
-// (unless strict).
+// (unless strict). A gate that judged nothing is an error, never a pass.
 #pragma once
 
 #include <array>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -26,7 +27,8 @@ struct RuleSettings {
   std::size_t min_reps = 3;
   double bytes_floor = 2.0 * 1024 * 1024;  // one huge page: less is not a memory regression anyone pays for
   bool strict = false;              // under-test changes make a cell not comparable
-  bool allow_mismatch = false;      // judge despite a machine difference (verdicts say so)
+  bool allow_mismatch = false;      // judge despite a machine difference (verdicts say so); other
+                                    // causes of "not comparable" still fail the gate
 };
 
 struct Verdict {
@@ -35,6 +37,7 @@ struct Verdict {
   int threads = 0;
   std::string verdict;  // regressed | improved | pass | missing | not comparable
   std::string reason;
+  std::string cell_name() const { return gate::cell_name(allocator, workload, threads); }
   results::Spread before, after;
   double change = 0, band = 0, p = 1;
   nlohmann::json changed = nlohmann::json::object();  // under-test field -> [before, after]
@@ -50,24 +53,36 @@ struct GateResult {
 // A verdict naming `cell` and `metric`, nothing judged yet.
 Verdict identify(const GateCell& cell, const std::string& metric);
 
+// A baseline phase whose every value of a metric other than bytes is 0 (the throughput of a phase
+// that did no operations) has no such figure: nothing a relative move could be measured against.
 GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::vector<std::string>& metrics,
                  const std::string& phase, const RuleSettings& rule);
 
+// GateError saying why, when `result` (of judging `baseline_path` with these metrics and phase)
+// holds no verdict: a gate that compared nothing must not pass.
+void require_judgement(const GateResult& result, const RunSummary& baseline, const std::string& baseline_path,
+                       const std::vector<std::string>& metrics, const std::string& phase);
+
 // (c) of the rule: the first judgement's regressions and improvements stand where `rerun` (the
 // same baseline judged against an independent rerun of those cells) flags them the same way;
-// the others become passes that say what the first run showed. Other verdicts are kept.
-GateResult confirm(const GateResult& first, const GateResult& rerun, const RuleSettings& rule);
+// the others become passes that say what the first run showed. Flagged verdicts of the cells in
+// `not_rerun` (Verdict::cell_name() -> why the rerun could not run them) become "not comparable"
+// saying why. Other verdicts are kept.
+GateResult confirm(const GateResult& first, const GateResult& rerun,
+                   const std::map<std::string, std::string>& not_rerun = {});
 
 // The verdicts a confirming rerun must revisit.
 inline bool needs_confirmation(const Verdict& v) { return v.verdict == "regressed" || v.verdict == "improved"; }
 
 // Shared by the gate's and compare's reports: one verdict as JSON (the two spreads under the given
 // names), a value and its spread as text ("12.3 MiB [12.1-12.6 MiB] n=3"), and a table or markdown
-// of verdicts whose first column is `labels[i]`; headings = {first column, before, after}.
+// of verdicts whose first column is `labels[i]`; headings = {first column, before, after}. With
+// `escape`, the verdicts' text (cell, notes), which comes from records and baselines, is escaped for
+// the medium (results/safe_text.h: markdown_text, terminal_line); labels and headings never are.
 nlohmann::json verdict_json(const Verdict& v, const std::string& before_name, const std::string& after_name);
 std::string spread_text(const results::Spread& s, const std::string& metric);
 std::string render_verdict_rows(const std::vector<Verdict>& verdicts, const std::vector<std::string>& labels,
-                                const std::array<std::string, 3>& headings, bool markdown);
+                                const std::array<std::string, 3>& headings, bool markdown, bool escape = false);
 
 // table | markdown | json
 std::string render_gate(const GateResult& result, const std::string& format);

@@ -1,0 +1,260 @@
+#include "harness/gate/confirm.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <tuple>
+
+namespace allocmark::gate {
+
+using nlohmann::json;
+namespace mx = allocmark::matrix;
+
+namespace {
+
+std::map<std::string, std::string> string_map(const json& object, const std::string& where) {
+  if (!object.is_object()) throw mx::ConfigError(where + ": expected an object of strings, found " + json_excerpt(object));
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : object.items()) {
+    if (!v.is_string()) throw mx::ConfigError(where + "." + k + ": expected a string, found " + json_excerpt(v));
+    out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+// One setting of a RunSummary's settings: absent, or a number (an integer where `integer`) that
+// build_plan then checks against its limits like a matrix file's.
+std::optional<double> setting(const json& s, const char* key, const std::string& origin, bool integer) {
+  if (!s.contains(key)) return std::nullopt;
+  const json& v = s[key];
+  const bool fits = v.is_number_integer() ? v.get<double>() >= std::numeric_limits<int>::min() &&
+                                                v.get<double>() <= std::numeric_limits<int>::max()
+                                          : v.is_number() && !integer;
+  if (!fits)
+    throw mx::ConfigError(fmt::format("{}.{}: expected {}, found {}", origin, key, integer ? "an integer" : "a number",
+                                      json_excerpt(v)));
+  return v.get<double>();
+}
+
+// The matrix-file settings a rerun measures with, from a RunSummary's settings (meta.json's matrix).
+void apply_settings(mx::MatrixFile& file, const json& s, const std::string& origin) {
+  if (auto v = setting(s, "timeout_s", origin, false)) file.timeout_s = *v;
+  if (auto v = setting(s, "sample_ms", origin, true)) file.sample_ms = static_cast<int>(*v);
+  if (auto v = setting(s, "max_timeline_points", origin, true)) {
+    if (*v < 1 || *v > mx::kMaxTimelinePoints)
+      throw mx::ConfigError(fmt::format("{}.max_timeline_points: must be in 1..{}", origin, mx::kMaxTimelinePoints));
+    file.max_timeline_points = static_cast<int>(*v);
+  }
+  // Runs from before call timing timed nothing.
+  file.latency_every = static_cast<int>(setting(s, "latency_every", origin, true).value_or(0));
+  if (s.contains("node_figures")) {
+    if (!s["node_figures"].is_boolean())
+      throw mx::ConfigError(origin + ".node_figures: expected true or false, found " + json_excerpt(s["node_figures"]));
+    file.node_figures = s["node_figures"].get<bool>();
+  }
+  placement::PinSpec pin;
+  try {
+    pin = mx::recorded_pin(s);
+  } catch (const json::exception&) {
+    throw mx::ConfigError(origin + ": pin, nodes or pin_threads: expected a pinning policy (\"compact\", \"none\", ...), found " +
+                          json_excerpt(json{{"pin", s.value("pin", json())}, {"nodes", s.value("nodes", json())},
+                                            {"pin_threads", s.value("pin_threads", json())}}));
+  }
+  file.pin = mx::Located{pin.pin_text(), origin};
+  if (!pin.nodes.empty()) file.nodes = mx::Located{pin.nodes_text(), origin};
+}
+
+struct CellToRerun {
+  std::string allocator, workload;
+  int threads = 0;
+};
+
+class Planner {
+ public:
+  explicit Planner(const ConfirmSources& s) : s_(s) {
+    defs_ = s.variants.allocator_defs;
+    if (s.matrix)
+      for (const auto& [name, def] : s.matrix->allocator_defs) defs_[name] = def;
+    if (!s.baseline.settings.empty()) {
+      settings_ = s.baseline.settings;
+      settings_origin_ = s.baseline_path + " settings";
+    } else {
+      settings_ = s.results.settings;
+      settings_origin_ = s.results_path + "/meta.json matrix";
+      notes_.push_back(fmt::format("{} keeps no measurement settings (written before baselines kept them): the rerun "
+                                   "measures with those of {}/meta.json (timeout, sampling, pinning, call timing; none "
+                                   "of them runs or loads anything)",
+                                   s.baseline_path, s.results_path));
+    }
+  }
+
+  // The plan of one cell, or ConfigError saying why it is not rerun.
+  mx::Plan plan(const CellToRerun& c) {
+    const std::string name = cell_name(c.allocator, c.workload, c.threads);
+    std::vector<std::size_t> in_baseline;
+    for (std::size_t i = 0; i < s_.baseline.cells.size(); ++i) {
+      const GateCell& b = s_.baseline.cells[i];
+      if (b.allocator == c.allocator && b.workload == c.workload && b.threads == c.threads) in_baseline.push_back(i);
+    }
+    if (in_baseline.empty()) throw mx::ConfigError("the baseline has no such cell");
+    const std::string origin = fmt::format("{} cells[{}]", s_.baseline_path, in_baseline.front());
+    const json setup = baseline_setup(in_baseline, origin);
+
+    if (s_.matrix) check_against_matrix(c, setup);
+
+    mx::MatrixFile file;
+    file.path = origin;
+    const std::map<std::string, std::string> env = string_map(setup["env"], origin + " under_test.env");
+    const std::map<std::string, std::string> params = string_map(setup["params"], origin + " under_test.params");
+    mx::AllocatorDef def{c.allocator, setup["backend"].get<std::string>(), setup["library"].get<std::string>(), env, "",
+                         origin, origin};
+    file.allocator_defs[c.allocator] = def;
+    file.allocators = {c.allocator};
+    if (mx::is_program(c.workload)) {
+      mx::ProgramDef program = mx::program_from_params(c.workload, params);
+      program.origin = origin;
+      file.programs[program.name] = program;
+    } else {
+      file.workloads = {c.workload};
+      for (const auto& [k, v] : params) file.params[c.workload][k] = mx::Located{v, origin + " under_test.params"};
+      file.params_origin[c.workload] = origin;
+    }
+    file.threads = {c.threads};
+    file.reps = repetitions(in_baseline);
+    apply_settings(file, settings_, settings_origin_);
+    mx::Plan plan = mx::build_plan(file, mx::MatrixFile{}, {});
+
+    // The rerun must run what the results measured; otherwise it confirms nothing.
+    if (plan.cells.empty()) throw mx::ConfigError("the baseline's setup of it plans no cell");
+    const mx::Cell& planned = plan.cells.front();
+    const json rerun_setup = cell_setup(planned.allocator.backend, planned.allocator.library, json(planned.allocator.env),
+                                        json(planned.params));
+    for (const auto& r : s_.results.cells) {
+      if (r.allocator != c.allocator || r.workload != c.workload || r.threads != c.threads) continue;
+      for (const auto& ran : r.setups)
+        if (ran != rerun_setup)
+          throw mx::ConfigError(fmt::format("the results ran another setup than the baseline names ({}); --confirm "
+                                            "reruns only what the baseline names, never what a results folder does",
+                                            setup_difference(rerun_setup, ran)));
+    }
+    return plan;
+  }
+
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  // The setup every baseline phase of the cell names: kept by the baseline, or, for a baseline
+  // written before it kept backend and library, the allocator of that name as configured here
+  // (built-in variants, --confirm-matrix) with the environment the baseline recorded. A kept
+  // library that is not on this machine (the in-tree numap of another checkout) is the one the
+  // allocator of that name resolves to here, when it has the same backend.
+  json baseline_setup(const std::vector<std::size_t>& cells, const std::string& origin) {
+    std::vector<json> setups;
+    for (std::size_t i : cells) {
+      const GateCell& b = s_.baseline.cells[i];
+      for (const auto& setup : b.setups)
+        if (std::find(setups.begin(), setups.end(), setup) == setups.end()) setups.push_back(setup);
+    }
+    if (setups.size() > 1)
+      throw mx::ConfigError(fmt::format("the baseline's phases of it name different setups ({})", setup_difference(setups[0], setups[1])));
+    const GateCell& b = s_.baseline.cells[cells.front()];
+    if (setups.size() == 1) {
+      const std::string library = setups[0]["library"].get<std::string>();
+      std::error_code ec;
+      if (library.empty() || std::filesystem::is_regular_file(library, ec)) return setups[0];
+      json here = resolved_here(b.allocator, setups[0]["env"], setups[0]["params"], origin);
+      if (here["backend"] != setups[0]["backend"])
+        throw mx::ConfigError(fmt::format("its library {} is not on this machine, and allocator {} here is another backend ({})",
+                                          library, b.allocator, setup_difference(setups[0], here)));
+      notes_.push_back(fmt::format("{}: library {} is not on this machine; {} reruns with {}, its library here", origin,
+                                   library, b.allocator, here["library"].get<std::string>()));
+      return here;
+    }
+    const json env = b.under_test.value("env", json::object()), params = b.under_test.value("params", json::object());
+    for (std::size_t i : cells) {
+      const json& other = s_.baseline.cells[i].under_test;
+      if (other.value("env", json::object()) != env || other.value("params", json::object()) != params)
+        throw mx::ConfigError(fmt::format("the baseline's phases of it name different environments or parameters (cells[{}] and cells[{}])",
+                                          cells.front(), i));
+    }
+    return resolved_here(b.allocator, env, params, origin);
+  }
+
+  // The allocator `name` as configured here (built-in variants, --confirm-matrix), which must have
+  // the environment the baseline recorded, with the baseline's parameters.
+  json resolved_here(const std::string& name, const json& env, const json& params, const std::string& origin) const {
+    const mx::ResolvedAllocator a = mx::resolve_allocator(name, defs_, origin);
+    const json setup = cell_setup(a.backend, a.library, json(a.env), params);
+    if (json(a.env) != env)
+      throw mx::ConfigError(fmt::format("allocator {} as configured here differs from what {} recorded ({})", name,
+                                        s_.baseline_path, setup_difference(cell_setup(a.backend, a.library, env, params), setup)));
+    return setup;
+  }
+
+  void check_against_matrix(const CellToRerun& c, const json& setup) const {
+    const mx::MatrixFile& m = *s_.matrix;
+    if (m.allocator_defs.count(c.allocator)) {
+      const mx::ResolvedAllocator a = mx::resolve_allocator(c.allocator, defs_, m.path);
+      const json from_matrix = cell_setup(a.backend, a.library, json(a.env), setup["params"]);
+      if (from_matrix != setup)
+        throw mx::ConfigError(fmt::format("allocator {} differs between the baseline and --confirm-matrix {} ({})", c.allocator,
+                                          m.path, setup_difference(setup, from_matrix)));
+    }
+    if (mx::is_program(c.workload)) {
+      const std::string program = c.workload.substr(std::string(mx::kProgramPrefix).size());
+      if (auto it = m.programs.find(program); it != m.programs.end()) {
+        json from_matrix = setup;
+        from_matrix["params"] = mx::program_params(it->second);
+        if (from_matrix != setup)
+          throw mx::ConfigError(fmt::format("program {} differs between the baseline and --confirm-matrix {} ({})", program,
+                                            m.path, setup_difference(setup, from_matrix)));
+      }
+    }
+  }
+
+  // As many repetitions as the baseline holds of the cell: its most ok ones in a phase, and its failed ones.
+  int repetitions(const std::vector<std::size_t>& cells) const {
+    std::size_t ok = 0, failed = 0;
+    for (std::size_t i : cells) {
+      const GateCell& b = s_.baseline.cells[i];
+      failed += b.not_ok;
+      for (const auto& [metric, values] : b.values) ok = std::max(ok, values.size());
+    }
+    return static_cast<int>(std::min<std::size_t>(ok + failed, mx::kMaxReps));
+  }
+
+  const ConfirmSources& s_;
+  std::map<std::string, mx::AllocatorDef> defs_;
+  json settings_;
+  std::string settings_origin_;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace
+
+ConfirmationPlan plan_confirmation(const std::vector<Verdict>& flagged, const ConfirmSources& sources) {
+  ConfirmationPlan out;
+  Planner planner(sources);
+  std::set<std::tuple<std::string, std::string, int>> seen;
+  std::set<std::string> allocators;
+  for (const auto& v : flagged) {
+    if (!seen.insert({v.allocator, v.workload, v.threads}).second) continue;
+    try {
+      mx::Plan one = planner.plan({v.allocator, v.workload, v.threads});
+      out.plan.settings = one.settings;
+      for (auto& a : one.allocators)
+        if (allocators.insert(json{a.name, a.library, a.env}.dump()).second) out.plan.allocators.push_back(a);
+      for (auto& c : one.cells) out.plan.cells.push_back(std::move(c));
+    } catch (const mx::ConfigError& e) {
+      out.not_rerun[v.cell_name()] = e.what();
+    }
+  }
+  std::stable_sort(out.plan.cells.begin(), out.plan.cells.end(), [](const mx::Cell& a, const mx::Cell& b) { return a.rep < b.rep; });
+  out.notes = planner.notes();
+  return out;
+}
+
+}  // namespace allocmark::gate
