@@ -78,7 +78,7 @@ int advise(const AdviseFlags& a) {
   // A report path that cannot be written is bad input: said before any program runs.
   const std::string report_path =
       a.no_report ? "" : a.report.empty() ? (std::filesystem::path(f.out_dir) / "report.html").string() : a.report;
-  if (!a.report.empty()) check_output_file(a.report, "--report");
+  if (!a.report.empty()) check_output_file(a.report, "--report", {f.out_dir});
   int code = run_command(f);
   if (code != kExitOk && code != kExitCellsFailed) return code;
   results::Advice advice = results::advise(results::Model::load({f.out_dir}));

@@ -3,17 +3,32 @@
 // finished record. The entry point for executors that place cells on other hosts.
 //
 // SPEC: {"cell": <as in a plan>, "settings": {"timeout_s", "sample_ms", "max_timeline_points",
-// "pin", "nodes", "latency_every", "node_figures"}, "log": "path of the worker's log"}, and from a batch executor also "attempt" (the
-// record's attempt, as the driver would stamp it) and "machines_dir" (where this host's machine
-// description goes, HOST.json, once per host, for the folder's meta.json),
-// "data_root" and "keep_data" (data_root defaults to a data/ folder beside the log).
+// "pin", "nodes", "latency_every", "node_figures", "data_root", "keep_data"}, "log": "path of the
+// worker's log"}, and from a batch executor also "attempt" (the record's attempt, as the driver
+// would stamp it) and "machines_dir" (where this host's machine description goes, HOST.json, once
+// per host, for the folder's meta.json). Without "log" the log is FILE.log beside --record, or
+// none (a program cell, whose stdout is kept beside its log, needs one).
+//
+// Where a cell writes. A spec belongs to one folder, its home: a spec at F/slurm/SUB/cells/N.json
+// (where the Slurm executor writes them) belongs to the results folder F; any other spec belongs to
+// the folder that holds it. The log, data_root (default HOME/data), machines_dir and --record must
+// lie inside the home, reached from it through real folders only: a path that leaves it (an
+// absolute path elsewhere, "..") or a symbolic link at any step, or as the file or folder itself,
+// is refused (exit 2) before anything runs. So a spec taken from someone else's results folder can
+// neither truncate, remove nor write anything outside that folder.
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <type_traits>
 
 #include "harness/cli/common.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
 #include "harness/results/results_dir.h"
 #include "harness/runner/cell_runner.h"
@@ -22,50 +37,148 @@
 namespace allocmark::cli {
 namespace {
 
+namespace fs = std::filesystem;
 using nlohmann::json;
+using results::Folder;
+
+// The folder a spec belongs to (see the header comment).
+fs::path home_of(const fs::path& spec) {
+  const fs::path cells = spec.parent_path(), submission = cells.parent_path(), slurm = submission.parent_path();
+  if (cells.filename() == results::layout::kSubmissionCells && slurm.filename() == results::layout::kSlurm &&
+      !slurm.parent_path().empty())
+    return slurm.parent_path();
+  return spec.parent_path();
+}
+
+// Refuses `path` (named by `what`) unless it lies inside `home` and every step from the home to it
+// is a real folder, and the last step, when it exists, is `wanted`.
+void check_inside(const fs::path& home, const std::string& path, const std::string& what, Folder::Type wanted) {
+  const fs::path target = fs::absolute(path).lexically_normal();
+  const fs::path rel = target.lexically_relative(home);
+  if (rel.empty() || *rel.begin() == ".." || rel == ".")
+    throw matrix::ConfigError(fmt::format("{}: {} is outside {}, the folder this cell belongs to (a cell writes only "
+                                          "inside it: see `allocmark cell --help`)",
+                                          what, path, home.string()));
+  if (std::distance(rel.begin(), rel.end()) == 1 && wanted == Folder::Type::file && results::layout::is_own_entry(rel.string()))
+    throw matrix::ConfigError(fmt::format("{}: {} is the {} of the folder this cell belongs to; a cell never writes over it",
+                                          what, path, rel.string()));
+  try {
+    std::optional<Folder> at;
+    at.emplace(home.string());
+    std::vector<std::string> steps;
+    for (const auto& step : rel) steps.push_back(step.string());
+    for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
+      std::optional<Folder> next = at->sub_if_exists(steps[i]);
+      if (!next) return;  // created by the cell, inside the home
+      at = std::move(next);
+    }
+    const Folder::Type found = at->type(steps.back());
+    if (found != Folder::Type::missing && found != wanted)
+      throw results::ResultsError(results::misplaced(at->path_of(steps.back()), found, results::type_name(wanted)));
+  } catch (const results::ResultsError& e) {
+    throw matrix::ConfigError(what + ": " + e.what());
+  }
+}
+
+// A settings field of the kind it must be, or a message naming the spec and the field.
+template <class T>
+T setting(const json& s, const std::string& where, const char* key, T fallback) {
+  if (!s.contains(key) || s[key].is_null()) return fallback;
+  const json& v = s[key];
+  const bool fits = std::is_same_v<T, bool>          ? v.is_boolean()
+                    : std::is_same_v<T, std::string> ? v.is_string()
+                    : std::is_integral_v<T>          ? v.is_number_integer()
+                                                     : v.is_number();
+  if (!fits)
+    throw matrix::ConfigError(fmt::format("{}: settings.{}: expected {}, found {}", where, key,
+                                          std::is_same_v<T, bool>          ? "true or false"
+                                          : std::is_same_v<T, std::string> ? "a string"
+                                          : std::is_integral_v<T>          ? "an integer"
+                                                                           : "a number",
+                                          v.dump().substr(0, 60)));
+  return v.get<T>();
+}
+
+json read_spec(const std::string& spec_path) {
+  std::error_code ec;
+  if (fs::is_directory(spec_path, ec))
+    throw matrix::ConfigError(spec_path + ": is a folder, not a cell description (a JSON file, e.g. DIR/slurm/s1/cells/0.json)");
+  if (!fs::exists(spec_path, ec)) throw matrix::ConfigError(spec_path + ": no such file (expected a cell description, JSON)");
+  if (!fs::is_regular_file(spec_path, ec)) throw matrix::ConfigError(spec_path + ": not a file (expected a cell description, JSON)");
+  std::ifstream in(spec_path, std::ios::binary);
+  if (!in) throw matrix::ConfigError(spec_path + ": cannot read the cell description: " + std::strerror(errno));
+  json spec = json::parse(in, nullptr, false);
+  if (spec.is_discarded()) throw matrix::ConfigError(spec_path + ": not valid JSON (expected a cell description)");
+  if (!spec.is_object()) throw matrix::ConfigError(spec_path + ": expected a JSON object (a cell description)");
+  return spec;
+}
 
 int run_one(const std::string& spec_path, const std::string& record_path) {
-  std::ifstream in(spec_path);
-  if (!in) throw matrix::ConfigError(spec_path + ": cannot read the cell description");
-  json spec = json::parse(in, nullptr, false);
-  if (spec.is_discarded() || !spec.is_object()) throw matrix::ConfigError(spec_path + ": not a JSON object");
-  matrix::Cell cell = matrix::cell_from_json(spec.value("cell", json::object()));
-  json s = spec.value("settings", json::object());
-  runner::CellSettings settings{worker_path(), s.value("timeout_s", 300.0), s.value("sample_ms", 10),
-                                s.value("max_timeline_points", 2000), matrix::recorded_pin(s), "", false};
-  settings.latency_every = s.value("latency_every", 0);
-  settings.node_figures = s.value("node_figures", true);
+  const json spec = read_spec(spec_path);
+  const fs::path home = home_of(fs::absolute(spec_path).lexically_normal());
+  matrix::Cell cell;
+  try {
+    cell = matrix::cell_from_json(spec.contains("cell") ? spec["cell"] : json());
+  } catch (const matrix::ConfigError& e) {
+    throw matrix::ConfigError(spec_path + ": " + e.what());
+  }
+  const json s = spec.value("settings", json::object());
+  if (!s.is_object()) throw matrix::ConfigError(spec_path + ": settings: expected an object");
+  runner::CellSettings settings{worker_path(), setting(s, spec_path, "timeout_s", 300.0), setting(s, spec_path, "sample_ms", 10),
+                                setting(s, spec_path, "max_timeline_points", 2000), {}, "", false};
+  try {
+    settings.pin = matrix::recorded_pin(s);
+  } catch (const matrix::ConfigError& e) {
+    throw matrix::ConfigError(spec_path + ": settings.pin/nodes: " + e.what());
+  }
+  settings.latency_every = setting(s, spec_path, "latency_every", 0);
+  settings.node_figures = setting(s, spec_path, "node_figures", true);
   if (!(settings.timeout_s > 0) || settings.sample_ms < 1 || settings.max_timeline_points < 2 || settings.latency_every < 0)
     throw matrix::ConfigError(spec_path + ": settings: timeout_s must be > 0, sample_ms >= 1, max_timeline_points >= 2, latency_every >= 0");
-  std::string log = spec.value("log", record_path.empty() ? std::string("/dev/null") : record_path + ".log");
-  settings.data_root = s.value("data_root", std::string());
-  if (settings.data_root.empty())
-    settings.data_root = (log == "/dev/null" ? std::filesystem::current_path() : std::filesystem::absolute(log).parent_path()).string() + "/data";
-  settings.keep_data = s.value("keep_data", false);
-  runner::CellHooks hooks{nullptr, [] { return runner::g_interrupted.load(); }};
+  if (spec.contains("log") && !spec["log"].is_string()) throw matrix::ConfigError(spec_path + ": log: expected a path (a string)");
+  if (spec.contains("machines_dir") && !spec["machines_dir"].is_string())
+    throw matrix::ConfigError(spec_path + ": machines_dir: expected a path (a string)");
+  if (spec.contains("attempt") && !spec["attempt"].is_number_integer())
+    throw matrix::ConfigError(spec_path + ": attempt: expected an integer of at least 1");
   const int attempt = spec.value("attempt", 1);
-  if (attempt < 1) throw matrix::ConfigError(spec_path + ": attempt must be >= 1");
-  if (std::string machines = spec.value("machines_dir", ""); !machines.empty()) {
-    json machine = results::machine_info();
-    std::string path = machines + "/" + machine.value("host", "unknown") + ".json";
-    std::error_code ec;
-    std::filesystem::create_directories(machines, ec);
-    if (!std::filesystem::exists(path, ec)) results::write_file_atomically(path, machine.dump(2) + "\n");
+  if (attempt < 1) throw matrix::ConfigError(spec_path + ": attempt: expected an integer of at least 1");
+
+  // Every place the cell writes, checked before it runs (see the header comment).
+  if (!record_path.empty()) {
+    check_writable_file(record_path, "--record");
+    check_inside(home, record_path, "--record", Folder::Type::file);
   }
-  runner::CellOutcome outcome = runner::run_cell(cell, settings, log, hooks);
+  const std::string log = spec.value("log", record_path.empty() ? std::string() : record_path + ".log");
+  if (log.empty() && matrix::is_program(cell.workload))
+    throw matrix::ConfigError(spec_path + ": a program cell keeps its stdout beside its log: give the spec a \"log\" or pass --record");
+  if (!log.empty()) check_inside(home, log, spec_path + ": log", Folder::Type::file);
+  settings.data_root = setting(s, spec_path, "data_root", std::string());
+  if (settings.data_root.empty()) settings.data_root = (home / results::layout::kData).string();
+  check_inside(home, settings.data_root, spec_path + ": settings.data_root", Folder::Type::folder);
+  settings.keep_data = setting(s, spec_path, "keep_data", false);
+  const std::string machines = spec.value("machines_dir", "");
+  if (!machines.empty()) check_inside(home, machines, spec_path + ": machines_dir", Folder::Type::folder);
+
+  if (!machines.empty()) {
+    json machine = results::machine_info();
+    const std::string host = machine.value("host", "unknown");
+    std::error_code ec;
+    fs::create_directories(machines, ec);
+    const Folder folder(machines);
+    if (folder.type(host + ".json") == Folder::Type::missing) folder.write_atomically(host + ".json", machine.dump(2) + "\n");
+  }
+  runner::CellHooks hooks{nullptr, [] { return runner::g_interrupted.load(); }};
+  runner::CellOutcome outcome = runner::run_cell(cell, settings, log.empty() ? "/dev/null" : log, hooks);
   if (outcome.interrupted) return kExitInterrupted;
   if (spec.contains("attempt")) outcome.record["attempt"] = attempt;
   std::string text = outcome.record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";  // never lose a cell to a stray byte
   if (record_path.empty()) {
     std::cout << text;
   } else {
-    std::string tmp = record_path + ".tmp";
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out || ::rename(tmp.c_str(), record_path.c_str()) != 0) {
-      ::unlink(tmp.c_str());
-      throw runner::RunStopped("cannot write " + record_path, 0, record_path);
+    try {
+      results::write_file_atomically(record_path, text);
+    } catch (const results::ResultsError& e) {
+      throw runner::RunStopped(e.what(), 0, record_path);
     }
   }
   return outcome.record.value("status", "") == "ok" ? kExitOk : kExitCellsFailed;
@@ -76,7 +189,8 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
 Subcommand add_cell_command(CLI::App& app) {
   auto spec = std::make_shared<std::string>();
   auto record = std::make_shared<std::string>();
-  auto* cell = app.add_subcommand("cell", "run one described cell on this host and write its record (for executors)");
+  auto* cell = app.add_subcommand("cell", "run one described cell on this host and write its record (for executors); "
+                                          "it writes only inside the folder its description belongs to");
   cell->add_option("spec", *spec, "cell description (JSON file)")->required();
   cell->add_option("--record", *record, "write the record here (atomically) instead of to standard output");
   return {cell, [spec, record] { return run_one(*spec, *record); }};

@@ -4,12 +4,17 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+
+#include "harness/results/folder_layout.h"
 
 namespace allocmark::cli {
 
@@ -59,41 +64,88 @@ matrix::MatrixFile load_variants() {
   return matrix::load_matrix_file(matrix::config_dir() + "/variants.toml", /*variants_only=*/true);
 }
 
+namespace {
+
+std::string system_reason() { return std::strerror(errno); }
+
+// Whether `dir` is a results folder: it holds results.jsonl or meta.json (links not followed).
+bool is_results_folder(const fs::path& dir) {
+  std::error_code ec;
+  for (const char* name : {results::layout::kResults, results::layout::kMeta})
+    if (fs::is_regular_file(fs::symlink_status(dir / name, ec))) return true;
+  return false;
+}
+
+// `path` absolute without . and .., and the same with every link followed.
+std::vector<fs::path> both_spellings(const fs::path& path) {
+  std::error_code ec;
+  std::vector<fs::path> out{fs::absolute(path, ec).lexically_normal()};
+  fs::path resolved = fs::weakly_canonical(path, ec);
+  if (!ec && resolved != out[0]) out.push_back(resolved);
+  return out;
+}
+
+// Refuses a `target` that is, or lies inside, one of a run's own entries of a folder in `reading`
+// or of any results folder above it.
+void refuse_run_files(const std::string& out, const std::string& flag, const std::vector<std::string>& reading) {
+  std::vector<fs::path> read_folders;
+  for (const auto& dir : reading)
+    for (const auto& spelling : both_spellings(dir)) read_folders.push_back(spelling);
+  for (const fs::path& target : both_spellings(out)) {
+    for (fs::path folder = target.parent_path(), below = target;; below = folder, folder = folder.parent_path()) {
+      const bool read = std::find(read_folders.begin(), read_folders.end(), folder) != read_folders.end();
+      const std::string entry = below.filename().string();
+      if ((read || is_results_folder(folder)) && results::layout::is_own_entry(entry)) {
+        if (read)
+          throw std::invalid_argument(fmt::format("{} {}: would overwrite {}'s {}, which this command reads; write it elsewhere",
+                                                  flag, out, folder.string(), entry));
+        throw std::invalid_argument(fmt::format("{} {}: is the {} of the results folder {}; write it elsewhere", flag, out,
+                                                entry, folder.string()));
+      }
+      if (folder == folder.root_path() || folder.empty()) break;
+    }
+  }
+}
+
+}  // namespace
+
+void check_writable_file(const std::string& out, const std::string& flag) {
+  fs::path path(out);
+  std::error_code ec;
+  if (out.empty()) throw std::invalid_argument(fmt::format("{}: the file name is empty", flag));
+  if (fs::is_directory(path, ec)) throw std::invalid_argument(fmt::format("{} {}: is a folder, not a file", flag, out));
+  // Written by renaming a new file over it: a device there (-o /dev/null) would be replaced.
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+    throw std::invalid_argument(fmt::format("{} {}: is a device, fifo or socket, not a file", flag, out));
+  fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (!fs::is_directory(parent, ec))
+    throw std::invalid_argument(fmt::format("{} {}: folder {} does not exist", flag, out, parent.string()));
+  if (::access(parent.c_str(), W_OK) != 0)
+    throw std::invalid_argument(fmt::format("{} {}: folder {} is not writable ({})", flag, out, parent.string(), system_reason()));
+  if (fs::exists(path, ec) && ::access(path.c_str(), W_OK) != 0)
+    throw std::invalid_argument(fmt::format("{} {}: not writable ({})", flag, out, system_reason()));
+}
+
 // Everything that would make the write fail or destroy results, checked before any work is done.
 void check_output_file(const std::string& out, const std::string& flag, const std::vector<std::string>& reading) {
-  fs::path path(out);
   if (out.empty()) throw std::invalid_argument(fmt::format("{}: the file name is empty", flag));
-  if (fs::is_directory(path)) throw std::invalid_argument(fmt::format("{} {}: is a folder, not a file", flag, out));
-  fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  if (!fs::is_directory(parent))
-    throw std::invalid_argument(fmt::format("{} {}: folder {} does not exist", flag, out, parent.string()));
-  // Where the write would land once every symlink is followed: a link named -o still destroys its target.
+  refuse_run_files(out, flag, reading);
+  check_writable_file(out, flag);
+}
+
+void check_output_folder(const std::string& out, const std::string& flag, const std::vector<std::string>& reading) {
+  if (out.empty()) throw std::invalid_argument(fmt::format("{}: the folder name is empty", flag));
   std::error_code ec;
-  const fs::path target = fs::weakly_canonical(path, ec);
-  const fs::path target_dir = ec ? fs::absolute(parent) : target.parent_path();
-  for (const auto& dir : reading) {
-    const fs::path folder = fs::weakly_canonical(dir, ec);
-    if (ec) continue;
-    auto [f, t] = std::mismatch(folder.begin(), folder.end(), target.begin(), target.end());
-    if (f != folder.end() || t == target.end()) continue;
-    // Pages and baselines may be written into the folder (report.html is its default); what a run
-    // wrote there may not be overwritten.
-    static const std::vector<std::string> kRunsOwn{"results.jsonl", "results.corrupt.jsonl", "meta.json", "summary.csv",
-                                                   "summary.json", "cells.json", ".allocmark.lock", "logs", "parts",
-                                                   "slurm", "data"};
-    if (std::find(kRunsOwn.begin(), kRunsOwn.end(), t->string()) != kRunsOwn.end())
-      throw std::invalid_argument(fmt::format("{} {}: would overwrite {}'s {}, which this command reads; write it elsewhere",
-                                              flag, out, dir, t->string()));
-  }
-  const std::string name = target.filename().string();
-  if ((name == "results.jsonl" || name == "meta.json") &&
-      (fs::exists(target_dir / "results.jsonl", ec) || fs::exists(target_dir / "meta.json", ec)))
-    throw std::invalid_argument(fmt::format("{} {}: is the {} of the results folder {}; write it elsewhere", flag, out, name,
-                                            target_dir.string()));
-  if (::access(parent.c_str(), W_OK) != 0)
-    throw std::invalid_argument(fmt::format("{} {}: folder {} is not writable", flag, out, parent.string()));
-  if (fs::exists(path) && ::access(path.c_str(), W_OK) != 0)
-    throw std::invalid_argument(fmt::format("{} {}: not writable", flag, out));
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    throw std::invalid_argument(fmt::format("{} {}: is a file, not a folder (the charts are written into a folder)", flag, out));
+  refuse_run_files(out, flag, reading);
+  // The folder, or the nearest folder above it that exists (the rest is created), must be writable.
+  fs::path existing = fs::absolute(out, ec);
+  while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
+  if (!fs::is_directory(existing, ec))
+    throw std::invalid_argument(fmt::format("{} {}: {} is not a folder", flag, out, existing.string()));
+  if (::access(existing.c_str(), W_OK) != 0)
+    throw std::invalid_argument(fmt::format("{} {}: folder {} is not writable ({})", flag, out, existing.string(), system_reason()));
 }
 
 }  // namespace allocmark::cli

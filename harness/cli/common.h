@@ -50,11 +50,22 @@ Subcommand add_topology_command(CLI::App& app);
 std::vector<std::string> split_commas(const std::vector<std::string>& items, const std::string& flag);
 
 // -o FILE of the commands that write a file: everything that would make the write fail (a folder,
-// a missing or read-only folder, a read-only file), and everything that would destroy results (a
-// file inside one of the folders `reading` that the command reads, or the results.jsonl or
-// meta.json of any results folder), checked before any work; invalid_argument naming the flag.
+// a missing or read-only folder, a read-only file, a device or fifo), and everything that would
+// destroy results: a file inside one of the folders `reading` that the command reads and that a
+// run wrote there (results/folder_layout.h: results.jsonl, meta.json, logs/, parts/, ...), or such
+// a file of any other results folder (a folder holding results.jsonl or meta.json). The path is
+// judged both as written and with every link followed; checked before any work; invalid_argument
+// naming the flag.
 void check_output_file(const std::string& out, const std::string& flag = "-o",
                        const std::vector<std::string>& reading = {});
+// Only the first half: whether a file can be written at `out` (not a folder, device or fifo; its
+// folder exists and is writable; the file, if any, is writable). For `cell --record`, whose place
+// in a results folder is its own rule.
+void check_writable_file(const std::string& out, const std::string& flag);
+// --out FOLDER of the commands that write several files into a folder (plot, compare --charts):
+// not a file, creatable or writable, and not inside a run's own entries (logs/, parts/, ...) of
+// a folder in `reading` or of any results folder. invalid_argument naming the flag.
+void check_output_folder(const std::string& out, const std::string& flag, const std::vector<std::string>& reading = {});
 
 // --metric of gate and compare: gate metric names, checked; `fallback` when none is given.
 std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw, const std::vector<std::string>& fallback);

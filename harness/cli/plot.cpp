@@ -48,6 +48,7 @@ Subcommand add_plot_command(CLI::App& app) {
                     "--only: unknown chart kind '{}' (choose from peak_rss, timeline, throughput, scaling, variants, contention, placement)", k));
             if (plot->count("--baseline") && opts->baseline.empty())
               throw std::invalid_argument("--baseline: empty allocator name");
+            if (!opts->out.empty()) check_output_folder(opts->out, "--out", {opts->dir});
             report::ChartRequest request{opts->dir, opts->out, opts->format, kinds, opts->baseline, opts->log};
             report::prepare_charts(request);
             return report::draw_charts(request);

@@ -394,27 +394,64 @@ nlohmann::json cell_to_json(const Cell& c) {
           {"workload", c.workload}, {"threads", c.threads}, {"rep", c.rep}, {"params", c.params}};
 }
 
-Cell cell_from_json(const nlohmann::json& j) {
-  try {
-    Cell c;
-    const auto& a = j.at("allocator");
-    c.allocator.name = a.at("name").get<std::string>();
-    c.allocator.backend = a.at("backend").get<std::string>();
-    c.allocator.library = a.value("library", "");
-    c.allocator.env = a.value("env", std::map<std::string, std::string>{});
-    c.allocator.description = a.value("description", "");
-    c.workload = j.at("workload").get<std::string>();
-    c.threads = j.at("threads").get<int>();
-    c.rep = j.at("rep").get<int>();
-    c.params = j.at("params").get<std::map<std::string, std::string>>();
-    if (!allocmark::allocators::find_backend(c.allocator.backend))
-      throw ConfigError("unknown backend '" + c.allocator.backend + "'");
-    if (!is_program(c.workload) && !wl::find_workload(c.workload)) throw ConfigError("unknown workload '" + c.workload + "'");
-    if (c.threads < 1 || c.rep < 1) throw ConfigError("threads and rep must be at least 1");
-    return c;
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(std::string("cell description: ") + e.what());
+namespace {
+// A field of a cell description, named by its path ("cell.allocator.name") when it is missing or
+// of the wrong kind, never as a raw JSON library message.
+const nlohmann::json& cell_field(const nlohmann::json& obj, const std::string& where, const char* key, bool required = true) {
+  static const nlohmann::json absent;
+  if (!obj.is_object()) throw ConfigError(where + ": expected an object, found " + obj.type_name());
+  if (!obj.contains(key)) {
+    if (required) throw ConfigError(where + "." + key + ": missing");
+    return absent;
   }
+  return obj[key];
+}
+std::string found_text(const nlohmann::json& v) {
+  std::string text = v.dump();
+  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+}
+std::string cell_text(const nlohmann::json& obj, const std::string& where, const char* key, bool required = true) {
+  const nlohmann::json& v = cell_field(obj, where, key, required);
+  if (v.is_null() && !required) return "";
+  if (!v.is_string()) throw ConfigError(where + "." + key + ": expected a string, found " + found_text(v));
+  return v.get<std::string>();
+}
+int cell_count(const nlohmann::json& obj, const std::string& where, const char* key) {
+  const nlohmann::json& v = cell_field(obj, where, key);
+  if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1000000)
+    throw ConfigError(where + "." + key + ": expected an integer of at least 1, found " + found_text(v));
+  return v.get<int>();
+}
+std::map<std::string, std::string> cell_texts(const nlohmann::json& obj, const std::string& where, const char* key, bool required) {
+  const nlohmann::json& v = cell_field(obj, where, key, required);
+  std::map<std::string, std::string> out;
+  if (v.is_null() && !required) return out;
+  if (!v.is_object()) throw ConfigError(where + "." + key + ": expected an object of strings, found " + found_text(v));
+  for (const auto& [k, item] : v.items()) {
+    if (!item.is_string()) throw ConfigError(where + "." + key + "." + k + ": expected a string, found " + found_text(item));
+    out[k] = item.get<std::string>();
+  }
+  return out;
+}
+}  // namespace
+
+Cell cell_from_json(const nlohmann::json& j) {
+  Cell c;
+  const nlohmann::json& a = cell_field(j, "cell", "allocator");
+  c.allocator.name = cell_text(a, "cell.allocator", "name");
+  c.allocator.backend = cell_text(a, "cell.allocator", "backend");
+  c.allocator.library = cell_text(a, "cell.allocator", "library", false);
+  c.allocator.env = cell_texts(a, "cell.allocator", "env", false);
+  c.allocator.description = cell_text(a, "cell.allocator", "description", false);
+  c.workload = cell_text(j, "cell", "workload");
+  c.threads = cell_count(j, "cell", "threads");
+  c.rep = cell_count(j, "cell", "rep");
+  c.params = cell_texts(j, "cell", "params", true);
+  if (!allocmark::allocators::find_backend(c.allocator.backend))
+    throw ConfigError("cell.allocator.backend: unknown backend '" + c.allocator.backend + "'");
+  if (!is_program(c.workload) && !wl::find_workload(c.workload))
+    throw ConfigError("cell.workload: unknown workload '" + c.workload + "'");
+  return c;
 }
 
 nlohmann::json Plan::as_json() const {

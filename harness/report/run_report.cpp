@@ -15,6 +15,7 @@
 #include "harness/report/charts.h"
 #include "harness/report/html.h"
 #include "harness/report/verdict.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
 #include "harness/results/model.h"
 #include "harness/results/reporters/text.h"
@@ -314,8 +315,9 @@ void failures_section(html::Document& doc, const std::string& dir, const rs::Mod
   for (const auto& cell : model.cells()) {
     if (cell.ok()) continue;
     const auto& id = model.identity(cell);
-    std::string log = "logs/" + cell.key + ".log";
-    if (!fs::exists(fs::path(dir) / log)) log = "-";
+    std::string log = rs::layout::cell_files(cell.key, cell.attempt).log;
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(fs::path(dir) / log, ec))) log = "-";
     table.rows.push_back({{id.workload}, {std::to_string(cell.threads), cell.threads}, {id.allocator},
                           {std::to_string(cell.rep), cell.rep}, {std::to_string(cell.attempt), cell.attempt},
                           {cell.status, std::nullopt, "", "bad"}, {cell.error.value_or("(no reason recorded)")}, {log}});

@@ -6,29 +6,70 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 
+#include "harness/results/folder_layout.h"
 #include "harness/results/reporters/reporter.h"
 
 namespace allocmark::results {
 namespace fs = std::filesystem;
 using nlohmann::json;
+namespace lay = layout;
 
+namespace {
 
-ResultsDir::ResultsDir(std::string path, const OpenOptions& options) : path_(std::move(path)) {
-  if (path_.empty()) throw ResultsError("--out: the results folder name is empty");
+std::string system_reason() { return std::strerror(errno); }
+
+// The folder of a run, created when missing. The path itself is the user's: links in it are followed.
+Folder create_folder(const std::string& path) {
+  if (path.empty()) throw ResultsError("--out: the results folder name is empty");
   std::error_code ec;
-  if (fs::exists(path_, ec) && !fs::is_directory(path_, ec)) throw ResultsError(path_ + " exists and is not a folder");
-  fs::create_directories(path_ + "/logs", ec);
-  if (ec) throw ResultsError("cannot create " + path_ + ": " + ec.message());
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec)) throw ResultsError(path + " exists and is not a folder");
+  fs::create_directories(path, ec);
+  if (ec) throw ResultsError("cannot create " + path + ": " + ec.message());
+  return Folder(path);
+}
+
+// Each *.json file of each folder in parts/, in sorted order; links and anything else are skipped.
+void for_each_part(const Folder& dir, const std::function<void(const Folder& sub, const std::string& name)>& visit) {
+  std::optional<Folder> parts;
+  try {
+    parts = dir.sub_if_exists(lay::kParts);
+  } catch (const ResultsError&) {
+    return;  // a link: a run refuses the folder, a reader reads nothing through it
+  }
+  if (!parts) return;
+  for (const auto& sub : parts->list()) {
+    if (sub.type != Folder::Type::folder) continue;
+    const Folder inside = parts->sub(sub.name, false);
+    for (const auto& f : inside.list())
+      if (f.type == Folder::Type::file && fs::path(f.name).extension() == ".json") visit(inside, f.name);
+  }
+}
+
+// No link, device or fifo anywhere in `folder` down to `depth` levels (1: its entries only).
+void refuse_links_inside(const Folder& folder, int depth) {
+  for (const auto& e : folder.list()) {
+    if (e.type == Folder::Type::link || e.type == Folder::Type::other)
+      throw ResultsError(misplaced(folder.path_of(e.name), e.type, "a file or folder"));
+    if (e.type == Folder::Type::folder && depth > 1) refuse_links_inside(folder.sub(e.name, false), depth - 1);
+  }
+}
+
+}  // namespace
+
+ResultsDir::ResultsDir(std::string path, const OpenOptions& options) : path_(std::move(path)), folder_(create_folder(path_)) {
+  refuse_misplaced_entries();
+  folder_.sub(lay::kLogs, /*create=*/true);
   lock(options.command);
-  std::string jsonl = path_ + "/results.jsonl";
-  const bool jsonl_used = fs::exists(jsonl) && fs::file_size(jsonl) > 0;
+  struct stat st {};
+  const bool jsonl_used = ::fstatat(folder_.fd(), lay::kResults, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > 0;
   had_results_ = jsonl_used || !part_files(path_).empty() || !submission_dirs(path_).empty();
   if (!had_results_) return;
   if (!options.resume && !options.extend)
@@ -37,13 +78,24 @@ ResultsDir::ResultsDir(std::string path, const OpenOptions& options) : path_(std
   gather_parts();
 }
 
+void ResultsDir::refuse_misplaced_entries() const {
+  for (const auto& entry : lay::own_entries()) {
+    const Folder::Type found = folder_.type(entry.name);
+    if (found != Folder::Type::missing && found != entry.type)
+      throw ResultsError(misplaced(folder_.path_of(entry.name), found, type_name(entry.type)));
+  }
+  // How deep the run writes, gathers or removes in each: logs/L, parts/SUB/N.json,
+  // slurm/sN/cells/N.json, machines/HOST.json, data/CELL.data (inside which the workload is at home).
+  for (const auto& [name, depth] : {std::pair{lay::kLogs, 1}, {lay::kParts, 2}, {lay::kSlurm, 3}, {lay::kMachines, 1}, {lay::kData, 1}})
+    if (auto sub = folder_.sub_if_exists(name)) refuse_links_inside(*sub, depth);
+}
+
 std::vector<std::string> part_files(const std::string& dir) {
   std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& sub : fs::directory_iterator(dir + "/parts", ec)) {
-    if (!sub.is_directory()) continue;
-    for (const auto& f : fs::directory_iterator(sub.path(), ec))
-      if (f.is_regular_file() && f.path().extension() == ".json") out.push_back(f.path().string());
+  try {
+    for_each_part(Folder(dir), [&](const Folder& sub, const std::string& name) { out.push_back(sub.path_of(name)); });
+  } catch (const ResultsError&) {
+    return {};  // no such folder: no parts
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -51,9 +103,13 @@ std::vector<std::string> part_files(const std::string& dir) {
 
 std::vector<std::string> submission_dirs(const std::string& dir) {
   std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& sub : fs::directory_iterator(dir + "/slurm", ec))
-    if (sub.is_directory()) out.push_back(sub.path().string());
+  try {
+    if (auto slurm = Folder(dir).sub_if_exists(lay::kSlurm))
+      for (const auto& e : slurm->list())
+        if (e.type == Folder::Type::folder) out.push_back(slurm->path_of(e.name));
+  } catch (const ResultsError&) {
+    return {};  // no such folder, or slurm/ is a link: nothing submitted from here
+  }
   // s2 before s10
   std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
     return a.size() != b.size() ? a.size() < b.size() : a < b;
@@ -63,22 +119,19 @@ std::vector<std::string> submission_dirs(const std::string& dir) {
 
 void ResultsDir::gather_parts() {
   std::size_t gathered = 0;
-  for (const auto& part : part_files(path_)) {
-    std::ifstream in(part, std::ios::binary);
-    json record = json::parse(in, nullptr, false);
-    in.close();
+  for_each_part(folder_, [&](const Folder& sub, const std::string& name) {
+    json record = json::parse(sub.read_file(name).value_or(""), nullptr, false);
     if (record.is_discarded() || !record.is_object() || !record.contains("key") || !record["key"].is_string()) {
-      notes_.push_back(part + " is not a valid record; left where it is");
-      continue;
+      notes_.push_back(sub.path_of(name) + " is not a valid record; left where it is");
+      return;
     }
     auto it = recorded_.find(record["key"].get<std::string>());
     if (it == recorded_.end() || it->second.attempt < record.value("attempt", 1)) {
       append(record);
       ++gathered;
     }
-    std::error_code ec;
-    fs::remove(part, ec);
-  }
+    sub.remove_file(name);
+  });
   if (gathered) notes_.push_back("gathered " + std::to_string(gathered) + " records finished by batch tasks (parts/) into results.jsonl");
 }
 
@@ -89,15 +142,16 @@ ResultsDir::OwnedFd::~OwnedFd() {
 }
 
 void ResultsDir::lock(const std::string& command) {
-  const std::string lock_path = path_ + "/.allocmark.lock";
-  // Not O_CLOEXEC on purpose: workers inherit it, so the folder stays locked while any worker of
+  const std::string lock_path = folder_.path_of(lay::kLock);
+  // Inheritable on purpose: workers inherit it, so the folder stays locked while any worker of
   // this run is alive, even one that outlived a killed driver.
-  lock_.fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0644);
-  if (lock_.fd < 0) throw ResultsError("cannot create " + lock_path + ": " + std::strerror(errno));
+  lock_.fd = folder_.open_file(lay::kLock, O_RDWR | O_CREAT, 0644, /*inheritable=*/true);
+  if (lock_.fd < 0) throw ResultsError("cannot create " + lock_path + ": " + system_reason());
   if (::flock(lock_.fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
-    std::ifstream in(lock_path);
-    std::string holder((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    char buf[1024];
+    ssize_t n = ::pread(lock_.fd, buf, sizeof buf - 1, 0);
+    std::string holder(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
     while (!holder.empty() && holder.back() == '\n') holder.pop_back();
     ::close(lock_.fd);
     lock_.fd = -1;
@@ -117,18 +171,26 @@ void ResultsDir::lock(const std::string& command) {
 }
 
 void ResultsDir::scan(bool discard_corrupt) {
-  const std::string jsonl = path_ + "/results.jsonl";
-  std::ifstream in(jsonl, std::ios::binary);
-  if (!in) throw ResultsError("cannot read " + jsonl);
+  const std::string jsonl = folder_.path_of(lay::kResults);
+  int fd = folder_.open_file(lay::kResults, O_RDONLY);
+  FILE* in = fd < 0 ? nullptr : ::fdopen(fd, "rb");
+  if (!in) {
+    const std::string why = system_reason();
+    if (fd >= 0) ::close(fd);
+    throw ResultsError("cannot read " + jsonl + ": " + why);
+  }
   std::string line, kept, discarded;
   std::size_t number = 0, good_end = 0, offset = 0;
   std::vector<std::size_t> corrupt;
   bool cut_short = false;
   std::map<std::string, std::vector<std::size_t>> same_attempt;
-  while (std::getline(in, line)) {
+  char* raw = nullptr;
+  std::size_t capacity = 0;
+  for (ssize_t n; (n = ::getline(&raw, &capacity, in)) > 0;) {
     ++number;
-    const bool has_newline = !in.eof();
-    offset += line.size() + (has_newline ? 1 : 0);
+    const bool has_newline = raw[n - 1] == '\n';
+    offset += static_cast<std::size_t>(n);
+    line.assign(raw, static_cast<std::size_t>(n) - (has_newline ? 1 : 0));
     json rec = json::parse(line, nullptr, false);
     const bool valid = !rec.is_discarded() && rec.is_object() && rec.contains("key") && rec["key"].is_string();
     if (!valid && !has_newline) {  // the driver died mid-write: the only kind of damage resume repairs itself
@@ -150,7 +212,8 @@ void ResultsDir::scan(bool discard_corrupt) {
       else if (attempt == it->second.attempt) same_attempt[key].push_back(number);
     }
   }
-  in.close();
+  std::free(raw);
+  std::fclose(in);
   if (!corrupt.empty() && !discard_corrupt) {
     std::string lines;
     for (std::size_t i = 0; i < corrupt.size() && i < 10; ++i) lines += (i ? ", " : "") + std::to_string(corrupt[i]);
@@ -161,14 +224,15 @@ void ResultsDir::scan(bool discard_corrupt) {
                        "or pass --discard-corrupt-lines to move them to results.corrupt.jsonl and go on");
   }
   if (!corrupt.empty()) {
-    std::ofstream bad(path_ + "/results.corrupt.jsonl", std::ios::binary | std::ios::app);
-    bad << discarded;
-    bad.close();
-    if (!bad) throw ResultsError("cannot write " + path_ + "/results.corrupt.jsonl");
-    write_file_atomically(jsonl, kept);
+    folder_.append(lay::kCorrupt, discarded);
+    folder_.write_atomically(lay::kResults, kept);
     notes_.push_back(std::to_string(corrupt.size()) + " invalid lines moved from results.jsonl to results.corrupt.jsonl");
   } else if (cut_short) {
-    fs::resize_file(jsonl, good_end);
+    int out = folder_.open_file(lay::kResults, O_WRONLY);
+    const bool cut = out >= 0 && ::ftruncate(out, static_cast<off_t>(good_end)) == 0;
+    const std::string why = system_reason();
+    if (out >= 0) ::close(out);
+    if (!cut) throw ResultsError("cannot cut back " + jsonl + ": " + why);
   }
   if (cut_short) notes_.push_back("dropped a last line cut short (line " + std::to_string(number) + ")");
   for (const auto& [key, lines] : same_attempt)
@@ -177,10 +241,10 @@ void ResultsDir::scan(bool discard_corrupt) {
 }
 
 void ResultsDir::append(const json& record) {
-  const std::string jsonl = path_ + "/results.jsonl";
+  const std::string jsonl = folder_.path_of(lay::kResults);
   std::string line = record.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";  // never lose a cell to a stray byte
-  int fd = ::open(jsonl.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw ResultsError("cannot append to " + jsonl + ": " + std::strerror(errno));
+  int fd = folder_.open_file(lay::kResults, O_WRONLY | O_CREAT | O_APPEND);
+  if (fd < 0) throw ResultsError("cannot append to " + jsonl + ": " + system_reason());
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int err = errno;
@@ -188,17 +252,7 @@ void ResultsDir::append(const json& record) {
     throw ResultsError("cannot stat " + jsonl + ": " + std::strerror(err));
   }
   const off_t before = st.st_size;
-  std::size_t off = 0;
-  int err = 0;
-  while (off < line.size()) {
-    ssize_t n = ::write(fd, line.data() + off, line.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      err = n < 0 ? errno : ENOSPC;
-      break;
-    }
-    off += static_cast<std::size_t>(n);
-  }
+  int err = write_fully(fd, line);
   if (!err && ::fsync(fd) != 0) err = errno;
   if (err) {
     // All or nothing: a torn line would make the file lie about this cell and hide the ones after it.
@@ -213,15 +267,15 @@ void ResultsDir::append(const json& record) {
 }
 
 json ResultsDir::read_meta() const {
-  std::ifstream in(path_ + "/meta.json");
-  if (!in) return nullptr;
-  json meta = json::parse(in, nullptr, false);
+  std::optional<std::string> text = folder_.read_file(lay::kMeta);
+  if (!text) return nullptr;
+  json meta = json::parse(*text, nullptr, false);
   if (meta.is_discarded() || !meta.is_object())
-    throw ResultsError(path_ + "/meta.json is not valid JSON; cannot check what this folder was run with");
+    throw ResultsError(folder_.path_of(lay::kMeta) + " is not valid JSON; cannot check what this folder was run with");
   return meta;
 }
 
-void ResultsDir::write_meta(const json& meta) const { write_file_atomically(path_ + "/meta.json", meta.dump(2) + "\n"); }
+void ResultsDir::write_meta(const json& meta) const { folder_.write_atomically(lay::kMeta, meta.dump(2, ' ', false, json::error_handler_t::replace) + "\n"); }
 
 void ResultsDir::write_summaries() const { results::write_summaries(path_); }
 
@@ -242,29 +296,6 @@ FolderWriter folder_writer(const std::string& dir) {
   }
   ::close(fd);
   return out;
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  // The writer's pid in the temporary name: several writers may race to publish the same file
-  // (array tasks on one node each offering the node's machine description); each rename is whole.
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw ResultsError("cannot write " + path + " (disk full?)");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw ResultsError("cannot replace " + path + ": " + ec.message());
-  }
 }
 
 }  // namespace allocmark::results

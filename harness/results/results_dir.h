@@ -1,7 +1,7 @@
 // A results folder: results.jsonl (one object per finished cell, appended and flushed as each
 // ends: the source of truth), summary.csv (one row per cell and phase) and summary.json (medians
 // and spreads per group), both rewritten from the jsonl by the results model, meta.json (machine
-// and matrix), logs/ (each worker's stdout and stderr).
+// and matrix), logs/ (each worker's stdout and stderr); every name is in folder_layout.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,12 +12,9 @@
 #include <string>
 #include <vector>
 
-namespace allocmark::results {
+#include "harness/results/folder.h"
 
-class ResultsError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace allocmark::results {
 
 // How a run opens its folder.
 struct OpenOptions {
@@ -37,19 +34,21 @@ struct RecordedCell {
 // The folder a run writes. Opening it takes an exclusive lock (flock on DIR/.allocmark.lock) held
 // until destruction: a second run into the same folder fails at once, naming the holder. The lock's
 // descriptor is inherited by the run's workers, so a worker that outlived its driver still holds
-// the folder. Every record is appended whole or not at all.
+// the folder. Every record is appended whole or not at all. Everything inside the folder is reached
+// through its descriptor without following links (folder.h): the folder may be someone else's.
 class ResultsDir {
  public:
-  // Creates the folder. Refuses a folder that already holds results unless resume or extend; then
-  // scans results.jsonl: a last line cut short by a dying driver is dropped, any other invalid line
-  // stops the open (ResultsError naming the lines) unless discard_corrupt.
+  // Creates the folder. Refuses, before changing anything, a folder where a link (or anything but a
+  // file or folder of the right kind) stands in place of one of the run's own entries or inside
+  // logs/, parts/, slurm/, machines/ or data/. Refuses a folder that already holds results unless
+  // resume or extend; then scans results.jsonl: a last line cut short by a dying driver is dropped,
+  // any other invalid line stops the open (ResultsError naming the lines) unless discard_corrupt.
   ResultsDir(std::string path, const OpenOptions& options);
   ~ResultsDir();
   ResultsDir(const ResultsDir&) = delete;
   ResultsDir& operator=(const ResultsDir&) = delete;
 
   const std::string& path() const { return path_; }
-  std::string log_dir() const { return path_ + "/logs"; }
   // Whether the folder held anything of an earlier run when opened: recorded cells, records not yet
   // gathered from parts/, or cells submitted to a batch scheduler (slurm/).
   bool had_results() const { return had_results_; }
@@ -66,6 +65,8 @@ class ResultsDir {
   void write_summaries() const;
 
  private:
+  // Throws ResultsError naming the first misplaced entry.
+  void refuse_misplaced_entries() const;
   void lock(const std::string& command);
   void scan(bool discard_corrupt);
   // Appends the records in parts/ that results.jsonl lacks (a later attempt than the one it holds)
@@ -79,6 +80,7 @@ class ResultsDir {
   };
 
   std::string path_;
+  Folder folder_;
   OwnedFd lock_;
   std::map<std::string, RecordedCell> recorded_;
   bool had_results_ = false;
@@ -87,10 +89,11 @@ class ResultsDir {
 
 // Records finished on other hosts by a batch executor's tasks (`allocmark cell --record`), one whole
 // record per file: DIR/parts/SUBMISSION/N.json, sorted. The driver gathers them into results.jsonl;
-// readers (the model) also read those not gathered yet.
+// readers (the model) also read those not gathered yet. Links there are never read (a run refuses
+// the folder; a reader leaves them out).
 std::vector<std::string> part_files(const std::string& dir);
 
-// Where a batch executor keeps its submissions (DIR/slurm/s1, s2, ...), sorted.
+// Where a batch executor keeps its submissions (DIR/slurm/s1, s2, ...), sorted; links left out.
 std::vector<std::string> submission_dirs(const std::string& dir);
 
 // Whether a run is writing a results folder now (it holds DIR/.allocmark.lock), and who: readers
@@ -101,9 +104,5 @@ struct FolderWriter {
   long pid = 0;        // P, 0 when the text does not say
 };
 FolderWriter folder_writer(const std::string& dir);
-
-// Writes `text` to a temporary file beside `path` and renames it over `path`, so a reader sees
-// the old file or the new one, never half of one. Throws ResultsError.
-void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace allocmark::results

@@ -1,9 +1,11 @@
 #include "harness/results/results_dir.h"
 
+#include "harness/results/folder_layout.h"
 #include "harness/results/reporters/reporter.h"
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -171,4 +173,133 @@ TEST(ResultsDir, PartsAreGatheredOnceAndRemoved) {
   EXPECT_EQ(dir.recorded().at("a").attempt, 2);
   EXPECT_TRUE(part_files(d).empty());
   EXPECT_TRUE(fs::exists(d + "/parts/s1/3.json.tmp.99"));
+}
+
+// Issue 21: a results folder may be someone else's; links planted in it are never followed.
+namespace {
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+void write_text(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+}  // namespace
+
+TEST(ResultsDir, ALinkWhereARunKeepsItsFilesIsRefusedBeforeAnythingChanges) {
+  const std::string outside = fresh_dir("outside");
+  write_text(outside + "/other.json", record("elsewhere").dump());
+  write_text(outside + "/victim.txt", "precious\n");
+  for (const std::string link : {"parts/x", "parts/s1/0.json", "logs", "data", "results.corrupt.jsonl", ".allocmark.lock",
+                                 "slurm/s1", "machines"}) {
+    SCOPED_TRACE(link);
+    std::string d = fresh_dir("linked");
+    { ResultsDir(d, {}).append(record("a")); }
+    const std::string jsonl = read_all(d + "/results.jsonl");
+    fs::create_directories(fs::path(d + "/" + link).parent_path());
+    fs::remove_all(d + "/" + link);
+    const bool file = link.find('.') != std::string::npos;
+    fs::create_symlink(file ? outside + (link == "parts/s1/0.json" ? "/other.json" : "/victim.txt") : outside, d + "/" + link);
+    try {
+      ResultsDir dir(d, {.resume = true});
+      ADD_FAILURE() << "opened a folder with a link at " << link;
+    } catch (const ResultsError& e) {
+      EXPECT_NE(std::string(e.what()).find(d + "/" + link + " is a symbolic link"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(read_all(d + "/results.jsonl"), jsonl);
+    EXPECT_EQ(read_all(outside + "/other.json"), record("elsewhere").dump());
+    EXPECT_EQ(read_all(outside + "/victim.txt"), "precious\n");
+  }
+}
+
+TEST(ResultsDir, PartFilesAndSubmissionsLeaveLinksOut) {
+  const std::string outside = fresh_dir("outside_parts");
+  write_text(outside + "/0.json", record("elsewhere").dump());
+  std::string d = fresh_dir("reader");
+  write_text(d + "/parts/s1/0.json", record("a").dump());
+  fs::create_symlink(outside, d + "/parts/s2");
+  fs::create_symlink(outside + "/0.json", d + "/parts/s1/1.json");
+  fs::create_directories(d + "/slurm/s1");
+  fs::create_symlink(outside, d + "/slurm/s2");
+  EXPECT_EQ(part_files(d), std::vector<std::string>{d + "/parts/s1/0.json"});
+  EXPECT_EQ(submission_dirs(d), std::vector<std::string>{d + "/slurm/s1"});
+}
+
+TEST(Folder, WritingAtomicallyReplacesALinkAndNeverWritesThroughIt) {
+  const std::string outside = fresh_dir("outside_write");
+  write_text(outside + "/victim.txt", "precious\n");
+  std::string d = fresh_dir("atomic");
+  fs::create_directories(d);
+  fs::create_symlink(outside + "/victim.txt", d + "/meta.json");
+  write_file_atomically(d + "/meta.json", "{}\n");
+  EXPECT_FALSE(fs::is_symlink(d + "/meta.json"));
+  EXPECT_EQ(read_all(d + "/meta.json"), "{}\n");
+  EXPECT_EQ(read_all(outside + "/victim.txt"), "precious\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 1) << "no temporary file is left";
+}
+
+TEST(Folder, RemovingATreeRemovesLinksNotWhatTheyPointTo) {
+  const std::string outside = fresh_dir("outside_tree");
+  write_text(outside + "/keep/db", "someone's\n");
+  std::string d = fresh_dir("tree");
+  write_text(d + "/data/cell.data/own", "x");
+  fs::create_symlink(outside, d + "/data/cell.data/link");
+  fs::create_symlink(outside + "/keep/db", d + "/data/cell.data/file_link");
+  Folder(d).sub("data", false).remove_tree("cell.data");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(d + "/data/cell.data")));
+  EXPECT_EQ(read_all(outside + "/keep/db"), "someone's\n");
+  // A data root that is a link is no folder of the run: refused, not entered.
+  fs::remove_all(d + "/data");
+  fs::create_symlink(outside, d + "/data");
+  EXPECT_THROW(Folder(d).sub("data", false), ResultsError);
+  EXPECT_THROW(Folder(d).open_file("data", O_RDONLY), ResultsError);
+}
+
+TEST(Folder, AFailedWriteSaysTheSystemsReason) {
+  try {
+    write_file_atomically(fresh_dir("no_such") + "/sub/meta.json", "{}\n");
+    ADD_FAILURE() << "wrote into a folder that does not exist";
+  } catch (const ResultsError& e) {
+    EXPECT_NE(std::string(e.what()).find("No such file or directory"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("disk full"), std::string::npos) << e.what();
+  }
+  std::string d = fresh_dir("too_large");
+  fs::create_directories(d);
+  rlimit old{};
+  ::getrlimit(RLIMIT_FSIZE, &old);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 1000;
+  ::setrlimit(RLIMIT_FSIZE, &small);
+  std::string what;
+  try {
+    write_file_atomically(d + "/summary.json", std::string(5000, 'x'));
+  } catch (const ResultsError& e) {
+    what = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(what.find("File too large"), std::string::npos) << what;
+  EXPECT_FALSE(fs::exists(d + "/summary.json"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 0) << "no temporary file is left";
+}
+
+TEST(FolderLayout, OneFunctionNamesEveryFileOfACell) {
+  const layout::CellFiles first = layout::cell_files("glibc/size_mix/t1/r1/0123abcd");
+  EXPECT_EQ(first.log, "logs/glibc_size_mix_t1_r1_0123abcd.log");
+  EXPECT_EQ(first.stdout_file, "logs/glibc_size_mix_t1_r1_0123abcd.stdout");
+  EXPECT_EQ(first.data, "data/glibc_size_mix_t1_r1_0123abcd.data");
+  const layout::CellFiles again = layout::cell_files("glibc/size_mix/t1/r1/0123abcd", 3);
+  EXPECT_EQ(again.log, "logs/glibc_size_mix_t1_r1_0123abcd.attempt3.log");
+  // Derived from a log's path (`allocmark cell` is given the log) they are the same names.
+  EXPECT_EQ(layout::stdout_beside("/r/" + again.log), "/r/" + again.stdout_file);
+  EXPECT_EQ("data/" + layout::data_folder_name("/r/" + again.log), again.data);
+  // A key too long for a file name keeps a name the file system takes, and stays distinct.
+  const std::string long_a = std::string(5000, 'a') + "/size_mix/t1/r1/1", long_b = std::string(5000, 'a') + "/size_mix/t1/r1/2";
+  const layout::CellFiles a = layout::cell_files(long_a, 12), b = layout::cell_files(long_b, 12);
+  EXPECT_LT(fs::path(a.stdout_file).filename().string().size(), 255u);
+  EXPECT_NE(a.log, b.log);
+  EXPECT_TRUE(layout::is_own_entry("parts"));
+  EXPECT_FALSE(layout::is_own_entry("report.html"));
 }

@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "harness/metrics/proc.h"
+#include "harness/results/folder_layout.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/events.h"
 #include "harness/runner/process.h"
@@ -50,13 +51,27 @@ pid_t event_pid(const json& ev) {
   return it != ev.end() && it->is_number_integer() ? it->get<pid_t>() : -1;
 }
 
+// The data root (DIR/data) as an entry of the folder above it (the results folder), so that the
+// root and every cell folder in it are reached without following links: a link planted there
+// never sends a worker's data, or its removal, outside the results folder.
+struct DataRoot {
+  results::Folder above;
+  std::string name;
+};
+DataRoot locate_data_root(const std::string& data_root) {
+  std::filesystem::path root = std::filesystem::path(data_root).lexically_normal();
+  if (root.filename().empty()) root = root.parent_path();
+  const std::string above = root.parent_path().empty() ? "." : root.parent_path().string();
+  std::error_code ec;
+  std::filesystem::create_directories(above, ec);
+  return {results::Folder(above), root.filename().string()};
+}
+
 }  // namespace
 
 std::string cell_data_dir(const CellSettings& settings, const std::string& log_path) {
   if (settings.data_root.empty()) return "";
-  std::string name = std::filesystem::path(log_path).filename().string();
-  if (name.size() > 4 && name.ends_with(".log")) name.resize(name.size() - 4);
-  return settings.data_root + "/" + name + ".data";
+  return settings.data_root + "/" + results::layout::data_folder_name(log_path);
 }
 
 json worker_spec(const matrix::Cell& cell, const CellSettings& settings, const std::string& data_dir) {
@@ -120,14 +135,16 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
   const bool program = matrix::is_program(cell.workload);
   const std::string data_dir = program ? "" : cell_data_dir(settings, log_path);
   if (!data_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(settings.data_root, ec);
-    if (ec) throw std::runtime_error("cannot create the data folder " + settings.data_root + ": " + ec.message());
+    try {
+      DataRoot root = locate_data_root(settings.data_root);
+      root.above.sub(root.name, /*create=*/true);
+    } catch (const results::ResultsError& e) {
+      throw std::runtime_error(std::string("cannot create the data folder: ") + e.what());
+    }
   }
   std::string stdout_path;
   if (program) {
-    stdout_path = log_path.ends_with(".log") ? log_path.substr(0, log_path.size() - 4) : log_path;
-    stdout_path += ".stdout";
+    stdout_path = results::layout::stdout_beside(log_path);
   }
   // A program's threads are its own: it runs on the CPUs the policy chooses from (a CPU list, the
   // nodes of --nodes with its memory bound there, else every allowed CPU of the nodes whose memory
@@ -281,9 +298,13 @@ CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, con
   // The worker's whole group is dead by now, so nothing writes into the folder any more; a cell
   // that crashed or timed out leaves nothing behind either.
   if (!data_dir.empty() && !settings.keep_data) {
-    std::error_code ec;
-    std::filesystem::remove_all(data_dir, ec);
-    std::filesystem::remove(settings.data_root, ec);  // only succeeds when no other cell's folder is kept there
+    try {
+      DataRoot root = locate_data_root(settings.data_root);
+      if (auto data = root.above.sub_if_exists(root.name)) data->remove_tree(results::layout::data_folder_name(log_path));
+      root.above.remove_if_empty(root.name);  // only when no other cell's folder is kept there
+    } catch (const results::ResultsError&) {
+      // A data root that became a link is left alone, and what is below it; the record counts more.
+    }
   }
   const double wall_s = (exit_ns - start_ns) / 1e9;
 

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <iostream>
 
+#include "harness/results/folder_layout.h"
+
 namespace allocmark::runner {
 
 std::atomic<bool> g_interrupted{false};
@@ -17,13 +19,6 @@ void on_signal(int) { g_interrupted = true; }
 std::string clock_text(double seconds) {
   int s = static_cast<int>(seconds + 0.5);
   return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{:02}:{:02}", s / 60, s % 60);
-}
-
-// A file name from a cell key: allocator names are the user's, so anything odd becomes '_'.
-std::string log_name(const std::string& key) {
-  std::string out;
-  for (char c : key) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
-  return out + ".log";
 }
 
 // summary.csv and summary.json are derived from all of results.jsonl, so rewriting them costs time
@@ -74,9 +69,7 @@ std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::Resul
       if (!retry_failed || it->second.status == "ok") continue;
       attempt = it->second.attempt + 1;
     }
-    std::string log = dir.log_dir() + "/" + log_name(key);
-    if (attempt > 1) log.insert(log.size() - 4, ".attempt" + std::to_string(attempt));
-    jobs.push_back({cell, i + 1, log, attempt});
+    jobs.push_back({cell, i + 1, dir.path() + "/" + results::layout::cell_files(key, attempt).log, attempt});
   }
   return jobs;
 }

@@ -71,8 +71,10 @@ Spawned spawn_process(const std::vector<std::string>& args, const std::vector<st
     owned.keep(phase[0]);
     owned.keep(phase[1]);
   }
-  int log_fd = open_or_throw(owned, log_path, O_WRONLY | O_CREAT | O_TRUNC, "write");
-  int out_fd = options.stdout_path.empty() ? log_fd : open_or_throw(owned, options.stdout_path, O_WRONLY | O_CREAT | O_TRUNC, "write");
+  // O_NOFOLLOW: a log truncated through a link planted in a results folder would destroy its target.
+  int log_fd = open_or_throw(owned, log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, "write");
+  int out_fd = options.stdout_path.empty() ? log_fd
+                                           : open_or_throw(owned, options.stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, "write");
   int in_fd = open_or_throw(owned, options.stdin_path.empty() ? "/dev/null" : options.stdin_path, O_RDONLY, "read");
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));

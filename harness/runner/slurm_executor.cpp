@@ -1,10 +1,13 @@
 #include "harness/runner/slurm_executor.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 #include <wordexp.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +18,7 @@
 #include <thread>
 
 #include "harness/matrix/config.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/results_dir.h"
 #include "harness/runner/process.h"
 
@@ -23,14 +27,8 @@ namespace allocmark::runner {
 namespace {
 
 namespace fs = std::filesystem;
+namespace layout = results::layout;
 using nlohmann::json;
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
 
 // The batch script every array task runs. A part file already there (a task Slurm requeued after a
 // node failure) is a finished cell: it is not run again.
@@ -84,7 +82,7 @@ std::vector<SlurmTask> slurm_active_tasks(const std::set<long>& jobs) {
 std::set<long> slurm_jobs_of(const std::string& folder) {
   std::set<long> out;
   for (const auto& sub : results::submission_dirs(folder)) {
-    std::ifstream in(sub + "/job_id");
+    std::istringstream in(results::Folder(sub).read_file("job_id").value_or(""));
     long id = 0;
     if (in >> id) out.insert(id);
   }
@@ -132,15 +130,21 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
   std::ostream* msg = options_.messages;
   const std::string& folder = options_.folder;
   const int per_task = options_.cells_per_task;
-  fs::create_directories(folder + "/slurm");
+  // Everything below is created here and reached through the folder's descriptor, never a link.
+  const results::Folder top(folder);
+  const results::Folder slurm = top.sub(layout::kSlurm, /*create=*/true);
+  std::string name;
   for (std::size_t n = 1;; ++n) {
-    submission_ = folder + "/slurm/s" + std::to_string(n);
-    if (fs::create_directory(submission_)) break;
+    name = "s" + std::to_string(n);
+    if (::mkdirat(slurm.fd(), name.c_str(), 0755) == 0) break;
+    if (errno != EEXIST) throw std::runtime_error("cannot create " + slurm.path_of(name) + ": " + std::strerror(errno));
   }
-  const std::string name = fs::path(submission_).filename().string();
-  const std::string parts = folder + "/parts/" + name;
-  fs::create_directories(submission_ + "/cells");
-  fs::create_directories(parts);
+  submission_ = slurm.path_of(name);
+  const results::Folder submission = slurm.sub(name, false);
+  const results::Folder cells = submission.sub(layout::kSubmissionCells, true);
+  const results::Folder all_parts = top.sub(layout::kParts, true);
+  const results::Folder parts_dir = all_parts.sub(name, true);
+  const std::string parts = parts_dir.path();
   json index = json::array();
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const CellJob& job = jobs[i];
@@ -148,17 +152,17 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
               {"settings",
                {{"timeout_s", settings_.timeout_s}, {"sample_ms", settings_.sample_ms},
                 {"max_timeline_points", settings_.max_timeline_points}, {"pin", settings_.pin.pin_text()}, {"nodes", settings_.pin.nodes_text()},
-                {"latency_every", settings_.latency_every}, {"node_figures", settings_.node_figures}}},
+                {"latency_every", settings_.latency_every}, {"node_figures", settings_.node_figures},
+                {"data_root", top.path_of(layout::kData)}, {"keep_data", settings_.keep_data}}},
               {"log", fs::absolute(job.log_path).string()},
               {"attempt", job.attempt},
-              {"machines_dir", folder + "/machines"}};
-    write_text(fmt::format("{}/cells/{}.json", submission_, i), spec.dump(2) + "\n");
+              {"machines_dir", top.path_of(layout::kMachines)}};
+    cells.write_atomically(fmt::format("{}.json", i), spec.dump(2) + "\n");
     index.push_back({{"index", i}, {"key", job.cell.key()}, {"label", job.cell.label()}, {"attempt", job.attempt},
                      {"task", static_cast<int>(i) / per_task}});
   }
-  write_text(submission_ + "/cells.json", index.dump(1) + "\n");
-  write_text(submission_ + "/job.sh",
-             job_script(options_.allocmark, folder, submission_, parts, jobs.size(), per_task));
+  submission.write_atomically("cells.json", index.dump(1) + "\n");
+  submission.write_atomically("job.sh", job_script(options_.allocmark, folder, submission_, parts, jobs.size(), per_task));
   const int tasks = static_cast<int>((jobs.size() + per_task - 1) / per_task);
 
   std::vector<std::string> args{"sbatch", "--parsable", fmt::format("--array=0-{}", tasks - 1), "--job-name=allocmark",
@@ -169,12 +173,11 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
   char* end = nullptr;
   job_id_ = r.status == 0 ? std::strtol(r.output.c_str(), &end, 10) : 0;
   if (job_id_ <= 0) {
-    std::error_code ec;
-    fs::remove_all(submission_, ec);
-    fs::remove_all(parts, ec);
+    slurm.remove_tree(name);
+    all_parts.remove_tree(name);
     throw std::runtime_error("sbatch refused the job array: " + (r.output.empty() ? "exit " + std::to_string(r.status) : r.output));
   }
-  write_text(submission_ + "/job_id", std::to_string(job_id_) + "\n");
+  submission.write_atomically("job_id", std::to_string(job_id_) + "\n");
   if (msg)
     *msg << fmt::format("allocmark: submitted Slurm job {}: {} array task{} for {} cell{} ({} per task); {}\n", job_id_, tasks,
                         tasks == 1 ? "" : "s", jobs.size(), jobs.size() == 1 ? "" : "s", per_task, submission_)
@@ -185,25 +188,21 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
   std::size_t reported_count = 0;
   // Every record a task renamed into parts/ since the last look, reported in the jobs' order.
   auto gather = [&] {
-    std::error_code ec;
     std::vector<std::size_t> found;
-    for (const auto& f : fs::directory_iterator(parts, ec)) {
-      const std::string file = f.path().filename().string();
-      if (f.path().extension() != ".json") continue;
-      std::size_t i = std::strtoul(file.c_str(), nullptr, 10);
+    for (const auto& f : parts_dir.list()) {
+      if (f.type != results::Folder::Type::file || fs::path(f.name).extension() != ".json") continue;
+      std::size_t i = std::strtoul(f.name.c_str(), nullptr, 10);
       if (i < jobs.size() && !reported[i]) found.push_back(i);
     }
     std::sort(found.begin(), found.end());
     for (std::size_t i : found) {
-      const std::string file = fmt::format("{}/{}.json", parts, i);
-      std::ifstream in(file, std::ios::binary);
-      json record = json::parse(in, nullptr, false);
-      in.close();
+      const std::string file = fmt::format("{}.json", i);
+      json record = json::parse(parts_dir.read_file(file).value_or(""), nullptr, false);
       if (record.is_discarded() || !record.is_object()) continue;  // left for `--resume` to name
       events.finished(jobs[i], record);
       reported[i] = true;
       ++reported_count;
-      fs::remove(file, ec);  // results.jsonl holds it now; a leftover would be skipped as already recorded
+      parts_dir.remove_file(file);  // results.jsonl holds it now; a leftover would be skipped as already recorded
     }
   };
 
