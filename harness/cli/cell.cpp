@@ -6,7 +6,8 @@
 // "pin", "nodes", "latency_every", "node_figures"}, "log": "path of the worker's log"}, and from a batch executor also "attempt" (the
 // record's attempt, as the driver would stamp it) and "machines_dir" (where this host's machine
 // description goes, HOST.json, once per host, for the folder's meta.json),
-// "data_root" and "keep_data" (data_root defaults to a data/ folder beside the log).
+// "data_root" and "keep_data" (data_root defaults to a data/ folder beside the log), and "run_id"
+// (the submitting run's id, stamped on the record with a record_id of its own).
 #include <unistd.h>
 
 #include <filesystem>
@@ -45,6 +46,9 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
   runner::CellHooks hooks{nullptr, [] { return runner::g_interrupted.load(); }};
   const int attempt = spec.value("attempt", 1);
   if (attempt < 1) throw matrix::ConfigError(spec_path + ": attempt must be >= 1");
+  // A batch task's records carry the submitting run's id; a cell run by hand is a run of its own.
+  if (spec.contains("run_id") && !spec["run_id"].is_string()) throw matrix::ConfigError(spec_path + ": run_id must be a string");
+  const std::string run_id = spec.value("run_id", "");
   if (std::string machines = spec.value("machines_dir", ""); !machines.empty()) {
     json machine = results::machine_info();
     std::string path = machines + "/" + machine.value("host", "unknown") + ".json";
@@ -55,6 +59,7 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
   runner::CellOutcome outcome = runner::run_cell(cell, settings, log, hooks);
   if (outcome.interrupted) return kExitInterrupted;
   if (spec.contains("attempt")) outcome.record["attempt"] = attempt;
+  runner::stamp_record_ids(outcome.record, run_id);
   std::string text = outcome.record.dump() + "\n";
   if (record_path.empty()) {
     std::cout << text;

@@ -151,6 +151,7 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
                 {"latency_every", settings_.latency_every}, {"node_figures", settings_.node_figures}}},
               {"log", fs::absolute(job.log_path).string()},
               {"attempt", job.attempt},
+              {"run_id", options_.run_id},
               {"machines_dir", folder + "/machines"}};
     write_text(fmt::format("{}/cells/{}.json", submission_, i), spec.dump(2) + "\n");
     index.push_back({{"index", i}, {"key", job.cell.key()}, {"label", job.cell.label()}, {"attempt", job.attempt},
