@@ -9,7 +9,11 @@
 #include <filesystem>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <iterator>
+
+#include "harness/results/model.h"
+#include "harness/results/safe_text.h"
 
 namespace allocmark::cli {
 
@@ -94,6 +98,31 @@ void check_output_file(const std::string& out, const std::string& flag, const st
     throw std::invalid_argument(fmt::format("{} {}: folder {} is not writable", flag, out, parent.string()));
   if (fs::exists(path) && ::access(path.c_str(), W_OK) != 0)
     throw std::invalid_argument(fmt::format("{} {}: not writable", flag, out));
+}
+
+void check_output_folder(const std::string& out, const std::string& flag) {
+  if (out.empty()) throw std::invalid_argument(fmt::format("{}: the folder name is empty", flag));
+  std::error_code ec;
+  // The folder, or the nearest of its parents that exists: what the write would create it in.
+  fs::path existing = fs::absolute(out, ec).lexically_normal();
+  while (!fs::exists(existing, ec) && existing.has_parent_path() && existing != existing.parent_path())
+    existing = existing.parent_path();
+  if (!fs::is_directory(existing, ec))
+    throw std::invalid_argument(existing == fs::absolute(out, ec).lexically_normal()
+                                    ? fmt::format("{} {}: is a file, not a folder (the files go into a folder)", flag, out)
+                                    : fmt::format("{} {}: {} is a file, not a folder", flag, out, existing.string()));
+  if (::access(existing.c_str(), W_OK) != 0)
+    throw std::invalid_argument(fmt::format("{} {}: folder {} is not writable", flag, out, existing.string()));
+}
+
+void print_reading_notes(const results::Model& model) {
+  for (const auto& n : model.writer_notices()) std::cerr << "allocmark: " << results::terminal_line(n) << "\n";
+  for (const auto& w : model.warnings()) std::cerr << "allocmark: warning: " << results::terminal_line(w) << "\n";
+}
+
+void print_writer_notice(const std::string& dir) {
+  if (std::string notice = results::writer_notice(dir); !notice.empty())
+    std::cerr << "allocmark: " << results::terminal_line(notice) << "\n";
 }
 
 }  // namespace allocmark::cli

@@ -14,6 +14,10 @@
 #include "harness/matrix/plan.h"
 #include "harness/runner/matrix_runner.h"
 
+namespace allocmark::results {
+class Model;
+}
+
 namespace allocmark::cli {
 
 // The driver's exit codes (README "Exit codes"; docs/ARCHITECTURE.md "What a results folder promises").
@@ -55,6 +59,17 @@ std::vector<std::string> split_commas(const std::vector<std::string>& items, con
 // meta.json of any results folder), checked before any work; invalid_argument naming the flag.
 void check_output_file(const std::string& out, const std::string& flag = "-o",
                        const std::vector<std::string>& reading = {});
+
+// --out DIR of the commands that write a folder of files (plot, compare --charts): a file where the
+// folder should be, or a folder that cannot be created or written, checked before any work;
+// invalid_argument naming the flag. The folder itself is created later, by the writer.
+void check_output_folder(const std::string& out, const std::string& flag);
+
+// What a reader says on stderr before its answer: each folder a run is writing now
+// (Model::writer_notices) and the model's warnings, each as one terminal-safe line.
+void print_reading_notes(const results::Model& model);
+// The same for a folder read without a Model of its own here (compare, plot): results::writer_notice.
+void print_writer_notice(const std::string& dir);
 
 // --metric of gate and compare: gate metric names, checked; `fallback` when none is given.
 std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw, const std::vector<std::string>& fallback);

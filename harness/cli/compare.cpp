@@ -33,7 +33,9 @@ Subcommand add_compare_command(CLI::App& app) {
             const std::vector<std::string> metrics = parse_gate_metrics(f->metrics_raw, all);
             if (f->chart_format != "png" && f->chart_format != "svg")
               throw matrix::ConfigError("--chart-format: '" + f->chart_format + "' (choose from png, svg)");
+            if (!f->charts.empty()) check_output_folder(f->charts, "--charts");
             if (!f->html.empty()) check_output_file(f->html);
+            for (const auto& dir : {f->before, f->after}) print_writer_notice(dir);
             const compare::Comparison comparison = compare::compare_runs(f->before, f->after, metrics);
             std::cout << compare::render_comparison(comparison, f->format);
             if (f->charts.empty() && f->html.empty()) return static_cast<int>(kExitOk);
