@@ -87,9 +87,10 @@ def output_folder(path):
 
 
 def failure_reason(error):
-    """An exception as one line: its message (matplotlib's span several lines), never empty."""
+    """An exception as one line: its message (matplotlib's span several lines), else its type: never
+    empty."""
     text = " ".join(str(error).split())
-    return "%s: %s" % (type(error).__name__, text) if text else type(error).__name__
+    return text or type(error).__name__
 
 
 def report_failure(kind, error):
