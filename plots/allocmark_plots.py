@@ -74,7 +74,11 @@ def main(argv):
         print("allocmark_plots: error: %s" % e, file=sys.stderr)
         return 2
     out = opts.out or os.path.join(opts.dir, "charts")
-    os.makedirs(out, exist_ok=True)
+    try:
+        style.output_folder(out)
+    except style.OutputError as e:
+        print("allocmark_plots: error: %s" % e, file=sys.stderr)
+        return 2
     style.apply()
     written = 0
     failed = 0
@@ -84,9 +88,7 @@ def main(argv):
         try:
             files, skipped = chart.draw(run, opts, out, opts.format)
         except Exception as e:  # one broken chart must not hide the others; the exit code says so
-            import traceback
-            traceback.print_exc()
-            print("allocmark_plots: error: chart %s failed: %s" % (chart.KIND, e), file=sys.stderr)
+            style.report_failure(chart.KIND, e)
             failed += 1
             continue
         for reason in skipped:

@@ -32,9 +32,22 @@ def main(argv):
     except (OSError, ValueError, KeyError, TypeError, data.DataError) as e:
         print("allocmark_plots: error: %s" % e, file=sys.stderr)
         return 2
-    os.makedirs(opts.out, exist_ok=True)
+    try:
+        style.output_folder(opts.out)
+    except style.OutputError as e:
+        print("allocmark_plots: error: %s" % e, file=sys.stderr)
+        return 2
     style.apply()
-    files, skipped = chart_compare.draw(comparison, before, after, opts.out, opts.format)
+    # The same labels as data.Run's groups, so the overlays find their cells' timelines.
+    for change in comparison.get("changes", []) + comparison.get("overlay", []):
+        for key in data.LABELS + ("cell",):
+            if key in change:
+                change[key] = style.short(change[key])
+    try:
+        files, skipped = chart_compare.draw(comparison, before, after, opts.out, opts.format)
+    except Exception as e:
+        style.report_failure(chart_compare.KIND, e)
+        return 1
     for reason in skipped:
         print("allocmark_plots: skipped %s" % reason, file=sys.stderr)
     for f in files:

@@ -7,6 +7,10 @@ which the C++ results model writes (harness/results/reporters/json.cpp).
 import json
 import os
 
+import style
+
+LABELS = ("workload", "allocator", "phase")
+
 
 class DataError(Exception):
     """The folder cannot be charted (exit 2)."""
@@ -29,6 +33,8 @@ class Run:
                 self.summary = json.load(f)
         except ValueError as e:
             raise DataError("%s: not JSON: %s" % (summary_path, e))
+        except OSError as e:
+            raise DataError("%s: cannot read: %s" % (summary_path, e.strerror or e))
         if not isinstance(self.summary, dict) or not isinstance(self.summary.get("groups"), list):
             raise DataError("%s: no groups (not a summary.json)" % summary_path)
         self.meta = {}
@@ -37,10 +43,17 @@ class Run:
             try:
                 with open(meta_path) as f:
                     self.meta = json.load(f)
-            except ValueError:
+            except (OSError, ValueError):
                 self.meta = {}
         self.results_path = results_path
         self.groups = self.summary["groups"]
+        # The names charts draw are labels: long ones cut here, once, so every chart and every
+        # lookup (timelines by label, below) uses the same text. `identity` keeps the real names.
+        for g in self.groups + list(self.summary.get("node_groups") or []):
+            if isinstance(g, dict):
+                for key in LABELS:
+                    if key in g:
+                        g[key] = style.short(g[key])
         self.metric_units = {k: v.get("unit") for k, v in self.summary.get("metrics", {}).items()}
 
     # ---- summary.json ----
@@ -102,7 +115,7 @@ class Run:
                     continue
                 ident = (r.get("workload"), r.get("allocator"), _canon(r.get("params")), _canon(r.get("env")),
                          r.get("preload"))
-                wl, alloc = index.get(ident, (r.get("workload"), r.get("allocator")))
+                wl, alloc = index.get(ident, (style.short(r.get("workload")), style.short(r.get("allocator"))))
                 if workload is not None and wl != workload:
                     continue
                 keep = {"rep": r.get("rep"), "timeline": r["timeline"], "phases": r.get("phases") or [],
@@ -135,10 +148,10 @@ class Run:
                     continue
                 ident = (r.get("workload"), r.get("allocator"), _canon(r.get("params")), _canon(r.get("env")),
                          r.get("preload"))
-                wl, alloc = index.get(ident, (r.get("workload"), r.get("allocator")))
+                wl, alloc = index.get(ident, (style.short(r.get("workload")), style.short(r.get("allocator"))))
                 for p in r.get("phases") or []:
                     if p.get("peak_live_bytes") is not None:
-                        out.setdefault((wl, r.get("threads"), alloc, p.get("name")), []).append(p["peak_live_bytes"])
+                        out.setdefault((wl, r.get("threads"), alloc, style.short(p.get("name"))), []).append(p["peak_live_bytes"])
         return out
 
 

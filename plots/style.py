@@ -6,6 +6,9 @@ hash()), so a name gets the same colour whatever else is in the run. Unknown bac
 from the same hash.
 """
 import colorsys
+import os
+import sys
+import traceback
 import zlib
 
 import matplotlib
@@ -54,8 +57,55 @@ def colour(allocator, backend=None):
     return mcolors.to_hex(colorsys.hls_to_rgb(hue, light, sat))
 
 
+# Chart labels longer than this (a record's allocator, workload or phase name) are cut.
+LABEL_LIMIT = 60
+
+
+def short(text, limit=LABEL_LIMIT):
+    """A record's text as a chart label: as it is up to `limit` characters, else its start, an ellipsis
+    and a short hash of the whole, so that two long names with one start stay two labels (and a
+    megabyte of name does not take minutes to lay out)."""
+    if not isinstance(text, str) or len(text) <= limit:
+        return text
+    return "%s\u2026#%06x" % (text[:limit - 8], zlib.crc32(text.encode("utf-8", "replace")) & 0xFFFFFF)
+
+
+class OutputError(Exception):
+    """The charts' folder cannot be used (exit 2, one line)."""
+
+
+def output_folder(path):
+    """Creates the folder the charts go into, or says in one line why it cannot be."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise OutputError("--out %s: is a file, not a folder (the charts go into a folder)" % path)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise OutputError("--out %s: cannot create the folder: %s" % (path, e.strerror or e))
+    if not os.access(path, os.W_OK):
+        raise OutputError("--out %s: the folder is not writable" % path)
+
+
+def failure_reason(error):
+    """An exception as one line: its message (matplotlib's span several lines), else its type: never
+    empty."""
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
+
+
+def report_failure(kind, error):
+    """One chart that failed: a traceback only for what nobody foresaw, then the line the driver
+    reads (allocmark report lists it under "Charts that failed to draw")."""
+    if not isinstance(error, OSError):
+        traceback.print_exc()
+    print("allocmark_plots: error: chart %s failed: %s" % (kind, failure_reason(error)), file=sys.stderr)
+
+
 def apply():
     matplotlib.rcParams.update({
+        # Names from records are drawn as the text they are: '$x^' is a name, not mathtext to parse.
+        "text.parse_math": False,
+        "text.usetex": False,
         "figure.dpi": 100,
         "savefig.dpi": 100,
         "font.size": 9,
@@ -96,6 +146,8 @@ def footer(fig, meta, note=None):
     parts.append("command: " + command_of(meta))
     if note:
         parts.append(note)
+    # Each part is a line or a few: a record's megabyte-long name would make textwrap quadratic.
+    parts = [short(p, 600) for p in parts]
     width_chars = int(fig.get_figwidth() * 72 / 4.6)
     lines = []
     for p in parts:

@@ -60,7 +60,7 @@ class Compare(TempDirTest):
         # Text and markdown say the same.
         md = run(["compare", FIXTURE, after, "--format", "markdown"])
         self.assertEqual(md.returncode, 0, md.stderr)
-        self.assertIn("| worse | glibc size_mix t1 churn | peak_rss |", md.stdout)
+        self.assertIn("| worse | glibc size\\_mix t1 churn | peak_rss |", md.stdout)
         self.assertIn(f"{len(moved)} of ", md.stdout)
 
     def test_charts_of_a_comparison(self):

@@ -13,6 +13,7 @@
 #include "harness/report/run_report.h"
 #include "harness/results/advice.h"
 #include "harness/results/results_dir.h"
+#include "harness/results/safe_text.h"
 
 namespace allocmark::cli {
 namespace {
@@ -82,7 +83,8 @@ int advise(const AdviseFlags& a) {
   int code = run_command(f);
   if (code != kExitOk && code != kExitCellsFailed) return code;
   results::Advice advice = results::advise(results::Model::load({f.out_dir}));
-  std::cout << "\n" << results::render_advice(advice);
+  // The candidates' names and errors come from the records: shown, never obeyed by the terminal.
+  std::cout << "\n" << results::terminal_text(results::render_advice(advice));
   if (!report_path.empty()) write_report(f.out_dir, advice, report_path);
   return advice.any ? kExitOk : kExitCellsFailed;
 }

@@ -16,6 +16,9 @@
 // absolute path elsewhere, "..") or a symbolic link at any step, or as the file or folder itself,
 // is refused (exit 2) before anything runs. So a spec taken from someone else's results folder can
 // neither truncate, remove nor write anything outside that folder.
+//
+// "run_id" (from a batch executor): the submitting run's id, stamped on the record with a
+// record_id of its own; a cell run by hand is a run of its own.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -142,6 +145,8 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
     throw matrix::ConfigError(spec_path + ": attempt: expected an integer of at least 1");
   const int attempt = spec.value("attempt", 1);
   if (attempt < 1) throw matrix::ConfigError(spec_path + ": attempt: expected an integer of at least 1");
+  if (spec.contains("run_id") && !spec["run_id"].is_string()) throw matrix::ConfigError(spec_path + ": run_id: expected a string");
+  const std::string run_id = spec.value("run_id", "");
 
   // Every place the cell writes, checked before it runs (see the header comment).
   if (!record_path.empty()) {
@@ -171,6 +176,7 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
   runner::CellOutcome outcome = runner::run_cell(cell, settings, log.empty() ? "/dev/null" : log, hooks);
   if (outcome.interrupted) return kExitInterrupted;
   if (spec.contains("attempt")) outcome.record["attempt"] = attempt;
+  runner::stamp_record_ids(outcome.record, run_id);
   std::string text = outcome.record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";  // never lose a cell to a stray byte
   if (record_path.empty()) {
     std::cout << text;

@@ -12,9 +12,12 @@
 #include <filesystem>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 
 #include "harness/results/folder_layout.h"
+#include "harness/results/model.h"
+#include "harness/results/safe_text.h"
 
 namespace allocmark::cli {
 
@@ -146,6 +149,16 @@ void check_output_folder(const std::string& out, const std::string& flag, const 
     throw std::invalid_argument(fmt::format("{} {}: {} is not a folder", flag, out, existing.string()));
   if (::access(existing.c_str(), W_OK) != 0)
     throw std::invalid_argument(fmt::format("{} {}: folder {} is not writable ({})", flag, out, existing.string(), system_reason()));
+}
+
+void print_reading_notes(const results::Model& model) {
+  for (const auto& n : model.writer_notices()) std::cerr << "allocmark: " << results::terminal_line(n) << "\n";
+  for (const auto& w : model.warnings()) std::cerr << "allocmark: warning: " << results::terminal_line(w) << "\n";
+}
+
+void print_writer_notice(const std::string& dir) {
+  if (std::string notice = results::writer_notice(dir); !notice.empty())
+    std::cerr << "allocmark: " << results::terminal_line(notice) << "\n";
 }
 
 }  // namespace allocmark::cli

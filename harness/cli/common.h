@@ -14,6 +14,10 @@
 #include "harness/matrix/plan.h"
 #include "harness/runner/matrix_runner.h"
 
+namespace allocmark::results {
+class Model;
+}
+
 namespace allocmark::cli {
 
 // The driver's exit codes (README "Exit codes"; docs/ARCHITECTURE.md "What a results folder promises").
@@ -66,6 +70,12 @@ void check_writable_file(const std::string& out, const std::string& flag);
 // not a file, creatable or writable, and not inside a run's own entries (logs/, parts/, ...) of
 // a folder in `reading` or of any results folder. invalid_argument naming the flag.
 void check_output_folder(const std::string& out, const std::string& flag, const std::vector<std::string>& reading = {});
+
+// What a reader says on stderr before its answer: each folder a run is writing now
+// (Model::writer_notices) and the model's warnings, each as one terminal-safe line.
+void print_reading_notes(const results::Model& model);
+// The same for a folder read without a Model of its own here (compare, plot): results::writer_notice.
+void print_writer_notice(const std::string& dir);
 
 // --metric of gate and compare: gate metric names, checked; `fallback` when none is given.
 std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw, const std::vector<std::string>& fallback);

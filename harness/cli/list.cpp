@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <sstream>
 
 #include "harness/cli/common.h"
+#include "harness/results/safe_text.h"
 #include "harness/runner/probe.h"
 #include "workloads/workload.h"
 
@@ -41,33 +43,37 @@ json list_json() {
   return out;
 }
 
-void print_text(const json& l) {
-  std::cout << "Allocators (backends, then variants from " << matrix::config_dir() << "/variants.toml):\n";
+// Library paths and versions (probed), variants' descriptions (configs/variants.toml): shown, never
+// obeyed by the terminal.
+std::string list_text(const json& l) {
+  std::ostringstream out;
+  out << "Allocators (backends, then variants from " << matrix::config_dir() << "/variants.toml):\n";
   for (const auto& a : l["allocators"]) {
     if (a["kind"] == "backend") {
       std::string state = a.value("available", false)
                               ? fmt::format("{} {}", a.value("library", ""), a.value("version", ""))
                               : "unavailable: " + a.value("why_not", std::string());
       if (a.contains("note")) state = a.value("note", "");
-      std::cout << fmt::format("  {:<20} {}\n  {:<20}   {}\n", a["name"].get<std::string>(), a.value("summary", ""), "", state);
+      out << fmt::format("  {:<20} {}\n  {:<20}   {}\n", a["name"].get<std::string>(), a.value("summary", ""), "", state);
     } else {
       std::string env;
       for (const auto& [k, v] : a["env"].items()) env += fmt::format("{}{}={}", env.empty() ? "" : " ", k, v.get<std::string>());
       if (!a.value("library", "").empty()) env += (env.empty() ? "" : " ") + std::string("library=") + a.value("library", "");
-      std::cout << fmt::format("  {:<20} [{}] {}\n  {:<20}   {}\n", a["name"].get<std::string>(), a["backend"].get<std::string>(),
-                               a.value("summary", ""), "", env);
+      out << fmt::format("  {:<20} [{}] {}\n  {:<20}   {}\n", a["name"].get<std::string>(), a["backend"].get<std::string>(),
+                         a.value("summary", ""), "", env);
     }
   }
-  std::cout << "\nWorkloads (parameters: quick default / full default):\n";
+  out << "\nWorkloads (parameters: quick default / full default):\n";
   for (const auto& w : l["workloads"]) {
-    std::cout << fmt::format("  {}{}: {}\n    phases: ", w["name"].get<std::string>(), w["diagnostic"].get<bool>() ? " (diagnostic)" : "",
-                             w["summary"].get<std::string>());
-    for (const auto& p : w["phases"]) std::cout << p.get<std::string>() << " ";
-    std::cout << "\n";
+    out << fmt::format("  {}{}: {}\n    phases: ", w["name"].get<std::string>(), w["diagnostic"].get<bool>() ? " (diagnostic)" : "",
+                       w["summary"].get<std::string>());
+    for (const auto& p : w["phases"]) out << p.get<std::string>() << " ";
+    out << "\n";
     for (const auto& p : w["params"])
-      std::cout << fmt::format("    {:<14} {:<7} {} / {}  {}\n", p["name"].get<std::string>(), p["type"].get<std::string>(),
-                               p["quick"].get<std::string>(), p["full"].get<std::string>(), p["help"].get<std::string>());
+      out << fmt::format("    {:<14} {:<7} {} / {}  {}\n", p["name"].get<std::string>(), p["type"].get<std::string>(),
+                         p["quick"].get<std::string>(), p["full"].get<std::string>(), p["help"].get<std::string>());
   }
+  return out.str();
 }
 
 }  // namespace
@@ -81,7 +87,7 @@ Subcommand add_list_command(CLI::App& app) {
             if (*as_json)
               std::cout << l.dump(2) << "\n";
             else
-              print_text(l);
+              std::cout << results::terminal_text(list_text(l));
             return kExitOk;
           }};
 }

@@ -4,13 +4,14 @@
 // supersede each other only within their own run and the same cell run twice stays two cells. The
 // model's identity includes the host, so cells of different machines are never pooled; meta.json
 // keeps every host's machine description (`machines`) and each source's description (`merged_from`).
+// A record that two sources both hold (a copied folder, a merged folder and one of its sources:
+// the same record_id, or the same content for records from before ids) is kept once and said, so
+// merging a folder with itself never makes repetitions out of nothing.
 //
 // Refused (exit 2, nothing written): an existing non-empty OUT, a folder given twice or holding a
 // run in progress, invalid lines, and one host described differently by two folders (its cells
 // would pool across machines that differ).
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <ctime>
@@ -22,8 +23,10 @@
 
 #include "harness/cli/common.h"
 #include "harness/results/machine.h"
+#include "harness/results/model.h"
 #include "harness/results/reporters/reporter.h"
 #include "harness/results/results_dir.h"
+#include "harness/results/safe_text.h"
 #include "harness/runner/slurm_executor.h"
 
 namespace allocmark::cli {
@@ -37,13 +40,9 @@ namespace rn = allocmark::runner;
 using MergeError = matrix::ConfigError;  // bad input: exit 2
 
 void refuse_if_in_use(const std::string& dir) {
-  const std::string path = dir + "/.allocmark.lock";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0;
-    ::close(fd);
-    if (held) throw MergeError(dir + " is being written by a run; merge it when that run has finished");
-  }
+  if (rs::FolderWriter writer = rs::folder_writer(dir); writer.active)
+    throw MergeError(fmt::format("{} is being written by a run ({}); merge it when that run has finished", dir,
+                                 rs::terminal_line(writer.holder)));
   std::set<long> jobs = rn::slurm_jobs_of(dir);
   if (jobs.empty()) return;
   try {
@@ -126,8 +125,13 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
   std::map<std::string, json> machines;
   std::map<std::string, std::string> described_by;
   json merged_from = json::array(), allocators = json::array(), records_out;
-  std::set<std::string> ids;
-  std::string lines;
+  // The same record in two sources (a copy of a folder, a merged folder and one of its sources) is
+  // one repetition: kept once, never pooled with itself. One cell of one origin with two different
+  // records is a later attempt (kept) or a conflict (refused).
+  std::set<std::string> records_seen;
+  std::map<std::string, std::size_t> by_origin_key;  // origin + key -> index in kept
+  std::vector<json> kept;
+  std::size_t repeated = 0;
   for (const auto& s : sources) {
     for (const auto& [host, machine] : machines_of(s.meta)) {
       auto [it, fresh] = machines.try_emplace(host, machine);
@@ -143,19 +147,33 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
       for (const auto& b : allocators) known = known || b == a;
       if (!known) allocators.push_back(a);
     }
-    json entry{{"folder", s.folder}, {"cells", s.records.size()}};
+    std::size_t cells = 0;
+    for (const auto& r : s.records) {
+      if (!records_seen.insert(rs::record_identity(r)).second) {
+        ++repeated;
+        continue;
+      }
+      ++cells;
+      const std::string id = r["origin"].get<std::string>() + '\n' + r["key"].get<std::string>();
+      auto [at, fresh] = by_origin_key.try_emplace(id, kept.size());
+      if (fresh) {
+        kept.push_back(r);
+        continue;
+      }
+      const int attempt = r.value("attempt", 1), kept_attempt = kept[at->second].value("attempt", 1);
+      if (attempt == kept_attempt)
+        throw MergeError(fmt::format("{} holds cell {} of {} (attempt {}) that an earlier folder holds too with other "
+                                     "figures; one of them was edited: merge the folders it came from instead",
+                                     s.folder, r["key"].get<std::string>(), r["origin"].get<std::string>(), attempt));
+      if (attempt > kept_attempt) kept[at->second] = r;  // a retry of that run's cell, as within one folder
+    }
+    json entry{{"folder", s.folder}, {"cells", cells}};
     for (const char* field : {"allocmark", "machine", "machines", "matrix", "matrix_file", "runs", "started", "stripped_environment"})
       if (s.meta.contains(field)) entry[field] = s.meta[field];
     merged_from.push_back(entry);
-    for (const auto& r : s.records) {
-      const std::string id = r["origin"].get<std::string>() + '\n' + r["key"].get<std::string>();
-      if (!ids.insert(id).second)
-        throw MergeError(fmt::format("{} holds cell {} of {} that an earlier folder holds too (a merged folder merged again "
-                                     "with one of its sources?)",
-                                     s.folder, r["key"].get<std::string>(), r["origin"].get<std::string>()));
-      lines += r.dump() + "\n";
-    }
   }
+  std::string lines;
+  for (const auto& r : kept) lines += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 
   json meta{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
             {"merged_from", merged_from},
@@ -183,9 +201,10 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
     fs::remove_all(tmp, ec);
     throw;
   }
-  std::size_t cells = 0;
-  for (const auto& s : sources) cells += s.records.size();
-  std::cout << fmt::format("merged {} cells from {} folders ({} host{}) into {}\n", cells, sources.size(), machines.size(),
+  if (repeated)
+    std::cerr << fmt::format("allocmark: {} record{} appear{} in more than one folder; counted once\n", repeated,
+                             repeated == 1 ? "" : "s", repeated == 1 ? "s" : "");
+  std::cout << fmt::format("merged {} cells from {} folders ({} host{}) into {}\n", kept.size(), sources.size(), machines.size(),
                            machines.size() == 1 ? "" : "s", out);
   return kExitOk;
 }

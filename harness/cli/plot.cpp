@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
 #include "harness/cli/common.h"
@@ -48,9 +49,12 @@ Subcommand add_plot_command(CLI::App& app) {
                     "--only: unknown chart kind '{}' (choose from peak_rss, timeline, throughput, scaling, variants, contention, placement)", k));
             if (plot->count("--baseline") && opts->baseline.empty())
               throw std::invalid_argument("--baseline: empty allocator name");
+            // Before the script runs: a file given as the folder is one line here, not a traceback there.
             if (!opts->out.empty()) check_output_folder(opts->out, "--out", {opts->dir});
+            else if (std::filesystem::is_directory(opts->dir)) check_output_folder(opts->dir + "/charts", "--out (default DIR/charts)", {opts->dir});
             report::ChartRequest request{opts->dir, opts->out, opts->format, kinds, opts->baseline, opts->log};
             report::prepare_charts(request);
+            print_writer_notice(opts->dir);
             return report::draw_charts(request);
           }};
 }

@@ -36,6 +36,7 @@ Subcommand add_report_command(CLI::App& app) {
               throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", opts->dir));
             std::string out = opts->out.empty() ? (fs::path(opts->dir) / "report.html").string() : opts->out;
             check_output_file(out, "-o", {opts->dir});
+            print_writer_notice(opts->dir);  // the page says it too, at the top
             report::RunReport report = report::build_run_report(opts->dir);
             results::write_file_atomically(out, report.html);
             for (const auto& e : report.chart_errors) std::cerr << "allocmark: warning: chart failed: " << e << "\n";

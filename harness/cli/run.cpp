@@ -168,9 +168,9 @@ rn::CellSettings cell_settings(const mx::Plan& plan, const std::string& worker, 
 }
 
 rn::MatrixRunReport run_here(const mx::Plan& plan, rs::ResultsDir& dir, const std::string& worker, bool retry_failed,
-                             bool keep_data = false) {
+                             const std::string& run_id, bool keep_data = false) {
   rn::LocalExecutor executor(cell_settings(plan, worker, dir.path(), keep_data));
-  return rn::run_matrix(plan, dir, executor, {retry_failed, static_cast<bool>(::isatty(2)), &std::cerr});
+  return rn::run_matrix(plan, dir, executor, {retry_failed, static_cast<bool>(::isatty(2)), &std::cerr, run_id});
 }
 
 }  // namespace
@@ -251,8 +251,10 @@ int run_command(const RunFlags& f) {
   if (dir.had_results()) refuse_while_slurm_jobs_run(dir.path());
   const bool slurm = f.executor == "slurm";
   json machine = rs::machine_info();
-  json run_entry{{"mode", f.resume ? "resume" : f.extend ? "extend" : "run"}, {"executor", f.executor}, {"started", std::time(nullptr)},
-                 {"command", f.command_line}, {"matrix", plan.as_json()}, {"matrix_file", matrix_path}};
+  // Every record this invocation writes carries its id, and so does its entry in meta.json's runs.
+  const std::string run_id = rn::new_run_id();
+  json run_entry{{"mode", f.resume ? "resume" : f.extend ? "extend" : "run"}, {"run_id", run_id}, {"executor", f.executor},
+                 {"started", std::time(nullptr)}, {"command", f.command_line}, {"matrix", plan.as_json()}, {"matrix_file", matrix_path}};
   json meta = dir.read_meta();
   if (dir.had_results() && meta.is_null())
     throw rs::ResultsError(dir.path() + " holds results but no meta.json; cannot tell what it was run with");
@@ -290,7 +292,7 @@ int run_command(const RunFlags& f) {
     slurm_executor.emplace(settings, rn::SlurmOptions{sbatch_args, f.cells_per_task.value_or(1), !f.no_wait,
                                                       std::filesystem::read_symlink("/proc/self/exe").string(),
                                                       std::filesystem::absolute(dir.path()).lexically_normal().string(),
-                                                      &std::cerr});
+                                                      &std::cerr, run_id});
   // Node descriptions arrive with the cells; meta.json takes them also when the run stops early.
   struct MachinesOnExit {
     rs::ResultsDir& dir;
@@ -306,8 +308,8 @@ int run_command(const RunFlags& f) {
     }
   } machines_on_exit{dir, slurm};
   rn::MatrixRunReport report =
-      slurm ? rn::run_matrix(plan, dir, *slurm_executor, {f.retry_failed, static_cast<bool>(::isatty(2)), &std::cerr})
-            : run_here(plan, dir, worker, f.retry_failed, f.keep_data);
+      slurm ? rn::run_matrix(plan, dir, *slurm_executor, {f.retry_failed, static_cast<bool>(::isatty(2)), &std::cerr, run_id})
+            : run_here(plan, dir, worker, f.retry_failed, run_id, f.keep_data);
   if (slurm_executor && f.no_wait) {
     if (slurm_executor->job_id())
       std::cout << fmt::format("submitted Slurm job {} ({}); `allocmark status {}` follows it; when nothing runs, "
@@ -342,9 +344,11 @@ rn::MatrixRunReport run_in_new_folder(const mx::Plan& plan, const std::string& o
   if (::access(worker.c_str(), X_OK) != 0) throw std::runtime_error("worker not found: " + worker + " (set ALLOCMARK_WORKER)");
   json allocators_meta = probe_plan_allocators(plan, worker);
   rs::ResultsDir dir(out, {false, false, false, command});
-  json run_entry{{"mode", mode}, {"started", std::time(nullptr)}, {"command", command}, {"matrix", plan.as_json()}, {"matrix_file", ""}};
+  const std::string run_id = rn::new_run_id();
+  json run_entry{{"mode", mode}, {"run_id", run_id}, {"started", std::time(nullptr)}, {"command", command}, {"matrix", plan.as_json()},
+                 {"matrix_file", ""}};
   dir.write_meta(fresh_meta(plan, "", rs::machine_info(), allocators_meta, worker, run_entry));
-  return run_here(plan, dir, worker, false);
+  return run_here(plan, dir, worker, false, run_id);
 }
 
 void add_run_flags(CLI::App* run_cmd, RunFlags& f) {

@@ -79,7 +79,7 @@ Subcommand add_show_command(CLI::App& app) {
                                                      rs::metric_from_name);
             report.workload_metrics = split_commas(opts->workload_metrics, "--workload-metric");
             rs::Model model = rs::Model::load(opts->dirs);
-            for (const auto& w : model.warnings()) std::cerr << "allocmark: warning: " << w << "\n";
+            print_reading_notes(model);
             std::cout << rs::render_report(model, opts->format, report);
             return kExitOk;
           }};

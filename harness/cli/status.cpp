@@ -3,10 +3,7 @@
 // (never run, or their task ended without a record), per host. Reads only: records through the
 // results model (results.jsonl and parts not gathered yet), the planned cells (cells.json), the
 // Slurm submissions (slurm/sN) and squeue.
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +12,8 @@
 
 #include "harness/cli/common.h"
 #include "harness/results/model.h"
+#include "harness/results/results_dir.h"
+#include "harness/results/safe_text.h"
 #include "harness/runner/slurm_executor.h"
 
 namespace allocmark::cli {
@@ -31,21 +30,6 @@ json read_json_file(const std::string& path) {
   return j.is_discarded() ? json(nullptr) : j;
 }
 
-// The holder of the folder's lock when a run holds it, else "".
-std::string run_in_progress(const std::string& dir) {
-  const std::string path = dir + "/.allocmark.lock";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  std::string holder;
-  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
-    std::ifstream in(path);
-    std::getline(in, holder);
-    if (holder.empty()) holder = "a run";
-  }
-  ::close(fd);
-  return holder;
-}
-
 struct HostCounts {
   std::size_t ok = 0, failed = 0, running = 0;
 };
@@ -56,6 +40,7 @@ int status(const std::string& dir, bool as_json) {
   if (!fs::is_directory(dir, ec)) throw rs::ResultsError(dir + ": no such results folder");
   if (!fs::exists(dir + "/meta.json", ec)) throw rs::ResultsError(dir + ": no meta.json (not a results folder?)");
   rs::Model model = rs::Model::load({dir}, {/*require_cells=*/false});
+  print_reading_notes(model);
 
   // key -> (status, attempt, host) of its latest record
   struct Recorded {
@@ -131,7 +116,8 @@ int status(const std::string& dir, bool as_json) {
       ++hosts[r->second.host].failed;
     }
   }
-  const std::string holder = run_in_progress(dir);
+  const rs::FolderWriter writer = rs::folder_writer(dir);
+  const std::string holder = writer.active ? writer.holder : "";
 
   if (as_json) {
     json h = json::object();
@@ -144,24 +130,26 @@ int status(const std::string& dir, bool as_json) {
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << fmt::format("{}: {} cells: {} ok, {} failed, {} running, {} pending, {} missing\n", dir, cells.size(), ok, failed,
-                           running, pending, missing);
+  // Host, node and submission names and the lock's text come from the folder: shown, never obeyed.
+  std::string text = fmt::format("{}: {} cells: {} ok, {} failed, {} running, {} pending, {} missing\n", dir, cells.size(), ok,
+                                 failed, running, pending, missing);
   if (!hosts.empty()) {
     std::size_t width = 4;
     for (const auto& [name, c] : hosts) width = std::max(width, name.size());
-    std::cout << fmt::format("  {:<{}}  {:>6}  {:>6}  {:>7}\n", "host", width, "ok", "failed", "running");
+    text += fmt::format("  {:<{}}  {:>6}  {:>6}  {:>7}\n", "host", width, "ok", "failed", "running");
     for (const auto& [name, c] : hosts)
-      std::cout << fmt::format("  {:<{}}  {:>6}  {:>6}  {:>7}\n", name.empty() ? "?" : name, width, c.ok, c.failed, c.running);
+      text += fmt::format("  {:<{}}  {:>6}  {:>6}  {:>7}\n", name.empty() ? "?" : name, width, c.ok, c.failed, c.running);
   }
   for (const auto& j : job_list)
-    std::cout << fmt::format("Slurm job {} ({}): {} tasks running, {} pending\n", j["job"].get<long>(),
-                             j["submission"].get<std::string>(), j["tasks_running"].get<std::size_t>(),
-                             j["tasks_pending"].get<std::size_t>());
-  if (!squeue_error.empty()) std::cout << "squeue failed (" << squeue_error << "): running and pending cells are counted as missing\n";
-  if (!holder.empty()) std::cout << "a run holds the folder: " << holder << "\n";
+    text += fmt::format("Slurm job {} ({}): {} tasks running, {} pending\n", j["job"].get<long>(),
+                        j["submission"].get<std::string>(), j["tasks_running"].get<std::size_t>(),
+                        j["tasks_pending"].get<std::size_t>());
+  if (!squeue_error.empty()) text += "squeue failed (" + squeue_error + "): running and pending cells are counted as missing\n";
+  if (!holder.empty()) text += "a run holds the folder: " + holder + "\n";
   if (missing && holder.empty() && queued.empty())
-    std::cout << fmt::format("`allocmark run ... --out {} --resume` runs the {} missing cells{}\n", dir, missing,
-                             failed ? " (add --retry-failed to rerun the failed ones)" : "");
+    text += fmt::format("`allocmark run ... --out {} --resume` runs the {} missing cells{}\n", dir, missing,
+                        failed ? " (add --retry-failed to rerun the failed ones)" : "");
+  std::cout << rs::terminal_text(text);
   return kExitOk;
 }
 

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "harness/results/safe_text.h"
+
 namespace allocmark::compare {
 
 using nlohmann::json;
@@ -111,10 +113,13 @@ std::string render_comparison(const Comparison& c, const std::string& format) {
     verdicts.push_back(ch.judged);
     labels.push_back(ch.direction);
   }
-  std::string out = md ? fmt::format("Comparing `{}` (before) with `{}` (after)\n\n", c.before, c.after)
-                       : fmt::format("before: {}\nafter:  {}\n", c.before, c.after);
+  // Folder names and the machines' descriptions (meta.json) are shown as text: markdown becomes a
+  // pull-request comment, the table a terminal's output. The rows are the gate's renderer's.
+  auto shown = [md](const std::string& text) { return md ? results::markdown_text(text) : results::terminal_line(text); };
+  std::string out = md ? fmt::format("Comparing {} (before) with {} (after)\n\n", shown(c.before), shown(c.after))
+                       : fmt::format("before: {}\nafter:  {}\n", shown(c.before), shown(c.after));
   if (!c.machine_difference.empty())
-    out += (md ? "**The machines differ**: " : "the machines differ: ") + c.machine_difference + (md ? "\n\n" : "\n");
+    out += (md ? "**The machines differ**: " : "the machines differ: ") + shown(c.machine_difference) + (md ? "\n\n" : "\n");
   out += gate::render_verdict_rows(verdicts, labels, {"change", "before", "after"}, md);
   const std::string summary = fmt::format("{} of {} cell-phase-metrics moved (the gate's rule: docs/gate.md)", c.moved(), c.changes.size());
   return out + (md ? "\n**" + summary + "**\n" : "\n" + summary + "\n");

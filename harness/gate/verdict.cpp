@@ -254,7 +254,7 @@ json verdict_json(const Verdict& v, const std::string& before_name, const std::s
 }
 
 std::string render_verdict_rows(const std::vector<Verdict>& verdicts, const std::vector<std::string>& labels,
-                                const std::array<std::string, 3>& headings, bool markdown, bool escape) {
+                                const std::array<std::string, 3>& headings, bool markdown) {
   const auto& [label, before, after] = headings;
   std::string out = markdown ? fmt::format("| {} | cell | metric | {} | {} | change | band | p | notes |\n|---|---|---|---|---|---|---|---|---|\n",
                                            label, before, after)
@@ -266,7 +266,7 @@ std::string render_verdict_rows(const std::vector<Verdict>& verdicts, const std:
     std::string band = v.band > 0 ? fmt::format("{:.1f}%", 100 * v.band) : "-";
     std::string p = v.p < 1 ? fmt::format("{:.3f}", v.p) : "-";
     auto text = [&](const std::string& t) {
-      return !escape ? t : markdown ? results::markdown_text(t) : results::terminal_line(t);
+      return markdown ? results::markdown_text(t) : results::terminal_line(t);
     };
     if (markdown)
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", labels[i], text(v.cell), v.metric,
@@ -288,7 +288,7 @@ std::string render_gate(const GateResult& r, const std::string& format) {
   const bool md = format == "markdown";
   std::vector<std::string> labels;
   for (const auto& v : r.verdicts) labels.push_back(v.verdict);
-  std::string out = render_verdict_rows(r.verdicts, labels, {"verdict", "baseline", "results"}, md, /*escape=*/true);
+  std::string out = render_verdict_rows(r.verdicts, labels, {"verdict", "baseline", "results"}, md);
   return out + (md ? "\n**" + results::markdown_text(r.summary) + "**\n" : "\n" + results::terminal_line(r.summary) + "\n");
 }
 

@@ -82,7 +82,7 @@ inline bool needs_confirmation(const Verdict& v) { return v.verdict == "regresse
 nlohmann::json verdict_json(const Verdict& v, const std::string& before_name, const std::string& after_name);
 std::string spread_text(const results::Spread& s, const std::string& metric);
 std::string render_verdict_rows(const std::vector<Verdict>& verdicts, const std::vector<std::string>& labels,
-                                const std::array<std::string, 3>& headings, bool markdown, bool escape = false);
+                                const std::array<std::string, 3>& headings, bool markdown);
 
 // table | markdown | json
 std::string render_gate(const GateResult& result, const std::string& format);

@@ -29,6 +29,7 @@ table.sortable th[aria-sort="descending"]::after { content: " \25BC"; font-size:
 .warn { color: #8a5a00; }
 .good { color: #1b6e20; }
 .note { color: #555; }
+.banner { background: #fff3cd; border: 1px solid #d9a400; padding: 0.6em 0.9em; font-weight: 600; }
 nav { margin: 0.8em 0; }
 nav a { color: #0b57d0; text-decoration: none; }
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: 0.15em 1.2em; }
@@ -90,6 +91,22 @@ std::string escape(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// The first `limit` bytes of `text` or fewer, never ending inside a UTF-8 character.
+std::string_view cut(std::string_view text, std::size_t limit) {
+  if (text.size() <= limit) return text;
+  while (limit > 0 && (static_cast<unsigned char>(text[limit]) & 0xC0) == 0x80) --limit;
+  return text.substr(0, limit);
+}
+
+}  // namespace
+
+std::string text_html(std::string_view text) {
+  if (text.size() <= kLongText) return escape(text);
+  return fmt::format("<span title=\"{}\">{}&hellip;</span>", escape(text), escape(cut(text, kLongText)));
+}
+
 std::string base64(std::string_view bytes) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
@@ -127,29 +144,29 @@ std::string Document::id_attribute(std::string_view id) {
 }
 
 void Document::heading(int level, std::string_view text, std::string_view id) {
-  body_ += fmt::format("<h{0}{1}>{2}</h{0}>\n", level, id_attribute(id), escape(text));
+  body_ += fmt::format("<h{0}{1}>{2}</h{0}>\n", level, id_attribute(id), text_html(text));
 }
 
 void Document::contents(const std::vector<std::pair<std::string, std::string>>& anchors) {
   body_ += "<nav>";
   for (std::size_t i = 0; i < anchors.size(); ++i)
-    body_ += fmt::format("{}<a href=\"#{}\">{}</a>", i ? " &middot; " : "", escape(anchors[i].first), escape(anchors[i].second));
+    body_ += fmt::format("{}<a href=\"#{}\">{}</a>", i ? " &middot; " : "", escape(anchors[i].first), text_html(anchors[i].second));
   body_ += "</nav>\n";
 }
 
 void Document::paragraph(std::string_view text, std::string_view css_class) {
-  body_ += fmt::format("<p{}>{}</p>\n", attribute("class", css_class), escape(text));
+  body_ += fmt::format("<p{}>{}</p>\n", attribute("class", css_class), text_html(text));
 }
 
 void Document::facts(const std::vector<std::pair<std::string, std::string>>& items) {
   body_ += "<dl class=\"facts\">\n";
-  for (const auto& [term, value] : items) body_ += fmt::format("<dt>{}</dt><dd>{}</dd>\n", escape(term), escape(value));
+  for (const auto& [term, value] : items) body_ += fmt::format("<dt>{}</dt><dd>{}</dd>\n", text_html(term), text_html(value));
   body_ += "</dl>\n";
 }
 
 void Document::bullets(const std::vector<std::string>& items, std::string_view css_class) {
   body_ += fmt::format("<ul{}>\n", attribute("class", css_class));
-  for (const auto& item : items) body_ += "<li>" + escape(item) + "</li>\n";
+  for (const auto& item : items) body_ += "<li>" + text_html(item) + "</li>\n";
   body_ += "</ul>\n";
 }
 
@@ -169,8 +186,8 @@ void Document::table(const Table& table) {
       if (i < table.columns.size() && table.columns[i].numeric) css += css.empty() ? "num" : " num";
       std::string sort;
       if (cell.sort_key && std::isfinite(*cell.sort_key)) sort = fmt::format(" data-sort=\"{:.17g}\"", *cell.sort_key);
-      body_ += fmt::format("<td{}{}>{}", attribute("class", css), sort, escape(cell.text));
-      if (!cell.detail.empty()) body_ += "<span class=\"detail\">" + escape(cell.detail) + "</span>";
+      body_ += fmt::format("<td{}{}>{}", attribute("class", css), sort, text_html(cell.text));
+      if (!cell.detail.empty()) body_ += "<span class=\"detail\">" + text_html(cell.detail) + "</span>";
       body_ += "</td>";
     }
     body_ += "</tr>\n";
@@ -181,10 +198,10 @@ void Document::table(const Table& table) {
 void Document::figure(std::string_view mime, std::string_view bytes, std::string_view alt, std::string_view caption,
                       std::string_view id) {
   body_ += fmt::format("<figure{}><img src=\"{}\" alt=\"{}\"><figcaption>{}</figcaption></figure>\n",
-                       id_attribute(id), data_uri(mime, bytes), escape(alt), escape(caption));
+                       id_attribute(id), data_uri(mime, bytes), escape(cut(alt, kLongText)), text_html(caption));
 }
 
-void Document::code(std::string_view text) { body_ += "<pre>" + escape(text) + "</pre>\n"; }
+void Document::code(std::string_view text) { body_ += "<pre>" + text_html(text) + "</pre>\n"; }
 
 void Document::raw(std::string_view markup) { body_ += markup; }
 
@@ -196,7 +213,7 @@ std::string Document::str() const {
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
       "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n"
       "<title>{}</title>\n<style>{}</style>\n</head>\n<body>\n",
-      escape(title_), kStyle);
+      escape(cut(title_, kLongText)), kStyle);
   out += body_;
   if (sortable_) out += fmt::format("<script>{}</script>\n", kSortScript);
   out += "</body>\n</html>\n";

@@ -1,7 +1,8 @@
 // A self-contained HTML document: styles and the table-sorting script are embedded, images are
 // data: URIs, and nothing is loaded from elsewhere, so a page opens from a mail attachment or a CI
 // artifact with no network. `allocmark report` writes one per results folder; `compare -o` reuses
-// the same pieces. Every text given to these helpers is escaped here; only raw() takes markup.
+// the same pieces. Every text given to these helpers is escaped here (and a long one cut:
+// text_html); only raw() takes markup.
 #pragma once
 
 #include <optional>
@@ -14,6 +15,12 @@ namespace allocmark::report::html {
 
 // &, <, >, " and ' as entities: safe in element text and in quoted attribute values.
 std::string escape(std::string_view text);
+
+// Texts longer than this many bytes (a record's megabyte-long allocator name) are shown cut, with
+// an ellipsis, and whole in the element's tooltip, so the page stays readable and quick to lay out.
+inline constexpr std::size_t kLongText = 1000;
+// Element text: escape(text), or for a long text its start and an ellipsis with the whole as the tooltip.
+std::string text_html(std::string_view text);
 std::string base64(std::string_view bytes);
 // data:MIME;base64,...
 std::string data_uri(std::string_view mime, std::string_view bytes);

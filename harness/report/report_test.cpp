@@ -64,6 +64,19 @@ TEST(Html, DocumentEscapesTextAndEmbedsTheSortScriptOnlyWhenNeeded) {
   EXPECT_NE(page.find("<script>"), std::string::npos);
 }
 
+TEST(Html, ALongTextIsCutWithTheWholeInItsTooltip) {
+  const std::string name = "<" + std::string(3 * html::kLongText, 'x');
+  EXPECT_EQ(html::text_html("short <b>"), "short &lt;b&gt;");
+  const std::string shown = html::text_html(name);
+  EXPECT_EQ(shown.rfind("<span title=\"&lt;" + std::string(3 * html::kLongText, 'x') + "\">&lt;xxx", 0), 0u);
+  EXPECT_NE(shown.find("x&hellip;</span>"), std::string::npos);
+  EXPECT_LT(shown.size(), 4 * html::kLongText + 100);
+  // Never cut inside a character: the shown part stays valid UTF-8.
+  const std::string wide = std::string(html::kLongText - 1, 'a') + "\xc3\xa9" + "tail";
+  const std::string cut = html::text_html(wide);
+  EXPECT_NE(cut.find(">" + std::string(html::kLongText - 1, 'a') + "&hellip;"), std::string::npos);
+}
+
 TEST(Html, AnIdUsedTwiceIsRefused) {
   html::Document doc("t");
   doc.heading(2, "Phases", "phases");

@@ -341,6 +341,8 @@ RunReport build_run_report(const std::string& dir, const rs::Advice* advice) {
   if (name.empty() || name == ".") name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
   html::Document doc("allocmark report: " + name);
   doc.heading(1, "allocmark report: " + name);
+  // Said before anything else: every figure below may change when the run writing the folder ends.
+  for (const auto& notice : model.writer_notices()) doc.paragraph(notice, "banner");
 
   std::map<std::string, std::size_t> statuses;
   for (const auto& cell : model.cells()) statuses[cell.status]++;

@@ -307,11 +307,13 @@ std::string value_label(const json& value) { return value.is_string() ? value.ge
 
 namespace {
 
-std::string fnv1a_hex(const std::string& text, std::size_t digits) {
+uint64_t fnv1a(std::string_view text) {
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  return fmt::format("{:016x}", h).substr(0, digits);
+  return h;
 }
+
+std::string fnv1a_hex(const std::string& text, std::size_t digits) { return fmt::format("{:016x}", fnv1a(text)).substr(0, digits); }
 
 // Checks the shape of one record as it is read, so a wrong type becomes a message with the file,
 // line and field instead of a JSON library exception later.
@@ -457,7 +459,26 @@ std::size_t Model::intern_workload_metric(const std::string& name) {
   return it->second;
 }
 
+std::string record_identity(const json& record) {
+  if (auto id = record.find("record_id"); id != record.end() && id->is_string()) return "record_id " + id->get<std::string>();
+  std::string content = "content";
+  if (record.is_object())
+    for (const auto& [field, value] : record.items())
+      if (field != "origin" && field != "host")
+        content += '\n' + field + '=' + value.dump(-1, ' ', false, json::error_handler_t::replace);
+  return content;
+}
+
 void Model::add_record(const json& record, const std::string& file, std::size_t line) {
+  // One record read twice is one repetition, not two: a copy of a folder read with it, a merged
+  // folder read with one of its sources. Within a folder it is a duplicate line, or a part file
+  // the driver gathered but had not removed yet (skipped silently below as well).
+  const std::size_t folder = folders_seen_.size();
+  if (auto [first, fresh] = records_read_.try_emplace(fnv1a(record_identity(record)), FirstRead{folder, line}); !fresh) {
+    if (first->second.folder != folder) ++records_in_other_folders_;
+    else if (!reading_parts_) duplicates_.emplace_back(line, first->second.line);
+    return;
+  }
   RecordReader r(record, file, line);
   Cell cell;
   CellIdentity id;
@@ -560,14 +581,30 @@ void Model::add_folder(const std::string& dir, const LoadOptions& options) {
     if (std::string notice = lab_notice(m); !notice.empty()) warnings_.push_back(dir + ": " + notice);
   }
 
+  // A run writing the folder now is said with whatever is read of it, so that a partial answer is
+  // not taken for a whole one.
+  const FolderWriter writer = options.own_folder ? FolderWriter{} : folder_writer(dir);
+  auto note_writer = [&](std::size_t finished) {
+    if (!writer.active) return std::string();
+    json planned;  // the run's plan, when its cells.json is there to say it
+    if (std::ifstream in(dir + "/cells.json"); in) planned = json::parse(in, nullptr, false);
+    std::string notice = fmt::format(
+        "{}: a run is writing this folder ({}): {} cells finished; what is read now is partial", dir,
+        writer.pid ? fmt::format("pid {}", writer.pid) : "its holder is unnamed",
+        planned.is_object() ? fmt::format("{} of {}", finished, planned.size()) : std::to_string(finished));
+    writer_notices_.push_back(notice);
+    return "; " + notice;
+  };
+
   std::string file = dir + "/results.jsonl";
   std::ifstream in(file, std::ios::binary);
   const std::vector<std::string> parts = part_files(dir);
   if (!in && parts.empty()) {
+    std::string running = note_writer(0);
     if (!options.require_cells) return;
-    throw ResultsError(dir + " holds no results.jsonl (not a results folder?)");
+    throw ResultsError(dir + " holds no results.jsonl (not a results folder?)" + running);
   }
-  std::size_t before = cells_.size();
+  const std::size_t before = cells_.size(), read_before = records_in_other_folders_;
   std::string text;
   for (std::size_t line = 1; std::getline(in, text); ++line)
     // getline sets eof only when the last line had no newline to end it.
@@ -583,13 +620,30 @@ void Model::add_folder(const std::string& dir, const LoadOptions& options) {
   }
   reading_parts_ = false;
   finish_file(file);
-  if (options.require_cells && cells_.size() == before) throw ResultsError(file + " holds no finished cell");
+  std::string running = note_writer(cells_.size() - before);
+  // A folder whose every record was read from another folder already (a copy) is not empty.
+  if (options.require_cells && cells_.size() == before && records_in_other_folders_ == read_before)
+    throw ResultsError(file + " holds no finished cell" + running);
+}
+
+std::string writer_notice(const std::string& dir) {
+  if (!folder_writer(dir).active) return "";  // the common case: no second read of the folder
+  try {
+    Model model = Model::load({dir}, LoadOptions{.require_cells = false});
+    return model.writer_notices().empty() ? "" : model.writer_notices().front();
+  } catch (const ResultsError&) {  // a record of the wrong shape: the reader itself will say so
+    return "";
+  }
 }
 
 Model Model::load(const std::vector<std::string>& dirs, const LoadOptions& options) {
   if (dirs.empty()) throw ResultsError("no results folder given");
   Model model;
   for (const auto& dir : dirs) model.add_folder(dir, options);
+  if (std::size_t n = model.records_in_other_folders_)
+    model.warnings_.push_back(fmt::format("{} record{} appear{} in more than one folder; counted once (the same "
+                                          "record_id, or the same content for records without one)",
+                                          n, n == 1 ? "" : "s", n == 1 ? "s" : ""));
   model.warn_on_differing_outputs();
   return model;
 }

@@ -16,6 +16,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -269,7 +270,19 @@ struct LoadOptions {
   // A folder without results.jsonl or without a single finished cell is an error for a reader
   // (`show`); the driver writing summaries after its first cell sets this to false.
   bool require_cells = true;
+  // The caller is the run that writes the folder: its own lock is not news (writer_notices).
+  bool own_folder = false;
 };
+
+// What makes two records the same record wherever they are read (a copied folder, a folder merged
+// with a merge of itself): its record_id; for records from before ids, its content without
+// `origin` and `host`, the fields merge adds.
+std::string record_identity(const nlohmann::json& record);
+
+// "DIR: a run is writing this folder (pid N): K of M cells finished ..." when a run holds DIR's
+// lock now (K: cells recorded so far, M: the run's planned cells from DIR/cells.json), else "".
+// Readers say it (stderr, or the page's banner) so a partial answer is not taken for a whole one.
+std::string writer_notice(const std::string& dir);
 
 class Model {
  public:
@@ -287,8 +300,10 @@ class Model {
   const CellIdentity& identity(std::size_t index) const { return identities_[index]; }
   const CellIdentity& identity(const Cell& cell) const { return identities_[cell.identity]; }
   const std::string& workload_metric_name(std::size_t index) const { return workload_metric_names_[index]; }
-  // Corrupt or cut-short lines, duplicates, repeated folders; in the order found.
+  // Corrupt or cut-short lines, duplicates, repeated folders and records; in the order found.
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // writer_notice() of each folder a run is writing while it was read.
+  const std::vector<std::string>& writer_notices() const { return writer_notices_; }
 
   // Groups by the given dimensions (in this order); throws ResultsError if one is repeated.
   Grouping group(const std::vector<Dimension>& by) const;
@@ -311,6 +326,7 @@ class Model {
   std::vector<std::string> workload_metric_names_;
   std::unordered_map<std::string, std::size_t> workload_metric_index_;
   std::vector<std::string> warnings_;
+  std::vector<std::string> writer_notices_;
   std::vector<std::string> folders_seen_;
   std::string default_host_;  // the current folder's meta.json machine.host
 
@@ -325,6 +341,16 @@ class Model {
   std::unordered_map<std::string, Seen> seen_;
   std::vector<std::pair<std::size_t, std::size_t>> duplicates_;  // (line, line of the record kept)
   bool reading_parts_ = false;  // a folder's parts/ files: see add_folder
+
+  // Every record read so far by record_identity() (hashed: a few words per record), with the folder
+  // (index in folders_seen_) and line it was first read from: the same record read again is
+  // counted once wherever it appears.
+  struct FirstRead {
+    std::size_t folder;
+    std::size_t line;
+  };
+  std::unordered_map<std::uint64_t, FirstRead> records_read_;
+  std::size_t records_in_other_folders_ = 0;
 };
 
 }  // namespace allocmark::results

@@ -1,6 +1,9 @@
 #include "harness/results/model.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -299,14 +302,79 @@ TEST(Reading, TheHighestAttemptWinsInTheFirstAttemptsPlace) {
 
 TEST(Reading, TheSameKeyInTwoFoldersIsTwoRuns) {
   std::string a = fresh_dir("run_a"), b = fresh_dir("run_b");
-  std::string line = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)}).dump() + "\n";
-  write(a + "/results.jsonl", line);
-  write(b + "/results.jsonl", line);
+  write(a + "/results.jsonl", cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)}).dump() + "\n");
+  write(b + "/results.jsonl", cell("glibc", 1, {phase("fill", 1100, 1000, 1, 1)}).dump() + "\n");
   Model m = Model::load({a, b, a});
   EXPECT_EQ(m.cells().size(), 2u);
   ASSERT_EQ(m.warnings().size(), 1u);
   EXPECT_NE(m.warnings()[0].find("given twice"), std::string::npos);
   EXPECT_EQ(m.group(default_dimensions()).groups[0].cells, 2u);
+}
+
+// A copied folder read with its original, or a merged folder with one of its sources: one record
+// read twice is one repetition, whatever the folder calls its origin or host.
+TEST(Reading, TheSameRecordInTwoFoldersCountsOnceAndIsSaid) {
+  std::string a = fresh_dir("same_a"), b = fresh_dir("same_b");
+  json with_id = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)});
+  with_id["record_id"] = "0123456789abcdef0123456789abcdef";
+  json before_ids = cell("jemalloc", 1, {phase("fill", 2000, 1000, 1, 1)});
+  write(a + "/results.jsonl", with_id.dump() + "\n" + before_ids.dump() + "\n");
+  json merged_id = with_id, merged_old = before_ids;
+  for (json* r : {&merged_id, &merged_old}) {
+    (*r)["origin"] = a;
+    (*r)["host"] = "h1";
+  }
+  merged_id["phases"][0]["peak_rss_bytes"] = 999;  // the id decides, not the figures
+  write(b + "/results.jsonl", merged_id.dump() + "\n" + merged_old.dump() + "\n");
+  Model m = Model::load({a, b});
+  EXPECT_EQ(m.cells().size(), 2u);
+  ASSERT_EQ(m.warnings().size(), 1u);
+  EXPECT_EQ(m.warnings()[0].rfind("2 records appear in more than one folder; counted once", 0), 0u) << m.warnings()[0];
+  EXPECT_EQ(m.cells()[0].phases[0].get(Field::peak_rss_bytes), 1000) << "the first read is kept";
+
+  // Records of other runs of the same cell are repetitions, as before.
+  json rerun = with_id;
+  rerun["record_id"] = "fedcba9876543210fedcba9876543210";
+  write(b + "/results.jsonl", rerun.dump() + "\n");
+  EXPECT_EQ(Model::load({a, b}).cells().size(), 3u);
+  EXPECT_TRUE(Model::load({a, b}).warnings().empty());
+}
+
+TEST(Reading, RecordIdentityIsTheIdElseTheContentWithoutOriginAndHost) {
+  json r = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)});
+  json moved = r;
+  moved["origin"] = "/elsewhere";
+  moved["host"] = "h2";
+  EXPECT_EQ(record_identity(r), record_identity(moved));
+  moved["rep"] = 2;
+  EXPECT_NE(record_identity(r), record_identity(moved));
+  r["record_id"] = "abc";
+  moved["record_id"] = "abc";
+  EXPECT_EQ(record_identity(r), record_identity(moved));
+}
+
+// A run holding the folder's lock (here this test, through another descriptor): every reader is
+// told, with the cells finished so far and the run's plan.
+TEST(Reading, AFolderARunIsWritingIsSaidWithItsProgress) {
+  std::string d = fresh_dir("being_written");
+  write(d + "/results.jsonl", cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)}).dump() + "\n");
+  write(d + "/cells.json", R"({"a": "a", "b": "b", "c": "c"})");
+  write(d + "/.allocmark.lock", "pid 4242 on host h, started 0: allocmark run\n");
+  EXPECT_TRUE(Model::load({d}).writer_notices().empty()) << "no run holds it";
+  EXPECT_EQ(writer_notice(d), "");
+  int fd = ::open((d + "/.allocmark.lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  Model m = Model::load({d});
+  ASSERT_EQ(m.writer_notices().size(), 1u);
+  EXPECT_EQ(m.writer_notices()[0].rfind(d + ": a run is writing this folder (pid 4242): 1 of 3 cells finished", 0), 0u)
+      << m.writer_notices()[0];
+  EXPECT_EQ(writer_notice(d), m.writer_notices()[0]);
+  EXPECT_TRUE(Model::load({d}, {.require_cells = true, .own_folder = true}).writer_notices().empty());
+  std::filesystem::remove(d + "/cells.json");
+  const std::string without_plan = Model::load({d}).writer_notices()[0];
+  EXPECT_NE(without_plan.find("(pid 4242): 1 cells finished"), std::string::npos) << without_plan;
+  ::close(fd);
 }
 
 TEST(Reading, PartsNotGatheredYetAreRecordsOfTheFolderAndRepeatsOfGatheredOnesAreSkipped) {
@@ -329,8 +397,9 @@ TEST(Reading, AttemptsSupersedeOnlyWithinTheirOrigin) {
   json a = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)});
   a["origin"] = "/runs/a";
   a["host"] = "h1";
-  json b = a;
+  json b = cell("glibc", 1, {phase("fill", 1100, 1000, 1, 1)});
   b["origin"] = "/runs/b";
+  b["host"] = "h1";
   json a_retry = a;
   a_retry["attempt"] = 2;
   Model m = Model::from_records({a, b, a_retry});
@@ -342,9 +411,8 @@ TEST(Reading, AttemptsSupersedeOnlyWithinTheirOrigin) {
 
 TEST(Reading, TheFoldersMetaNamesTheHostOfRecordsWithout) {
   std::string a = fresh_dir("host_a"), b = fresh_dir("host_b");
-  std::string line = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)}).dump() + "\n";
-  write(a + "/results.jsonl", line);
-  write(b + "/results.jsonl", line);
+  write(a + "/results.jsonl", cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)}).dump() + "\n");
+  write(b + "/results.jsonl", cell("glibc", 1, {phase("fill", 1100, 1000, 1, 1)}).dump() + "\n");
   write(a + "/meta.json", R"({"machine": {"host": "alpha"}})");
   write(b + "/meta.json", R"({"machine": {"host": "beta"}})");
   Grouping g = Model::load({a, b}).group(default_dimensions());

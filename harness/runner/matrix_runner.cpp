@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/random.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 
 #include "harness/results/folder_layout.h"
+#include "harness/results/safe_text.h"
 
 namespace allocmark::runner {
 
@@ -59,6 +63,23 @@ class SummaryWriter {
 
 }  // namespace
 
+std::string new_run_id() {
+  unsigned char bytes[16];
+  for (std::size_t got = 0; got < sizeof bytes;) {
+    ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno != EINTR) throw std::runtime_error(std::string("cannot draw a run id (getrandom): ") + std::strerror(errno));
+    if (n > 0) got += static_cast<std::size_t>(n);
+  }
+  std::string hex;
+  for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
+void stamp_record_ids(nlohmann::json& record, const std::string& run_id) {
+  if (!record.contains("run_id")) record["run_id"] = run_id.empty() ? new_run_id() : run_id;
+  if (!record.contains("record_id")) record["record_id"] = new_run_id();
+}
+
 std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::ResultsDir& dir, bool retry_failed) {
   std::vector<CellJob> jobs;
   for (std::size_t i = 0; i < plan.cells.size(); ++i) {
@@ -79,6 +100,7 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
   std::ostream& msg = options.messages ? *options.messages : std::cerr;
   MatrixRunReport report;
   report.total = plan.cells.size();
+  const std::string run_id = options.run_id.empty() ? new_run_id() : options.run_id;
   std::vector<CellJob> jobs = pending_jobs(plan, dir, options.retry_failed);
   for (const auto& cell : plan.cells) report.already_recorded += dir.recorded().count(cell.key());
   if (report.already_recorded)
@@ -99,8 +121,8 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
     if (!current) return;
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string eta = report.ran ? clock_text(std::max(0.0, elapsed / report.ran * (jobs.size() - report.ran))) : "--:--";
-    msg << fmt::format("\r\033[K[{}/{}] {}  elapsed {}  eta {}", current->index, report.total, current->cell.label(),
-                       clock_text(elapsed), eta)
+    msg << fmt::format("\r\033[K[{}/{}] {}  elapsed {}  eta {}", current->index, report.total,
+                       results::terminal_line(current->cell.label()), clock_text(elapsed), eta)
         << std::flush;
   };
   SummaryWriter summaries(dir);
@@ -114,6 +136,7 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
   events.finished = [&](const CellJob& job, const nlohmann::json& record) {
     nlohmann::json stored = record;
     stored["attempt"] = job.attempt;
+    stamp_record_ids(stored, run_id);
     try {
       dir.append(stored);
       summaries.after_cell();
@@ -126,8 +149,10 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
     if (status != "ok") ++report.not_ok;
     if (!tty || status != "ok") {
       std::string error = record.contains("error") && record["error"].is_string() ? ": " + record["error"].get<std::string>() : "";
-      msg << fmt::format("{}[{}/{}] {}: {} ({:.1f} s){}\n", tty ? "\r\033[K" : "", job.index, report.total, job.cell.label(),
-                         status, record.value("wall_s", 0.0), error);
+      // The label (allocator and program names) and the error (a program's stderr) are shown, never obeyed.
+      msg << fmt::format("{}[{}/{}] {}\n", tty ? "\r\033[K" : "", job.index, report.total,
+                         results::terminal_line(fmt::format("{}: {} ({:.1f} s){}", job.cell.label(), status,
+                                                            record.value("wall_s", 0.0), error)));
     }
   };
   auto restore = [&] {

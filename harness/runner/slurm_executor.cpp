@@ -156,6 +156,7 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
                 {"data_root", top.path_of(layout::kData)}, {"keep_data", settings_.keep_data}}},
               {"log", fs::absolute(job.log_path).string()},
               {"attempt", job.attempt},
+              {"run_id", options_.run_id},
               {"machines_dir", top.path_of(layout::kMachines)}};
     cells.write_atomically(fmt::format("{}.json", i), spec.dump(2) + "\n");
     index.push_back({{"index", i}, {"key", job.cell.key()}, {"label", job.cell.label()}, {"attempt", job.attempt},

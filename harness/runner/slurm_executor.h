@@ -28,6 +28,7 @@ struct SlurmOptions {
   std::string allocmark;     // this binary, which each task runs as `allocmark cell`
   std::string folder;        // the results folder, absolute (tasks on other nodes write into it)
   std::ostream* messages = nullptr;
+  std::string run_id;        // the submitting run's, stamped by each task on its records
 };
 
 // One array task Slurm still knows of.

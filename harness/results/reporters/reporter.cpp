@@ -34,7 +34,7 @@ std::string render_report(const Model& model, std::string_view format, const Rep
 }
 
 void write_summaries(const std::string& dir) {
-  Model model = Model::load({dir}, LoadOptions{.require_cells = false});
+  Model model = Model::load({dir}, LoadOptions{.require_cells = false, .own_folder = true});
   // Render both before writing either, so a failure leaves the previous pair in place.
   std::string csv = cells_csv(model);
   nlohmann::ordered_json summary = summary_json(model, model.group(default_dimensions()), all_metrics());

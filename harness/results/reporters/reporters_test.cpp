@@ -113,3 +113,20 @@ TEST(Reporters, CsvQuotesAndMarkdownEscapes) {
   EXPECT_EQ(lines(grouped)[0].rfind("workload,threads,allocator,phase,cells,statuses,errors,peak_rss_bytes_n,", 0), 0u)
       << grouped;
 }
+
+// Text from records is shown as text: markdown (a pull-request comment) gets no markup, the
+// terminal table no control sequence; CSV and JSON are data and keep it exactly.
+TEST(Reporters, RecordTextIsNeverMarkupOrTerminalControl) {
+  json r = {{"key", "k"},          {"allocator", "<img src=x onerror=alert(1)>"}, {"workload", "w\x1b[2J"}, {"threads", 1},
+            {"status", "failed"}, {"error", "<script>x</script> \x1b[31mred"}};
+  Model m = Model::from_records({r});
+  std::string md = render_report(m, "markdown");
+  for (const char* raw : {"<img", "<script", "\x1b"}) EXPECT_EQ(md.find(raw), std::string::npos) << raw << "\n" << md;
+  EXPECT_NE(md.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos) << md;
+  EXPECT_NE(md.find(R"(&lt;script&gt;x&lt;/script&gt; \\x1b\[31mred)"), std::string::npos) << md;
+  std::string table = render_report(m, "table");
+  EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
+  EXPECT_NE(table.find("w\\x1b[2J"), std::string::npos) << table;
+  EXPECT_NE(cells_csv(m).find("w\x1b[2J"), std::string::npos);
+  EXPECT_NE(render_report(m, "json").find(R"(w\u001b[2J)"), std::string::npos);
+}

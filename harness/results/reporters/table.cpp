@@ -4,6 +4,7 @@
 
 #include "harness/results/reporters/reporter.h"
 #include "harness/results/reporters/text.h"
+#include "harness/results/safe_text.h"
 
 namespace allocmark::results {
 namespace {
@@ -14,14 +15,16 @@ class TableReporter : public Reporter {
 
   std::string render(const Model&, const Grouping& grouping, const std::vector<Metric>& metrics) const override {
     text::TextReport report = text::text_report(grouping, metrics);
+    // Every text may come from a record (names, statuses, errors): shown, never obeyed by the terminal.
     auto line = [&](const std::vector<std::string>& cells, const std::string& status) {
       std::string out;
       for (std::size_t i = 0; i < cells.size(); ++i) {
         const text::Column& c = report.columns[i];
+        const std::string cell = terminal_line(cells[i]);
         if (i) out += " ";
-        out += c.right_aligned ? fmt::format("{:>{}}", cells[i], c.width) : fmt::format("{:<{}}", cells[i], c.width);
+        out += c.right_aligned ? fmt::format("{:>{}}", cell, c.width) : fmt::format("{:<{}}", cell, c.width);
       }
-      return out + "  " + status + "\n";
+      return out + "  " + terminal_line(status) + "\n";
     };
     std::vector<std::string> headers;
     for (const auto& c : report.columns) headers.push_back(c.header);
@@ -29,7 +32,7 @@ class TableReporter : public Reporter {
     for (const auto& row : report.rows) {
       out += line(row.cells, row.status);
       // Errors are indented past the identifying columns so the row they belong to stays visible.
-      for (const auto& e : row.errors) out += fmt::format("{:>50}  ! {}\n", "", e.substr(0, 200));
+      for (const auto& e : row.errors) out += fmt::format("{:>50}  ! {}\n", "", terminal_line(e.substr(0, 200)));
     }
     return out + "\n" + report.footnote + "\n";
   }
