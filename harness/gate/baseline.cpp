@@ -296,21 +296,10 @@ RunSummary read_baseline(const std::string& path) {
 }
 
 void refuse_folder_being_written(const std::string& dir, const std::string& remedy) {
-  const rs::FolderWriter writer = rs::folder_writer(dir);
-  if (!writer.active) return;
-  std::size_t finished = 0;
-  try {
-    finished = rs::Model::load({dir}, {/*require_cells=*/false}).cells().size();
-  } catch (const rs::ResultsError&) {
-    // nothing readable yet: 0 finished
-  }
-  std::string of_planned;
-  if (std::ifstream in(dir + "/cells.json"); in) {
-    json planned = json::parse(in, nullptr, false);
-    if (planned.is_object()) of_planned = fmt::format(" of {}", planned.size());
-  }
-  throw GateError(fmt::format("a run is writing {} ({}): {}{} cells finished; {}", dir,
-                              writer.pid ? fmt::format("pid {}", writer.pid) : rs::terminal_line(writer.holder), finished, of_planned, remedy));
+  if (!rs::folder_writer(dir).active) return;
+  // The readers' own notice (the results model's), so the gate and `show` say it in the same words.
+  const std::string notice = rs::writer_notice(dir);
+  throw GateError((notice.empty() ? dir + ": a run is writing this folder" : notice) + "; " + remedy);
 }
 
 }  // namespace allocmark::gate

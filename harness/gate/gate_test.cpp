@@ -157,7 +157,7 @@ TEST(Rule, ARerunKeepsOnlyTheFlagsItRepeats) {
 }
 
 TEST(Baseline, RoundTripsAndRejectsTruncatedFiles) {
-  std::string path = ::testing::TempDir() + "/baseline.json";
+  std::string path = ::testing::TempDir() + "/RoundTrips-baseline.json";
   std::string text = baseline_json(run_with("peak_rss", mib({100, 101, 102})), "dir").dump(1);
   std::ofstream(path) << text;
   RunSummary back = read_baseline(path);
@@ -176,9 +176,14 @@ TEST(Baseline, RoundTripsAndRejectsTruncatedFiles) {
 
 namespace {
 
+// A file of this test's own in the temporary folder (ctest runs tests side by side); its path.
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "-" + name;
+}
+
 // A baseline file holding `text`; its path.
 std::string baseline_file(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + "/" + name;
+  std::string path = temp_path(name);
   std::ofstream(path) << text;
   return path;
 }
