@@ -118,6 +118,26 @@ class LinksInAResultsFolder(Seeded):
                 self.assertEqual(snapshot(self.out), before_folder, "nothing in the folder is changed")
 
 
+    def test_readers_refuse_a_fifo_instead_of_waiting_on_it(self):
+        # A fifo where a file should be would block a reader for ever (nobody writes into it).
+        copy = os.path.join(self.tmp, "copy")
+        for name in ("results.jsonl", "meta.json"):
+            commands = [["show", self.out], ["status", self.out], ["report", self.out, "-o", os.path.join(self.tmp, "r.html")],
+                        ["baseline", self.out, "-o", os.path.join(self.tmp, "b.json")], ["merge", self.out, copy, "-o",
+                        os.path.join(self.tmp, "merged")], ["run"] + ONE + ["--out", self.out, "--resume"]]
+            for command in commands:
+                with self.subTest(fifo=name, command=command[0]):
+                    for folder in (self.out, copy):
+                        shutil.rmtree(folder, ignore_errors=True)
+                        shutil.copytree(self.seed, folder, symlinks=True)
+                    os.remove(os.path.join(self.out, name))
+                    os.mkfifo(os.path.join(self.out, name))
+                    p = run(command, timeout=60)
+                    self.assertEqual(p.returncode, 2, p.stderr)
+                    self.assertIn(os.path.join(self.out, name), p.stderr)
+                    self.assertIn("fifo", p.stderr)
+
+
 class CellPlaces(Seeded):
     """`allocmark cell`: a description inside a results folder writes only inside that folder."""
 

@@ -66,6 +66,7 @@ Source read_source(const std::string& dir) {
   if (!fs::is_directory(dir, ec)) throw MergeError(dir + ": no such results folder");
   Source s;
   s.folder = fs::canonical(dir, ec).string();
+  for (const char* name : {"/meta.json", "/results.jsonl"}) rs::check_readable_file(dir + name);
   std::ifstream meta_in(dir + "/meta.json");
   s.meta = json::parse(meta_in, nullptr, false);
   if (!meta_in || s.meta.is_discarded() || !s.meta.is_object()) throw MergeError(dir + "/meta.json: missing or not valid JSON");

@@ -32,6 +32,7 @@ Subcommand add_report_command(CLI::App& app) {
   return {cmd, [opts] {
             if (!fs::is_directory(opts->dir))
               throw std::invalid_argument(fmt::format("{}: no such folder", opts->dir));
+            results::check_readable_file(opts->dir + "/results.jsonl");
             if (!fs::is_regular_file(fs::path(opts->dir) / "results.jsonl"))
               throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", opts->dir));
             std::string out = opts->out.empty() ? (fs::path(opts->dir) / "report.html").string() : opts->out;

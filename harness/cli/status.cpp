@@ -24,6 +24,7 @@ namespace rs = allocmark::results;
 namespace rn = allocmark::runner;
 
 json read_json_file(const std::string& path) {
+  rs::check_readable_file(path);
   std::ifstream in(path);
   if (!in) return nullptr;
   json j = json::parse(in, nullptr, false);

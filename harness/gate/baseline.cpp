@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "harness/matrix/config.h"
+#include "harness/results/folder.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::gate {
@@ -233,6 +234,11 @@ RunSummary read_baseline(const std::string& path) {
   if (fs::is_directory(path, ec))
     throw GateError(path + ": a folder; --baseline takes the baseline file that `allocmark baseline DIR -o FILE` writes "
                     "(to judge two results folders against each other, use `allocmark compare`)");
+  try {
+    rs::check_readable_file(path);
+  } catch (const rs::ResultsError& e) {
+    throw GateError(e.what());
+  }
   std::ifstream in(path);
   if (!in) throw GateError(path + ": cannot read the baseline");
   json j = json::parse(in, nullptr, false);

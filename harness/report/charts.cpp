@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "harness/results/folder.h"
 #include "harness/results/reporters/reporter.h"
 
 #ifndef ALLOCMARK_DEFAULT_PLOTS_DIR
@@ -95,6 +96,7 @@ std::string plots_dir() {
 }
 
 void ensure_summaries(const std::string& dir) {
+  results::check_readable_file(dir + "/results.jsonl");
   if (!fs::is_regular_file(fs::path(dir) / "results.jsonl"))
     throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", dir));
   if (!fs::is_regular_file(fs::path(dir) / "summary.json")) {

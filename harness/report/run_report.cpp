@@ -15,6 +15,7 @@
 #include "harness/report/charts.h"
 #include "harness/report/html.h"
 #include "harness/report/verdict.h"
+#include "harness/results/folder.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
 #include "harness/results/model.h"
@@ -71,6 +72,7 @@ std::string assignments(const json& object) {
 }
 
 json read_meta(const std::string& dir, std::vector<std::string>& warnings) {
+  results::check_readable_file(dir + "/meta.json");
   std::ifstream in(dir + "/meta.json");
   if (!in) {
     warnings.push_back(dir + "/meta.json is missing: the machine and matrix are not recorded");

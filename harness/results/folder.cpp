@@ -242,6 +242,14 @@ bool Folder::remove_if_empty(const std::string& name) const {
   return ::unlinkat(fd_, name.c_str(), AT_REMOVEDIR) == 0;
 }
 
+void check_readable_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // missing (or unreachable): the reader's open says so
+  if (S_ISREG(st.st_mode)) return;
+  throw ResultsError(path + " is " + (S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a fifo" : "a device or socket") +
+                     ", not a regular file; refusing to read it");
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   const std::filesystem::path p(path);
   const std::string name = p.filename().string();

@@ -84,6 +84,11 @@ int write_fully(int fd, const std::string& text);
 // type_name() says it, or any text ("a file or folder").
 std::string misplaced(const std::string& path, Folder::Type found, const std::string& wanted);
 
+// For readers, before they open `path`: nothing when it is missing or a regular file (links
+// followed: reading through one changes nothing); otherwise ResultsError naming it, since a fifo
+// or a device in a folder from someone else would block the reader or feed it without end.
+void check_readable_file(const std::string& path);
+
 // Writes `text` to `path` through a temporary file beside it (Folder::write_atomically in the
 // folder holding it): a reader sees the old file or the new one, never half of one. Throws
 // ResultsError with the system's reason (read-only file system, permission denied, no space).

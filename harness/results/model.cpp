@@ -570,6 +570,7 @@ void Model::add_folder(const std::string& dir, const LoadOptions& options) {
 
   // The host of records that do not name their own: the machine the folder's run was on.
   default_host_.clear();
+  for (const char* name : {"/meta.json", "/cells.json", "/results.jsonl"}) check_readable_file(dir + name);
   if (std::ifstream meta(dir + "/meta.json"); meta) {
     json m = json::parse(meta, nullptr, false);
     if (m.is_discarded() || !m.is_object())
