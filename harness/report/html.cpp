@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+
+#include "harness/results/safe_text.h"
 
 namespace allocmark::report::html {
 
@@ -18,6 +21,7 @@ h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; padding-
 h3 { font-size: 1.05em; margin-top: 1.4em; }
 table { border-collapse: collapse; margin: 0.6em 0 1em; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid #d6d6d6; padding: 0.25em 0.6em; vertical-align: top; }
+.unbroken { overflow-wrap: anywhere; }
 th { background: #f2f2f4; text-align: left; white-space: nowrap; }
 td.num, th.num { text-align: right; }
 tbody tr:nth-child(even) { background: #fafafa; }
@@ -102,9 +106,16 @@ std::string_view cut(std::string_view text, std::size_t limit) {
 
 }  // namespace
 
-std::string text_html(std::string_view text) {
-  if (text.size() <= kLongText) return escape(text);
-  return fmt::format("<span title=\"{}\">{}&hellip;</span>", escape(text), escape(cut(text, kLongText)));
+std::string text_html(std::string_view raw) {
+  // A record's text may hold control characters (an allocator named with ESC[2J): shown as \xHH.
+  const std::string text = results::terminal_text(raw);
+  // A word longer than a column can be (a name of hundreds of letters) may break anywhere, so that
+  // it wraps inside its cell instead of pushing the table off the page; ordinary words never do.
+  std::size_t run = 0, longest = 0;
+  for (char c : text) longest = std::max(longest, run = (c == ' ' || c == '\n' || c == '\t') ? 0 : run + 1);
+  const char* wrap = longest > kLongWord ? " class=\"unbroken\"" : "";
+  if (text.size() <= kLongText) return longest > kLongWord ? fmt::format("<span{}>{}</span>", wrap, escape(text)) : escape(text);
+  return fmt::format("<span{} title=\"{}\">{}&hellip;</span>", wrap, escape(text), escape(cut(text, kLongText)));
 }
 
 std::string base64(std::string_view bytes) {

@@ -19,7 +19,10 @@ std::string escape(std::string_view text);
 // Texts longer than this many bytes (a record's megabyte-long allocator name) are shown cut, with
 // an ellipsis, and whole in the element's tooltip, so the page stays readable and quick to lay out.
 inline constexpr std::size_t kLongText = 1000;
-// Element text: escape(text), or for a long text its start and an ellipsis with the whole as the tooltip.
+// A word (no space) longer than this many bytes may break anywhere so it wraps in its table cell.
+inline constexpr std::size_t kLongWord = 40;
+// Element text: escape(text) with control characters shown as \xHH, or for a long text its start
+// and an ellipsis with the whole as the tooltip; a word longer than kLongWord may break anywhere.
 std::string text_html(std::string_view text);
 std::string base64(std::string_view bytes);
 // data:MIME;base64,...

@@ -68,13 +68,20 @@ TEST(Html, ALongTextIsCutWithTheWholeInItsTooltip) {
   const std::string name = "<" + std::string(3 * html::kLongText, 'x');
   EXPECT_EQ(html::text_html("short <b>"), "short &lt;b&gt;");
   const std::string shown = html::text_html(name);
-  EXPECT_EQ(shown.rfind("<span title=\"&lt;" + std::string(3 * html::kLongText, 'x') + "\">&lt;xxx", 0), 0u);
+  EXPECT_EQ(shown.rfind("<span class=\"unbroken\" title=\"&lt;" + std::string(3 * html::kLongText, 'x') + "\">&lt;xxx", 0), 0u);
   EXPECT_NE(shown.find("x&hellip;</span>"), std::string::npos);
   EXPECT_LT(shown.size(), 4 * html::kLongText + 100);
   // Never cut inside a character: the shown part stays valid UTF-8.
   const std::string wide = std::string(html::kLongText - 1, 'a') + "\xc3\xa9" + "tail";
   const std::string cut = html::text_html(wide);
   EXPECT_NE(cut.find(">" + std::string(html::kLongText - 1, 'a') + "&hellip;"), std::string::npos);
+}
+
+TEST(Html, RecordTextShowsControlsAndBreaksOnlyOverlongWords) {
+  EXPECT_EQ(html::text_html("glibc\x1b[2J"), "glibc\\x1b[2J");
+  EXPECT_EQ(html::text_html("an ordinary name with words"), "an ordinary name with words");
+  const std::string word(html::kLongWord + 1, 'a');
+  EXPECT_EQ(html::text_html("x " + word), "<span class=\"unbroken\">x " + word + "</span>");
 }
 
 TEST(Html, AnIdUsedTwiceIsRefused) {
