@@ -254,7 +254,7 @@ class Charts(TempDirTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         with open(out) as f:
             page = f.read()
-        self.assertIn('<span title="' + name + '">jemalloc-xxx', page)  # whole in the tooltip
+        self.assertIn('<span class="unbroken" title="' + name + '">jemalloc-xxx', page)  # whole in the tooltip
         self.assertIn("&hellip;</span>", page)
         self.assertIn("chart-peak_rss-size_mix", page)  # the charts were drawn
 
