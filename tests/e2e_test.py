@@ -3,6 +3,7 @@
 Run by ctest (tests/CMakeLists.txt) with Debian's /usr/bin/python3; standard library only.
 Assertions are about behaviour (statuses, libraries, options, files), never about timings.
 """
+import contextlib
 import json
 import os
 import signal
@@ -23,6 +24,17 @@ def run(args, timeout=300, **kw):
 def records(out):
     with open(os.path.join(out, "results.jsonl")) as f:
         return [json.loads(line) for line in f]
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(path, size):
+    """A tmpfs of `size` (mount's syntax) at the new folder `path`, unmounted afterwards; needs root."""
+    os.mkdir(path)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", path], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", path])
 
 
 class TempDirTest(unittest.TestCase):

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import unittest
 
-from e2e_test import TempDirTest
+from e2e_test import TempDirTest, mounted_tmpfs
 from reliability_test import ONE, records, run
 
 
@@ -276,10 +276,7 @@ def stat_is_fifo(path):
 class Messages(Seeded):
     def test_a_read_only_folder_is_said_to_be_read_only(self):
         self.assertEqual(os.geteuid(), 0, "this test mounts a tmpfs: run the suite as root (CI does)")
-        mnt = os.path.join(self.tmp, "ro")
-        os.mkdir(mnt)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt], check=True)
-        try:
+        with mounted_tmpfs(os.path.join(self.tmp, "ro"), "16m") as mnt:
             folder = os.path.join(mnt, "out")
             shutil.copytree(self.seed, folder, symlinks=True)
             for name in ("summary.json", "summary.csv"):
@@ -289,8 +286,6 @@ class Messages(Seeded):
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn("Read-only file system", p.stderr)
             self.assertNotIn("disk full", p.stderr)
-        finally:
-            subprocess.run(["umount", "-l", mnt])
 
     def test_the_report_names_the_log_of_a_failed_cell(self):
         p = run(["run", "-a", "glibc", "-w", "fault_inject", "--set", "fault_inject.mode=exit", "-t", "1", "-r", "1",

@@ -13,7 +13,7 @@ import tempfile
 import time
 import unittest
 
-from e2e_test import TempDirTest as TempDir  # a fresh temporary folder per test, self.out inside it
+from e2e_test import TempDirTest as TempDir, mounted_tmpfs  # a fresh temporary folder per test, self.out inside it
 
 ALLOCMARK = os.environ["ALLOCMARK_BIN"]
 SMALL = ["--set", "size_mix.live_mib=8", "--set", "size_mix.ops=20000"]
@@ -146,10 +146,7 @@ class Folder(TempDir):
 
     def test_a_full_disk_leaves_only_whole_records_and_resume_completes(self):
         self.assertEqual(os.geteuid(), 0, "this test mounts a tmpfs: run the suite as root (CI does)")
-        mnt = os.path.join(self.tmp, "small")
-        os.mkdir(mnt)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", mnt], check=True)
-        try:
+        with mounted_tmpfs(os.path.join(self.tmp, "small"), "96k") as mnt:
             out = os.path.join(mnt, "out")
             args = ["run", "-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "30", "--out", out] + SMALL
             p = run(args)
@@ -163,8 +160,6 @@ class Folder(TempDir):
             recs = records(out)
             self.assertEqual(sorted(r["rep"] for r in recs), list(range(1, 31)))
             self.assertEqual(recs[:len(recorded)], recorded)
-        finally:
-            subprocess.run(["umount", "-l", mnt])
 
     def test_a_killed_driver_takes_its_worker_with_it(self):
         driver = self.start_hanging_run(self.out)
