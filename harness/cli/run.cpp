@@ -252,7 +252,7 @@ int run_command(const RunFlags& f) {
   const bool slurm = f.executor == "slurm";
   json machine = rs::machine_info();
   // Every record this invocation writes carries its id, and so does its entry in meta.json's runs.
-  const std::string run_id = rn::new_run_id();
+  const std::string run_id = rn::random_id();
   json run_entry{{"mode", f.resume ? "resume" : f.extend ? "extend" : "run"}, {"run_id", run_id}, {"executor", f.executor},
                  {"started", std::time(nullptr)}, {"command", f.command_line}, {"matrix", plan.as_json()}, {"matrix_file", matrix_path}};
   json meta = dir.read_meta();
@@ -344,7 +344,7 @@ rn::MatrixRunReport run_in_new_folder(const mx::Plan& plan, const std::string& o
   if (::access(worker.c_str(), X_OK) != 0) throw std::runtime_error("worker not found: " + worker + " (set ALLOCMARK_WORKER)");
   json allocators_meta = probe_plan_allocators(plan, worker);
   rs::ResultsDir dir(out, {false, false, false, command});
-  const std::string run_id = rn::new_run_id();
+  const std::string run_id = rn::random_id();
   json run_entry{{"mode", mode}, {"run_id", run_id}, {"started", std::time(nullptr)}, {"command", command}, {"matrix", plan.as_json()},
                  {"matrix_file", ""}};
   dir.write_meta(fresh_meta(plan, "", rs::machine_info(), allocators_meta, worker, run_entry));

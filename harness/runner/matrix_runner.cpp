@@ -63,7 +63,7 @@ class SummaryWriter {
 
 }  // namespace
 
-std::string new_run_id() {
+std::string random_id() {
   unsigned char bytes[16];
   for (std::size_t got = 0; got < sizeof bytes;) {
     ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
@@ -76,8 +76,8 @@ std::string new_run_id() {
 }
 
 void stamp_record_ids(nlohmann::json& record, const std::string& run_id) {
-  if (!record.contains("run_id")) record["run_id"] = run_id.empty() ? new_run_id() : run_id;
-  if (!record.contains("record_id")) record["record_id"] = new_run_id();
+  if (!record.contains("run_id")) record["run_id"] = run_id.empty() ? random_id() : run_id;
+  if (!record.contains("record_id")) record["record_id"] = random_id();
 }
 
 std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::ResultsDir& dir, bool retry_failed) {
@@ -100,7 +100,7 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
   std::ostream& msg = options.messages ? *options.messages : std::cerr;
   MatrixRunReport report;
   report.total = plan.cells.size();
-  const std::string run_id = options.run_id.empty() ? new_run_id() : options.run_id;
+  const std::string run_id = options.run_id.empty() ? random_id() : options.run_id;
   std::vector<CellJob> jobs = pending_jobs(plan, dir, options.retry_failed);
   for (const auto& cell : plan.cells) report.already_recorded += dir.recorded().count(cell.key());
   if (report.already_recorded)

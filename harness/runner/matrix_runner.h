@@ -32,11 +32,11 @@ struct MatrixRunOptions {
   bool retry_failed = false;   // rerun cells whose recorded status is not ok (as a new attempt)
   bool progress_line = false;  // one updating line (a terminal); else one line per finished cell
   std::ostream* messages = nullptr;
-  std::string run_id;          // stamped on every record (new_run_id() when empty); also in meta.json's runs[]
+  std::string run_id;          // stamped on every record (random_id() when empty); also in meta.json's runs[]
 };
 
-// A fresh run id: 128 random bits as 32 hex digits. One per invocation that records cells.
-std::string new_run_id();
+// 128 random bits as 32 hex digits: a run id (one per invocation that records cells) or a record id.
+std::string random_id();
 
 // Stamps a finished record with `run_id` (a new one when empty) and a record_id of its own, each
 // unless the record has it already (a batch task's record, stamped where it ran): what lets every
