@@ -32,9 +32,9 @@
 
 #include "harness/cli/common.h"
 #include "harness/results/folder_layout.h"
-#include "harness/results/machine.h"
 #include "harness/results/results_dir.h"
 #include "harness/runner/cell_runner.h"
+#include "harness/runner/executor.h"
 #include "harness/runner/matrix_runner.h"
 
 namespace allocmark::cli {
@@ -164,16 +164,9 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
   const std::string machines = spec.value("machines_dir", "");
   if (!machines.empty()) check_inside(home, machines, spec_path + ": machines_dir", Folder::Type::folder);
 
-  if (!machines.empty()) {
-    json machine = results::machine_info();
-    const std::string host = machine.value("host", "unknown");
-    std::error_code ec;
-    fs::create_directories(machines, ec);
-    const Folder folder(machines);
-    if (folder.type(host + ".json") == Folder::Type::missing) folder.write_atomically(host + ".json", machine.dump(2) + "\n");
-  }
+  if (!machines.empty()) runner::describe_this_node(machines);
   runner::CellHooks hooks{nullptr, [] { return runner::g_interrupted.load(); }};
-  runner::CellOutcome outcome = runner::run_cell(cell, settings, log.empty() ? "/dev/null" : log, hooks);
+  runner::CellOutcome outcome = runner::run_cell_here(cell, settings, log.empty() ? "/dev/null" : log, hooks);
   if (outcome.interrupted) return kExitInterrupted;
   if (spec.contains("attempt")) outcome.record["attempt"] = attempt;
   runner::stamp_record_ids(outcome.record, run_id);

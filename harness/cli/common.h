@@ -12,7 +12,6 @@
 
 #include "harness/matrix/config.h"
 #include "harness/matrix/plan.h"
-#include "harness/runner/matrix_runner.h"
 
 namespace allocmark::results {
 class Model;
@@ -85,13 +84,6 @@ std::string worker_path();
 
 // This process's command line, for meta.json and the results folder's lock.
 std::string command_line();
-
-// Runs `plan` into the new results folder `out` as `allocmark run` does (every allocator probed
-// first, meta.json with `mode` as the run's mode, one fresh worker per cell on this host), for
-// commands that run cells of their own (gate --confirm). A folder that already holds results is
-// refused (ResultsError).
-runner::MatrixRunReport run_in_new_folder(const matrix::Plan& plan, const std::string& out, const std::string& command,
-                                          const std::string& mode);
 
 // The built-in variants (configs/variants.toml).
 matrix::MatrixFile load_variants();

@@ -11,6 +11,7 @@
 #include "harness/gate/confirm.h"
 #include "harness/gate/verdict.h"
 #include "harness/results/safe_text.h"
+#include "harness/runner/session.h"
 
 namespace allocmark::cli {
 
@@ -141,7 +142,12 @@ Subcommand add_gate_command(CLI::App& app) {
                   std::cerr << fmt::format("allocmark gate: {} verdicts flagged; confirming with a rerun of their cells ({} runs, "
                                            "interleaved, as the baseline names them) into {}\n",
                                            flagged.size(), confirmation.plan.cells.size(), out);
-                  runner::MatrixRunReport report = run_in_new_folder(confirmation.plan, out, command_line(), "gate --confirm");
+                  runner::SessionOptions rerun_options;
+                  rerun_options.out_dir = out;
+                  rerun_options.command = command_line();
+                  rerun_options.mode = "gate --confirm";
+                  rerun_options.worker = worker_path();
+                  const runner::MatrixRunReport report = runner::RunSession(confirmation.plan, std::move(rerun_options)).run().report;
                   if (report.interrupted) {
                     std::cerr << "allocmark gate: interrupted during the confirming rerun; no verdict\n";
                     return static_cast<int>(kExitInterrupted);

@@ -1,7 +1,8 @@
-// One cell, start to finish, on this host: spawn the worker with its allocator preloaded, sample
-// its RSS from /proc/PID on the parent's clock, collect its events until the report pipe closes,
-// and hand back the finished record. Local runs call it from the local executor; a batch
-// scheduler runs it on the cell's own host through `allocmark cell`.
+// One cell, start to finish, on this host: start its process with the allocator preloaded (the
+// worker, or a program cell's command: cell_launcher.h), sample its RSS from /proc/PID on the
+// parent's clock, collect its events until the report pipe closes, and hand back the finished
+// record. Local runs call it from the local executor; a batch scheduler runs it on the cell's own
+// host through `allocmark cell`.
 #pragma once
 
 #include <functional>
@@ -38,8 +39,8 @@ struct CellOutcome {
 };
 
 // Throws std::runtime_error when the worker cannot be started at all (no pipe, log or fork).
-CellOutcome run_cell(const matrix::Cell& cell, const CellSettings& settings, const std::string& log_path,
-                     const CellHooks& hooks = {});
+CellOutcome run_cell_here(const matrix::Cell& cell, const CellSettings& settings, const std::string& log_path,
+                          const CellHooks& hooks = {});
 
 // The description of a cell the worker reads (its argv): the cell plus how to run it.
 nlohmann::json worker_spec(const matrix::Cell& cell, const CellSettings& settings, const std::string& data_dir);

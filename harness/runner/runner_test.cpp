@@ -174,7 +174,7 @@ TEST(Classify, CrashHangCutShortAndMissingDone) {
 TEST(RunCell, ReadsTheReportPipeToTheEndAfterTheWorkerExits) {
   ::setenv("FAKE_WORKER_MODE", "burst", 1);
   std::string log = ::testing::TempDir() + "/burst.log";
-  CellOutcome out = run_cell(test_cell(), {fake_worker(), 30, 10, 100, allocmark::placement::parse_pin("none", "")}, log);
+  CellOutcome out = run_cell_here(test_cell(), {fake_worker(), 30, 10, 100, allocmark::placement::parse_pin("none", "")}, log);
   ::unsetenv("FAKE_WORKER_MODE");
   EXPECT_EQ(out.record["status"], "ok") << out.record["error"];
   EXPECT_EQ(out.record["phases"].size(), 150u);
@@ -183,7 +183,7 @@ TEST(RunCell, ReadsTheReportPipeToTheEndAfterTheWorkerExits) {
 
 TEST(RunCell, CutShortStreamFailsWithAReason) {
   ::setenv("FAKE_WORKER_MODE", "cut", 1);
-  CellOutcome out = run_cell(test_cell(), {fake_worker(), 30, 10, 100, allocmark::placement::parse_pin("none", "")}, ::testing::TempDir() + "/cut.log");
+  CellOutcome out = run_cell_here(test_cell(), {fake_worker(), 30, 10, 100, allocmark::placement::parse_pin("none", "")}, ::testing::TempDir() + "/cut.log");
   ::unsetenv("FAKE_WORKER_MODE");
   EXPECT_EQ(out.record["status"], "failed");
   EXPECT_NE(out.record["error"].get<std::string>().find("cut short"), std::string::npos) << out.record["error"];
@@ -191,7 +191,7 @@ TEST(RunCell, CutShortStreamFailsWithAReason) {
 
 TEST(RunCell, HangIsKilledAtTheTimeout) {
   ::setenv("FAKE_WORKER_MODE", "hang", 1);
-  CellOutcome out = run_cell(test_cell(), {fake_worker(), 0.5, 10, 100, allocmark::placement::parse_pin("none", "")}, ::testing::TempDir() + "/hang.log");
+  CellOutcome out = run_cell_here(test_cell(), {fake_worker(), 0.5, 10, 100, allocmark::placement::parse_pin("none", "")}, ::testing::TempDir() + "/hang.log");
   ::unsetenv("FAKE_WORKER_MODE");
   EXPECT_EQ(out.record["status"], "timeout");
 }

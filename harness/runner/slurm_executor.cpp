@@ -13,12 +13,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <thread>
 
 #include "harness/matrix/config.h"
 #include "harness/results/folder_layout.h"
+#include "harness/results/machine.h"
 #include "harness/results/results_dir.h"
 #include "harness/runner/process.h"
 
@@ -266,6 +268,45 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
       "{} of {} cells of Slurm job {} ended without a record (a task was cancelled, hit its time limit or lost its node; "
       "see {}/task-*.out); the {} finished are recorded",
       jobs.size() - reported_count, jobs.size(), job_id_, submission_, reported_count));
+}
+
+void describe_this_node(const std::string& machines_dir) {
+  json machine = results::machine_info();
+  const std::string host = machine.value("host", "unknown");
+  std::error_code ec;
+  fs::create_directories(machines_dir, ec);
+  const results::Folder folder(machines_dir);
+  if (folder.type(host + ".json") == results::Folder::Type::missing) folder.write_atomically(host + ".json", machine.dump(2) + "\n");
+}
+
+void add_node_machines(json& meta, const std::string& folder) {
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(folder + "/" + layout::kMachines, ec)) {
+    if (f.path().extension() != ".json") continue;
+    std::ifstream in(f.path());
+    json machine = json::parse(in, nullptr, false);
+    if (machine.is_discarded() || !machine.is_object() || !machine.contains("host")) continue;
+    const std::string host = machine.value("host", "");
+    if (meta.contains("machines") && meta["machines"].contains(host))
+      if (auto diff = results::machine_differences(meta["machines"][host], machine); !diff.empty())
+        std::cerr << "allocmark: warning: node " << host << " differs from when its earlier cells ran (" << diff
+                  << "); its cells are shown under the same host name\n";
+    meta["machines"][host] = machine;
+  }
+}
+
+bool SlurmExecutor::describe(json& meta) const {
+  add_node_machines(meta, options_.folder);
+  return true;
+}
+
+std::optional<std::string> SlurmExecutor::returned_early() const {
+  if (options_.wait) return std::nullopt;
+  const std::string& folder = options_.shown_folder;
+  if (!job_id_) return "nothing to submit: every cell of this matrix is recorded in " + folder + "\n";
+  return fmt::format("submitted Slurm job {} ({}); `allocmark status {}` follows it; when nothing runs, "
+                     "`allocmark run ... --out {} --resume` gathers its records into results.jsonl and resubmits what is missing\n",
+                     job_id_, submission_, folder, folder);
 }
 
 }  // namespace allocmark::runner

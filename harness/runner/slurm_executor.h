@@ -29,6 +29,7 @@ struct SlurmOptions {
   std::string folder;        // the results folder, absolute (tasks on other nodes write into it)
   std::ostream* messages = nullptr;
   std::string run_id;        // the submitting run's, stamped by each task on its records
+  std::string shown_folder;  // the results folder as the user named it, for what the command prints
 };
 
 // One array task Slurm still knows of.
@@ -54,6 +55,11 @@ std::vector<std::string> split_slurm_options(const std::vector<std::string>& raw
 // options (`sbatch --test-only`). Throws matrix::ConfigError naming what is wrong.
 void check_slurm_submission(const std::vector<std::string>& sbatch_args);
 
+// Each node's machine description (FOLDER/machines/HOST.json, written by the first cell `allocmark
+// cell` ran there) joins meta.json's `machines`; a node that changed since its earlier cells is
+// warned about on stderr.
+void add_node_machines(nlohmann::json& meta, const std::string& folder);
+
 class SlurmExecutor : public Executor {
  public:
   SlurmExecutor(CellSettings settings, SlurmOptions options) : settings_(std::move(settings)), options_(std::move(options)) {}
@@ -63,6 +69,10 @@ class SlurmExecutor : public Executor {
   // wrote a record (cancelled, time limit, node failure): the finished ones are reported first.
   // On a stop request the array is cancelled (scancel) and what finished is reported.
   void run(const std::vector<CellJob>& jobs, const ExecutorEvents& events) override;
+  // add_node_machines for the folder it submitted to.
+  bool describe(nlohmann::json& meta) const override;
+  // With --no-wait: the job submitted and how to follow it (or that nothing needed submitting).
+  std::optional<std::string> returned_early() const override;
 
   long job_id() const { return job_id_; }
   const std::string& submission() const { return submission_; }

@@ -164,7 +164,8 @@ json run_probe(const json& spec) {
   return out;
 }
 
-int run_cell(const json& spec) {
+// The worker's side of a cell: builds the workload and runs, measures and reports its phases.
+int measure_cell(const json& spec) {
   const std::string backend = spec.at("backend");
   const std::string workload_name = spec.at("workload");
   const int threads = spec.at("threads");
@@ -309,7 +310,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    return run_cell(spec);
+    return measure_cell(spec);
   } catch (const std::exception& e) {
     fail(e.what());
   }

@@ -1,0 +1,190 @@
+#include "harness/runner/session.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <fstream>
+#include <iostream>
+
+#include "harness/placement/placement.h"
+#include "harness/results/machine.h"
+#include "harness/results/model.h"
+#include "harness/results/reporters/reporter.h"
+#include "harness/results/results_dir.h"
+#include "harness/runner/environment.h"
+#include "harness/runner/probe.h"
+#include "harness/runner/slurm_executor.h"
+#include "harness/topology/topology.h"
+
+namespace allocmark::runner {
+namespace {
+
+using nlohmann::json;
+namespace mx = allocmark::matrix;
+namespace rs = allocmark::results;
+
+// Every allocator is preloaded once before anything runs: a library of a declared kind that is
+// not that allocator is a configuration error, not N failed cells.
+json probe_plan_allocators(const mx::Plan& plan, const std::string& worker) {
+  json out = json::array();
+  for (const auto& a : plan.allocators) {
+    json probe = probe_allocator(a, worker);
+    if (probe.contains("error") && a.backend != "generic")
+      throw mx::ConfigError("allocator '" + a.name + "' (" + (a.library.empty() ? "C library" : a.library) +
+                            "): " + probe["error"].get<std::string>());
+    out.push_back({{"name", a.name}, {"backend", a.backend}, {"library", a.library}, {"env", a.env},
+                   {"served_by", probe.value("library", "")}, {"version", probe.value("version", "")},
+                   {"options", probe.value("options", json::object())},
+                   {"preload_check", probe.value("error", "ok")}});
+  }
+  return out;
+}
+
+// Workers inherit this process's allowed CPUs and memory nodes, so a placement that cannot be
+// planned here cannot be planned in any local cell: a usage error before anything runs. (Slurm
+// cells run on other hosts; there each worker plans on its own and fails its cell if it cannot.)
+void check_placement_here(const mx::Plan& plan) {
+  int most_threads = 1;
+  for (const auto& c : plan.cells) most_threads = std::max(most_threads, c.threads);
+  try {
+    placement::Placement p = placement::plan_placement(topology::detect(), placement::current_allowed(), plan.settings.pin, most_threads);
+    for (const auto& n : p.notes) std::cerr << "allocmark: placement: " << n << "\n";
+  } catch (const placement::PlacementError& e) {
+    throw mx::ConfigError(e.what());
+  }
+}
+
+// Every cell any run planned for this folder, key -> label: what `allocmark status` counts against.
+void record_planned_cells(const mx::Plan& plan, const std::string& folder) {
+  json planned = json::object();
+  if (std::ifstream in(folder + "/cells.json"); in) {
+    planned = json::parse(in, nullptr, false);
+    if (planned.is_discarded() || !planned.is_object()) planned = json::object();
+  }
+  for (const auto& c : plan.cells) planned[c.key()] = c.label();
+  rs::write_file_atomically(folder + "/cells.json", planned.dump(1) + "\n");
+}
+
+json fresh_meta(const mx::Plan& plan, const std::string& matrix_path, const json& machine, const json& allocators_meta,
+                const std::string& worker, const json& run_entry) {
+  return json{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
+              {"machine", machine},
+              {"allocators", allocators_meta},
+              {"backends", describe_backends(worker)},
+              {"matrix", plan.as_json()},
+              {"matrix_file", matrix_path},
+              {"stripped_environment", stripped_environment()},
+              // The machine's NUMA layout and what this run was allowed (taskset, numactl, cpuset):
+              // what the placement of every cell was planned against.
+              {"topology", topology::to_json(topology::detect())},
+              {"allowed", placement::to_json(placement::current_allowed())},
+              {"started", std::time(nullptr)},
+              {"runs", json::array({run_entry})}};
+}
+
+CellSettings cell_settings(const mx::Plan& plan, const std::string& worker, const std::string& folder, bool keep_data) {
+  CellSettings s{worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
+                 plan.settings.pin, folder + "/data", keep_data};
+  s.latency_every = plan.settings.latency_every;
+  s.node_figures = plan.settings.node_figures;
+  return s;
+}
+
+}  // namespace
+
+RunSession::RunSession(const mx::Plan& plan, SessionOptions options) : plan_(plan), options_(std::move(options)) {
+  if (options_.executor.runs_here()) check_placement_here(plan_);
+  if (::access(options_.worker.c_str(), X_OK) != 0)
+    throw std::runtime_error("worker not found: " + options_.worker + " (set ALLOCMARK_WORKER)");
+  allocators_ = probe_plan_allocators(plan_, options_.worker);
+}
+
+SessionOutcome RunSession::run() {
+  const SessionOptions& o = options_;
+  rs::ResultsDir dir(o.out_dir, {o.resume, o.extend, o.discard_corrupt, o.command});
+  for (const auto& n : dir.notes()) std::cerr << "allocmark: " << dir.path() << ": " << n << "\n";
+  if (dir.had_results()) refuse_while_cells_run_elsewhere(dir.path());
+  json machine = rs::machine_info();
+  // Every record this invocation writes carries its id, and so does its entry in meta.json's runs.
+  const std::string run_id = random_id();
+  const std::string mode = !o.mode.empty() ? o.mode : o.resume ? "resume" : o.extend ? "extend" : "run";
+  json run_entry{{"mode", mode}, {"run_id", run_id}, {"executor", o.executor.name()}, {"started", std::time(nullptr)},
+                 {"command", o.command}, {"matrix", plan_.as_json()}, {"matrix_file", o.matrix_path}};
+  json meta = dir.read_meta();
+  if (dir.had_results() && meta.is_null())
+    throw rs::ResultsError(dir.path() + " holds results but no meta.json; cannot tell what it was run with");
+  if (dir.had_results()) {
+    // The folder's promise: its cells come from one machine and, unless extended on purpose, one
+    // matrix. Cells run by a batch scheduler come from its nodes, each record naming its host, so
+    // the machine submitting them need not be the one that ran the earlier cells.
+    if (o.executor.runs_here())
+      if (auto diff = rs::machine_differences(meta.value("machine", json::object()), machine); !diff.empty())
+        throw mx::ConfigError(dir.path() + " was recorded on another machine (" + diff +
+                              "); cells from different machines are not comparable: use another --out");
+    if (o.resume)
+      if (auto diff = mx::matrix_differences(meta.value("matrix", json::object()), plan_.as_json()); !diff.empty())
+        throw mx::ConfigError("--resume: the matrix differs from the one recorded in " + dir.path() + "/meta.json: " + diff +
+                              ". Resume with the same matrix, or add cells on purpose with --extend");
+    meta["runs"].push_back(run_entry);
+  } else {
+    meta = fresh_meta(plan_, o.matrix_path, machine, allocators_, o.worker, run_entry);
+  }
+  if (o.extend) {
+    // Allocators new to the folder join its description.
+    for (const auto& a : allocators_) {
+      bool known = false;
+      for (const auto& b : meta["allocators"]) known = known || b == a;
+      if (!known) meta["allocators"].push_back(a);
+    }
+  }
+  add_node_machines(meta, dir.path());
+  dir.write_meta(meta);
+  record_planned_cells(plan_, dir.path());
+
+  std::unique_ptr<Executor> executor =
+      o.executor.make(cell_settings(plan_, o.worker, dir.path(), o.keep_data), dir.path(), run_id, &std::cerr);
+  // What the executor learns as cells run joins meta.json also when the run stops early.
+  struct DescribeOnExit {
+    rs::ResultsDir& dir;
+    const Executor& executor;
+    ~DescribeOnExit() {
+      try {
+        json meta = dir.read_meta();
+        if (executor.describe(meta)) dir.write_meta(meta);
+      } catch (const std::exception&) {
+      }
+    }
+  } describe_on_exit{dir, *executor};
+  SessionOutcome outcome;
+  outcome.report = run_matrix(plan_, dir, *executor, {o.retry_failed, static_cast<bool>(::isatty(2)), &std::cerr, run_id});
+  outcome.folder = dir.path();
+  outcome.returned_early = executor->returned_early();
+  return outcome;
+}
+
+std::string session_summary(const SessionOutcome& outcome, std::ostream& messages) {
+  if (outcome.returned_early) return *outcome.returned_early;
+  const MatrixRunReport& report = outcome.report;
+  const std::string& folder = outcome.folder;
+  if (report.interrupted) {
+    messages << fmt::format("allocmark: interrupted; {} finished cells are in {}; `allocmark run ... --out {} --resume` completes it\n",
+                            report.ran + report.already_recorded, folder, folder);
+    return "";
+  }
+  std::string text;
+  try {
+    rs::Model model = rs::Model::load({folder});
+    for (const auto& w : model.warnings()) messages << "allocmark: warning: " << w << "\n";
+    text = rs::render_report(model, "table");
+  } catch (const rs::ResultsError&) {
+  }
+  text += fmt::format("\n{} cells run, {} not ok; results in {}/ (results.jsonl, summary.csv, summary.json, meta.json, logs/)\n",
+                      report.ran, report.not_ok, folder);
+  if (report.not_ok_in_folder > report.not_ok)
+    text += fmt::format("{} cells of this matrix recorded earlier are not ok; --retry-failed reruns them\n",
+                        report.not_ok_in_folder - report.not_ok);
+  return text;
+}
+
+}  // namespace allocmark::runner
