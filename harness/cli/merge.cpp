@@ -27,7 +27,7 @@
 #include "harness/results/reporters/reporter.h"
 #include "harness/results/results_dir.h"
 #include "harness/results/safe_text.h"
-#include "harness/runner/slurm_executor.h"
+#include "harness/runner/slurm_queue.h"
 
 namespace allocmark::cli {
 namespace {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "harness/runner/executor.h"
+#include "harness/runner/slurm_queue.h"
 
 namespace allocmark::runner {
 
@@ -31,21 +32,6 @@ struct SlurmOptions {
   std::string run_id;        // the submitting run's, stamped by each task on its records
   std::string shown_folder;  // the results folder as the user named it, for what the command prints
 };
-
-// One array task Slurm still knows of.
-struct SlurmTask {
-  long job = 0;
-  int task = 0;
-  std::string state;  // PENDING, RUNNING, COMPLETING, ...
-  std::string node;   // where it runs ("" while pending)
-};
-
-// The tasks of `jobs` that squeue still lists. Throws std::runtime_error when squeue cannot be run
-// or fails (then nothing can be said about the jobs, and a caller must not guess "finished").
-std::vector<SlurmTask> slurm_active_tasks(const std::set<long>& jobs);
-
-// The job ids recorded in a results folder's submissions (slurm/sN/job_id).
-std::set<long> slurm_jobs_of(const std::string& folder);
 
 // --slurm-opt values split into words as a shell would (quotes kept together, no expansion of
 // commands or variables); throws matrix::ConfigError for text a shell could not split.
