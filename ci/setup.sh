@@ -3,6 +3,10 @@
 # then configures and builds it in build/. Safe to run again: it does nothing twice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${ALLOCMARK_DEBUG_INFO:=OFF}" in
+  ON|OFF) ;;
+  *) echo "ci/setup.sh: ALLOCMARK_DEBUG_INFO must be ON or OFF, not '${ALLOCMARK_DEBUG_INFO}'" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake pkg-config git
@@ -29,5 +33,7 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# Without debug information unless asked (ALLOCMARK_DEBUG_INFO=ON): GCC generates the same code
+# either way, and -g is about a third of a clean build (docs/benchmarks.md "Build time").
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCMARK_DEBUG_INFO="${ALLOCMARK_DEBUG_INFO}" >/dev/null
 cmake --build build -j"$(nproc)"
