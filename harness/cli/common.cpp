@@ -63,6 +63,8 @@ std::string command_line() {
   return out;
 }
 
+nlohmann::json allocmark_identity() { return {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}; }
+
 matrix::MatrixFile load_variants() {
   return matrix::load_matrix_file(matrix::config_dir() + "/variants.toml", /*variants_only=*/true);
 }

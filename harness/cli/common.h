@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <stdexcept>
@@ -85,6 +86,8 @@ std::string worker_path();
 
 // This process's command line, for meta.json and the results folder's lock.
 std::string command_line();
+// {"version", "git_commit"} of this program, as meta.json's `allocmark` records it.
+nlohmann::json allocmark_identity();
 
 // Runs `plan` into the new results folder `out` as `allocmark run` does (every allocator probed
 // first, meta.json with `mode` as the run's mode, one fresh worker per cell on this host), for

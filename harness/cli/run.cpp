@@ -18,6 +18,8 @@
 #include "harness/placement/placement.h"
 #include "harness/topology/topology.h"
 #include "harness/results/machine.h"
+#include "harness/results/meta.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/results_dir.h"
 #include "harness/results/model.h"
 #include "harness/results/reporters/reporter.h"
@@ -117,51 +119,43 @@ void refuse_while_slurm_jobs_run(const std::string& folder) {
 // Each node's machine description (written by its first cell) joins meta.json's `machines`.
 void absorb_node_machines(json& meta, const std::string& folder) {
   std::error_code ec;
-  for (const auto& f : std::filesystem::directory_iterator(folder + "/machines", ec)) {
+  for (const auto& f : std::filesystem::directory_iterator(rs::layout::path_in(folder, rs::layout::kMachines), ec)) {
     if (f.path().extension() != ".json") continue;
     std::ifstream in(f.path());
     json machine = json::parse(in, nullptr, false);
     if (machine.is_discarded() || !machine.is_object() || !machine.contains("host")) continue;
     const std::string host = machine.value("host", "");
-    if (meta.contains("machines") && meta["machines"].contains(host))
-      if (auto diff = rs::machine_differences(meta["machines"][host], machine); !diff.empty())
+    if (meta.contains(rs::meta::kMachines) && meta[rs::meta::kMachines].contains(host))
+      if (auto diff = rs::machine_differences(meta[rs::meta::kMachines][host], machine); !diff.empty())
         std::cerr << "allocmark: warning: node " << host << " differs from when its earlier cells ran (" << diff
                   << "); its cells are shown under the same host name\n";
-    meta["machines"][host] = machine;
+    meta[rs::meta::kMachines][host] = machine;
   }
 }
 
 // Every cell any run planned for this folder, key -> label: what `allocmark status` counts against.
 void record_planned_cells(const mx::Plan& plan, const std::string& folder) {
   json planned = json::object();
-  if (std::ifstream in(folder + "/cells.json"); in) {
+  if (std::ifstream in(rs::layout::path_in(folder, rs::layout::kCells)); in) {
     planned = json::parse(in, nullptr, false);
     if (planned.is_discarded() || !planned.is_object()) planned = json::object();
   }
   for (const auto& c : plan.cells) planned[c.key()] = c.label();
-  rs::write_file_atomically(folder + "/cells.json", planned.dump(1) + "\n");
+  rs::write_file_atomically(rs::layout::path_in(folder, rs::layout::kCells), planned.dump(1) + "\n");
 }
 
 json fresh_meta(const mx::Plan& plan, const std::string& matrix_path, const json& machine, const json& allocators_meta,
                 const std::string& worker, const json& run_entry) {
-  return json{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
-              {"machine", machine},
-              {"allocators", allocators_meta},
-              {"backends", rn::describe_backends(worker)},
-              {"matrix", plan.as_json()},
-              {"matrix_file", matrix_path},
-              {"stripped_environment", rn::stripped_environment()},
-              // The machine's NUMA layout and what this run was allowed (taskset, numactl, cpuset):
-              // what the placement of every cell was planned against.
-              {"topology", topology::to_json(topology::detect())},
-              {"allowed", placement::to_json(placement::current_allowed())},
-              {"started", std::time(nullptr)},
-              {"runs", json::array({run_entry})}};
+  // The machine's NUMA layout and what this run was allowed (taskset, numactl, cpuset): what the
+  // placement of every cell was planned against.
+  return rs::meta::encode({allocmark_identity(), machine, allocators_meta, rn::describe_backends(worker), plan.as_json(),
+                           matrix_path, rn::stripped_environment(), topology::to_json(topology::detect()),
+                           placement::to_json(placement::current_allowed()), run_entry});
 }
 
 rn::CellSettings cell_settings(const mx::Plan& plan, const std::string& worker, const std::string& folder, bool keep_data) {
   rn::CellSettings s{worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
-                     plan.settings.pin, folder + "/data", keep_data};
+                     plan.settings.pin, rs::layout::path_in(folder, rs::layout::kData), keep_data};
   s.latency_every = plan.settings.latency_every;
   s.node_figures = plan.settings.node_figures;
   return s;
@@ -257,20 +251,20 @@ int run_command(const RunFlags& f) {
                  {"started", std::time(nullptr)}, {"command", f.command_line}, {"matrix", plan.as_json()}, {"matrix_file", matrix_path}};
   json meta = dir.read_meta();
   if (dir.had_results() && meta.is_null())
-    throw rs::ResultsError(dir.path() + " holds results but no meta.json; cannot tell what it was run with");
+    throw rs::ResultsError(fmt::format("{} holds results but no {}; cannot tell what it was run with", dir.path(), rs::layout::kMeta));
   if (dir.had_results()) {
     // The folder's promise: its cells come from one machine and, unless extended on purpose, one
     // matrix. Cells run by Slurm come from its nodes, each record naming its host, so the machine
     // submitting them need not be the one that ran the earlier cells.
     if (!slurm)
-      if (auto diff = rs::machine_differences(meta.value("machine", json::object()), machine); !diff.empty())
+      if (auto diff = rs::machine_differences(meta.value(rs::meta::kMachine, json::object()), machine); !diff.empty())
       throw mx::ConfigError(dir.path() + " was recorded on another machine (" + diff +
                             "); cells from different machines are not comparable: use another --out");
     if (f.resume)
-      if (auto diff = mx::matrix_differences(meta.value("matrix", json::object()), plan.as_json()); !diff.empty())
-        throw mx::ConfigError("--resume: the matrix differs from the one recorded in " + dir.path() + "/meta.json: " + diff +
+      if (auto diff = mx::matrix_differences(meta.value(rs::meta::kMatrix, json::object()), plan.as_json()); !diff.empty())
+        throw mx::ConfigError("--resume: the matrix differs from the one recorded in " + rs::layout::path_in(dir.path(), rs::layout::kMeta) + ": " + diff +
                               ". Resume with the same matrix, or add cells on purpose with --extend");
-    meta["runs"].push_back(run_entry);
+    meta[rs::meta::kRuns].push_back(run_entry);
   } else {
     meta = fresh_meta(plan, matrix_path, machine, allocators_meta, worker, run_entry);
   }
@@ -278,8 +272,8 @@ int run_command(const RunFlags& f) {
     // Allocators new to the folder join its description.
     for (const auto& a : allocators_meta) {
       bool known = false;
-      for (const auto& b : meta["allocators"]) known = known || b == a;
-      if (!known) meta["allocators"].push_back(a);
+      for (const auto& b : meta[rs::meta::kAllocators]) known = known || b == a;
+      if (!known) meta[rs::meta::kAllocators].push_back(a);
     }
   }
   absorb_node_machines(meta, dir.path());
@@ -313,8 +307,8 @@ int run_command(const RunFlags& f) {
   if (slurm_executor && f.no_wait) {
     if (slurm_executor->job_id())
       std::cout << fmt::format("submitted Slurm job {} ({}); `allocmark status {}` follows it; when nothing runs, "
-                               "`allocmark run ... --out {} --resume` gathers its records into results.jsonl and resubmits what is missing\n",
-                               slurm_executor->job_id(), slurm_executor->submission(), dir.path(), dir.path());
+                               "`allocmark run ... --out {} --resume` gathers its records into {} and resubmits what is missing\n",
+                               slurm_executor->job_id(), slurm_executor->submission(), dir.path(), dir.path(), rs::layout::kResults);
     else
       std::cout << "nothing to submit: every cell of this matrix is recorded in " << dir.path() << "\n";
     return kExitOk;
@@ -330,8 +324,9 @@ int run_command(const RunFlags& f) {
     std::cout << rs::render_report(model, "table");
   } catch (const rs::ResultsError&) {
   }
-  std::cout << fmt::format("\n{} cells run, {} not ok; results in {}/ (results.jsonl, summary.csv, summary.json, meta.json, logs/)\n", report.ran,
-                           report.not_ok, dir.path());
+  namespace lay = rs::layout;
+  std::cout << fmt::format("\n{} cells run, {} not ok; results in {}/ ({}, {}, {}, {}, {}/)\n", report.ran, report.not_ok, dir.path(),
+                           lay::kResults, lay::kSummaryCsv, lay::kSummaryJson, lay::kMeta, lay::kLogs);
   if (report.not_ok_in_folder > report.not_ok)
     std::cout << fmt::format("{} cells of this matrix recorded earlier are not ok; --retry-failed reruns them\n",
                              report.not_ok_in_folder - report.not_ok);
@@ -380,7 +375,8 @@ void add_run_flags(CLI::App* run_cmd, RunFlags& f) {
   run_cmd->add_flag("--extend", f.extend, "add this matrix's cells to an existing results folder of another matrix (same machine)");
   run_cmd->add_flag("--retry-failed", f.retry_failed, "with --resume/--extend: also rerun cells recorded as failed, crashed or timeout");
   run_cmd->add_flag("--discard-corrupt-lines", f.discard_corrupt,
-                    "with --resume/--extend: move invalid lines of results.jsonl to results.corrupt.jsonl instead of stopping");
+                    fmt::format("with --resume/--extend: move invalid lines of {} to {} instead of stopping", rs::layout::kResults,
+                                rs::layout::kCorrupt));
   run_cmd->add_flag("--dry-run", f.dry_run, "check the matrix and list its cells without running them");
   run_cmd->add_option("--executor", f.executor, "where cells run: local (one after another on this host) or slurm (one sbatch job array)")
       ->check(CLI::IsMember({"local", "slurm"}));

@@ -82,7 +82,7 @@ std::vector<SlurmTask> slurm_active_tasks(const std::set<long>& jobs) {
 std::set<long> slurm_jobs_of(const std::string& folder) {
   std::set<long> out;
   for (const auto& sub : results::submission_dirs(folder)) {
-    std::istringstream in(results::Folder(sub).read_file("job_id").value_or(""));
+    std::istringstream in(results::Folder(sub).read_file(results::layout::kJobId).value_or(""));
     long id = 0;
     if (in >> id) out.insert(id);
   }
@@ -162,14 +162,14 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
     index.push_back({{"index", i}, {"key", job.cell.key()}, {"label", job.cell.label()}, {"attempt", job.attempt},
                      {"task", static_cast<int>(i) / per_task}});
   }
-  submission.write_atomically("cells.json", index.dump(1) + "\n");
-  submission.write_atomically("job.sh", job_script(options_.allocmark, folder, submission_, parts, jobs.size(), per_task));
+  submission.write_atomically(results::layout::kSubmissionIndex, index.dump(1) + "\n");
+  submission.write_atomically(results::layout::kJobScript, job_script(options_.allocmark, folder, submission_, parts, jobs.size(), per_task));
   const int tasks = static_cast<int>((jobs.size() + per_task - 1) / per_task);
 
   std::vector<std::string> args{"sbatch", "--parsable", fmt::format("--array=0-{}", tasks - 1), "--job-name=allocmark",
                                 "--output=" + submission_ + "/task-%a.out"};
   args.insert(args.end(), options_.sbatch_args.begin(), options_.sbatch_args.end());
-  args.push_back(submission_ + "/job.sh");
+  args.push_back(results::layout::path_in(submission_, results::layout::kJobScript));
   ToolResult r = run_tool(args);
   char* end = nullptr;
   job_id_ = r.status == 0 ? std::strtol(r.output.c_str(), &end, 10) : 0;
@@ -178,7 +178,7 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
     all_parts.remove_tree(name);
     throw std::runtime_error("sbatch refused the job array: " + (r.output.empty() ? "exit " + std::to_string(r.status) : r.output));
   }
-  submission.write_atomically("job_id", std::to_string(job_id_) + "\n");
+  submission.write_atomically(results::layout::kJobId, std::to_string(job_id_) + "\n");
   if (msg)
     *msg << fmt::format("allocmark: submitted Slurm job {}: {} array task{} for {} cell{} ({} per task); {}\n", job_id_, tasks,
                         tasks == 1 ? "" : "s", jobs.size(), jobs.size() == 1 ? "" : "s", per_task, submission_)
