@@ -2,6 +2,8 @@
 // allocator and the standard variants (through `run`), then says which allocator gives the lowest
 // peak RSS, which the shortest wall time, and which the best trade-off, with margins and spreads,
 // and writes the run's HTML report (harness/report/run_report.h) with the recommendation on top.
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <iostream>
 
@@ -12,6 +14,7 @@
 #include "harness/matrix/program.h"
 #include "harness/report/run_report.h"
 #include "harness/results/advice.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/results_dir.h"
 #include "harness/results/safe_text.h"
 
@@ -45,7 +48,7 @@ std::string program_name(const std::string& exe) {
 // never a lost answer or a changed exit code.
 void write_report(const std::string& dir, const results::Advice& advice, const std::string& path) {
   try {
-    report::RunReport page = report::build_run_report(dir, &advice);
+    report::RunReport page = report::build_run_report(dir, path, &advice);
     results::write_file_atomically(path, page.html);
     for (const auto& e : page.chart_errors) std::cerr << "allocmark: warning: report chart failed: " << e << "\n";
     std::cout << "\nreport: " << path << "\n";
@@ -78,7 +81,7 @@ int advise(const AdviseFlags& a) {
   f.command_line = command_line();
   // A report path that cannot be written is bad input: said before any program runs.
   const std::string report_path =
-      a.no_report ? "" : a.report.empty() ? (std::filesystem::path(f.out_dir) / "report.html").string() : a.report;
+      a.no_report ? "" : a.report.empty() ? results::layout::path_in(f.out_dir, results::layout::kReport) : a.report;
   if (!a.report.empty()) check_output_file(a.report, "--report", {f.out_dir});
   int code = run_command(f);
   if (code != kExitOk && code != kExitCellsFailed) return code;
@@ -97,7 +100,7 @@ Subcommand add_advise_command(CLI::App& app) {
   cmd->add_option("--reps,-r", a->reps, "repetitions per allocator (default 3)")->check(CLI::Range(1, matrix::kMaxReps));
   cmd->add_option("--allocators,-a", a->allocators, "allocators or variants to compare, comma separated (default: the standard set)");
   cmd->add_option("--out,-o", a->out_dir, "results folder (default results/advise-<date-time>)");
-  auto* report = cmd->add_option("--report", a->report, "the HTML report to write (default OUT/report.html)");
+  auto* report = cmd->add_option("--report", a->report, fmt::format("the HTML report to write (default OUT/{})", results::layout::kReport));
   cmd->add_flag("--no-report", a->no_report, "print the recommendation only, write no HTML report")->excludes(report);
   cmd->add_option("--timeout", a->timeout_s, "seconds before a run is killed and recorded as timeout (default 300)");
   cmd->add_option("command", a->command, "the program and its arguments, after --")->required();

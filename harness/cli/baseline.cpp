@@ -3,6 +3,7 @@
 
 #include "harness/cli/common.h"
 #include "harness/gate/baseline.h"
+#include "harness/results/model.h"
 #include "harness/results/results_dir.h"
 
 namespace allocmark::cli {
@@ -22,7 +23,7 @@ Subcommand add_baseline_command(CLI::App& app) {
             check_output_file(f->out, "-o", {f->dir});
             const bool running = results::folder_writer(f->dir).active;
             if (running && !f->allow_running)
-              gate::refuse_folder_being_written(f->dir, "a baseline of it would miss the rest (wait for the run to end, or "
+              results::refuse_folder_being_written(f->dir, "a baseline of it would miss the rest (wait for the run to end, or "
                                                         "pass --allow-running for a baseline of the cells finished so far)");
             gate::RunSummary run = gate::summarize_run(f->dir);
             gate::check_baseline_source(run, f->dir);

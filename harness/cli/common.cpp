@@ -63,6 +63,7 @@ std::string command_line() {
   return out;
 }
 
+
 matrix::MatrixFile load_variants() {
   return matrix::load_matrix_file(matrix::config_dir() + "/variants.toml", /*variants_only=*/true);
 }

@@ -10,6 +10,8 @@
 #include "harness/cli/common.h"
 #include "harness/gate/confirm.h"
 #include "harness/gate/verdict.h"
+#include "harness/results/model.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/safe_text.h"
 #include "harness/runner/session.h"
 
@@ -47,7 +49,7 @@ void check_results_folder(const std::string& dir) {
   if (!fs::is_directory(dir, ec))
     throw matrix::ConfigError("--results " + dir + ": a file; --results takes the results folder to judge (a baseline "
                               "file goes to --baseline)");
-  gate::refuse_folder_being_written(dir, "wait for it to end: the gate would judge a partial run");
+  results::refuse_folder_being_written(dir, "wait for it to end: the gate would judge a partial run");
 }
 
 // The folder a confirming rerun writes: new (or empty), and not one of the judged folder's own files.
@@ -59,11 +61,12 @@ void check_confirm_out(const std::string& out, const std::string& results) {
     check_output_file(out, "--confirm-out", {results});
     return;
   }
-  for (const char* own : {"results.jsonl", "meta.json", "parts", "slurm"})
+  namespace lay = results::layout;
+  for (const char* own : {lay::kResults, lay::kMeta, lay::kParts, lay::kSlurm})
     if (fs::exists(fs::path(out) / own, ec))
       throw matrix::ConfigError("--confirm-out " + out + ": already holds results (" + own +
                                 "); choose another --confirm-out or remove it");
-  check_output_file((fs::path(out) / "results.jsonl").string(), "--confirm-out", {results});
+  check_output_file(lay::path_in(out, lay::kResults), "--confirm-out", {results});
 }
 
 std::string default_confirm_dir(std::string results_dir) {

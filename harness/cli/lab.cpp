@@ -19,6 +19,7 @@
 #include "harness/lab/runner.h"
 #include "harness/matrix/config.h"
 #include "harness/matrix/program.h"
+#include "harness/results/folder_layout.h"
 #include "harness/runner/process.h"
 #include "workloads/workload.h"
 
@@ -193,7 +194,7 @@ int run_lab_command(const LabFlags& f) {
                                "before and sent back what it finished to {} (lab.stopped_by_timeout in {}; the guest's "
                                "--resume hint does not apply here: rerun with a longer --timeout or fewer cells)\n",
                                f.timeout_s, lab::guest_margin_s(f.timeout_s), request.out_dir,
-                               request.allocmark_run ? "meta.json" : "lab.json");
+                               request.allocmark_run ? results::layout::kMeta : "lab.json");
     else
       std::cerr << fmt::format("allocmark lab: the command did not finish within --timeout {} s and left no results folder\n", f.timeout_s);
     return kExitStopped;

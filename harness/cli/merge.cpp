@@ -22,7 +22,10 @@
 #include <set>
 
 #include "harness/cli/common.h"
+#include "harness/runner/session.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
+#include "harness/results/meta.h"
 #include "harness/results/model.h"
 #include "harness/results/reporters/reporter.h"
 #include "harness/results/results_dir.h"
@@ -40,9 +43,7 @@ namespace rn = allocmark::runner;
 using MergeError = matrix::ConfigError;  // bad input: exit 2
 
 void refuse_if_in_use(const std::string& dir) {
-  if (rs::FolderWriter writer = rs::folder_writer(dir); writer.active)
-    throw MergeError(fmt::format("{} is being written by a run ({}); merge it when that run has finished", dir,
-                                 rs::terminal_line(writer.holder)));
+  rs::refuse_folder_being_written(dir, "merge it when that run has finished");
   std::set<long> jobs = rn::slurm_jobs_of(dir);
   if (jobs.empty()) return;
   try {
@@ -66,18 +67,19 @@ Source read_source(const std::string& dir) {
   if (!fs::is_directory(dir, ec)) throw MergeError(dir + ": no such results folder");
   Source s;
   s.folder = fs::canonical(dir, ec).string();
-  for (const char* name : {"/meta.json", "/results.jsonl"}) rs::check_readable_file(dir + name);
-  std::ifstream meta_in(dir + "/meta.json");
-  s.meta = json::parse(meta_in, nullptr, false);
-  if (!meta_in || s.meta.is_discarded() || !s.meta.is_object()) throw MergeError(dir + "/meta.json: missing or not valid JSON");
+  const rs::meta::Recorded meta = rs::meta::read(dir);
+  rs::check_readable_file(rs::layout::path_in(dir, rs::layout::kResults));
+  if (!meta.ok()) throw MergeError(meta.path + ": missing or not valid JSON");
+  s.meta = meta.value;
   refuse_if_in_use(dir);
-  const std::string host = s.meta.contains("machine") ? s.meta["machine"].value("host", "") : "";
+  const std::string host = rs::meta::host(s.meta);
 
   std::vector<std::pair<std::string, std::string>> texts;  // (where, line)
-  std::ifstream in(dir + "/results.jsonl", std::ios::binary);
+  const std::string results = rs::layout::path_in(dir, rs::layout::kResults);
+  std::ifstream in(results, std::ios::binary);
   std::string line;
   for (std::size_t n = 1; std::getline(in, line); ++n)
-    if (line.find_first_not_of(" \t\r") != std::string::npos) texts.emplace_back(fmt::format("{}/results.jsonl:{}", dir, n), line);
+    if (line.find_first_not_of(" \t\r") != std::string::npos) texts.emplace_back(fmt::format("{}:{}", results, n), line);
   for (const auto& part : rs::part_files(dir)) {
     std::ifstream p(part, std::ios::binary);
     texts.emplace_back(part, std::string((std::istreambuf_iterator<char>(p)), std::istreambuf_iterator<char>()));
@@ -96,16 +98,6 @@ Source read_source(const std::string& dir) {
   }
   if (s.records.empty()) throw MergeError(dir + " holds no finished cell");
   return s;
-}
-
-// host -> machine description, from a folder's meta.json (`machines`, else `machine`).
-std::map<std::string, json> machines_of(const json& meta) {
-  std::map<std::string, json> out;
-  if (meta.contains("machines") && meta["machines"].is_object())
-    for (auto it = meta["machines"].begin(); it != meta["machines"].end(); ++it) out[it.key()] = it.value();
-  if (meta.contains("machine") && meta["machine"].is_object() && meta["machine"].contains("host"))
-    out.try_emplace(meta["machine"].value("host", ""), meta["machine"]);
-  return out;
 }
 
 int merge(const std::vector<std::string>& dirs, const std::string& out) {
@@ -134,7 +126,7 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
   std::vector<json> kept;
   std::size_t repeated = 0;
   for (const auto& s : sources) {
-    for (const auto& [host, machine] : machines_of(s.meta)) {
+    for (const auto& [host, machine] : rs::meta::machines(s.meta)) {
       auto [it, fresh] = machines.try_emplace(host, machine);
       if (!fresh)
         if (auto diff = rs::machine_differences(it->second, machine); !diff.empty())
@@ -143,7 +135,7 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
                                        host, described_by[host], s.folder, diff));
       described_by.try_emplace(host, s.folder);
     }
-    for (const auto& a : s.meta.value("allocators", json::array())) {
+    for (const auto& a : s.meta.value(rs::meta::kAllocators, json::array())) {
       bool known = false;
       for (const auto& b : allocators) known = known || b == a;
       if (!known) allocators.push_back(a);
@@ -169,22 +161,24 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
       if (attempt > kept_attempt) kept[at->second] = r;  // a retry of that run's cell, as within one folder
     }
     json entry{{"folder", s.folder}, {"cells", cells}};
-    for (const char* field : {"allocmark", "machine", "machines", "matrix", "matrix_file", "runs", "started", "stripped_environment"})
+    namespace m = rs::meta;
+    for (const char* field : {m::kAllocmark, m::kMachine, m::kMachines, m::kMatrix, m::kMatrixFile, m::kRuns, m::kStarted, m::kStrippedEnvironment})
       if (s.meta.contains(field)) entry[field] = s.meta[field];
     merged_from.push_back(entry);
   }
   std::string lines;
   for (const auto& r : kept) lines += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 
-  json meta{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
-            {"merged_from", merged_from},
-            {"machines", machines},
-            {"allocators", allocators},
-            {"started", std::time(nullptr)},
-            {"runs", json::array({{{"mode", "merge"}, {"command", command_line()}, {"started", std::time(nullptr)}}})}};
+  namespace m = rs::meta;
+  json meta{{m::kAllocmark, runner::allocmark_identity()},
+            {m::kMergedFrom, merged_from},
+            {m::kMachines, machines},
+            {m::kAllocators, allocators},
+            {m::kStarted, std::time(nullptr)},
+            {m::kRuns, json::array({{{"mode", "merge"}, {"command", command_line()}, {"started", std::time(nullptr)}}})}};
   // One machine: the folder reads like a run on it (the gate's fingerprint, plots' captions).
-  if (machines.size() == 1) meta["machine"] = machines.begin()->second;
-  if (!sources.empty() && sources[0].meta.contains("backends")) meta["backends"] = sources[0].meta["backends"];
+  if (machines.size() == 1) meta[m::kMachine] = machines.begin()->second;
+  if (!sources.empty() && sources[0].meta.contains(m::kBackends)) meta[m::kBackends] = sources[0].meta[m::kBackends];
 
   // All or nothing: built beside OUT and renamed into place.
   const fs::path target = fs::absolute(out).lexically_normal();
@@ -193,8 +187,8 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
   fs::remove_all(tmp, ec);
   try {
     fs::create_directories(tmp);
-    rs::write_file_atomically(tmp + "/results.jsonl", lines);
-    rs::write_file_atomically(tmp + "/meta.json", meta.dump(2) + "\n");
+    rs::write_file_atomically(rs::layout::path_in(tmp, rs::layout::kResults), lines);
+    rs::write_file_atomically(rs::layout::path_in(tmp, rs::layout::kMeta), meta.dump(2) + "\n");
     rs::write_summaries(tmp);
     if (fs::exists(target)) fs::remove(target);  // the empty folder checked above
     fs::rename(tmp, target);

@@ -10,6 +10,7 @@
 
 #include "harness/cli/common.h"
 #include "harness/report/charts.h"
+#include "harness/results/folder_layout.h"
 
 namespace allocmark::cli {
 
@@ -32,7 +33,7 @@ Subcommand add_plot_command(CLI::App& app) {
   auto opts = std::make_shared<PlotOptions>();
   auto* plot = app.add_subcommand("plot", "draw the charts of a results folder (docs/charts.md)");
   plot->add_option("dir", opts->dir, "results folder")->required();
-  plot->add_option("--out", opts->out, "output folder (default DIR/charts)");
+  plot->add_option("--out", opts->out, fmt::format("output folder (default DIR/{})", results::layout::kCharts));
   plot->add_option("--format", opts->format, "png (default) or svg");
   plot->add_option("--only", opts->only, "chart kinds, comma-separated: peak_rss, timeline, throughput, scaling, "
                                          "variants, contention, placement (default all)")
@@ -51,7 +52,8 @@ Subcommand add_plot_command(CLI::App& app) {
               throw std::invalid_argument("--baseline: empty allocator name");
             // Before the script runs: a file given as the folder is one line here, not a traceback there.
             if (!opts->out.empty()) check_output_folder(opts->out, "--out", {opts->dir});
-            else if (std::filesystem::is_directory(opts->dir)) check_output_folder(opts->dir + "/charts", "--out (default DIR/charts)", {opts->dir});
+            else if (std::filesystem::is_directory(opts->dir)) check_output_folder(results::layout::path_in(opts->dir, results::layout::kCharts),
+                                                                            fmt::format("--out (default DIR/{})", results::layout::kCharts), {opts->dir});
             report::ChartRequest request{opts->dir, opts->out, opts->format, kinds, opts->baseline, opts->log};
             report::prepare_charts(request);
             print_writer_notice(opts->dir);

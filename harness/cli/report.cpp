@@ -10,6 +10,7 @@
 #include "harness/cli/common.h"
 #include "harness/report/run_report.h"
 #include "harness/results/results_dir.h"
+#include "harness/results/folder_layout.h"
 
 namespace allocmark::cli {
 
@@ -28,17 +29,18 @@ Subcommand add_report_command(CLI::App& app) {
   auto opts = std::make_shared<ReportOptions>();
   auto* cmd = app.add_subcommand("report", "one self-contained HTML report of a results folder (docs/report.md)");
   cmd->add_option("dir", opts->dir, "results folder")->required();
-  cmd->add_option("-o,--out", opts->out, "the HTML file to write (default DIR/report.html)");
+  cmd->add_option("-o,--out", opts->out, fmt::format("the HTML file to write (default DIR/{})", results::layout::kReport));
   return {cmd, [opts] {
             if (!fs::is_directory(opts->dir))
               throw std::invalid_argument(fmt::format("{}: no such folder", opts->dir));
-            results::check_readable_file(opts->dir + "/results.jsonl");
-            if (!fs::is_regular_file(fs::path(opts->dir) / "results.jsonl"))
-              throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", opts->dir));
-            std::string out = opts->out.empty() ? (fs::path(opts->dir) / "report.html").string() : opts->out;
+            namespace lay = results::layout;
+            results::check_readable_file(lay::path_in(opts->dir, lay::kResults));
+            if (!fs::is_regular_file(lay::path_in(opts->dir, lay::kResults)))
+              throw std::invalid_argument(fmt::format("{}: no {} (not a results folder)", opts->dir, lay::kResults));
+            std::string out = opts->out.empty() ? lay::path_in(opts->dir, lay::kReport) : opts->out;
             check_output_file(out, "-o", {opts->dir});
             print_writer_notice(opts->dir);  // the page says it too, at the top
-            report::RunReport report = report::build_run_report(opts->dir);
+            report::RunReport report = report::build_run_report(opts->dir, out);
             results::write_file_atomically(out, report.html);
             for (const auto& e : report.chart_errors) std::cerr << "allocmark: warning: chart failed: " << e << "\n";
             std::cout << out << "\n";

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "harness/cli/common.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/model.h"
 #include "harness/results/results_dir.h"
 #include "harness/results/safe_text.h"
@@ -39,7 +40,8 @@ int status(const std::string& dir, bool as_json) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw rs::ResultsError(dir + ": no such results folder");
-  if (!fs::exists(dir + "/meta.json", ec)) throw rs::ResultsError(dir + ": no meta.json (not a results folder?)");
+  if (!fs::exists(rs::layout::path_in(dir, rs::layout::kMeta), ec))
+    throw rs::ResultsError(fmt::format("{}: no {} (not a results folder?)", dir, rs::layout::kMeta));
   rs::Model model = rs::Model::load({dir}, {/*require_cells=*/false});
   print_reading_notes(model);
 
@@ -51,7 +53,7 @@ int status(const std::string& dir, bool as_json) {
   std::map<std::string, Recorded> recorded;
   for (const auto& c : model.cells()) recorded[c.key] = {c.status, model.identity(c).host, c.attempt};
 
-  json planned = read_json_file(dir + "/cells.json");
+  json planned = read_json_file(rs::layout::path_in(dir, rs::layout::kCells));
   std::map<std::string, std::string> cells;  // key -> label
   if (planned.is_object())
     for (auto it = planned.begin(); it != planned.end(); ++it) cells[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.key();
@@ -70,8 +72,8 @@ int status(const std::string& dir, bool as_json) {
   json job_list = json::array();
   for (const auto& sub : rs::submission_dirs(dir)) {
     long job = 0;
-    std::ifstream(sub + "/job_id") >> job;
-    json index = read_json_file(sub + "/cells.json");
+    std::ifstream(rs::layout::path_in(sub, rs::layout::kJobId)) >> job;
+    json index = read_json_file(rs::layout::path_in(sub, rs::layout::kSubmissionIndex));
     std::set<int> running_tasks, pending_tasks, task_has_running_cell;
     if (index.is_array())
       for (const auto& e : index) {

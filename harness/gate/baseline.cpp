@@ -12,6 +12,7 @@
 
 #include "harness/matrix/config.h"
 #include "harness/results/folder.h"
+#include "harness/results/meta.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::gate {
@@ -153,9 +154,9 @@ RunSummary summarize_run(const std::string& dir) {
     throw GateError(dir + ": a file, not a results folder (the folder `allocmark run --out` wrote)");
   rs::Model model = rs::Model::load({dir});
   RunSummary run;
-  std::ifstream meta_in(dir + "/meta.json");
-  json meta = json::parse(meta_in, nullptr, false);
-  if (meta.is_discarded() || !meta.is_object()) throw GateError(dir + "/meta.json: missing or not valid JSON");
+  const rs::meta::Recorded recorded = rs::meta::read(dir);
+  if (!recorded.ok()) throw GateError(recorded.path + ": missing or not valid JSON");
+  const json& meta = recorded.value;
   run.machine = machine_fingerprint(meta.value("machine", json::object()));
   run.commit = meta.value("allocmark", json::object()).value("git_commit", "");
   run.settings = measurement_settings(meta.value("matrix", json::object()));
@@ -299,13 +300,6 @@ RunSummary read_baseline(const std::string& path) {
   }
   if (usable == 0) r.fail("cells", "no cell holds a value (every repetition of its source failed?): nothing to judge against");
   return run;
-}
-
-void refuse_folder_being_written(const std::string& dir, const std::string& remedy) {
-  if (!rs::folder_writer(dir).active) return;
-  // The readers' own notice (the results model's), so the gate and `show` say it in the same words.
-  const std::string notice = rs::writer_notice(dir);
-  throw GateError((notice.empty() ? dir + ": a run is writing this folder" : notice) + "; " + remedy);
 }
 
 }  // namespace allocmark::gate

@@ -89,10 +89,6 @@ RunSummary read_baseline(const std::string& path);
 // RSS: expected bytes above 0 ...").
 std::string value_problem(const GateMetric& metric, double value);
 
-// GateError when a run holds `dir` now: what the folder holds is partial. Says "a run is writing
-// DIR (pid N): K of M cells finished" and `remedy`.
-void refuse_folder_being_written(const std::string& dir, const std::string& remedy);
-
 // The machine facts that must match for a fair comparison.
 nlohmann::json machine_fingerprint(const nlohmann::json& meta_machine);
 

@@ -1,4 +1,6 @@
 #include "harness/gate/confirm.h"
+#include "harness/results/folder_layout.h"
+#include "harness/results/meta.h"
 
 #include <fmt/format.h>
 
@@ -12,6 +14,7 @@ namespace allocmark::gate {
 
 using nlohmann::json;
 namespace mx = allocmark::matrix;
+namespace rs = allocmark::results;
 
 namespace {
 
@@ -83,11 +86,12 @@ class Planner {
       settings_origin_ = s.baseline_path + " settings";
     } else {
       settings_ = s.results.settings;
-      settings_origin_ = s.results_path + "/meta.json matrix";
+      const std::string meta = rs::layout::path_in(s.results_path, rs::layout::kMeta);
+      settings_origin_ = meta + " " + rs::meta::kMatrix;
       notes_.push_back(fmt::format("{} keeps no measurement settings (written before baselines kept them): the rerun "
-                                   "measures with those of {}/meta.json (timeout, sampling, pinning, call timing; none "
+                                   "measures with those of {} (timeout, sampling, pinning, call timing; none "
                                    "of them runs or loads anything)",
-                                   s.baseline_path, s.results_path));
+                                   s.baseline_path, meta));
     }
   }
 

@@ -20,6 +20,8 @@
 
 #include "harness/lab/guest.h"
 #include "harness/lab/initramfs.h"
+#include "harness/results/folder_layout.h"
+#include "harness/results/meta.h"
 #include "harness/results/results_dir.h"
 #include "harness/runner/process.h"
 
@@ -374,11 +376,13 @@ LabOutcome run_lab(const LabRequest& request) {
   const std::string results = staging + "/results";
   if (fs::is_directory(results)) {
     if (request.allocmark_run) {
-      json meta = json::parse(read_all(results + "/meta.json"), nullptr, false);
-      if (meta.is_discarded() || !meta.is_object())
-        throw LabFailed("the guest's results folder came back without a readable meta.json\n" + console_tail(work.path));
-      meta["lab"] = lab_meta(request, facts, outcome, pre.kernel);
-      results::write_file_atomically(results + "/meta.json", meta.dump(2) + "\n");
+      const std::string meta_path = results::layout::path_in(results, results::layout::kMeta);
+      std::optional<json> meta = results::meta::decode(read_all(meta_path));
+      if (!meta)
+        throw LabFailed(fmt::format("the guest's results folder came back without a readable {}\n", results::layout::kMeta) +
+                        console_tail(work.path));
+      (*meta)[results::meta::kLab] = lab_meta(request, facts, outcome, pre.kernel);
+      results::write_file_atomically(meta_path, meta->dump(2) + "\n");
     } else {
       json lab = lab_meta(request, facts, outcome, pre.kernel);
       if (auto it = facts.find("exit"); it != facts.end()) lab["exit"] = outcome.guest_exit;

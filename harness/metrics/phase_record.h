@@ -12,7 +12,7 @@
 #include <string>
 
 #include "harness/metrics/proc.h"
-#include "harness/results/derived.h"
+#include "harness/metrics/derived.h"
 
 namespace allocmark::metrics {
 

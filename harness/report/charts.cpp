@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "harness/results/folder.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/reporters/reporter.h"
 
 #ifndef ALLOCMARK_DEFAULT_PLOTS_DIR
@@ -96,12 +97,13 @@ std::string plots_dir() {
 }
 
 void ensure_summaries(const std::string& dir) {
-  results::check_readable_file(dir + "/results.jsonl");
-  if (!fs::is_regular_file(fs::path(dir) / "results.jsonl"))
-    throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", dir));
-  if (!fs::is_regular_file(fs::path(dir) / "summary.json")) {
+  namespace lay = results::layout;
+  results::check_readable_file(lay::path_in(dir, lay::kResults));
+  if (!fs::is_regular_file(lay::path_in(dir, lay::kResults)))
+    throw std::invalid_argument(fmt::format("{}: no {} (not a results folder)", dir, lay::kResults));
+  if (!fs::is_regular_file(lay::path_in(dir, lay::kSummaryJson))) {
     // A folder written before summary.json existed: the results model writes it now.
-    std::cerr << "allocmark: " << dir << " has no summary.json; writing it from results.jsonl\n";
+    std::cerr << fmt::format("allocmark: {} has no {}; writing it from {}\n", dir, lay::kSummaryJson, lay::kResults);
     results::write_summaries(dir);
   }
 }

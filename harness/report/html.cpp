@@ -146,6 +146,15 @@ std::string data_uri(std::string_view mime, std::string_view bytes) {
   return fmt::format("data:{};base64,{}", mime, base64(bytes));
 }
 
+std::string path_href(std::string_view path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') out += static_cast<char>(c);
+    else out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
 Document::Document(std::string title) : title_(std::move(title)) {}
 
 std::string Document::id_attribute(std::string_view id) {
@@ -197,7 +206,9 @@ void Document::table(const Table& table) {
       if (i < table.columns.size() && table.columns[i].numeric) css += css.empty() ? "num" : " num";
       std::string sort;
       if (cell.sort_key && std::isfinite(*cell.sort_key)) sort = fmt::format(" data-sort=\"{:.17g}\"", *cell.sort_key);
-      body_ += fmt::format("<td{}{}>{}", attribute("class", css), sort, text_html(cell.text));
+      const std::string text = cell.href.empty() ? text_html(cell.text)
+                                                 : fmt::format("<a{}>{}</a>", attribute("href", cell.href), text_html(cell.text));
+      body_ += fmt::format("<td{}{}>{}", attribute("class", css), sort, text);
       if (!cell.detail.empty()) body_ += "<span class=\"detail\">" + text_html(cell.detail) + "</span>";
       body_ += "</td>";
     }

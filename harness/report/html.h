@@ -27,6 +27,9 @@ std::string text_html(std::string_view text);
 std::string base64(std::string_view bytes);
 // data:MIME;base64,...
 std::string data_uri(std::string_view mime, std::string_view bytes);
+// A relative URL for a file path: every byte but letters, digits, "-._~/" percent-encoded, so a
+// folder named "a#b" or "50%" still links to itself.
+std::string path_href(std::string_view path);
 
 struct Cell {
   Cell(std::string text = {}, std::optional<double> sort_key = {}, std::string detail = {}, std::string css_class = {})
@@ -37,6 +40,7 @@ struct Cell {
   std::optional<double> sort_key;
   std::string detail;  // smaller text after the main one, e.g. "[min-max] n=3"
   std::string css_class;
+  std::string href;  // the text links there when set (a file beside the page, relative to it)
 };
 
 struct Column {

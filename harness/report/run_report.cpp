@@ -11,13 +11,13 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "harness/matrix/plan.h"
 #include "harness/report/charts.h"
 #include "harness/report/html.h"
 #include "harness/report/verdict.h"
 #include "harness/results/folder.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
+#include "harness/results/meta.h"
 #include "harness/results/model.h"
 #include "harness/results/reporters/text.h"
 
@@ -72,25 +72,19 @@ std::string assignments(const json& object) {
 }
 
 json read_meta(const std::string& dir, std::vector<std::string>& warnings) {
-  results::check_readable_file(dir + "/meta.json");
-  std::ifstream in(dir + "/meta.json");
-  if (!in) {
-    warnings.push_back(dir + "/meta.json is missing: the machine and matrix are not recorded");
-    return json::object();
-  }
-  json meta = json::parse(in, nullptr, false);
-  if (meta.is_discarded() || !meta.is_object()) {
-    warnings.push_back(dir + "/meta.json is not a JSON object: the machine and matrix are unknown");
-    return json::object();
-  }
-  return meta;
+  const rs::meta::Recorded meta = rs::meta::read(dir);
+  if (meta.state == rs::meta::Recorded::State::missing)
+    warnings.push_back(meta.path + " is missing: the machine and matrix are not recorded");
+  else if (meta.state == rs::meta::Recorded::State::invalid)
+    warnings.push_back(meta.path + " is not a JSON object: the machine and matrix are unknown");
+  return meta.value;
 }
 
 void machine_section(html::Document& doc, const json& meta) {
   doc.heading(2, "Machine", "machine");
   const json machine = meta.value("machine", json::object());
   if (machine.empty()) {
-    doc.paragraph("Not recorded (meta.json has no machine).", "warn");
+    doc.paragraph(fmt::format("Not recorded ({} has no machine).", rs::layout::kMeta), "warn");
   } else {
     std::vector<std::pair<std::string, std::string>> facts;
     auto add = [&](std::string term, std::string value) {
@@ -121,7 +115,7 @@ void machine_section(html::Document& doc, const json& meta) {
       table.rows.push_back({{field(a, "name")}, {field(a, "backend")}, {field(a, "version")}, {served},
                             {assignments(a.value("env", json::object()))}, {field(a, "preload_check")}});
     }
-  if (table.rows.empty()) doc.paragraph("Not recorded (meta.json lists no allocators).", "warn");
+  if (table.rows.empty()) doc.paragraph(fmt::format("Not recorded ({} lists no allocators).", rs::layout::kMeta), "warn");
   else doc.table(table);
 }
 
@@ -132,7 +126,7 @@ void matrix_section(html::Document& doc, const json& meta) {
     for (const auto& r : meta["runs"])
       commands.push_back(fmt::format("[{}{}] {}", field(r, "mode"), when(r.value("started", json())).empty() ? "" : ", " + when(r["started"]),
                                      field(r, "command")));
-  if (commands.empty()) doc.paragraph("Command: not recorded in meta.json (older folder).", "note");
+  if (commands.empty()) doc.paragraph(fmt::format("Command: not recorded in {} (older folder).", rs::layout::kMeta), "note");
   else doc.code(joined(commands, "\n"));
 
   const json matrix = meta.value("matrix", json::object());
@@ -157,12 +151,7 @@ void matrix_section(html::Document& doc, const json& meta) {
   facts.emplace_back("cells", field(matrix, "cells"));
   facts.emplace_back("timeout per cell", field(matrix, "timeout_s") + " s");
   facts.emplace_back("RSS sampling", field(matrix, "sample_ms") + " ms");
-  try {
-    allocmark::placement::PinSpec pin = allocmark::matrix::recorded_pin(matrix);
-    facts.emplace_back("thread placement", pin.pin_text() + (pin.nodes.empty() ? "" : " on nodes " + pin.nodes_text()));
-  } catch (const std::exception& e) {
-    facts.emplace_back("thread placement", e.what());
-  }
+  facts.emplace_back("thread placement", rs::meta::placement_text(matrix));
   doc.facts(facts);
 }
 
@@ -302,27 +291,33 @@ void phase_section(html::Document& doc, const rs::Model& model) {
   std::string notes;
   for (rs::Metric m : kPhaseMetrics)
     if (auto note = rs::text::metric_note(m); !note.empty()) notes += note + "; ";
-  doc.paragraph(fmt::format("One row per group (workload x threads x allocator) and phase, as summary.json; a cell "
+  doc.paragraph(fmt::format("One row per group (workload x threads x allocator) and phase, as {}; a cell "
                             "that did not finish ok is one \"{}\" row with no figures. {}median [min-max] over "
                             "repetitions. Click a column header to sort.",
-                            rs::kCellPhase, notes),
+                            rs::layout::kSummaryJson, rs::kCellPhase, notes),
                 "note");
   doc.table(table);
 }
 
-void failures_section(html::Document& doc, const std::string& dir, const rs::Model& model) {
+void failures_section(html::Document& doc, const std::string& dir, const std::string& page, const rs::Model& model) {
+  const fs::path page_dir = fs::absolute(page).lexically_normal().parent_path();
   doc.heading(2, "Cells that did not finish ok", "failures");
   html::Table table{"failure-table", {{"workload"}, {"threads", true}, {"allocator"}, {"repetition", true}, {"attempt", true},
                                  {"status"}, {"reason"}, {"log"}}, {}, false};
   for (const auto& cell : model.cells()) {
     if (cell.ok()) continue;
     const auto& id = model.identity(cell);
-    std::string log = rs::layout::cell_files(cell.key, cell.attempt).log;
+    const std::string log = rs::layout::cell_files(cell.key, cell.attempt).log;
+    const fs::path log_path = fs::absolute(fs::path(dir) / log).lexically_normal();
     std::error_code ec;
-    if (!fs::is_regular_file(fs::symlink_status(fs::path(dir) / log, ec))) log = "-";
+    html::Cell log_cell{"-"};
+    if (fs::is_regular_file(fs::symlink_status(log_path, ec))) {
+      log_cell.text = log;
+      log_cell.href = html::path_href(log_path.lexically_relative(page_dir).string());
+    }
     table.rows.push_back({{id.workload}, {std::to_string(cell.threads), cell.threads}, {id.allocator},
                           {std::to_string(cell.rep), cell.rep}, {std::to_string(cell.attempt), cell.attempt},
-                          {cell.status, std::nullopt, "", "bad"}, {cell.error.value_or("(no reason recorded)")}, {log}});
+                          {cell.status, std::nullopt, "", "bad"}, {cell.error.value_or("(no reason recorded)")}, log_cell});
   }
   if (table.rows.empty()) {
     doc.paragraph("None: every cell finished ok.", "good");
@@ -333,7 +328,7 @@ void failures_section(html::Document& doc, const std::string& dir, const rs::Mod
 
 }  // namespace
 
-RunReport build_run_report(const std::string& dir, const rs::Advice* advice) {
+RunReport build_run_report(const std::string& dir, const std::string& page, const rs::Advice* advice) {
   rs::Model model = rs::Model::load({dir});
   std::vector<std::string> warnings = model.warnings();
   json meta = read_meta(dir, warnings);
@@ -380,7 +375,7 @@ RunReport build_run_report(const std::string& dir, const rs::Advice* advice) {
   verdict_section(doc, model);
   charts_section(doc, dir, report);
   phase_section(doc, model);
-  failures_section(doc, dir, model);
+  failures_section(doc, dir, page, model);
   if (!warnings.empty()) {
     doc.heading(2, "Warnings from reading the folder", "warnings");
     doc.bullets(warnings, "warn");

@@ -20,8 +20,10 @@ struct RunReport {
 
 // Reads DIR through the results model (throws results::ResultsError for a folder that is not a
 // results folder or holds no cell) and draws its charts into a temporary folder, removed after.
-// `advice` (allocmark advise) adds its recommendation and candidates' table before the verdict.
-RunReport build_run_report(const std::string& dir, const results::Advice* advice = nullptr);
+// `page` is where the page will be written: its links to the folder's files (each failed cell's
+// log) are relative to it. `advice` (allocmark advise) adds its recommendation and candidates'
+// table before the verdict.
+RunReport build_run_report(const std::string& dir, const std::string& page, const results::Advice* advice = nullptr);
 
 // Embeds the drawn charts (captioned "FILE (caption)"), lists the skipped ones with their reasons
 // and the failed ones; `errors` gets the failures. Returns the number of images embedded. Shared

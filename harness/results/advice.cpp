@@ -6,7 +6,7 @@
 #include <functional>
 #include <map>
 
-#include "harness/results/derived.h"
+#include "harness/metrics/derived.h"
 
 namespace allocmark::results {
 

@@ -43,6 +43,8 @@ CellFiles cell_files(const std::string& key, int attempt) {
           std::string(kData) + "/" + stem + ".data"};
 }
 
+std::string path_in(const std::string& dir, const char* name) { return dir + "/" + name; }
+
 std::string log_stem(const std::string& log_path) {
   std::string name = std::filesystem::path(log_path).filename().string();
   if (name.size() > 4 && name.ends_with(".log")) name.resize(name.size() - 4);

@@ -22,8 +22,19 @@ inline constexpr const char* kParts = "parts";                     // records fi
 inline constexpr const char* kSlurm = "slurm";                     // batch submissions: slurm/sN/{cells/,job.sh,...}
 inline constexpr const char* kData = "data";                       // each cell's data folder while it runs
 inline constexpr const char* kMachines = "machines";               // HOST.json per batch node
-// Inside a submission slurm/sN: the cell descriptions a task runs, cells/I.json (`allocmark cell`).
+// Inside a submission slurm/sN: the cell descriptions a task runs, cells/I.json (`allocmark cell`),
+// the index of its cells (key -> task), the array's script and its job id.
 inline constexpr const char* kSubmissionCells = "cells";
+inline constexpr const char* kSubmissionIndex = "cells.json";
+inline constexpr const char* kJobScript = "job.sh";
+inline constexpr const char* kJobId = "job_id";
+// Written into a folder on request, not by a run: the page `allocmark report` writes by default and
+// the folder `allocmark plot` draws into by default.
+inline constexpr const char* kReport = "report.html";
+inline constexpr const char* kCharts = "charts";
+
+// DIR/NAME for one of the names above.
+std::string path_in(const std::string& dir, const char* name);
 
 struct OwnEntry {
   const char* name;

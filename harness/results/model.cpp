@@ -1,6 +1,8 @@
 #include "harness/results/model.h"
 
+#include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
+#include "harness/results/meta.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +13,7 @@
 #include <set>
 #include <tuple>
 
-#include "harness/results/derived.h"
+#include "harness/metrics/derived.h"
 
 namespace allocmark::results {
 namespace fs = std::filesystem;
@@ -570,17 +572,12 @@ void Model::add_folder(const std::string& dir, const LoadOptions& options) {
 
   // The host of records that do not name their own: the machine the folder's run was on.
   default_host_.clear();
-  for (const char* name : {"/meta.json", "/cells.json", "/results.jsonl"}) check_readable_file(dir + name);
-  if (std::ifstream meta(dir + "/meta.json"); meta) {
-    json m = json::parse(meta, nullptr, false);
-    if (m.is_discarded() || !m.is_object())
-      warnings_.push_back(dir + "/meta.json: not a JSON object; its host is unknown");
-    else if (auto it = m.find("machine"); it != m.end() && it->is_object() && it->contains("host") &&
-                                          (*it)["host"].is_string())
-      default_host_ = (*it)["host"].get<std::string>();
-    // Every reader (show, report, compare, gate) says it: emulated timings must not pass for a machine's.
-    if (std::string notice = lab_notice(m); !notice.empty()) warnings_.push_back(dir + ": " + notice);
-  }
+  const meta::Recorded recorded = meta::read(dir);
+  for (const char* name : {layout::kCells, layout::kResults}) check_readable_file(layout::path_in(dir, name));
+  if (recorded.state == meta::Recorded::State::invalid) warnings_.push_back(recorded.path + ": not a JSON object; its host is unknown");
+  default_host_ = meta::host(recorded.value);
+  // Every reader (show, report, compare, gate) says it: emulated timings must not pass for a machine's.
+  if (std::string notice = lab_notice(recorded.value); !notice.empty()) warnings_.push_back(dir + ": " + notice);
 
   // A run writing the folder now is said with whatever is read of it, so that a partial answer is
   // not taken for a whole one.
@@ -588,7 +585,7 @@ void Model::add_folder(const std::string& dir, const LoadOptions& options) {
   auto note_writer = [&](std::size_t finished) {
     if (!writer.active) return std::string();
     json planned;  // the run's plan, when its cells.json is there to say it
-    if (std::ifstream in(dir + "/cells.json"); in) planned = json::parse(in, nullptr, false);
+    if (std::ifstream in(layout::path_in(dir, layout::kCells)); in) planned = json::parse(in, nullptr, false);
     std::string notice = fmt::format(
         "{}: a run is writing this folder ({}): {} cells finished; what is read now is partial", dir,
         writer.pid ? fmt::format("pid {}", writer.pid) : "its holder is unnamed",
@@ -597,13 +594,13 @@ void Model::add_folder(const std::string& dir, const LoadOptions& options) {
     return "; " + notice;
   };
 
-  std::string file = dir + "/results.jsonl";
+  std::string file = layout::path_in(dir, layout::kResults);
   std::ifstream in(file, std::ios::binary);
   const std::vector<std::string> parts = part_files(dir);
   if (!in && parts.empty()) {
     std::string running = note_writer(0);
     if (!options.require_cells) return;
-    throw ResultsError(dir + " holds no results.jsonl (not a results folder?)" + running);
+    throw ResultsError(fmt::format("{} holds no {} (not a results folder?)", dir, layout::kResults) + running);
   }
   const std::size_t before = cells_.size(), read_before = records_in_other_folders_;
   std::string text;
@@ -635,6 +632,12 @@ std::string writer_notice(const std::string& dir) {
   } catch (const ResultsError&) {  // a record of the wrong shape: the reader itself will say so
     return "";
   }
+}
+
+void refuse_folder_being_written(const std::string& dir, const std::string& remedy) {
+  if (!folder_writer(dir).active) return;
+  const std::string notice = writer_notice(dir);
+  throw ResultsError((notice.empty() ? dir + ": a run is writing this folder" : notice) + "; " + remedy);
 }
 
 Model Model::load(const std::vector<std::string>& dirs, const LoadOptions& options) {

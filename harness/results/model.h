@@ -283,6 +283,9 @@ std::string record_identity(const nlohmann::json& record);
 // lock now (K: cells recorded so far, M: the run's planned cells from DIR/cells.json), else "".
 // Readers say it (stderr, or the page's banner) so a partial answer is not taken for a whole one.
 std::string writer_notice(const std::string& dir);
+// The one check of every reader that must not act on a partial folder (gate, baseline, merge):
+// throws ResultsError "writer_notice(dir); REMEDY" when a run holds DIR's lock now.
+void refuse_folder_being_written(const std::string& dir, const std::string& remedy);
 
 class Model {
  public:

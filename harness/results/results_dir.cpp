@@ -1,6 +1,7 @@
 #include "harness/results/results_dir.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,7 +16,7 @@
 #include <functional>
 
 #include "harness/results/folder_layout.h"
-#include "harness/results/reporters/reporter.h"
+#include "harness/results/meta.h"
 
 namespace allocmark::results {
 namespace fs = std::filesystem;
@@ -132,7 +133,8 @@ void ResultsDir::gather_parts() {
     }
     sub.remove_file(name);
   });
-  if (gathered) notes_.push_back("gathered " + std::to_string(gathered) + " records finished by batch tasks (parts/) into results.jsonl");
+  if (gathered)
+    notes_.push_back(fmt::format("gathered {} records finished by batch tasks ({}/) into {}", gathered, lay::kParts, lay::kResults));
 }
 
 ResultsDir::~ResultsDir() = default;
@@ -226,7 +228,7 @@ void ResultsDir::scan(bool discard_corrupt) {
   if (!corrupt.empty()) {
     folder_.append(lay::kCorrupt, discarded);
     folder_.write_atomically(lay::kResults, kept);
-    notes_.push_back(std::to_string(corrupt.size()) + " invalid lines moved from results.jsonl to results.corrupt.jsonl");
+    notes_.push_back(fmt::format("{} invalid lines moved from {} to {}", corrupt.size(), lay::kResults, lay::kCorrupt));
   } else if (cut_short) {
     int out = folder_.open_file(lay::kResults, O_WRONLY);
     const bool cut = out >= 0 && ::ftruncate(out, static_cast<off_t>(good_end)) == 0;
@@ -269,19 +271,16 @@ void ResultsDir::append(const json& record) {
 json ResultsDir::read_meta() const {
   std::optional<std::string> text = folder_.read_file(lay::kMeta);
   if (!text) return nullptr;
-  json meta = json::parse(*text, nullptr, false);
-  if (meta.is_discarded() || !meta.is_object())
-    throw ResultsError(folder_.path_of(lay::kMeta) + " is not valid JSON; cannot check what this folder was run with");
-  return meta;
+  std::optional<json> meta = meta::decode(*text);
+  if (!meta) throw ResultsError(folder_.path_of(lay::kMeta) + " is not valid JSON; cannot check what this folder was run with");
+  return *meta;
 }
 
 void ResultsDir::write_meta(const json& meta) const { folder_.write_atomically(lay::kMeta, meta.dump(2, ' ', false, json::error_handler_t::replace) + "\n"); }
 
-void ResultsDir::write_summaries() const { results::write_summaries(path_); }
-
 FolderWriter folder_writer(const std::string& dir) {
   FolderWriter out;
-  const std::string path = dir + "/.allocmark.lock";
+  const std::string path = lay::path_in(dir, lay::kLock);
   // O_NOFOLLOW: a link planted in someone else's folder must not make a reader lock another file.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return out;

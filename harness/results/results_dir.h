@@ -61,8 +61,6 @@ class ResultsDir {
   // meta.json as recorded, or null when the folder has none.
   nlohmann::json read_meta() const;
   void write_meta(const nlohmann::json& meta) const;
-  // summary.csv and summary.json from results.jsonl (reporters/reporter.h write_summaries).
-  void write_summaries() const;
 
  private:
   // Throws ResultsError naming the first misplaced entry.

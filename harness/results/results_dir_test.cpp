@@ -1,6 +1,7 @@
 #include "harness/results/results_dir.h"
 
 #include "harness/results/folder_layout.h"
+#include "harness/results/meta.h"
 #include "harness/results/reporters/reporter.h"
 
 #include <gtest/gtest.h>
@@ -302,4 +303,33 @@ TEST(FolderLayout, OneFunctionNamesEveryFileOfACell) {
   EXPECT_NE(a.log, b.log);
   EXPECT_TRUE(layout::is_own_entry("parts"));
   EXPECT_FALSE(layout::is_own_entry("report.html"));
+}
+
+TEST(Meta, ReadersFindWhatTheRunWrote) {
+  std::string d = fresh_dir("meta_codec");
+  fs::create_directories(d);
+  meta::NewFolder folder;
+  folder.allocmark = {{"version", "1"}, {"git_commit", "abc"}};
+  folder.machine = {{"host", "h1"}, {"kernel", "6"}};
+  folder.matrix = {{"pin", "scatter"}, {"nodes", "0"}};
+  folder.run = {{"mode", "run"}};
+  std::ofstream(layout::path_in(d, layout::kMeta)) << meta::encode(folder).dump(2);
+  const meta::Recorded read = meta::read(d);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read.path, d + "/meta.json");
+  EXPECT_EQ(meta::host(read.value), "h1");
+  EXPECT_EQ(read.value[meta::kRuns].size(), 1u);
+  EXPECT_EQ(meta::placement_text(read.value[meta::kMatrix]), "scatter on nodes 0");
+  EXPECT_EQ(meta::machines(read.value).at("h1")["kernel"], "6");
+}
+
+TEST(Meta, MissingAndInvalidAreToldApart) {
+  std::string d = fresh_dir("meta_states");
+  fs::create_directories(d);
+  EXPECT_EQ(meta::read(d).state, meta::Recorded::State::missing);
+  std::ofstream(layout::path_in(d, layout::kMeta)) << "[1, 2]";
+  EXPECT_EQ(meta::read(d).state, meta::Recorded::State::invalid);
+  EXPECT_FALSE(meta::decode("{").has_value());
+  // An old folder's matrix names no pin: pin_threads decides, as it did when it was written.
+  EXPECT_EQ(meta::placement_text({{"pin_threads", false}}), "none");
 }

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "harness/results/folder_layout.h"
+#include "harness/results/reporters/reporter.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::runner {
@@ -50,7 +51,7 @@ class SummaryWriter {
   void write() {
     auto t0 = std::chrono::steady_clock::now();
     stale_ = true;
-    dir_.write_summaries();
+    results::write_summaries(dir_.path());
     stale_ = false;
     last_end_ = std::chrono::steady_clock::now();
     last_cost_ = last_end_ - t0;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "harness/results/derived.h"
+#include "harness/metrics/derived.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::runner {

@@ -8,7 +8,9 @@
 #include <iostream>
 
 #include "harness/placement/placement.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
+#include "harness/results/meta.h"
 #include "harness/results/model.h"
 #include "harness/results/reporters/reporter.h"
 #include "harness/results/results_dir.h"
@@ -58,34 +60,32 @@ void check_placement_here(const mx::Plan& plan) {
 // Every cell any run planned for this folder, key -> label: what `allocmark status` counts against.
 void record_planned_cells(const mx::Plan& plan, const std::string& folder) {
   json planned = json::object();
-  if (std::ifstream in(folder + "/cells.json"); in) {
+  if (std::ifstream in(rs::layout::path_in(folder, rs::layout::kCells)); in) {
     planned = json::parse(in, nullptr, false);
     if (planned.is_discarded() || !planned.is_object()) planned = json::object();
   }
   for (const auto& c : plan.cells) planned[c.key()] = c.label();
-  rs::write_file_atomically(folder + "/cells.json", planned.dump(1) + "\n");
+  rs::write_file_atomically(rs::layout::path_in(folder, rs::layout::kCells), planned.dump(1) + "\n");
 }
+
+}  // namespace
+
+json allocmark_identity() { return {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}; }
+
+namespace {
 
 json fresh_meta(const mx::Plan& plan, const std::string& matrix_path, const json& machine, const json& allocators_meta,
                 const std::string& worker, const json& run_entry) {
-  return json{{"allocmark", {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}},
-              {"machine", machine},
-              {"allocators", allocators_meta},
-              {"backends", describe_backends(worker)},
-              {"matrix", plan.as_json()},
-              {"matrix_file", matrix_path},
-              {"stripped_environment", stripped_environment()},
-              // The machine's NUMA layout and what this run was allowed (taskset, numactl, cpuset):
-              // what the placement of every cell was planned against.
-              {"topology", topology::to_json(topology::detect())},
-              {"allowed", placement::to_json(placement::current_allowed())},
-              {"started", std::time(nullptr)},
-              {"runs", json::array({run_entry})}};
+  // The machine's NUMA layout and what this run was allowed (taskset, numactl, cpuset): what the
+  // placement of every cell was planned against.
+  return rs::meta::encode({allocmark_identity(), machine, allocators_meta, describe_backends(worker), plan.as_json(),
+                           matrix_path, stripped_environment(), topology::to_json(topology::detect()),
+                           placement::to_json(placement::current_allowed()), run_entry});
 }
 
 CellSettings cell_settings(const mx::Plan& plan, const std::string& worker, const std::string& folder, bool keep_data) {
   CellSettings s{worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
-                 plan.settings.pin, folder + "/data", keep_data};
+                 plan.settings.pin, rs::layout::path_in(folder, rs::layout::kData), keep_data};
   s.latency_every = plan.settings.latency_every;
   s.node_figures = plan.settings.node_figures;
   return s;
@@ -113,20 +113,20 @@ SessionOutcome RunSession::run() {
                  {"command", o.command}, {"matrix", plan_.as_json()}, {"matrix_file", o.matrix_path}};
   json meta = dir.read_meta();
   if (dir.had_results() && meta.is_null())
-    throw rs::ResultsError(dir.path() + " holds results but no meta.json; cannot tell what it was run with");
+    throw rs::ResultsError(fmt::format("{} holds results but no {}; cannot tell what it was run with", dir.path(), rs::layout::kMeta));
   if (dir.had_results()) {
     // The folder's promise: its cells come from one machine and, unless extended on purpose, one
     // matrix. Cells run by a batch scheduler come from its nodes, each record naming its host, so
     // the machine submitting them need not be the one that ran the earlier cells.
     if (o.executor.runs_here())
-      if (auto diff = rs::machine_differences(meta.value("machine", json::object()), machine); !diff.empty())
+      if (auto diff = rs::machine_differences(meta.value(rs::meta::kMachine, json::object()), machine); !diff.empty())
         throw mx::ConfigError(dir.path() + " was recorded on another machine (" + diff +
                               "); cells from different machines are not comparable: use another --out");
     if (o.resume)
-      if (auto diff = mx::matrix_differences(meta.value("matrix", json::object()), plan_.as_json()); !diff.empty())
-        throw mx::ConfigError("--resume: the matrix differs from the one recorded in " + dir.path() + "/meta.json: " + diff +
+      if (auto diff = mx::matrix_differences(meta.value(rs::meta::kMatrix, json::object()), plan_.as_json()); !diff.empty())
+        throw mx::ConfigError("--resume: the matrix differs from the one recorded in " + rs::layout::path_in(dir.path(), rs::layout::kMeta) + ": " + diff +
                               ". Resume with the same matrix, or add cells on purpose with --extend");
-    meta["runs"].push_back(run_entry);
+    meta[rs::meta::kRuns].push_back(run_entry);
   } else {
     meta = fresh_meta(plan_, o.matrix_path, machine, allocators_, o.worker, run_entry);
   }
@@ -134,8 +134,8 @@ SessionOutcome RunSession::run() {
     // Allocators new to the folder join its description.
     for (const auto& a : allocators_) {
       bool known = false;
-      for (const auto& b : meta["allocators"]) known = known || b == a;
-      if (!known) meta["allocators"].push_back(a);
+      for (const auto& b : meta[rs::meta::kAllocators]) known = known || b == a;
+      if (!known) meta[rs::meta::kAllocators].push_back(a);
     }
   }
   add_node_machines(meta, dir.path());
@@ -179,8 +179,9 @@ std::string session_summary(const SessionOutcome& outcome, std::ostream& message
     text = rs::render_report(model, "table");
   } catch (const rs::ResultsError&) {
   }
-  text += fmt::format("\n{} cells run, {} not ok; results in {}/ (results.jsonl, summary.csv, summary.json, meta.json, logs/)\n",
-                      report.ran, report.not_ok, folder);
+  namespace lay = rs::layout;
+  text += fmt::format("\n{} cells run, {} not ok; results in {}/ ({}, {}, {}, {}, {}/)\n", report.ran, report.not_ok, folder,
+                      lay::kResults, lay::kSummaryCsv, lay::kSummaryJson, lay::kMeta, lay::kLogs);
   if (report.not_ok_in_folder > report.not_ok)
     text += fmt::format("{} cells of this matrix recorded earlier are not ok; --retry-failed reruns them\n",
                         report.not_ok_in_folder - report.not_ok);

@@ -49,6 +49,9 @@ class RunSession {
   nlohmann::json allocators_;  // meta.json's `allocators`: each probed library and what serves malloc
 };
 
+// meta.json's `allocmark`: the version and commit of the program writing a folder.
+nlohmann::json allocmark_identity();
+
 // What `run` prints on stdout once the session ended: the executor's words when it did not wait,
 // else the folder's table and how many cells ran. Warnings, and how to complete an interrupted
 // run, go to `messages`.

@@ -19,6 +19,7 @@
 
 #include "harness/matrix/config.h"
 #include "harness/results/folder_layout.h"
+#include "harness/results/meta.h"
 #include "harness/results/machine.h"
 #include "harness/results/results_dir.h"
 #include "harness/runner/process.h"
@@ -130,14 +131,14 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
     index.push_back({{"index", i}, {"key", job.cell.key()}, {"label", job.cell.label()}, {"attempt", job.attempt},
                      {"task", static_cast<int>(i) / per_task}});
   }
-  submission.write_atomically("cells.json", index.dump(1) + "\n");
-  submission.write_atomically("job.sh", job_script(options_.allocmark, folder, submission_, parts, jobs.size(), per_task));
+  submission.write_atomically(results::layout::kSubmissionIndex, index.dump(1) + "\n");
+  submission.write_atomically(results::layout::kJobScript, job_script(options_.allocmark, folder, submission_, parts, jobs.size(), per_task));
   const int tasks = static_cast<int>((jobs.size() + per_task - 1) / per_task);
 
   std::vector<std::string> args{"sbatch", "--parsable", fmt::format("--array=0-{}", tasks - 1), "--job-name=allocmark",
                                 "--output=" + submission_ + "/task-%a.out"};
   args.insert(args.end(), options_.sbatch_args.begin(), options_.sbatch_args.end());
-  args.push_back(submission_ + "/job.sh");
+  args.push_back(results::layout::path_in(submission_, results::layout::kJobScript));
   ToolResult r = run_tool(args);
   char* end = nullptr;
   job_id_ = r.status == 0 ? std::strtol(r.output.c_str(), &end, 10) : 0;
@@ -146,7 +147,7 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
     all_parts.remove_tree(name);
     throw std::runtime_error("sbatch refused the job array: " + (r.output.empty() ? "exit " + std::to_string(r.status) : r.output));
   }
-  submission.write_atomically("job_id", std::to_string(job_id_) + "\n");
+  submission.write_atomically(results::layout::kJobId, std::to_string(job_id_) + "\n");
   if (msg)
     *msg << fmt::format("allocmark: submitted Slurm job {}: {} array task{} for {} cell{} ({} per task); {}\n", job_id_, tasks,
                         tasks == 1 ? "" : "s", jobs.size(), jobs.size() == 1 ? "" : "s", per_task, submission_)
@@ -253,11 +254,11 @@ void add_node_machines(json& meta, const std::string& folder) {
     json machine = json::parse(in, nullptr, false);
     if (machine.is_discarded() || !machine.is_object() || !machine.contains("host")) continue;
     const std::string host = machine.value("host", "");
-    if (meta.contains("machines") && meta["machines"].contains(host))
-      if (auto diff = results::machine_differences(meta["machines"][host], machine); !diff.empty())
+    if (meta.contains(results::meta::kMachines) && meta[results::meta::kMachines].contains(host))
+      if (auto diff = results::machine_differences(meta[results::meta::kMachines][host], machine); !diff.empty())
         std::cerr << "allocmark: warning: node " << host << " differs from when its earlier cells ran (" << diff
                   << "); its cells are shown under the same host name\n";
-    meta["machines"][host] = machine;
+    meta[results::meta::kMachines][host] = machine;
   }
 }
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "harness/results/folder.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/results_dir.h"
 #include "harness/runner/process.h"
 
@@ -36,7 +37,7 @@ std::vector<SlurmTask> slurm_active_tasks(const std::set<long>& jobs) {
 std::set<long> slurm_jobs_of(const std::string& folder) {
   std::set<long> out;
   for (const auto& sub : results::submission_dirs(folder)) {
-    std::istringstream in(results::Folder(sub).read_file("job_id").value_or(""));
+    std::istringstream in(results::Folder(sub).read_file(results::layout::kJobId).value_or(""));
     long id = 0;
     if (in >> id) out.insert(id);
   }

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "harness/metrics/proc.h"
-#include "harness/results/derived.h"
+#include "harness/metrics/derived.h"
 #include "harness/worker/phase_contention.h"
 
 namespace allocmark::worker {

@@ -2,6 +2,8 @@
 // folder.
 #include "harness/results/reporters/reporter.h"
 
+#include "harness/results/folder_layout.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -43,8 +45,8 @@ void write_summaries(const std::string& dir) {
   by_node.push_back(Dimension::node);
   summary["node_groups"] = summary_json(model, model.group(by_node), node_metrics())["groups"];
   std::string json = summary.dump(2) + "\n";
-  write_file_atomically(dir + "/summary.csv", csv);
-  write_file_atomically(dir + "/summary.json", json);
+  write_file_atomically(layout::path_in(dir, layout::kSummaryCsv), csv);
+  write_file_atomically(layout::path_in(dir, layout::kSummaryJson), json);
 }
 
 }  // namespace allocmark::results

@@ -1,5 +1,7 @@
 // Every figure allocmark derives from measured ones, defined once. The record builder, the results
-// model, summary.csv/summary.json and every reporter use these; nothing else computes them.
+// model, summary.csv/summary.json and every reporter use these; nothing else computes them. They
+// are the results' formulas (hence the namespace) kept on the floor of the measurements, so the
+// producers of a record (the worker, a program cell's phases) use them without reaching up.
 #pragma once
 
 #include <optional>

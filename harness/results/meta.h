@@ -1,0 +1,62 @@
+// meta.json, the description of a results folder (machine, matrix, runs, allocators; docs/results-schema.md):
+// its top-level field names and its decoding, defined once for the run that writes it and for every
+// reader (report, gate, baseline, merge, status, the model). The `matrix` object inside is the plan's
+// own (matrix/plan.h) and opaque here.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace allocmark::results::meta {
+
+inline constexpr const char* kAllocmark = "allocmark";    // the version and commit that wrote the folder
+inline constexpr const char* kMachine = "machine";        // the host's description (machine.h), absent for a merge of several
+inline constexpr const char* kMachines = "machines";      // HOST -> description: batch nodes, merged hosts
+inline constexpr const char* kMatrix = "matrix";          // the plan (Plan::as_json)
+inline constexpr const char* kMatrixFile = "matrix_file";
+inline constexpr const char* kRuns = "runs";              // one entry per run into the folder: mode, started, command
+inline constexpr const char* kAllocators = "allocators";  // what served malloc for each allocator
+inline constexpr const char* kBackends = "backends";
+inline constexpr const char* kLab = "lab";                // set by `allocmark lab`
+inline constexpr const char* kMergedFrom = "merged_from";
+inline constexpr const char* kStarted = "started";        // when the folder was made (seconds since the epoch)
+inline constexpr const char* kStrippedEnvironment = "stripped_environment";
+inline constexpr const char* kTopology = "topology";      // the machine's NUMA layout the placement was planned on
+inline constexpr const char* kAllowed = "allowed";        // the CPUs and nodes the run was allowed
+
+// What a run records in a new folder (`run`, `advise`, `gate --confirm`, `lab` inside its guest).
+struct NewFolder {
+  nlohmann::json allocmark;  // {"version", "git_commit"} of the program writing it
+  nlohmann::json machine, allocators, backends, matrix;
+  std::string matrix_file;
+  nlohmann::json stripped_environment, topology, allowed;
+  nlohmann::json run;  // the first entry of `runs`
+};
+nlohmann::json encode(const NewFolder& folder);
+
+// meta.json's text decoded: the object, or nothing when it is not a JSON object.
+std::optional<nlohmann::json> decode(const std::string& text);
+
+// DIR/meta.json as a reader finds it. A fifo or device there is a ResultsError (check_readable_file).
+struct Recorded {
+  enum class State { missing, invalid, ok };
+  std::string path;  // DIR/meta.json, for messages
+  State state = State::missing;
+  nlohmann::json value = nlohmann::json::object();  // the object when ok, else empty
+  bool ok() const { return state == State::ok; }
+};
+Recorded read(const std::string& dir);
+
+// The recording host's name ("" when not recorded).
+std::string host(const nlohmann::json& meta);
+// host -> machine description: `machines` (batch nodes, merged hosts), and `machine` for its host.
+std::map<std::string, nlohmann::json> machines(const nlohmann::json& meta);
+
+// The thread placement the matrix recorded, as `--pin` and `--nodes` would say it ("compact",
+// "scatter on nodes 0-1"); what is wrong with it when it cannot be read.
+std::string placement_text(const nlohmann::json& matrix);
+
+}  // namespace allocmark::results::meta
