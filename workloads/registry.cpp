@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
+#include <type_traits>
 
 namespace allocmark::workloads {
 
@@ -19,74 +20,113 @@ void LiveBytes::fold(int64_t delta) {
   }
 }
 
-uint64_t parse_bytes(std::string_view text) {
-  std::string s(text);
-  if (s.empty()) throw std::invalid_argument("empty size");
-  char* end = nullptr;
-  errno = 0;
-  double value = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || errno != 0 || value < 0 || !std::isfinite(value))
-    throw std::invalid_argument("not a size: '" + s + "'");
-  std::string suffix(end);
-  double scale = 1;
-  if (suffix == "" || suffix == "B") scale = 1;
-  else if (suffix == "K" || suffix == "KiB" || suffix == "k") scale = 1024.0;
-  else if (suffix == "M" || suffix == "MiB") scale = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB") scale = 1024.0 * 1024 * 1024;
-  else throw std::invalid_argument("unknown size suffix '" + suffix + "' in '" + s + "' (use K, M or G)");
-  return static_cast<uint64_t>(value * scale);
+namespace {
+
+// How each ParamType reads its text and spells its value: the one place a new type is added.
+struct ParamTypeRow {
+  ParamType type;
+  ParamValue (*parse)(const std::string& text);  // throws std::invalid_argument
+  std::string (*spell)(const ParamValue& value);
+};
+
+// The whole text as a number of T's kind, or std::invalid_argument naming what it is not.
+template <class T>
+T whole_number(const std::string& text, const char* what) {
+  std::size_t used = 0;
+  T v{};
+  try {
+    if constexpr (std::is_floating_point_v<T>)
+      v = std::stod(text, &used);
+    else
+      v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size()) throw std::invalid_argument("'" + text + "' is not " + what);
+  return v;
 }
 
+const ParamTypeRow kParamTypes[] = {
+    {ParamType::Int, [](const std::string& t) { return ParamValue(whole_number<int64_t>(t, "an integer")); },
+     [](const ParamValue& v) { return std::to_string(std::get<int64_t>(v)); }},
+    {ParamType::Float,
+     [](const std::string& t) {
+       double v = whole_number<double>(t, "a number");
+       if (!std::isfinite(v)) throw std::invalid_argument("'" + t + "' is not a finite number");
+       return ParamValue(v);
+     },
+     [](const ParamValue& v) { return units::format_number(std::get<double>(v)); }},
+    {ParamType::Bytes, [](const std::string& t) { return ParamValue(units::parse_bytes(t)); },
+     [](const ParamValue& v) { return units::format_bytes(std::get<uint64_t>(v)); }},
+    {ParamType::String, [](const std::string& t) { return ParamValue(t); },
+     [](const ParamValue& v) { return std::get<std::string>(v); }},
+};
+
+const ParamTypeRow& row_of(ParamType type) {
+  for (const auto& row : kParamTypes)
+    if (row.type == type) return row;
+  throw std::logic_error("a ParamType without a row in kParamTypes");
+}
+
+// The ParamType a value holds: the variant's alternatives are in ParamType's order.
+ParamType type_of(const ParamValue& value) { return static_cast<ParamType>(value.index()); }
+
+}  // namespace
+
+ParamValue parse_param(const ParamSpec& spec, const std::string& text) { return row_of(spec.type).parse(text); }
+
+std::string canonical_param_text(const ParamValue& value) { return row_of(type_of(value)).spell(value); }
+
 std::string check_param_value(const ParamSpec& spec, const std::string& value) {
-  std::size_t used = 0;
-  switch (spec.type) {
-    case ParamType::Int:
-      try {
-        (void)std::stoll(value, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (value.empty() || used != value.size()) return "'" + value + "' is not an integer";
-      break;
-    case ParamType::Float:
-      try {
-        double v = std::stod(value, &used);
-        if (!std::isfinite(v)) return "'" + value + "' is not a finite number";
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (value.empty() || used != value.size()) return "'" + value + "' is not a number";
-      break;
-    case ParamType::Bytes:
-      try {
-        (void)parse_bytes(value);
-      } catch (const std::exception& e) {
-        return e.what();
-      }
-      break;
-    case ParamType::String:
-      break;
+  try {
+    (void)parse_param(spec, value);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
   }
   return "";
 }
 
 namespace {
-const std::string& lookup(const std::map<std::string, std::string>& values, const std::string& name) {
-  auto it = values.find(name);
-  if (it == values.end()) throw std::out_of_range("workload parameter '" + name + "' has no value");
-  return it->second;
-}
-
 std::vector<WorkloadInfo>& registry() {
   static std::vector<WorkloadInfo> workloads;
   return workloads;
 }
 }  // namespace
 
-int64_t Params::integer(const std::string& name) const { return std::stoll(lookup(values_, name)); }
-double Params::real(const std::string& name) const { return std::stod(lookup(values_, name)); }
-uint64_t Params::bytes(const std::string& name) const { return parse_bytes(lookup(values_, name)); }
-const std::string& Params::text(const std::string& name) const { return lookup(values_, name); }
+Params::Params(const std::map<std::string, std::string>& texts) {
+  for (const auto& [k, v] : texts) values_[k] = v;
+}
+
+Params Params::of(std::map<std::string, ParamValue> values) {
+  Params out;
+  out.values_ = std::move(values);
+  return out;
+}
+
+Params Params::typed(const WorkloadInfo& workload, const std::map<std::string, std::string>& texts) {
+  Params out;
+  for (const auto& spec : workload.params)
+    if (auto it = texts.find(spec.name); it != texts.end()) out.values_[spec.name] = parse_param(spec, it->second);
+  return out;
+}
+
+const ParamValue& Params::value(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw std::out_of_range("workload parameter '" + name + "' has no value");
+  return it->second;
+}
+
+// A value of the asked type, or (given as text) the text read as that type.
+template <class T>
+T as(const ParamValue& v, ParamType type) {
+  if (const T* typed = std::get_if<T>(&v)) return *typed;
+  return std::get<T>(row_of(type).parse(std::get<std::string>(v)));
+}
+
+int64_t Params::integer(const std::string& name) const { return as<int64_t>(value(name), ParamType::Int); }
+double Params::real(const std::string& name) const { return as<double>(value(name), ParamType::Float); }
+uint64_t Params::bytes(const std::string& name) const { return as<uint64_t>(value(name), ParamType::Bytes); }
+const std::string& Params::text(const std::string& name) const { return std::get<std::string>(value(name)); }
 
 bool register_workload(WorkloadInfo info) {
   info.params.push_back({"seed", ParamType::Int, "1", "1", "random seed; the same seed gives the same operation sequence"});

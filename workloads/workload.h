@@ -15,9 +15,12 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "units/units.h"
 
 namespace allocmark::workloads {
 
@@ -64,7 +67,12 @@ class LiveBytes {
   alignas(64) std::atomic<int64_t> peak_{0};
 };
 
+// The kinds of value a workload parameter takes. Adding one is one entry here and one row of
+// kParamTypes in registry.cpp (how its text is read and how its value is spelled).
 enum class ParamType { Int, Float, Bytes, String };
+
+// A parameter's value in its declared type: Int, Float, Bytes (a byte count) or String.
+using ParamValue = std::variant<int64_t, double, uint64_t, std::string>;
 
 struct ParamSpec {
   std::string name;
@@ -74,26 +82,37 @@ struct ParamSpec {
   std::string help;
 };
 
-// Parameter values after defaults, the size preset and overrides were applied; typed accessors
-// parse the strings that were validated before the worker started.
+// Reads `text` as the parameter's type, once (in the driver, at plan time; in the worker, from the
+// canonical text its cell description carries); throws std::invalid_argument saying what is wrong.
+ParamValue parse_param(const ParamSpec& spec, const std::string& text);
+// The one spelling of a value: a cell's identity, its records and the worker's description use
+// it, so "64M" and "67108864" are one cell and a float reads back exactly ("0.1234567").
+std::string canonical_param_text(const ParamValue& value);
+
+// Validates `value` against the parameter's type; returns "" or what is wrong with it.
+std::string check_param_value(const ParamSpec& spec, const std::string& value);
+
+// Parameter values after defaults, the size preset and overrides were applied, each in its
+// declared type. Values given as text (tests, a hand-built set) are read on access.
 class Params {
  public:
   Params() = default;
-  explicit Params(std::map<std::string, std::string> values) : values_(std::move(values)) {}
+  explicit Params(const std::map<std::string, std::string>& texts);
+  // Values already read in their declared types (the plan's).
+  static Params of(std::map<std::string, ParamValue> values);
+  // The canonical texts of a cell description, read in the types `workload` declares.
+  static Params typed(const struct WorkloadInfo& workload, const std::map<std::string, std::string>& texts);
   int64_t integer(const std::string& name) const;
   double real(const std::string& name) const;
   uint64_t bytes(const std::string& name) const;  // accepts K/M/G suffixes (binary)
   const std::string& text(const std::string& name) const;
-  const std::map<std::string, std::string>& values() const { return values_; }
 
  private:
-  std::map<std::string, std::string> values_;
+  const ParamValue& value(const std::string& name) const;
+  std::map<std::string, ParamValue> values_;
 };
 
-// Validates `value` against the parameter's type; returns "" or what is wrong with it.
-std::string check_param_value(const ParamSpec& spec, const std::string& value);
-// Parses "64", "64K", "1.5M", "2G" (binary multiples); throws std::invalid_argument.
-uint64_t parse_bytes(std::string_view text);
+using units::parse_bytes;
 
 struct ThreadContext {
   int index;    // 0 .. threads-1

@@ -30,11 +30,10 @@ const std::vector<std::string> kStandardAllocators{"glibc",      "glibc:arena2",
 
 struct AdviseFlags {
   std::vector<std::string> command, allocators;
-  int reps = 3;
+  SettingTexts settings;  // --reps, --timeout
   std::string out_dir;
   std::string report;  // the HTML file; default OUT/report.html
   bool no_report = false;
-  std::optional<double> timeout_s;
 };
 
 std::string program_name(const std::string& exe) {
@@ -74,8 +73,7 @@ int advise(const AdviseFlags& a) {
       }
     }
   }
-  f.reps = a.reps;
-  f.timeout_s = a.timeout_s;
+  f.settings = a.settings;
   f.out_dir = a.out_dir.empty() ? default_out_dir("advise-") : a.out_dir;
   f.out_given = true;
   f.command_line = command_line();
@@ -97,12 +95,11 @@ int advise(const AdviseFlags& a) {
 Subcommand add_advise_command(CLI::App& app) {
   auto a = std::make_shared<AdviseFlags>();
   auto* cmd = app.add_subcommand("advise", "run your program under every installed allocator and variant, then recommend one");
-  cmd->add_option("--reps,-r", a->reps, "repetitions per allocator (default 3)")->check(CLI::Range(1, matrix::kMaxReps));
+  add_setting_flags(cmd, a->settings, {"reps", "timeout_s"});
   cmd->add_option("--allocators,-a", a->allocators, "allocators or variants to compare, comma separated (default: the standard set)");
   cmd->add_option("--out,-o", a->out_dir, "results folder (default results/advise-<date-time>)");
   auto* report = cmd->add_option("--report", a->report, fmt::format("the HTML report to write (default OUT/{})", results::layout::kReport));
   cmd->add_flag("--no-report", a->no_report, "print the recommendation only, write no HTML report")->excludes(report);
-  cmd->add_option("--timeout", a->timeout_s, "seconds before a run is killed and recorded as timeout (default 300)");
   cmd->add_option("command", a->command, "the program and its arguments, after --")->required();
   return {cmd, [a] { return advise(*a); }};
 }

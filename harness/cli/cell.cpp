@@ -2,9 +2,8 @@
 // local run (fresh worker, preload proof, exact per-phase peaks, RSS sampled here) and writes its
 // finished record. The entry point for executors that place cells on other hosts.
 //
-// SPEC: {"cell": <as in a plan>, "settings": {"timeout_s", "sample_ms", "max_timeline_points",
-// "pin", "nodes", "latency_every", "node_figures", "data_root", "keep_data"}, "log": "path of the
-// worker's log"}, and from a batch executor also "attempt" (the record's attempt, as the driver
+// SPEC: {"cell": <as in a plan>, "settings": {the settings rows of scope kCellSpec
+// (harness/matrix/settings.h); one absent takes its default}, "log": "path of the worker's log"}, and from a batch executor also "attempt" (the record's attempt, as the driver
 // would stamp it) and "machines_dir" (where this host's machine description goes, HOST.json, once
 // per host, for the folder's meta.json). Without "log" the log is FILE.log beside --record, or
 // none (a program cell, whose stdout is kept beside its log, needs one).
@@ -28,7 +27,6 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <type_traits>
 
 #include "harness/cli/common.h"
 #include "harness/results/folder_layout.h"
@@ -83,25 +81,6 @@ void check_inside(const fs::path& home, const std::string& path, const std::stri
   }
 }
 
-// A settings field of the kind it must be, or a message naming the spec and the field.
-template <class T>
-T setting(const json& s, const std::string& where, const char* key, T fallback) {
-  if (!s.contains(key) || s[key].is_null()) return fallback;
-  const json& v = s[key];
-  const bool fits = std::is_same_v<T, bool>          ? v.is_boolean()
-                    : std::is_same_v<T, std::string> ? v.is_string()
-                    : std::is_integral_v<T>          ? v.is_number_integer()
-                                                     : v.is_number();
-  if (!fits)
-    throw matrix::ConfigError(fmt::format("{}: settings.{}: expected {}, found {}", where, key,
-                                          std::is_same_v<T, bool>          ? "true or false"
-                                          : std::is_same_v<T, std::string> ? "a string"
-                                          : std::is_integral_v<T>          ? "an integer"
-                                                                           : "a number",
-                                          v.dump().substr(0, 60)));
-  return v.get<T>();
-}
-
 json read_spec(const std::string& spec_path) {
   std::error_code ec;
   if (fs::is_directory(spec_path, ec))
@@ -127,17 +106,9 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
   }
   const json s = spec.value("settings", json::object());
   if (!s.is_object()) throw matrix::ConfigError(spec_path + ": settings: expected an object");
-  runner::CellSettings settings{worker_path(), setting(s, spec_path, "timeout_s", 300.0), setting(s, spec_path, "sample_ms", 10),
-                                setting(s, spec_path, "max_timeline_points", 2000), {}, "", false};
-  try {
-    settings.pin = matrix::recorded_pin(s);
-  } catch (const matrix::ConfigError& e) {
-    throw matrix::ConfigError(spec_path + ": settings.pin/nodes: " + e.what());
-  }
-  settings.latency_every = setting(s, spec_path, "latency_every", 0);
-  settings.node_figures = setting(s, spec_path, "node_figures", true);
-  if (!(settings.timeout_s > 0) || settings.sample_ms < 1 || settings.max_timeline_points < 2 || settings.latency_every < 0)
-    throw matrix::ConfigError(spec_path + ": settings: timeout_s must be > 0, sample_ms >= 1, max_timeline_points >= 2, latency_every >= 0");
+  runner::CellSettings settings;
+  static_cast<matrix::Settings&>(settings) = matrix::settings_from_json(s, matrix::kCellSpec, spec_path + ": settings");
+  settings.worker_path = worker_path();
   if (spec.contains("log") && !spec["log"].is_string()) throw matrix::ConfigError(spec_path + ": log: expected a path (a string)");
   if (spec.contains("machines_dir") && !spec["machines_dir"].is_string())
     throw matrix::ConfigError(spec_path + ": machines_dir: expected a path (a string)");
@@ -157,10 +128,8 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
   if (log.empty() && matrix::is_program(cell.workload))
     throw matrix::ConfigError(spec_path + ": a program cell keeps its stdout beside its log: give the spec a \"log\" or pass --record");
   if (!log.empty()) check_inside(home, log, spec_path + ": log", Folder::Type::file);
-  settings.data_root = setting(s, spec_path, "data_root", std::string());
   if (settings.data_root.empty()) settings.data_root = (home / results::layout::kData).string();
   check_inside(home, settings.data_root, spec_path + ": settings.data_root", Folder::Type::folder);
-  settings.keep_data = setting(s, spec_path, "keep_data", false);
   const std::string machines = spec.value("machines_dir", "");
   if (!machines.empty()) check_inside(home, machines, spec_path + ": machines_dir", Folder::Type::folder);
 

@@ -21,7 +21,7 @@
 #include "harness/matrix/program.h"
 #include "harness/results/folder_layout.h"
 #include "harness/runner/process.h"
-#include "workloads/workload.h"
+#include "units/units.h"
 
 namespace allocmark::cli {
 namespace {
@@ -120,7 +120,7 @@ int run_lab_command(const LabFlags& f) {
   request.topology_file = f.topology_file;
   if (f.memory_per_node) {
     try {
-      request.vm.memory_per_node = workloads::parse_bytes(*f.memory_per_node);
+      request.vm.memory_per_node = units::parse_bytes(*f.memory_per_node);
     } catch (const std::exception& e) {
       throw mx::ConfigError("--memory-per-node: " + std::string(e.what()));
     }

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <iostream>
 #include <memory>
@@ -34,16 +35,6 @@ std::vector<int> parse_threads(const std::vector<std::string>& raw) {
   return out;
 }
 
-// Checked here rather than by CLI11 so that "-1" and "1.5" get the same message as the file key.
-int parse_latency_every(const std::string& text) {
-  try {
-    std::size_t used = 0;
-    long v = std::stol(text, &used);
-    if (used == text.size() && v >= 0 && v <= mx::kMaxLatencyEvery) return static_cast<int>(v);
-  } catch (const std::exception&) {
-  }
-  throw mx::ConfigError("--latency-every: '" + text + "' is not an integer in 0.." + std::to_string(mx::kMaxLatencyEvery) +
-                        " (time one allocation call in N; 0 turns timing off)");
 }
 
 }  // namespace
@@ -64,15 +55,9 @@ mx::Plan make_run_plan(const RunFlags& f, std::string& matrix_path) {
   if (!f.allocators_raw.empty()) o.allocators = split_commas(f.allocators_raw, "--allocators");
   if (!f.workloads_raw.empty()) o.workloads = split_commas(f.workloads_raw, "--workloads");
   if (!f.threads_raw.empty()) o.threads = parse_threads(f.threads_raw);
-  o.reps = f.reps;
-  o.size = f.size;
-  o.timeout_s = f.timeout_s;
-  o.sample_ms = f.sample_ms;
-  if (f.latency_every) o.latency_every = parse_latency_every(*f.latency_every);
-  if (f.no_node_figures) o.node_figures = false;
-  if (f.no_pin && f.pin && *f.pin != "none") throw mx::ConfigError("--no-pin and --pin " + *f.pin + ": choose one (--no-pin is --pin none)");
-  o.pin = f.no_pin ? std::optional<std::string>("none") : f.pin;
-  o.nodes = f.nodes;
+  static_cast<mx::SettingChoices&>(o) = setting_choices(f.settings);
+  if (f.no_pin && o.pin && *o.pin != "none") throw mx::ConfigError("--no-pin and --pin " + *o.pin + ": choose one (--no-pin is --pin none)");
+  if (f.no_pin) o.pin = "none";
   o.sets = f.sets;
   o.programs = f.programs;
   return mx::build_plan(file, load_variants(), o);
@@ -98,7 +83,6 @@ int run_command(const RunFlags& f) {
   options.extend = f.extend;
   options.discard_corrupt = f.discard_corrupt;
   options.retry_failed = f.retry_failed;
-  options.keep_data = f.keep_data;
   options.executor = rn::ExecutorChoice({f.executor, f.slurm_opts, f.cells_per_task, f.no_wait});
   rn::RunSession session(plan, std::move(options));
 
@@ -119,31 +103,44 @@ int run_command(const RunFlags& f) {
   return outcome.report.not_ok_in_folder ? kExitCellsFailed : kExitOk;
 }
 
+void add_setting_flags(CLI::App* cmd, SettingTexts& texts, const std::vector<std::string>& keys) {
+  const mx::Settings defaults;
+  for (const auto& row : mx::setting_rows()) {
+    if (!*row.flag || (!keys.empty() && std::find(keys.begin(), keys.end(), row.key) == keys.end())) continue;
+    const std::string key = row.key;
+    if (row.kind == mx::SettingKind::Bool) {  // the flag says the opposite of the default
+      const std::string given = row.get(defaults).get<bool>() ? "false" : "true";
+      cmd->add_flag_callback(row.flag, [&texts, key, given] { texts[key] = given; }, row.help);
+      continue;
+    }
+    const nlohmann::json def = row.get(defaults);
+    std::string help = row.help;
+    if (row.kind != mx::SettingKind::Text) help += " (default " + (def.is_string() ? def.get<std::string>() : def.dump()) + ")";
+    cmd->add_option_function<std::string>(row.flag, [&texts, key](const std::string& text) { texts[key] = text; }, help);
+  }
+}
+
+mx::SettingChoices setting_choices(const SettingTexts& texts) {
+  mx::SettingChoices out;
+  for (const auto& [key, text] : texts) {
+    const mx::SettingRow& row = *mx::find_setting(key);
+    row.choose(out, mx::setting_from_flag(row, text));
+  }
+  return out;
+}
+
 void add_run_flags(CLI::App* run_cmd, RunFlags& f) {
   run_cmd->add_option("matrix", f.matrix_path, "matrix file (TOML); default configs/quick.toml when no axis flag is given");
   run_cmd->add_option("--allocators,-a", f.allocators_raw, "allocators or variants, comma separated (e.g. glibc,jemalloc:bg)");
   run_cmd->add_option("--workloads,-w", f.workloads_raw, "workloads, comma separated");
   run_cmd->add_option("--threads,-t", f.threads_raw, "thread counts, comma separated (default 1,2)");
-  run_cmd->add_option("--reps,-r", f.reps, "repetitions of every cell (default 3)");
-  run_cmd->add_option("--size", f.size, "parameter preset: quick or full (default quick)")->check(CLI::IsMember({"quick", "full"}));
   run_cmd->add_option("--program", f.programs,
                       "run your own program as a cell's workload: NAME='COMMAND ARGS' (repeatable; docs/programs.md)");
   run_cmd->add_option("--set", f.sets, "override a workload parameter: workload.param=value (repeatable)");
   run_cmd->add_option("--out,-o", f.out_dir, "results folder (default results/<date-time>)")
       ->each([&f](const std::string&) { f.out_given = true; });
-  run_cmd->add_option("--timeout", f.timeout_s, "seconds before a cell is killed and recorded as timeout (default 300)");
-  run_cmd->add_option("--sample-ms", f.sample_ms, "RSS timeline sampling period in ms (default 10)");
-  run_cmd->add_option("--latency-every", f.latency_every,
-                      "time one allocation call in N per thread for the latency percentiles (default 64; 0: off)");
-  run_cmd->add_flag("--no-node-figures", f.no_node_figures,
-                    "skip the per-node figures after each phase (numa_maps, move_pages: tens of ms per phase on "
-                    "large processes, in the gap before the next phase); phases[].nodes is then null");
-  run_cmd->add_option("--pin", f.pin,
-                      "where worker threads run: none, compact (default: fill a node's CPUs, then the next), scatter "
-                      "(round-robin over nodes) or a CPU list such as 0,2-3; within the CPUs and memory nodes this process may use");
-  run_cmd->add_option("--nodes", f.nodes, "only these NUMA nodes' CPUs, and bind the workers' memory to them (e.g. 0-1)");
+  add_setting_flags(run_cmd, f.settings);
   run_cmd->add_flag("--no-pin", f.no_pin, "the same as --pin none");
-  run_cmd->add_flag("--keep-data", f.keep_data, "keep each cell's on-disk data (DIR/data/, e.g. rocksdb's database) after the cell");
   run_cmd->add_flag("--resume", f.resume, "complete an existing results folder of the same matrix: run only the cells it lacks");
   run_cmd->add_flag("--extend", f.extend, "add this matrix's cells to an existing results folder of another matrix (same machine)");
   run_cmd->add_flag("--retry-failed", f.retry_failed, "with --resume/--extend: also rerun cells recorded as failed, crashed or timeout");

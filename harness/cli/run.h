@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,19 +12,21 @@
 
 namespace allocmark::cli {
 
+// The text each settings flag was given, by the row's key; checked by setting_choices.
+using SettingTexts = std::map<std::string, std::string>;
+
+// Registers the flag of every settings row that has one (matrix/settings.h), or only of `keys`.
+void add_setting_flags(CLI::App* cmd, SettingTexts& texts, const std::vector<std::string>& keys = {});
+// The flags' texts as the table's values; ConfigError naming the flag and what it takes.
+matrix::SettingChoices setting_choices(const SettingTexts& texts);
+
 struct RunFlags {
   std::string matrix_path;
   std::vector<std::string> allocators_raw, workloads_raw, threads_raw, sets, programs;
-  std::optional<int> reps;
-  std::optional<std::string> size;
-  std::optional<double> timeout_s;
-  std::optional<int> sample_ms;
-  std::optional<std::string> latency_every;  // checked by make_plan
-  bool no_node_figures = false;
+  SettingTexts settings;  // the settings table's flags, as given
   std::string out_dir;
   bool out_given = false;
-  bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false, keep_data = false;
-  std::optional<std::string> pin, nodes;
+  bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false;
   std::string executor = "local";  // local | slurm
   std::vector<std::string> slurm_opts;
   std::optional<int> cells_per_task;

@@ -1,4 +1,5 @@
 #include "harness/gate/baseline.h"
+#include "harness/matrix/settings.h"
 
 #include <fmt/format.h>
 
@@ -63,8 +64,9 @@ namespace {
 json measurement_settings(const json& matrix) {
   json out = json::object();
   if (!matrix.is_object()) return out;
-  for (const char* k : {"timeout_s", "sample_ms", "max_timeline_points", "pin", "nodes", "pin_threads", "latency_every", "node_figures"})
-    if (matrix.contains(k)) out[k] = matrix[k];
+  for (const auto& row : matrix::setting_rows())
+    if (matrix::is_measurement(row) && matrix.contains(row.key)) out[row.key] = matrix[row.key];
+  if (matrix.contains("pin_threads")) out["pin_threads"] = matrix["pin_threads"];  // folders from before the pinning policies
   return out;
 }
 

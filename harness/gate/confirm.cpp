@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <limits>
 #include <set>
 #include <tuple>
 
@@ -28,46 +27,12 @@ std::map<std::string, std::string> string_map(const json& object, const std::str
   return out;
 }
 
-// One setting of a RunSummary's settings: absent, or a number (an integer where `integer`) that
-// build_plan then checks against its limits like a matrix file's.
-std::optional<double> setting(const json& s, const char* key, const std::string& origin, bool integer) {
-  if (!s.contains(key)) return std::nullopt;
-  const json& v = s[key];
-  const bool fits = v.is_number_integer() ? v.get<double>() >= std::numeric_limits<int>::min() &&
-                                                v.get<double>() <= std::numeric_limits<int>::max()
-                                          : v.is_number() && !integer;
-  if (!fits)
-    throw mx::ConfigError(fmt::format("{}.{}: expected {}, found {}", origin, key, integer ? "an integer" : "a number",
-                                      json_excerpt(v)));
-  return v.get<double>();
-}
-
-// The matrix-file settings a rerun measures with, from a RunSummary's settings (meta.json's matrix).
+// The settings a rerun measures with, from a RunSummary's settings (meta.json's matrix), checked
+// like a matrix file's and then given to build_plan as the rerun's matrix file's.
 void apply_settings(mx::MatrixFile& file, const json& s, const std::string& origin) {
-  if (auto v = setting(s, "timeout_s", origin, false)) file.timeout_s = *v;
-  if (auto v = setting(s, "sample_ms", origin, true)) file.sample_ms = static_cast<int>(*v);
-  if (auto v = setting(s, "max_timeline_points", origin, true)) {
-    if (*v < 1 || *v > mx::kMaxTimelinePoints)
-      throw mx::ConfigError(fmt::format("{}.max_timeline_points: must be in 1..{}", origin, mx::kMaxTimelinePoints));
-    file.max_timeline_points = static_cast<int>(*v);
-  }
-  // Runs from before call timing timed nothing.
-  file.latency_every = static_cast<int>(setting(s, "latency_every", origin, true).value_or(0));
-  if (s.contains("node_figures")) {
-    if (!s["node_figures"].is_boolean())
-      throw mx::ConfigError(origin + ".node_figures: expected true or false, found " + json_excerpt(s["node_figures"]));
-    file.node_figures = s["node_figures"].get<bool>();
-  }
-  placement::PinSpec pin;
-  try {
-    pin = mx::recorded_pin(s);
-  } catch (const json::exception&) {
-    throw mx::ConfigError(origin + ": pin, nodes or pin_threads: expected a pinning policy (\"compact\", \"none\", ...), found " +
-                          json_excerpt(json{{"pin", s.value("pin", json())}, {"nodes", s.value("nodes", json())},
-                                            {"pin_threads", s.value("pin_threads", json())}}));
-  }
-  file.pin = mx::Located{pin.pin_text(), origin};
-  if (!pin.nodes.empty()) file.nodes = mx::Located{pin.nodes_text(), origin};
+  const mx::Settings recorded = mx::recorded_settings(s, origin);
+  for (const auto& row : mx::setting_rows())
+    if (json v = row.get(recorded); mx::is_measurement(row) && !v.is_null()) row.choose(file, v);
 }
 
 struct CellToRerun {

@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 
 #include "harness/toml/unknown_keys.h"
+#include "units/units.h"
 
 namespace allocmark::matrix {
 namespace {
@@ -35,11 +36,7 @@ void reject_unknown_keys(const std::string& path, const toml::table& table, cons
 std::string scalar_text(const std::string& path, const toml::node& node, const std::string& what) {
   if (auto s = node.as_string()) return s->get();
   if (auto i = node.as_integer()) return std::to_string(i->get());
-  if (auto f = node.as_floating_point()) {
-    std::ostringstream out;
-    out << f->get();
-    return out.str();
-  }
+  if (auto f = node.as_floating_point()) return units::format_number(f->get());
   if (auto b = node.as_boolean()) return b->get() ? "1" : "0";
   fail(path, node, what + " must be a string, number or boolean");
 }
@@ -70,10 +67,25 @@ T number(const std::string& path, const toml::node& node, const std::string& key
   return static_cast<T>(*v);
 }
 
+// A [matrix] value as JSON, for the settings table to check; `nodes` may also be a list of node numbers.
+nlohmann::json toml_value(const std::string& path, const toml::node& node, const std::string& key) {
+  if (auto s = node.as_string()) return s->get();
+  if (auto i = node.as_integer()) return i->get();
+  if (auto f = node.as_floating_point()) return f->get();
+  if (auto b = node.as_boolean()) return b->get();
+  if (const auto* arr = node.as_array(); arr && key == "nodes") {
+    std::string text;
+    for (const auto& item : *arr) text += (text.empty() ? "" : ",") + std::to_string(number<int>(path, item, "nodes", 0, 4095));
+    return text;
+  }
+  return node.is_array() ? nlohmann::json::array() : nlohmann::json::object();  // refused by check_setting
+}
+
 void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFile& out) {
-  reject_unknown_keys(path, t, "[matrix]",
-                      {"allocators", "workloads", "threads", "reps", "size", "timeout_s", "sample_ms",
-                       "max_timeline_points", "pin", "nodes", "pin_threads", "latency_every", "node_figures"});
+  std::set<std::string> keys{"allocators", "workloads", "threads", "pin_threads"};
+  for (const auto& row : setting_rows())
+    if (row.scope & kMatrixKey) keys.insert(row.key);
+  reject_unknown_keys(path, t, "[matrix]", keys);
   if (auto n = t.get("allocators")) out.allocators = string_list(path, *n, "allocators");
   if (auto n = t.get("workloads")) out.workloads = string_list(path, *n, "workloads");
   if (auto n = t.get("threads")) {
@@ -81,43 +93,22 @@ void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFil
     if (!arr) fail(path, *n, "'threads' must be a list of integers");
     for (const auto& item : *arr) out.threads.push_back(number<int>(path, item, "threads", 1, kMaxThreads));
   }
-  if (auto n = t.get("reps")) out.reps = number<int>(path, *n, "reps", 1, kMaxReps);
-  if (auto n = t.get("size")) {
-    if (!n->is_string() || (n->as_string()->get() != "quick" && n->as_string()->get() != "full"))
-      fail(path, *n, "'size' must be \"quick\" or \"full\"");
-    out.size = n->as_string()->get();
-  }
-  if (auto n = t.get("timeout_s")) out.timeout_s = number<double>(path, *n, "timeout_s", 0.001, kMaxTimeoutS);
-  if (auto n = t.get("sample_ms")) out.sample_ms = number<int>(path, *n, "sample_ms", 1, kMaxSampleMs);
-  if (auto n = t.get("max_timeline_points")) out.max_timeline_points = number<int>(path, *n, "max_timeline_points", 2, kMaxTimelinePoints);
-  if (auto n = t.get("latency_every")) out.latency_every = number<int>(path, *n, "latency_every", 0, kMaxLatencyEvery);
-  if (auto n = t.get("node_figures")) {
-    if (!n->is_boolean()) fail(path, *n, "'node_figures' must be true or false");
-    out.node_figures = n->as_boolean()->get();
-  }
   if (auto n = t.get("pin_threads")) {
     if (!n->is_boolean()) fail(path, *n, "'pin_threads' must be true or false");
     if (t.get("pin")) fail(path, *n, "'pin_threads' and 'pin' both set; keep 'pin' (pin_threads = true is pin = \"compact\", false is \"none\")");
-    out.pin = Located{n->as_boolean()->get() ? "compact" : "none", where(path, *n)};
+    out.pin = n->as_boolean()->get() ? "compact" : "none";
+    out.origins["pin"] = where(path, *n);
   }
-  if (auto n = t.get("pin")) {
-    if (!n->is_string()) fail(path, *n, "'pin' must be \"none\", \"compact\", \"scatter\" or a CPU list such as \"0,2-3\"");
-    out.pin = Located{n->as_string()->get(), where(path, *n)};
-  }
-  if (auto n = t.get("nodes")) {
-    std::string text;
-    if (n->is_string()) {
-      text = n->as_string()->get();
-    } else if (const auto* arr = n->as_array()) {
-      for (const auto& item : *arr) text += (text.empty() ? "" : ",") + std::to_string(number<int>(path, item, "nodes", 0, 4095));
-    } else {
-      fail(path, *n, "'nodes' must be a node list such as \"0-1\" or [0, 1]");
-    }
-    out.nodes = Located{text, where(path, *n)};
+  for (const auto& row : setting_rows()) {
+    const toml::node* n = (row.scope & kMatrixKey) ? t.get(row.key) : nullptr;
+    if (!n) continue;
+    const std::string at = where(path, *n);
+    row.choose(out, check_setting(row, toml_value(path, *n, row.key), at + ": '" + row.key + "'"));
+    out.origins[row.key] = at;
   }
   if (out.pin || out.nodes) {
     try {
-      placement::parse_pin(out.pin ? out.pin->value : "compact", out.nodes ? out.nodes->value : "");
+      placement::parse_pin(out.pin.value_or("compact"), out.nodes.value_or(""));
     } catch (const std::invalid_argument& e) {
       fail(path, *(t.get("nodes") ? t.get("nodes") : t.get("pin") ? t.get("pin") : t.get("pin_threads")), e.what());
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/matrix/program.h"
+#include "harness/matrix/settings.h"
 
 namespace allocmark::matrix {
 
@@ -18,16 +19,8 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Limits of the matrix settings, shared by the TOML reader and the command-line flags so both say
-// the same thing about the same value.
+// The threads axis' limit (the settings' limits are their rows: harness/matrix/settings.h).
 inline constexpr int kMaxThreads = 1024;
-inline constexpr int kMaxReps = 10000;
-inline constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;
-inline constexpr int kMaxSampleMs = 60000;
-inline constexpr int kMaxTimelinePoints = 10000000;
-// One allocation call in N per thread is timed (0: none); its cost is in docs/benchmarks.md.
-inline constexpr int kDefaultLatencyEvery = 64;
-inline constexpr int kMaxLatencyEvery = 1000000000;
 
 // An allocator as a matrix names it: a backend, optionally another library of that kind, and the
 // environment that configures it. Built-in variants are data in configs/variants.toml.
@@ -47,20 +40,12 @@ struct Located {
   std::string origin;  // "path:line:column"
 };
 
-struct MatrixFile {
+// A matrix file: its axes, the settings its [matrix] table names (with their positions in
+// SettingChoices::origins), parameters, allocators and programs.
+struct MatrixFile : SettingChoices {
   std::string path;
   std::vector<std::string> allocators, workloads;
   std::vector<int> threads;
-  std::optional<int> reps;
-  std::optional<std::string> size;
-  std::optional<double> timeout_s;
-  std::optional<int> sample_ms;
-  std::optional<int> max_timeline_points;
-  // `pin` and `nodes` (placement::parse_pin's text, checked when read); the old boolean
-  // `pin_threads` reads as pin "compact" (true) or "none" (false).
-  std::optional<Located> pin, nodes;
-  std::optional<int> latency_every;
-  std::optional<bool> node_figures;
   // [params.<workload>] key = value, values kept as text and checked against the workload's specs.
   std::map<std::string, std::map<std::string, Located>> params;
   std::map<std::string, std::string> params_origin;  // workload -> where its [params.*] table is

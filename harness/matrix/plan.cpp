@@ -56,15 +56,24 @@ const wl::ParamSpec* find_param(const wl::WorkloadInfo& w, const std::string& na
   return nullptr;
 }
 
-void set_param(const wl::WorkloadInfo& w, std::map<std::string, std::string>& values, const std::string& name,
-               const std::string& value, const std::string& origin) {
+// A parameter's value read once, here, in the type its workload declares.
+void set_param(const wl::WorkloadInfo& w, std::map<std::string, wl::ParamValue>& values, const std::string& name,
+               const std::string& text, const std::string& origin) {
   const auto* spec = find_param(w, name);
   if (!spec)
     throw ConfigError(origin + ": unknown parameter '" + name + "' for workload " + w.name + " (valid: " +
                       param_names(w) + ")");
-  if (auto problem = wl::check_param_value(*spec, value); !problem.empty())
-    throw ConfigError(origin + ": " + w.name + "." + name + ": " + problem);
-  values[name] = value;
+  try {
+    values[name] = wl::parse_param(*spec, text);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(origin + ": " + w.name + "." + name + ": " + e.what());
+  }
+}
+
+std::map<std::string, std::string> canonical_texts(const std::map<std::string, wl::ParamValue>& values) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : values) out[k] = wl::canonical_param_text(v);
+  return out;
 }
 
 // A name the C library's getenv can find, and a value without control characters: anything else
@@ -180,39 +189,8 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
 
   // Settings: defaults, then the file, then flags.
   Settings& s = plan.settings;
-  if (file) {
-    s.size = file->size.value_or(s.size);
-    s.reps = file->reps.value_or(s.reps);
-    s.timeout_s = file->timeout_s.value_or(s.timeout_s);
-    s.sample_ms = file->sample_ms.value_or(s.sample_ms);
-    s.max_timeline_points = file->max_timeline_points.value_or(s.max_timeline_points);
-    s.latency_every = file->latency_every.value_or(s.latency_every);
-    s.node_figures = file->node_figures.value_or(s.node_figures);
-  }
-  // pin and nodes: each from the flags, else the file; checked together (pin none takes no nodes).
-  {
-    std::string pin = flags.pin ? *flags.pin : file && file->pin ? file->pin->value : s.pin.pin_text();
-    std::string nodes = flags.nodes ? *flags.nodes : file && file->nodes ? file->nodes->value : "";
-    try {
-      s.pin = placement::parse_pin(pin, nodes);
-    } catch (const std::invalid_argument& e) {
-      std::string from = flags.pin || flags.nodes ? std::string("--pin/--nodes") : file ? file->path + " [matrix]" : "--pin";
-      throw ConfigError(from + ": " + e.what());
-    }
-  }
-  s.size = flags.size.value_or(s.size);
-  s.reps = flags.reps.value_or(s.reps);
-  s.timeout_s = flags.timeout_s.value_or(s.timeout_s);
-  s.sample_ms = flags.sample_ms.value_or(s.sample_ms);
-  s.latency_every = flags.latency_every.value_or(s.latency_every);
-  s.node_figures = flags.node_figures.value_or(s.node_figures);
-  if (s.size != "quick" && s.size != "full") throw ConfigError("--size: '" + s.size + "' is not quick or full");
-  if (s.reps < 1 || s.reps > kMaxReps) throw ConfigError("--reps: must be in 1.." + std::to_string(kMaxReps));
-  if (!std::isfinite(s.timeout_s) || s.timeout_s <= 0 || s.timeout_s > kMaxTimeoutS)
-    throw ConfigError("--timeout: must be a number of seconds in (0, " + fmt::format("{:g}", kMaxTimeoutS) + "]");
-  if (s.sample_ms < 1 || s.sample_ms > kMaxSampleMs) throw ConfigError("--sample-ms: must be in 1.." + std::to_string(kMaxSampleMs));
-  if (s.latency_every < 0 || s.latency_every > kMaxLatencyEvery)
-    throw ConfigError("--latency-every: must be in 0.." + std::to_string(kMaxLatencyEvery) + " (0 turns call timing off)");
+  if (file) apply_settings(s, *file, file->path + " [matrix]");
+  apply_settings(s, flags, "flags");
 
   // An axis comes from the flags, else the file, else its default; `origin` names which, for errors.
   struct Axis {
@@ -279,11 +257,11 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
       if (!wl::find_workload(w))
         throw ConfigError(file->params_origin.at(w) + ": [params." + w + "] names unknown workload '" + w +
                           "' (valid: " + join(all_workload_names()) + ")");
-  std::map<std::string, std::map<std::string, std::string>> params;
+  std::map<std::string, std::map<std::string, wl::ParamValue>> params;
   for (const auto& name : workload_names) {
     const auto& w = *wl::find_workload(name);
     auto& values = params[name];
-    for (const auto& p : w.params) values[p.name] = s.size == "full" ? p.full : p.quick;
+    for (const auto& p : w.params) set_param(w, values, p.name, s.size == "full" ? p.full : p.quick, "workload " + name + " default");
     if (file)
       if (auto it = file->params.find(name); it != file->params.end())
         for (const auto& [k, v] : it->second) set_param(w, values, k, v.value, v.origin);
@@ -302,16 +280,18 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   for (const auto& name : workload_names) {
     const auto& w = *wl::find_workload(name);
     if (w.validate)
-      if (auto problem = w.validate(wl::Params(params[name])); !problem.empty())
+      if (auto problem = w.validate(wl::Params::of(params[name])); !problem.empty())
         throw ConfigError("workload " + name + ": " + problem);
   }
 
   // Repetitions outermost, allocators innermost: slow drift on a shared machine then spreads over
   // every allocator instead of landing on one.
+  std::map<std::string, std::map<std::string, std::string>> texts;
+  for (const auto& [w, values] : params) texts[w] = canonical_texts(values);
   for (int rep = 1; rep <= s.reps; ++rep) {
     for (const auto& w : workload_names)
       for (int t : threads)
-        for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, w, t, rep, params[w]});
+        for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, w, t, rep, texts[w]});
     // A program runs with its own threads: the threads axis does not apply, each is one cell per allocator.
     for (const auto& [name, def] : programs)
       for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, kProgramPrefix + name, 1, rep, program_params(def)});
@@ -321,21 +301,14 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
 
 std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::json& now) {
   std::string out;
-  for (const char* field : {"allocators", "workloads", "threads", "reps", "size", "pin", "nodes", "sample_ms",
-                            "max_timeline_points", "latency_every", "node_figures"}) {
+  std::vector<std::string> fields{"allocators", "workloads", "threads"};
+  for (const auto& row : setting_rows())
+    if (row.scope & kCompared) fields.push_back(row.key);
+  // Each setting as it was meant (a key a folder predates read as its row says), never the raw JSON.
+  const Settings was_set = recorded_settings(recorded, "recorded matrix"), is_set = recorded_settings(now, "matrix");
+  for (const auto& field : fields) {
     nlohmann::json a = recorded.value(field, nlohmann::json()), b = now.value(field, nlohmann::json());
-    // Folders recorded before the switch had the per-node figures on.
-    if (std::string_view(field) == "node_figures") a = recorded.value(field, true), b = now.value(field, true);
-    // Folders recorded before the pinning policies say pin_threads; compare what it meant.
-    if (std::string_view(field) == "pin" || std::string_view(field) == "nodes") {
-      auto as_recorded = [&](const nlohmann::json& m) {
-        placement::PinSpec p = recorded_pin(m);
-        return std::string_view(field) == "pin" ? nlohmann::json(p.pin_text())
-                                                : p.nodes.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.nodes_text());
-      };
-      a = as_recorded(recorded);
-      b = as_recorded(now);
-    }
+    if (const SettingRow* row = find_setting(field)) a = row->get(was_set), b = row->get(is_set);
     if (a == b) continue;
     std::string was = a.dump(), is = b.dump();
     if (a.is_array() && b.is_array() && !a.empty() && a[0].is_object()) {
@@ -369,23 +342,12 @@ std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::j
       }
       std::string joined;
       for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
-      out += (out.empty() ? "" : "; ") + std::string(field) + ": " + joined;
+      out += (out.empty() ? "" : "; ") + field + ": " + joined;
       continue;
     }
-    out += (out.empty() ? "" : "; ") + std::string(field) + ": " + was + " recorded, " + is + " now";
+    out += (out.empty() ? "" : "; ") + field + ": " + was + " recorded, " + is + " now";
   }
   return out;
-}
-
-placement::PinSpec recorded_pin(const nlohmann::json& matrix) {
-  try {
-    if (matrix.contains("pin") && matrix["pin"].is_string())
-      return placement::parse_pin(matrix["pin"].get<std::string>(),
-                                  matrix.contains("nodes") && matrix["nodes"].is_string() ? matrix["nodes"].get<std::string>() : "");
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(std::string("recorded matrix: ") + e.what());
-  }
-  return placement::parse_pin(matrix.value("pin_threads", true) ? "compact" : "none", "");
 }
 
 nlohmann::json cell_to_json(const Cell& c) {
@@ -455,16 +417,7 @@ Cell cell_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json Plan::as_json() const {
-  nlohmann::json j;
-  j["size"] = settings.size;
-  j["reps"] = settings.reps;
-  j["timeout_s"] = settings.timeout_s;
-  j["sample_ms"] = settings.sample_ms;
-  j["max_timeline_points"] = settings.max_timeline_points;
-  j["pin"] = settings.pin.pin_text();
-  j["nodes"] = settings.pin.nodes.empty() ? nlohmann::json(nullptr) : nlohmann::json(settings.pin.nodes_text());
-  j["latency_every"] = settings.latency_every;
-  j["node_figures"] = settings.node_figures;
+  nlohmann::json j = settings_json(settings, kMatrixKey);
   j["notes"] = notes;
   for (const auto& a : allocators)
     j["allocators"].push_back({{"name", a.name}, {"backend", a.backend}, {"library", a.library}, {"env", a.env}});

@@ -11,21 +11,15 @@
 #include <vector>
 
 #include "harness/matrix/config.h"
+#include "harness/matrix/settings.h"
 #include "harness/placement/placement.h"
 
 namespace allocmark::matrix {
 
 // Axes and settings given on the command line; each replaces the file's value when present.
-struct Overrides {
+struct Overrides : SettingChoices {
   std::optional<std::vector<std::string>> allocators, workloads;
   std::optional<std::vector<int>> threads;
-  std::optional<int> reps;
-  std::optional<std::string> size;
-  std::optional<double> timeout_s;
-  std::optional<int> sample_ms;
-  std::optional<std::string> pin, nodes;  // --pin, --nodes (--no-pin is --pin none)
-  std::optional<int> latency_every;
-  std::optional<bool> node_figures;  // --no-node-figures: false
   std::vector<std::string> sets;  // "workload.param=value"
   std::vector<std::string> programs;  // "NAME=COMMAND ARGS" (--program)
 };
@@ -43,28 +37,13 @@ struct Cell {
   std::string workload;
   int threads = 1;
   int rep = 0;
-  std::map<std::string, std::string> params;  // every parameter, defaults applied
+  // Every parameter, defaults applied, in its canonical text (workloads::canonical_param_text):
+  // what the key, the records and the worker see.
+  std::map<std::string, std::string> params;
   // Identity for --resume: the same cell with the same parameters and environment.
   std::string key() const;
   std::string label() const;  // "jemalloc:bg size_mix t2 r1"
 };
-
-struct Settings {
-  std::string size = "quick";
-  int reps = 3;
-  double timeout_s = 300;
-  int sample_ms = 10;
-  int max_timeline_points = 2000;
-  placement::PinSpec pin;  // compact unless asked otherwise
-  int latency_every = kDefaultLatencyEvery;
-  // The per-node figures after each phase (numa_maps, move_pages): outside the phase, but they
-  // lengthen the gap before the next one; off, phases[].nodes is null.
-  bool node_figures = true;
-};
-
-// The placement a recorded matrix (Plan::as_json) asks for: `pin`/`nodes`, or the boolean
-// `pin_threads` of folders recorded before the pinning policies (true = compact, false = none).
-placement::PinSpec recorded_pin(const nlohmann::json& matrix);
 
 struct Plan {
   std::vector<Cell> cells;
@@ -75,8 +54,8 @@ struct Plan {
 };
 
 // What differs between two matrices as recorded by Plan::as_json() ("threads: [1, 2] -> [1]; ..."),
-// "" when they would run the same cells with the same measurement settings. The timeout is not
-// compared: it decides when a cell is given up, not what a finished cell measured.
+// "" when they would run the same cells with the same measurement settings (the settings rows of
+// scope kCompared; not the timeout, which decides when a cell is given up, not what it measured).
 std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::json& now);
 
 // A cell as JSON and back (for `allocmark cell`, which runs one cell on the host a scheduler chose).

@@ -155,3 +155,55 @@ TEST(Plan, PinPolicyFromFlagsAndOldFoldersStillResume) {
   o.nodes.reset();
   EXPECT_THROW(build_plan(std::nullopt, variants(), o), ConfigError);
 }
+
+TEST(Plan, ParametersAreReadOnceIntoTheirTypeAndSpelledOneWay) {
+  Overrides o = axes({"glibc"}, {"hash_build"}, {1});
+  const std::string key = build_plan(std::nullopt, variants(), o).cells[0].key();
+  o.sets = {"hash_build.payload_max=16384"};  // the quick default, 16K, in bytes
+  Plan p = build_plan(std::nullopt, variants(), o);
+  EXPECT_EQ(p.cells[0].params.at("payload_max"), "16K");
+  EXPECT_EQ(p.cells[0].key(), key);
+  o.sets = {"hash_build.payload_fraction=0.1234567", "hash_build.keys=+007"};
+  p = build_plan(std::nullopt, variants(), o);
+  EXPECT_EQ(p.cells[0].params.at("payload_fraction"), "0.1234567");
+  EXPECT_EQ(p.cells[0].params.at("keys"), "7");
+}
+
+TEST(Settings, EveryRowIsAFileKeyAFlagAndAFieldOfTheRecordedMatrix) {
+  for (const auto& row : setting_rows()) {
+    if (!(row.scope & kMatrixKey)) continue;
+    EXPECT_NE(std::string(row.flag), "") << row.key << " has a matrix key but no flag";
+    Plan p = build_plan(std::nullopt, variants(), axes({"glibc"}, {"size_mix"}, {1}));
+    EXPECT_TRUE(p.as_json().contains(row.key)) << row.key;
+  }
+  // A recorded matrix reads back as the settings it was recorded from.
+  Overrides o = axes({"glibc"}, {"size_mix"}, {1});
+  o.sample_ms = 7;
+  o.max_timeline_points = 99;
+  o.node_figures = false;
+  o.pin = "scatter";
+  const Plan p = build_plan(std::nullopt, variants(), o);
+  const Settings back = recorded_settings(p.as_json(), "meta.json matrix");
+  EXPECT_EQ(settings_json(back, kMatrixKey), settings_json(p.settings, kMatrixKey));
+  EXPECT_EQ(matrix_differences(p.as_json(), p.as_json()), "");
+}
+
+TEST(Settings, OneMessageFormNamesWhereAndWhatIsExpected) {
+  const SettingRow& sample = *find_setting("sample_ms");
+  try {
+    setting_from_flag(sample, "0");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "--sample-ms: must be in 1..60000 (found '0')");
+  }
+  try {
+    check_setting(sample, "10", "m.toml:3:1: 'sample_ms'");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "m.toml:3:1: 'sample_ms' must be an integer in 1..60000 (found \"10\")");
+  }
+  // A described cell without latency_every times as a run does: one default.
+  EXPECT_EQ(settings_from_json(nlohmann::json::object(), kCellSpec, "spec").latency_every, kDefaultLatencyEvery);
+  // A matrix recorded before call timing existed timed nothing.
+  EXPECT_EQ(recorded_settings(nlohmann::json::object(), "meta.json matrix").latency_every, 0);
+}

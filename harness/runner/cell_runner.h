@@ -10,22 +10,14 @@
 #include <string>
 
 #include "harness/matrix/plan.h"
-#include "harness/placement/placement.h"
 
 namespace allocmark::runner {
 
-struct CellSettings {
+// How to run a cell: the plan's settings (data_root: where cells keep on-disk state, each in
+// DATA_ROOT/<its log's name>.data, removed once its worker has ended unless keep_data; empty: no
+// folder) and the worker to start.
+struct CellSettings : matrix::Settings {
   std::string worker_path;
-  double timeout_s = 300;
-  int sample_ms = 10;
-  int max_timeline_points = 2000;
-  placement::PinSpec pin;  // where worker threads run (compact by default)
-  // Where cells keep on-disk state (a database): each cell gets DATA_ROOT/<its log's name>.data,
-  // removed once its worker has ended, however it ended, unless keep_data. Empty: no folder.
-  std::string data_root;
-  bool keep_data = false;
-  int latency_every = 0;  // one allocation call in N timed by the worker; 0: none
-  bool node_figures = true;  // the worker's per-node figures after each phase (phases[].nodes)
 };
 
 struct CellHooks {

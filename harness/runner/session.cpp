@@ -83,11 +83,11 @@ json fresh_meta(const mx::Plan& plan, const std::string& matrix_path, const json
                            placement::to_json(placement::current_allowed()), run_entry});
 }
 
-CellSettings cell_settings(const mx::Plan& plan, const std::string& worker, const std::string& folder, bool keep_data) {
-  CellSettings s{worker, plan.settings.timeout_s, plan.settings.sample_ms, plan.settings.max_timeline_points,
-                 plan.settings.pin, rs::layout::path_in(folder, rs::layout::kData), keep_data};
-  s.latency_every = plan.settings.latency_every;
-  s.node_figures = plan.settings.node_figures;
+CellSettings cell_settings(const mx::Plan& plan, const std::string& worker, const std::string& folder) {
+  CellSettings s;
+  static_cast<mx::Settings&>(s) = plan.settings;
+  s.worker_path = worker;
+  s.data_root = rs::layout::path_in(folder, rs::layout::kData);
   return s;
 }
 
@@ -143,7 +143,7 @@ SessionOutcome RunSession::run() {
   record_planned_cells(plan_, dir.path());
 
   std::unique_ptr<Executor> executor =
-      o.executor.make(cell_settings(plan_, o.worker, dir.path(), o.keep_data), dir.path(), run_id, &std::cerr);
+      o.executor.make(cell_settings(plan_, o.worker, dir.path()), dir.path(), run_id, &std::cerr);
   // What the executor learns as cells run joins meta.json also when the run stops early.
   struct DescribeOnExit {
     rs::ResultsDir& dir;

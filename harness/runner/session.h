@@ -22,7 +22,7 @@ struct SessionOptions {
   std::string command;      // the command line (meta.json's runs, the folder's lock)
   std::string mode;         // meta.json runs[].mode; "" for run, resume or extend as chosen below
   std::string worker;       // allocmark-worker
-  bool resume = false, extend = false, discard_corrupt = false, retry_failed = false, keep_data = false;
+  bool resume = false, extend = false, discard_corrupt = false, retry_failed = false;
   ExecutorChoice executor;  // local unless chosen
 };
 

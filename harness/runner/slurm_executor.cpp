@@ -117,12 +117,10 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
   json index = json::array();
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const CellJob& job = jobs[i];
+    json settings = matrix::settings_json(settings_, matrix::kCellSpec);
+    settings["data_root"] = top.path_of(layout::kData);  // absolute: the task runs in another folder
     json spec{{"cell", matrix::cell_to_json(job.cell)},
-              {"settings",
-               {{"timeout_s", settings_.timeout_s}, {"sample_ms", settings_.sample_ms},
-                {"max_timeline_points", settings_.max_timeline_points}, {"pin", settings_.pin.pin_text()}, {"nodes", settings_.pin.nodes_text()},
-                {"latency_every", settings_.latency_every}, {"node_figures", settings_.node_figures},
-                {"data_root", top.path_of(layout::kData)}, {"keep_data", settings_.keep_data}}},
+              {"settings", settings},
               {"log", fs::absolute(job.log_path).string()},
               {"attempt", job.attempt},
               {"run_id", options_.run_id},

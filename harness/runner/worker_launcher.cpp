@@ -78,12 +78,13 @@ std::string cell_data_dir(const CellSettings& settings, const std::string& log_p
 }
 
 json worker_spec(const matrix::Cell& cell, const CellSettings& settings, const std::string& data_dir) {
-  return {{"allocator", cell.allocator.name}, {"backend", cell.allocator.backend},
-          {"library", cell.allocator.library}, {"workload", cell.workload},
-          {"threads", cell.threads},           {"rep", cell.rep},
-          {"params", cell.params},             {"pin", settings.pin.pin_text()}, {"nodes", settings.pin.nodes_text()},
-          {"driver_pid", ::getpid()},         {"data_dir", data_dir},
-          {"latency_every", settings.latency_every}, {"node_figures", settings.node_figures}};
+  json spec = matrix::settings_json(settings, matrix::kWorker);
+  spec.update({{"allocator", cell.allocator.name}, {"backend", cell.allocator.backend},
+               {"library", cell.allocator.library}, {"workload", cell.workload},
+               {"threads", cell.threads},           {"rep", cell.rep},
+               {"params", cell.params},             {"driver_pid", ::getpid()},
+               {"data_dir", data_dir}});
+  return spec;
 }
 
 std::unique_ptr<CellLauncher> worker_launcher(const matrix::Cell& cell, const CellSettings& settings, const std::string& log_path) {

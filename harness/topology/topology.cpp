@@ -14,7 +14,7 @@
 
 #include "harness/toml/unknown_keys.h"
 
-#include "workloads/workload.h"  // parse_bytes: the one spelling of "512M" in the project
+#include "units/units.h"
 
 namespace allocmark::topology {
 namespace {
@@ -202,7 +202,7 @@ Topology load_topology_file(const std::string& path) {
     const toml::node& memory = required(path, table, "memory", "[[node]]");
     try {
       if (!memory.is_string()) throw std::invalid_argument("must be a size string such as \"512M\"");
-      node.memory_bytes = workloads::parse_bytes(memory.as_string()->get());
+      node.memory_bytes = units::parse_bytes(memory.as_string()->get());
     } catch (const std::invalid_argument& e) {
       fail(path, memory, std::string("'memory' ") + e.what());
     }

@@ -20,6 +20,7 @@
 
 #include "allocators/backends.h"
 #include "allocators/native_api.h"
+#include "harness/matrix/settings.h"
 #include "harness/metrics/phase_record.h"
 #include "harness/metrics/proc.h"
 #include "harness/placement/placement.h"
@@ -169,8 +170,12 @@ int measure_cell(const json& spec) {
   const std::string backend = spec.at("backend");
   const std::string workload_name = spec.at("workload");
   const int threads = spec.at("threads");
-  // "pin"/"nodes" (placement::parse_pin's text); "pin_threads" from drivers before the policies.
-  const std::string pin_text = spec.contains("pin") ? spec["pin"].get<std::string>() : spec.value("pin_threads", true) ? "compact" : "none";
+  allocmark::matrix::Settings settings;
+  try {
+    settings = allocmark::matrix::settings_from_json(spec, allocmark::matrix::kWorker, "worker description");
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
 
   // A driver killed between fork and exec leaves no one to read this cell: stop at once.
   if (spec.contains("driver_pid") && getppid() != spec["driver_pid"].get<pid_t>()) fail("the driver is gone", 4);
@@ -183,7 +188,12 @@ int measure_cell(const json& spec) {
 
   const wl::WorkloadInfo* info = wl::find_workload(workload_name);
   if (!info) fail("unknown workload " + workload_name);
-  wl::Params params(spec.at("params").get<std::map<std::string, std::string>>());
+  wl::Params params;
+  try {
+    params = wl::Params::typed(*info, spec.at("params").get<std::map<std::string, std::string>>());
+  } catch (const std::exception& e) {
+    fail(std::string("worker description: params: ") + e.what());
+  }
   wl::WorkloadEnv env;
   if (api) env.purge = [api] { return api->purge(); };
   env.rss_bytes = [] {
@@ -198,15 +208,15 @@ int measure_cell(const json& spec) {
   allocmark::topology::Topology topo = allocmark::topology::detect();
   pl::Placement placement;
   try {
-    placement = pl::plan_placement(topo, allowed, pl::parse_pin(pin_text, spec.value("nodes", "")), threads);
+    placement = pl::plan_placement(topo, allowed, settings.pin, threads);
   } catch (const std::exception& e) {
     fail(std::string("placement: ") + e.what());
   }
   if (auto problem = pl::apply_memory_binding(placement.membind); !problem.empty()) fail(problem);
   allocmark::worker::NodeFigures node_figures(std::move(topo), threads);
-  const bool want_node_figures = spec.value("node_figures", true);
+  const bool want_node_figures = settings.node_figures;
   // Before the workload and its threads exist: each thread reads N on its first call.
-  const uint32_t latency_every = spec.value("latency_every", 0u);
+  const uint32_t latency_every = static_cast<uint32_t>(settings.latency_every);
   wl::call_latency::configure(latency_every, threads);
   allocmark::worker::PhaseContentionProbe contention(
       api, latency_every,

@@ -1,0 +1,69 @@
+"""One definition per concept (issue 22): the settings table and typed workload parameters.
+
+Each test fails on the program before the table (main at the start of issue 22) and passes with it.
+"""
+import json
+import os
+import shutil
+import unittest
+
+from e2e_test import SMALL, TempDirTest, records, run
+
+ONE = ["-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "1"] + SMALL
+# A bytes-typed parameter (hash_build.payload_max) on a build small enough to take a second.
+HASH = ["-a", "glibc", "-w", "hash_build", "-t", "1", "--set", "hash_build.keys=20000", "--set", "hash_build.probes=20000"]
+
+
+def meta(out):
+    with open(os.path.join(out, "meta.json")) as f:
+        return json.load(f)
+
+
+class TypedParameters(TempDirTest):
+    def test_two_spellings_of_one_size_are_one_cell(self):
+        p = run(["run"] + HASH + ["-r", "1", "--set", "hash_build.payload_max=16K", "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # The same size written out in bytes: its first repetition is the cell already recorded.
+        p = run(["run"] + HASH + ["-r", "2", "--set", "hash_build.payload_max=16384", "--out", self.out, "--extend"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        recs = records(self.out)
+        self.assertEqual([r["rep"] for r in recs], [1, 2], "16K and 16384 are one cell: only repetition 2 was new")
+        self.assertEqual({r["params"]["payload_max"] for r in recs}, {"16K"})
+        self.assertEqual(len({r["key"].rsplit("/", 1)[1] for r in recs}), 1)
+
+    def test_a_float_from_a_matrix_file_reads_back_exactly(self):
+        path = self.write("m.toml", '[matrix]\nallocators = ["glibc"]\nworkloads = ["size_mix"]\nthreads = [1]\nreps = 1\n'
+                                    '[params.size_mix]\nlive_mib = 8\nops = 20000\nremote_free = 0.1234567\n')
+        p = run(["run", path, "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(records(self.out)[0]["params"]["remote_free"], "0.1234567")
+        self.assertEqual(meta(self.out)["matrix"]["workloads"][0]["params"]["remote_free"], "0.1234567")
+
+
+class SettingsTable(TempDirTest):
+    def test_latency_every_has_one_default_also_for_a_described_cell(self):
+        self.assertEqual(run(["run"] + ONE + ["--out", self.out]).returncode, 0)
+        local = records(self.out)[0]
+        self.assertEqual(local["phases"][1]["contention"]["latency"]["every"], 64)
+        cell = {"allocator": {"name": "glibc", "backend": "glibc", "library": "", "env": {}},
+                "workload": "size_mix", "threads": 1, "rep": 1, "params": local["params"]}
+        spec = self.write("cell.json", json.dumps({"cell": cell, "settings": {"timeout_s": 60},
+                                                   "log": os.path.join(self.tmp, "cell.log")}))
+        record = os.path.join(self.tmp, "record.json")
+        p = run(["cell", spec, "--record", record])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(record) as f:
+            churn = json.load(f)["phases"][1]
+        self.assertEqual(churn["contention"]["latency"]["every"], 64, "a description without latency_every times as run does")
+
+    def test_every_matrix_key_is_a_flag(self):
+        p = run(["run"] + ONE + ["--max-timeline-points", "50", "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(meta(self.out)["matrix"]["max_timeline_points"], 50)
+        self.assertLessEqual(len(records(self.out)[0]["timeline"]), 50)
+        shutil.rmtree(self.out)
+        self.assert_usage_error(["run"] + ONE + ["--max-timeline-points=1"], "--max-timeline-points: must be in 2..", "'1'")
+
+
+if __name__ == "__main__":
+    unittest.main()
