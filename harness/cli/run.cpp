@@ -35,8 +35,6 @@ std::vector<int> parse_threads(const std::vector<std::string>& raw) {
   return out;
 }
 
-}
-
 }  // namespace
 
 mx::Plan make_run_plan(const RunFlags& f, std::string& matrix_path) {

@@ -169,12 +169,21 @@ TEST(Classify, CrashHangCutShortAndMissingDone) {
   }
 }
 
+// The fake worker, unpinned, killed after timeout_s.
+CellSettings fake_worker_settings(double timeout_s) {
+  CellSettings s;
+  s.worker_path = fake_worker();
+  s.timeout_s = timeout_s;
+  s.pin = allocmark::placement::parse_pin("none", "");
+  return s;
+}
+
 // Defect (issue 7): the runner stopped reading when waitpid saw the worker exit, losing what was
 // still in the pipe. A worker with a 1 MiB pipe writes ~600 KiB and exits at once.
 TEST(RunCell, ReadsTheReportPipeToTheEndAfterTheWorkerExits) {
   ::setenv("FAKE_WORKER_MODE", "burst", 1);
   std::string log = ::testing::TempDir() + "/burst.log";
-  CellOutcome out = run_cell_here(test_cell(), {fake_worker(), 30, 10, 100, allocmark::placement::parse_pin("none", "")}, log);
+  CellOutcome out = run_cell_here(test_cell(), fake_worker_settings(30), log);
   ::unsetenv("FAKE_WORKER_MODE");
   EXPECT_EQ(out.record["status"], "ok") << out.record["error"];
   EXPECT_EQ(out.record["phases"].size(), 150u);
@@ -183,7 +192,7 @@ TEST(RunCell, ReadsTheReportPipeToTheEndAfterTheWorkerExits) {
 
 TEST(RunCell, CutShortStreamFailsWithAReason) {
   ::setenv("FAKE_WORKER_MODE", "cut", 1);
-  CellOutcome out = run_cell_here(test_cell(), {fake_worker(), 30, 10, 100, allocmark::placement::parse_pin("none", "")}, ::testing::TempDir() + "/cut.log");
+  CellOutcome out = run_cell_here(test_cell(), fake_worker_settings(30), ::testing::TempDir() + "/cut.log");
   ::unsetenv("FAKE_WORKER_MODE");
   EXPECT_EQ(out.record["status"], "failed");
   EXPECT_NE(out.record["error"].get<std::string>().find("cut short"), std::string::npos) << out.record["error"];
@@ -191,7 +200,7 @@ TEST(RunCell, CutShortStreamFailsWithAReason) {
 
 TEST(RunCell, HangIsKilledAtTheTimeout) {
   ::setenv("FAKE_WORKER_MODE", "hang", 1);
-  CellOutcome out = run_cell_here(test_cell(), {fake_worker(), 0.5, 10, 100, allocmark::placement::parse_pin("none", "")}, ::testing::TempDir() + "/hang.log");
+  CellOutcome out = run_cell_here(test_cell(), fake_worker_settings(0.5), ::testing::TempDir() + "/hang.log");
   ::unsetenv("FAKE_WORKER_MODE");
   EXPECT_EQ(out.record["status"], "timeout");
 }
