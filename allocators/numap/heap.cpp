@@ -271,7 +271,7 @@ void Heap::note_fallback(int from, int to) {
 }
 
 std::size_t Heap::purge(std::uint64_t want, int only_part) {
-  purges_.fetch_add(1, std::memory_order_relaxed);
+  counters_.purges.fetch_add(1, std::memory_order_relaxed);
   drain_transfers();  // parked batches keep their slabs from emptying
   // Cached page chunks are charged but not free in their Slots: return every thread's first.
   flush_all_page_caches();
@@ -304,7 +304,7 @@ std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot
           sl.mapped_bytes.fetch_sub(released, std::memory_order_relaxed);
           sl.advised_bytes.fetch_add(released, std::memory_order_relaxed);
           if (owe) sl.limit_owed.fetch_add(released, std::memory_order_relaxed);
-          advised_.fetch_add(released, std::memory_order_relaxed);
+          counters_.advised_bytes.fetch_add(released, std::memory_order_relaxed);
           got += released;
           if (released == 0) break;  // advice failing: do not spin
           if (want != 0 && got >= want) return got;
@@ -316,7 +316,7 @@ std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot
 }
 
 std::size_t Heap::trim() {
-  trims_.fetch_add(1, std::memory_order_relaxed);
+  counters_.trims.fetch_add(1, std::memory_order_relaxed);
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this)
     for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
@@ -330,10 +330,10 @@ void Heap::maybe_decay() {
   // One thread per quarter period does the pass; the others go on allocating.
   const std::uint32_t period = static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
   if (!next_decay_.compare_exchange_strong(next, now + period, std::memory_order_relaxed)) return;
-  decay_passes_.fetch_add(1, std::memory_order_relaxed);
+  counters_.decay_passes.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t got =
       purge_pages(0, -1, -1, true, now - static_cast<std::uint32_t>(opt_.decay_ms));
-  decay_bytes_.fetch_add(got, std::memory_order_relaxed);
+  counters_.decay_bytes.fetch_add(got, std::memory_order_relaxed);
 }
 
 void Heap::exchange(int part, int slot, std::uint64_t bytes) {
@@ -354,7 +354,7 @@ void Heap::exchange(int part, int slot, std::uint64_t bytes) {
     const std::uint32_t pause = static_cast<std::uint32_t>(opt_.exchange_ms / 10 > 0 ? opt_.exchange_ms / 10 : 1);
     np.exchange_after.store(now + pause, std::memory_order_relaxed);
   }
-  exchanged_bytes_.fetch_add(got, std::memory_order_relaxed);
+  counters_.exchanged_bytes.fetch_add(got, std::memory_order_relaxed);
 }
 
 void Heap::limit_free(int part) {
@@ -417,7 +417,7 @@ void Heap::limit_free(int part) {
       got = purge_pages(want, part, -1, true, now - static_cast<std::uint32_t>(opt_.exchange_ms), true);
     if (got < want) got += purge_pages(want - got, part, -1, false, 0, true);
     np.limit_given.fetch_add(got, std::memory_order_relaxed);
-    limited_bytes_.fetch_add(got, std::memory_order_relaxed);
+    counters_.limited_bytes.fetch_add(got, std::memory_order_relaxed);
   }
   np.limiting.store(0, std::memory_order_release);
 }
@@ -479,7 +479,7 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
         exchange(m, slot, (need - ext) * kPage);
         ext = static_cast<std::uint32_t>(need);
       } else if (slot != slot0) {
-        borrowed_bytes_.fetch_add(ext * kPage, std::memory_order_relaxed);
+        counters_.borrowed_bytes.fetch_add(ext * kPage, std::memory_order_relaxed);
       }
       sl.allocs.fetch_add(1, std::memory_order_relaxed);
       sl.in_use_bytes.fetch_add(sl.chunk(), std::memory_order_relaxed);
@@ -499,7 +499,7 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
       break;  // every candidate slot's address space is used up
     }
   }
-  enomem_.fetch_add(1, std::memory_order_relaxed);
+  counters_.enomem.fetch_add(1, std::memory_order_relaxed);
   errno = ENOMEM;
   return nullptr;
 }
@@ -519,8 +519,8 @@ void Heap::chunk_free(int part, int slot, std::uint64_t index) {
     uncharge(part, resident);
     sl.mapped_bytes.fetch_sub(resident, std::memory_order_relaxed);
     sl.advised_bytes.fetch_add(resident, std::memory_order_relaxed);
-    advised_.fetch_add(resident, std::memory_order_relaxed);
-    limited_bytes_.fetch_add(resident, std::memory_order_relaxed);
+    counters_.advised_bytes.fetch_add(resident, std::memory_order_relaxed);
+    counters_.limited_bytes.fetch_add(resident, std::memory_order_relaxed);
     resident = 0;
   }
   sl.give(index, tick());
@@ -625,7 +625,7 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
     for (int k = 0; k < count; ++k) uncharge(static_cast<int>(pieces[k].node), pieces[k].bytes);
   };
   if (count == 0) {
-    enomem_.fetch_add(1, std::memory_order_relaxed);
+    counters_.enomem.fetch_add(1, std::memory_order_relaxed);
     errno = ENOMEM;
     return nullptr;
   }
@@ -633,7 +633,7 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
   char* raw = static_cast<char*>(os_->reserve(bytes + extra));
   if (raw == nullptr) {
     uncharge_all();
-    enomem_.fetch_add(1, std::memory_order_relaxed);
+    counters_.enomem.fetch_add(1, std::memory_order_relaxed);
     errno = ENOMEM;
     return nullptr;
   }
@@ -654,7 +654,7 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
   if (!huge_.insert(p, pieces, count)) {
     os_->unmap(p, bytes);
     uncharge_all();
-    enomem_.fetch_add(1, std::memory_order_relaxed);
+    counters_.enomem.fetch_add(1, std::memory_order_relaxed);
     errno = ENOMEM;
     return nullptr;
   }
@@ -663,7 +663,7 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
     part_[m].huge_bytes.fetch_add(pieces[k].bytes, std::memory_order_relaxed);
     if (m != node) note_fallback(node, m);
   }
-  if (count > 1) split_allocs_.fetch_add(1, std::memory_order_relaxed);
+  if (count > 1) counters_.split_allocs.fetch_add(1, std::memory_order_relaxed);
   huge_live_.fetch_add(1, std::memory_order_relaxed);
   huge_allocs_.fetch_add(1, std::memory_order_relaxed);
   return p;
@@ -690,7 +690,7 @@ void* Heap::page_or_split(int cls, std::size_t n, std::uint64_t* old_bytes, bool
   // Every node's headroom within the limit was too small for the whole chunk (or its class's span
   // is used up): a mapping of its own may still be split across nodes. That path counts its own
   // outcome.
-  enomem_.fetch_sub(1, std::memory_order_relaxed);
+  counters_.enomem.fetch_sub(1, std::memory_order_relaxed);
   *old_bytes = 0;
   return huge_alloc(n, align < kPage ? kPage : align);
 }
@@ -794,8 +794,8 @@ void* Heap::refill(ThreadCache* tc, int cls) {
   void* result = head;
   head = *static_cast<void**>(head);
   if (tc != nullptr) {
-    tcache_misses_.fetch_add(1, std::memory_order_relaxed);
-    tcache_hits_.fetch_add(tc->hits, std::memory_order_relaxed);
+    counters_.tcache_misses.fetch_add(1, std::memory_order_relaxed);
+    counters_.tcache_hits.fetch_add(tc->hits, std::memory_order_relaxed);
     tc->hits = 0;
     CacheList& l = tc->lists[cls];
     // The list was empty: the rest of the batch becomes it.
@@ -893,8 +893,8 @@ void Heap::page_refill(ThreadCache* tc, int cls) {
     l.extent[l.count++] = sl.extent(idx[i]);
     tc->page_bytes += std::uint64_t{sl.extent(idx[i])} * kPage;
   }
-  tcache_misses_.fetch_add(1, std::memory_order_relaxed);
-  tcache_hits_.fetch_add(tc->hits, std::memory_order_relaxed);
+  counters_.tcache_misses.fetch_add(1, std::memory_order_relaxed);
+  counters_.tcache_hits.fetch_add(tc->hits, std::memory_order_relaxed);
   tc->hits = 0;
 }
 
@@ -1143,7 +1143,7 @@ void Heap::flush_cache(ThreadCache* tc) {
   flush_pages(tc);
   page_unlock_own(tc);
   unregister_cache(tc);
-  tcache_hits_.fetch_add(tc->hits, std::memory_order_relaxed);
+  counters_.tcache_hits.fetch_add(tc->hits, std::memory_order_relaxed);
   tc->hits = 0;
 }
 
@@ -1397,27 +1397,11 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
     s.numa_enabled = numa_;
     s.capacity_bytes = opt_.capacity;
     s.mapped_bytes = total_mapped_.load(std::memory_order_relaxed);
-    s.advised_bytes = advised_.load(std::memory_order_relaxed);
-    s.mmap_calls = os_->counters.mmap_calls.load();
-    s.mmap_bytes = os_->counters.mmap_bytes.load();
-    s.munmap_calls = os_->counters.munmap_calls.load();
-    s.munmap_bytes = os_->counters.munmap_bytes.load();
-    s.madvise_calls = os_->counters.madvise_calls.load();
-    s.madvise_bytes = os_->counters.madvise_bytes.load();
-    s.mbind_calls = os_->counters.mbind_calls.load();
-    s.purges = purges_.load();
-    s.enomem = enomem_.load();
-    s.tcache_hits = tcache_hits_.load();
-    s.tcache_misses = tcache_misses_.load();
-    s.decay_passes = decay_passes_.load();
-    s.decay_bytes = decay_bytes_.load();
-    s.borrowed_bytes = borrowed_bytes_.load();
-    s.exchanged_bytes = exchanged_bytes_.load();
-    s.limited_bytes = limited_bytes_.load();
-    s.trims = trims_.load();
-    s.split_allocs = split_allocs_.load();
-    s.bind_fallbacks = os_->counters.bind_fallbacks.load();
-    s.bind_failures = os_->counters.bind_failures.load();
+#define NUMAP_COPY_COUNTER(name, counted_by, exit_line, alloc_stats)                 \
+  NUMAP_COUNTED_BY(heap, counted_by, s.name = counters_.name.load(std::memory_order_relaxed);) \
+  NUMAP_COUNTED_BY(os, counted_by, s.name = os_->counters.name.load(std::memory_order_relaxed);)
+    NUMAP_TOTALS(NUMAP_COPY_COUNTER)
+#undef NUMAP_COPY_COUNTER
     s.allocs = s.tcache_hits + huge_allocs_.load(std::memory_order_relaxed);
     int nd = 0;
     for (int d = 0; d < 256 && nd < NUMAP_MAX_DISTANCES; ++d) {

@@ -289,7 +289,7 @@ class Heap {
   NodePart* part_ = nullptr;
   HugeTable huge_;
   std::atomic<std::uint64_t> total_mapped_{0};
-  std::atomic<std::uint64_t> tcache_hits_{0}, tcache_misses_{0}, purges_{0}, enomem_{0}, advised_{0};
+  HeapCounters counters_;
   std::atomic<std::uint64_t> fallback_by_distance_[256] = {};
   // Live thread caches, so that purge (capacity pressure, decay, numap_purge) can return their
   // cached page chunks. Order: registry_lock_, then a cache's page_lock, then Slot locks.
@@ -300,11 +300,8 @@ class Heap {
   std::uint32_t decay_stop_ = 0;     // futex word: 1 asks the background thread to exit (destroy)
   std::uint64_t epoch_ms_ = 0;
   std::atomic<std::uint32_t> next_decay_{0};  // tick before which no decay pass runs
-  std::atomic<std::uint64_t> decay_passes_{0}, decay_bytes_{0}, borrowed_bytes_{0}, exchanged_bytes_{0}, trims_{0};
-  std::atomic<std::uint64_t> limited_bytes_{0};  // advised away by the free limit
   std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
   std::atomic<std::uint64_t> huge_allocs_{0};
-  std::atomic<std::uint64_t> split_allocs_{0};  // huge allocations spread over several nodes
   std::uint64_t allowed_os_ = 0;                // kernel nodes the process may use (bind masks)
   bool kernel_limits_ = false;                  // capacities follow the kernel's free memory
   std::atomic<std::uint32_t> next_refresh_{0};  // tick before which capacities are not re-read
