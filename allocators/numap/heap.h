@@ -4,7 +4,9 @@
 // allocation (the calling CPU's, with the seed-001 fallback order when that node is full), charges
 // and enforces the RSS capacity (purging free pages, largest classes first, before failing with
 // ENOMEM) and counts everything numap_stats reports. Tests build Heaps with their own Options,
-// Topology and Os; the preloaded library builds one from the environment.
+// Topology and Os; the preloaded library builds one from the environment. Its member functions are
+// defined one concern per source (heap.cpp: layout, API, fork; heap_capacity, heap_chunks,
+// heap_huge, heap_small, heap_page_cache, heap_reclaim, heap_stats .cpp).
 #pragma once
 
 #include <pthread.h>
@@ -13,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "allocators/numap/counters.h"
 #include "allocators/numap/include/numap.h"
 #include "allocators/numap/large.h"
 #include "allocators/numap/options.h"
