@@ -15,6 +15,11 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
     s.struct_size = sizeof(struct numap_stats);
     s.version = NUMAP_STATS_VERSION;
     s.nodes = static_cast<std::uint32_t>(nparts_);
+    auto add_lock = [&s](const Lock& l) {
+      s.lock_acquisitions += l.acquisitions();
+      s.lock_contended += l.contended();
+      s.lock_wait_ns += l.wait_ns();
+    };
     s.numa_enabled = numa_;
     s.capacity_bytes = opt_.capacity;
     s.mapped_bytes = total_mapped_.load(std::memory_order_relaxed);
@@ -47,9 +52,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
         ns.in_use_bytes += ce.in_use_bytes.load(std::memory_order_relaxed);
         s.allocs += ce.allocs.load(std::memory_order_relaxed);
         s.transfer_batches += ce.transfers.load(std::memory_order_relaxed);
-        s.lock_acquisitions += ce.lock.acquisitions();
-        s.lock_contended += ce.lock.contended();
-        s.lock_wait_ns += ce.lock.wait_ns();
+        add_lock(ce.lock);
       }
       for (int si = 0; si < nslots_; ++si) {
         Slot& sl = np.slots[si];
@@ -58,15 +61,11 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
           s.allocs += sl.allocs.load(std::memory_order_relaxed);
         }
         ns.advised_bytes += sl.advised_bytes.load(std::memory_order_relaxed);
-        s.lock_acquisitions += sl.lock.acquisitions();
-        s.lock_contended += sl.lock.contended();
-        s.lock_wait_ns += sl.lock.wait_ns();
+        add_lock(sl.lock);
       }
       s.in_use_bytes += ns.in_use_bytes;
     }
-    s.lock_acquisitions += huge_.lock.acquisitions();
-    s.lock_contended += huge_.lock.contended();
-    s.lock_wait_ns += huge_.lock.wait_ns();
+    add_lock(huge_.lock);
     // Copy no more than the caller's struct holds.
     std::size_t n = out->struct_size != 0 && out->struct_size < sizeof s ? out->struct_size : sizeof s;
     memcpy(out, &s, n);
