@@ -145,21 +145,65 @@ class Heap {
     std::uint64_t index;
   };
 
+  // ---- layout, locating, the API (heap.cpp) ----
   Where locate(const void* p) const;
-  int current_node();
-
+  // The arena's span a pointer falls in (node x slots + slot), and its node (a shift, and a
+  // division only with several nodes).
+  int global_slot(const void* p) const {
+    return static_cast<int>(static_cast<std::uint64_t>(static_cast<const char*>(p) - arena_) >> span_shift_);
+  }
+  int part_of_chunk(const void* p) const { return nparts_ == 1 ? 0 : global_slot(p) / nslots_; }
   void* small_alloc(int cls) {
     ThreadCache* tc = thread_cache_tls();
     if (__builtin_expect(tc->owner == this, 1))
       if (void* p = cache_pop(tc, cls)) return p;
     return small_alloc_slow(cls);
   }
-  void* small_alloc_slow(int cls);
   // Above kSmallMax: page classes, then huge mappings.
   void* page_malloc(std::size_t n);
   // The paths behind the thread caches' hits (out of line: their frames cost the hits nothing).
   __attribute__((noinline)) void* page_malloc_uncached(std::size_t n);
   __attribute__((noinline)) void free_uncached(void* p);
+  void for_each_lock(void (*fn)(Lock&));
+
+  // ---- node budget and capacity (heap_capacity.cpp) ----
+  int current_node();
+  Charge charge(int part, std::uint64_t bytes);
+  void uncharge(int part, std::uint64_t bytes);
+  void note_fallback(int from, int to);
+  BindResult bind_part(void* p, std::uint64_t bytes, int part) {
+    return os_->bind(p, static_cast<std::size_t>(bytes), topo_.os_node[part], allowed_os_);
+  }
+
+  // ---- chunk store (heap_chunks.cpp) ----
+  // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
+  // *old_bytes: what was already resident (dirty) in it. Null (errno ENOMEM) when nothing fits.
+  // borrow: when the slot has no free mapped chunk, a free mapped chunk of one of the next
+  // kBorrowClasses (larger) classes may serve instead of touching fresh pages (not for alignments
+  // above a page: only the slot's own chunks are aligned to its power-of-two size).
+  void* chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
+                    bool borrow = false);
+  void chunk_free(int part, int slot, std::uint64_t index);
+  bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes);
+
+  // ---- huge allocations (heap_huge.cpp) ----
+  void* huge_alloc(std::size_t n, std::size_t align);
+  // Charges `bytes` for a huge mapping: whole on the first node of the fallback order from
+  // `node` with room, else split across nodes in that order; returns the pieces (0: no room,
+  // *why: which limit). Nothing stays charged on failure.
+  int charge_pieces(int node, std::uint64_t bytes, HugePiece* pieces, Charge* why);
+  // A page-class request that no single node can hold goes across nodes as a huge mapping.
+  void* page_or_split(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow, std::size_t align);
+  void huge_free(void* p);
+
+  // ---- small objects, their thread and transfer caches (heap_small.cpp) ----
+  void* small_alloc_slow(int cls);
+  ThreadCache* cache();
+  // The calling thread's cache when it is this heap's (inline), else cache().
+  ThreadCache* live_cache() {
+    ThreadCache* tc = thread_cache_tls();
+    return __builtin_expect(tc->owner == this, 1) ? tc : cache();
+  }
   void small_free(NodePart& part, SlabMeta* s, void* p);
   void* refill(ThreadCache* tc, int cls);
   void flush_list(CacheList* list, std::uint32_t n);
@@ -169,6 +213,13 @@ class Heap {
   bool transfer_put(CacheList* list, int cls, int part, std::uint32_t n);
   // Every transfer cache's batches back into their slabs (purge, trim), so empty slabs can go.
   void drain_transfers();
+  void unregister_cache(ThreadCache* tc);
+  void recheck_node(ThreadCache* tc);
+  // Points the fast paths' ranges (slab_base/span, page_base/span) at the cache's node, tc->node.
+  void set_home(ThreadCache* tc);
+  void release_slab(int part, SlabMeta* s);
+
+  // ---- page-class thread cache (heap_page_cache.cpp; the owner's guard: heap_internal.h) ----
   // Page classes: the thread cache in front of the Slots (classes < kPageCacheClasses).
   void* page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow);
   // False (nothing cached) when a chunk above 256 KiB finds its class's place taken or the
@@ -180,12 +231,6 @@ class Heap {
   void large_cache_give(int part, std::uint64_t bytes) {
     part_[part].large_cached.fetch_sub(bytes, std::memory_order_relaxed);
   }
-  // The arena's span a pointer falls in (node x slots + slot), and its node (a shift, and a
-  // division only with several nodes).
-  int global_slot(const void* p) const {
-    return static_cast<int>(static_cast<std::uint64_t>(static_cast<const char*>(p) - arena_) >> span_shift_);
-  }
-  int part_of_chunk(const void* p) const { return nparts_ == 1 ? 0 : global_slot(p) / nslots_; }
   void page_refill(ThreadCache* tc, int cls);
   // limit: apply the free limit to what goes back (not while the registry lock is held: a purge
   // flushing every cache advises away what it needs itself, and the other threads would wait).
@@ -194,40 +239,8 @@ class Heap {
   void flush_all_page_caches();
   // The owner's side of a page-cache operation (ThreadCache::page_lock).
   void page_enter(ThreadCache* tc) const;
-  void unregister_cache(ThreadCache* tc);
-  void recheck_node(ThreadCache* tc);
-  // Points the fast paths' ranges (slab_base/span, page_base/span) at the cache's node, tc->node.
-  void set_home(ThreadCache* tc);
-  void release_slab(int part, SlabMeta* s);
-  // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
-  // *old_bytes: what was already resident (dirty) in it. Null (errno ENOMEM) when nothing fits.
-  // borrow: when the slot has no free mapped chunk, a free mapped chunk of one of the next
-  // kBorrowClasses (larger) classes may serve instead of touching fresh pages (not for alignments
-  // above a page: only the slot's own chunks are aligned to its power-of-two size).
-  void* chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
-                    bool borrow = false);
-  void chunk_free(int part, int slot, std::uint64_t index);
-  bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes);
-  Charge charge(int part, std::uint64_t bytes);
-  void uncharge(int part, std::uint64_t bytes);
-  void* huge_alloc(std::size_t n, std::size_t align);
-  // Charges `bytes` for a huge mapping: whole on the first node of the fallback order from
-  // `node` with room, else split across nodes in that order; returns the pieces (0: no room,
-  // *why: which limit). Nothing stays charged on failure.
-  int charge_pieces(int node, std::uint64_t bytes, HugePiece* pieces, Charge* why);
-  // A page-class request that no single node can hold goes across nodes as a huge mapping.
-  void* page_or_split(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow, std::size_t align);
-  BindResult bind_part(void* p, std::uint64_t bytes, int part) {
-    return os_->bind(p, static_cast<std::size_t>(bytes), topo_.os_node[part], allowed_os_);
-  }
-  void huge_free(void* p);
-  void note_fallback(int from, int to);
-  ThreadCache* cache();
-  // The calling thread's cache when it is this heap's (inline), else cache().
-  ThreadCache* live_cache() {
-    ThreadCache* tc = thread_cache_tls();
-    return __builtin_expect(tc->owner == this, 1) ? tc : cache();
-  }
+
+  // ---- reclaim: purge, decay, exchange, free limit (heap_reclaim.cpp) ----
   void maybe_start_decay();
   void on_slow_path() {
     refresh_capacity(false);
@@ -273,7 +286,6 @@ class Heap {
   static constexpr std::uint32_t kMaxFloorScale = 4;  // FREE_FLOOR backs off at most 4x (32 MiB)
   // Fresh pages charged for a Slot the free limit took pages from: the limit was too tight.
   void note_refault(int part, Slot& sl, std::uint64_t bytes);
-  void for_each_lock(void (*fn)(Lock&));
 
   Options opt_;
   Topology topo_;
