@@ -58,7 +58,7 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   }
   per_part = round_up(per_part, kPage);
   const std::uint64_t parts_bytes = sizeof(NodePart) * static_cast<std::uint64_t>(nparts_);
-  meta_bytes_ = round_up(parts_bytes + per_part * static_cast<std::uint64_t>(nparts_) + HugeTable::metadata_bytes(), kPage);
+  meta_bytes_ = round_up(parts_bytes + per_part * static_cast<std::uint64_t>(nparts_) + HugeAllocations::metadata_bytes(), kPage);
   meta_ = static_cast<char*>(os_->reserve(meta_bytes_));
   if (meta_ == nullptr) {
     os_->unmap(arena_, arena_bytes_);
@@ -253,7 +253,7 @@ void* Heap::calloc(std::size_t count, std::size_t size) {
 
 std::size_t Heap::usable_size(const void* p) {
   if (p == nullptr) return 0;
-  if (!in_arena(p)) return huge_.find(p);
+  if (!in_arena(p)) return huge_.size_of(p);
   const Where w = locate(p);
   NodePart& np = part_[w.part];
   if (w.slot == kSlabSlot) return kSmallSize[np.slab_meta[w.index].cls];
@@ -261,7 +261,7 @@ std::size_t Heap::usable_size(const void* p) {
 }
 
 bool Heap::owns(const void* p) {
-  return in_arena(p) || (huge_live_.load(std::memory_order_relaxed) != 0 && huge_.find(p) != 0);
+  return in_arena(p) || huge_.holds(p);
 }
 
 void* Heap::realloc(void* p, std::size_t n) {
@@ -287,7 +287,7 @@ void* Heap::realloc(void* p, std::size_t n) {
       old_usable = std::uint64_t{sl.extent(w.index)} * kPage;
     }
   } else {
-    const std::uint64_t bytes = huge_.find(p);
+    const std::uint64_t bytes = huge_.size_of(p);
     if (bytes == 0) fatal("realloc(): pointer not allocated by numap");
     if (n <= bytes && n > bytes / 2) return p;
     old_usable = bytes;
@@ -326,7 +326,7 @@ void Heap::for_each_lock(void (*fn)(Lock&)) {
     for (int s = 0; s < nslots_; ++s) fn(part_[p].slots[s].lock);
     for (int c = 0; c < kSmallClasses; ++c) fn(part_[p].central[c].lock);
   }
-  fn(huge_.lock);
+  fn(huge_.lock());
 }
 
 void Heap::fork_prepare() { for_each_lock([](Lock& l) { l.lock(); }); }

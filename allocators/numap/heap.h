@@ -17,7 +17,7 @@
 
 #include "allocators/numap/counters.h"
 #include "allocators/numap/include/numap.h"
-#include "allocators/numap/large.h"
+#include "allocators/numap/huge.h"
 #include "allocators/numap/options.h"
 #include "allocators/numap/os.h"
 #include "allocators/numap/page_runs.h"
@@ -302,7 +302,7 @@ class Heap {
   char* meta_ = nullptr;
   std::uint64_t meta_bytes_ = 0;
   NodePart* part_ = nullptr;
-  HugeTable huge_;
+  HugeAllocations huge_;
   std::atomic<std::uint64_t> total_mapped_{0};
   HeapCounters counters_;
   std::atomic<std::uint64_t> fallback_by_distance_[256] = {};
@@ -315,8 +315,6 @@ class Heap {
   std::uint32_t decay_stop_ = 0;     // futex word: 1 asks the background thread to exit (destroy)
   std::uint64_t epoch_ms_ = 0;
   std::atomic<std::uint32_t> next_decay_{0};  // tick before which no decay pass runs
-  std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
-  std::atomic<std::uint64_t> huge_allocs_{0};
   std::uint64_t allowed_os_ = 0;                // kernel nodes the process may use (bind masks)
   bool kernel_limits_ = false;                  // capacities follow the kernel's free memory
   std::atomic<std::uint32_t> next_refresh_{0};  // tick before which capacities are not re-read

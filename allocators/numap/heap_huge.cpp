@@ -111,7 +111,7 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
       off += pieces[k].bytes;
     }
   }
-  if (!huge_.insert(p, pieces, count)) {
+  if (!huge_.add(p, pieces, count)) {
     os_->unmap(p, bytes);
     uncharge_all();
     counters_.enomem.fetch_add(1, std::memory_order_relaxed);
@@ -124,16 +124,13 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
     if (m != node) note_fallback(node, m);
   }
   if (count > 1) counters_.split_allocs.fetch_add(1, std::memory_order_relaxed);
-  huge_live_.fetch_add(1, std::memory_order_relaxed);
-  huge_allocs_.fetch_add(1, std::memory_order_relaxed);
   return p;
 }
 
 void Heap::huge_free(void* p) {
   HugePiece pieces[kMaxNodes];
-  const int count = huge_.erase(p, pieces, kMaxNodes);
+  const int count = huge_.remove(p, pieces, kMaxNodes);
   if (count == 0) fatal("free(): pointer not allocated by numap");
-  huge_live_.fetch_sub(1, std::memory_order_relaxed);
   std::uint64_t bytes = 0;
   for (int k = 0; k < count; ++k) bytes += pieces[k].bytes;
   os_->unmap(p, bytes);

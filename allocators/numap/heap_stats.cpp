@@ -28,7 +28,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
   NUMAP_COUNTED_BY(os, counted_by, s.name = os_->counters.name.load(std::memory_order_relaxed);)
     NUMAP_TOTALS(NUMAP_COPY_COUNTER)
 #undef NUMAP_COPY_COUNTER
-    s.allocs = s.tcache_hits + huge_allocs_.load(std::memory_order_relaxed);
+    s.allocs = s.tcache_hits + huge_.allocs();
     int nd = 0;
     for (int d = 0; d < 256 && nd < NUMAP_MAX_DISTANCES; ++d) {
       const std::uint64_t v = fallback_by_distance_[d].load(std::memory_order_relaxed);
@@ -65,7 +65,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
       }
       s.in_use_bytes += ns.in_use_bytes;
     }
-    add_lock(huge_.lock);
+    add_lock(huge_.lock());
     // Copy no more than the caller's struct holds.
     std::size_t n = out->struct_size != 0 && out->struct_size < sizeof s ? out->struct_size : sizeof s;
     memcpy(out, &s, n);
