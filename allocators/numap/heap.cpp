@@ -111,12 +111,7 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
 
 
 void Heap::destroy() {
-  if (decay_state_.load() == 1) {
-    __atomic_store_n(&decay_stop_, 1u, __ATOMIC_RELEASE);
-    Os::wake(&decay_stop_);
-    pthread_join(decay_thread_, nullptr);
-    decay_state_.store(0);
-  }
+  decay_thread_.stop();
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this) {
     unregister_cache(tc);
@@ -337,10 +332,8 @@ void Heap::fork_child() {
   // The child is a new process for membarrier: register it again (or fall back to the try-lock
   // while it is still single-threaded).
   if (asym_guard_) asym_guard_ = os_->register_barrier();
-  // The decay thread does not exist in the child, and a child of a multithreaded parent may not
-  // safely start threads (pthread_create is not async-signal-safe; TSan refuses it): the child
-  // applies the decay on its allocation slow path only. An exec starts afresh.
-  decay_state_.store(2);
+  // The child applies the decay on its allocation slow path only. An exec starts afresh.
+  decay_thread_.forget();
 }
 
 }  // namespace numap

@@ -16,10 +16,12 @@
 #include <cstdint>
 
 #include "allocators/numap/counters.h"
+#include "allocators/numap/decay_thread.h"
 #include "allocators/numap/include/numap.h"
 #include "allocators/numap/huge.h"
 #include "allocators/numap/options.h"
 #include "allocators/numap/os.h"
+#include "allocators/numap/pacer.h"
 #include "allocators/numap/page_runs.h"
 #include "allocators/numap/size_classes.h"
 #include "allocators/numap/slabs.h"
@@ -104,8 +106,6 @@ class Heap {
   // Advises away free pages idle longer than the decay time, at most once per quarter of it
   // (the allocation slow path and the background thread call this).
   void maybe_decay();
-  // The background decay thread's body: sleeps a quarter of the decay time between passes.
-  void decay_loop();
   std::size_t stats(struct numap_stats* out, numap_class_stats* classes, std::size_t max_classes);
 
   void fork_prepare();
@@ -241,13 +241,17 @@ class Heap {
   void page_enter(ThreadCache* tc) const;
 
   // ---- reclaim: purge, decay, exchange, free limit (heap_reclaim.cpp) ----
-  void maybe_start_decay();
   void on_slow_path() {
     refresh_capacity(false);
     if (opt_.decay_ms > 0) {
-      maybe_start_decay();
+      if (opt_.decay_thread) decay_thread_.start(decay_pass, this, decay_period());
       maybe_decay();
     }
+  }
+  static void decay_pass(void* heap) { static_cast<Heap*>(heap)->maybe_decay(); }
+  // Decay passes run at most once per quarter of the decay time.
+  std::uint32_t decay_period() const {
+    return static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
   }
   // Milliseconds since init, wrapping at 2^32 (chunk ages are compared wrap-safe).
   std::uint32_t tick() const { return static_cast<std::uint32_t>(os_->now_ms() - epoch_ms_); }
@@ -310,14 +314,12 @@ class Heap {
   // cached page chunks. Order: registry_lock_, then a cache's page_lock, then Slot locks.
   Lock registry_lock_;
   ThreadCache* registry_ = nullptr;
-  std::atomic<int> decay_state_{0};  // 0 not started, 1 running, 2 none (failed, or a forked child)
-  pthread_t decay_thread_{};
-  std::uint32_t decay_stop_ = 0;     // futex word: 1 asks the background thread to exit (destroy)
+  DecayThread decay_thread_;
   std::uint64_t epoch_ms_ = 0;
-  std::atomic<std::uint32_t> next_decay_{0};  // tick before which no decay pass runs
+  Pacer decay_pacer_;
   std::uint64_t allowed_os_ = 0;                // kernel nodes the process may use (bind masks)
   bool kernel_limits_ = false;                  // capacities follow the kernel's free memory
-  std::atomic<std::uint32_t> next_refresh_{0};  // tick before which capacities are not re-read
+  Pacer refresh_pacer_;                         // capacities re-read at most once per FREE_REFRESH_MS
 };
 
 }  // namespace numap

@@ -11,14 +11,8 @@ namespace numap {
 
 void Heap::refresh_capacity(bool force) {
   if (!kernel_limits_) return;
-  const std::uint32_t now = tick();
-  std::uint32_t next = next_refresh_.load(std::memory_order_relaxed);
-  if (!force && static_cast<std::int32_t>(now - next) < 0) return;
   // One thread per period reads; the others go on with the capacities they have.
-  if (!next_refresh_.compare_exchange_strong(next, now + static_cast<std::uint32_t>(opt_.free_refresh_ms),
-                                             std::memory_order_relaxed) &&
-      !force)
-    return;
+  if (!refresh_pacer_.claim(tick(), static_cast<std::uint32_t>(opt_.free_refresh_ms), force)) return;
   for (int i = 0; i < nparts_; ++i) {
     if (!(topo_.allowed & (1ull << i))) continue;
     char path[512];

@@ -64,11 +64,7 @@ std::size_t Heap::trim() {
 
 void Heap::maybe_decay() {
   const std::uint32_t now = tick();
-  std::uint32_t next = next_decay_.load(std::memory_order_relaxed);
-  if (static_cast<std::int32_t>(now - next) < 0) return;
-  // One thread per quarter period does the pass; the others go on allocating.
-  const std::uint32_t period = static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
-  if (!next_decay_.compare_exchange_strong(next, now + period, std::memory_order_relaxed)) return;
+  if (!decay_pacer_.claim(now, decay_period())) return;
   counters_.decay_passes.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t got =
       purge_pages(0, -1, -1, true, now - static_cast<std::uint32_t>(opt_.decay_ms));
@@ -169,35 +165,6 @@ void Heap::note_refault(int part, Slot& sl, std::uint64_t bytes) {
     take = owed < bytes ? owed : bytes;
   } while (!sl.limit_owed.compare_exchange_weak(owed, owed - take, std::memory_order_relaxed));
   part_[part].limit_refaulted.fetch_add(take, std::memory_order_relaxed);
-}
-
-
-namespace {
-void* decay_main(void* arg) {
-  static_cast<Heap*>(arg)->decay_loop();
-  return nullptr;
-}
-}  // namespace
-
-void Heap::decay_loop() {
-  const long period = static_cast<long>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
-  while (__atomic_load_n(&decay_stop_, __ATOMIC_ACQUIRE) == 0) {
-    Os::sleep_unless(&decay_stop_, 0, period);
-    if (__atomic_load_n(&decay_stop_, __ATOMIC_ACQUIRE) != 0) break;
-    maybe_decay();
-  }
-}
-
-void Heap::maybe_start_decay() {
-  if (!opt_.decay_thread || decay_state_.load(std::memory_order_relaxed) != 0) return;
-  int expected = 0;
-  if (!decay_state_.compare_exchange_strong(expected, 1)) return;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 64 << 10);
-  // Joinable: destroy() (tests) stops and joins it before unmapping what it reads.
-  if (pthread_create(&decay_thread_, &attr, decay_main, this) != 0) decay_state_.store(2);  // 2: slow path only
-  pthread_attr_destroy(&attr);
 }
 
 }  // namespace numap
