@@ -1,6 +1,7 @@
 // The Heap facade: arena layout (init, destroy), locating a pointer, the allocation API behind the
-// inline hits (including the page-class cache's hits) and fork. Each concern is its own source:
-// heap_capacity, heap_chunks, heap_huge, heap_small, heap_page_cache, heap_reclaim, heap_stats.
+// inline hits (including the page-class cache's hits) and fork. Its components are their own
+// headers (node_budget.h, huge.h, decay_thread.h); its other concerns are its own sources:
+// heap_chunks, heap_huge, heap_small, heap_page_cache, heap_reclaim, heap_stats.
 #include "allocators/numap/heap.h"
 
 #include <errno.h>
@@ -29,6 +30,7 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   asym_guard_ = os_->register_barrier();
   numa_ = numa_enabled(topo_, opt_.numa);
   nparts_ = numa_ ? topo_.count : 1;
+  budget_.init(&opt_, &topo_, os_, numa_, nparts_);
   span_ = opt_.class_span;
   span_shift_ = __builtin_ctzll(span_);
   npage_ = page_class_count(span_);
@@ -90,22 +92,13 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
       region += round_up(Slot::metadata_bytes(span_ / chunk), 64);
       if (grain > 1) os_->advise_huge(base + static_cast<std::uint64_t>(s) * span_, span_, true);
     }
-    // Without the kernel's count (unreadable, or FREE_REFRESH_MS=0): the option, else MemTotal.
-    const std::uint64_t fixed = opt_.node_capacity != 0 ? opt_.node_capacity : numa_ ? topo_.capacity[i] : 0;
-    part->capacity.store(fixed != 0 ? fixed : kUnlimited, std::memory_order_relaxed);
+    budget_.attach(i, &part->charge);
     // Bound before first touch: every page of the partition faults in on its node.
     if (numa_) bind_part(base, static_cast<std::uint64_t>(nslots_) * span_, i);
   }
   huge_.init(m);
   if (!opt_.thp) os_->advise_huge(arena_, arena_bytes_, false);
-  kernel_limits_ = numa_ && opt_.free_refresh_ms > 0;
-  if (kernel_limits_) {
-    ZoneinfoReader zones;
-    if (os_->read_lines("/proc/zoneinfo", ZoneinfoReader::line, &zones))
-      for (int i = 0; i < nparts_; ++i)
-        if (topo_.os_node[i] < kMaxNodes) part_[i].watermark = zones.high_pages[topo_.os_node[i]] * kPage;
-    refresh_capacity(true);
-  }
+  budget_.follow_kernel(tick());
   return true;
 }
 

@@ -4,9 +4,10 @@
 // allocation (the calling CPU's, with the seed-001 fallback order when that node is full), charges
 // and enforces the RSS capacity (purging free pages, largest classes first, before failing with
 // ENOMEM) and counts everything numap_stats reports. Tests build Heaps with their own Options,
-// Topology and Os; the preloaded library builds one from the environment. Its member functions are
-// defined one concern per source (heap.cpp: layout, API, fork; heap_capacity, heap_chunks,
-// heap_huge, heap_small, heap_page_cache, heap_reclaim, heap_stats .cpp).
+// Topology and Os; the preloaded library builds one from the environment. It composes components
+// that own their state (NodeBudget, HugeAllocations, DecayThread, each in its own header); its
+// other member functions are defined one concern per source (heap.cpp: layout, API, fork;
+// heap_chunks, heap_huge, heap_small, heap_page_cache, heap_reclaim, heap_stats .cpp).
 #pragma once
 
 #include <pthread.h>
@@ -19,6 +20,7 @@
 #include "allocators/numap/decay_thread.h"
 #include "allocators/numap/include/numap.h"
 #include "allocators/numap/huge.h"
+#include "allocators/numap/node_budget.h"
 #include "allocators/numap/options.h"
 #include "allocators/numap/os.h"
 #include "allocators/numap/pacer.h"
@@ -33,7 +35,6 @@ namespace numap {
 constexpr int kSlabSlot = 0;  // slot index of the slabs; page class c is slot c + 1
 constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident chunk up to a doubling above
 
-constexpr std::uint64_t kUnlimited = ~std::uint64_t{0};
 // Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
 // threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), above which it unmaps every freed block.
 constexpr std::uint64_t kGiveBackAtOnce = 32ull << 20;
@@ -46,11 +47,8 @@ struct alignas(4096) NodePart {
   // Each slab's class, one byte per slab: what the free fast path reads (dense, and apart from the
   // SlabMeta lines that other threads write under the Central lock).
   std::uint8_t* slab_class = nullptr;
-  // Bytes this node may have charged (kUnlimited: no limit): NUMAP_NODE_CAPACITY capped by what
-  // the kernel can give here (charged now + MemFree - watermarks), re-read on the slow path.
-  std::atomic<std::uint64_t> capacity{kUnlimited};
-  std::uint64_t watermark = 0;  // bytes: the node's zones' high watermarks (/proc/zoneinfo)
-  std::atomic<std::uint64_t> mapped{0}, fallback_in{0}, huge_bytes{0};
+  NodeCharge charge;  // this node's share of the budget (node_budget.h)
+  std::atomic<std::uint64_t> huge_bytes{0};
   std::atomic<std::uint32_t> exchange_after{0};  // tick before which exchange() does not scan again
   // Bytes given back to this node's Slots since the free limit last looked (see note_freed), and
   // whether a thread is applying it now (one at a time; the others go on freeing).
@@ -123,22 +121,17 @@ class Heap {
   int parts() const { return nparts_; }
   int page_classes() const { return npage_; }
   std::size_t max_class() const { return page_class_size(npage_ - 1); }
-  std::uint64_t mapped_bytes() const { return total_mapped_.load(std::memory_order_relaxed); }
-  // Partition an allocation from `cpu` starts at: the CPU's node when allowed, else the nearest
-  // allowed node, ties by most headroom (so threads outside a --membind set spread).
-  int node_for_cpu(int cpu) const;
-  // Bytes partition `part` may still charge (kUnlimited when it has no limit).
-  std::uint64_t headroom(int part) const;
+  std::uint64_t mapped_bytes() const { return budget_.mapped(); }
+  int node_for_cpu(int cpu) const { return budget_.node_for_cpu(cpu); }
+  std::uint64_t headroom(int part) const { return budget_.headroom(part); }
   // The metadata reservation (tests check its advice and binding).
   const char* metadata() const { return meta_; }
   std::uint64_t metadata_bytes() const { return meta_bytes_; }
-  // Re-reads each node's free memory when FREE_REFRESH_MS has passed (always with `force`).
-  void refresh_capacity(bool force);
+  void refresh_capacity(bool force) { budget_.refresh(tick(), force); }
   // Partition that holds p, or -1.
   int node_of(const void* p) const;
 
  private:
-  enum class Charge { kOk, kNodeFull, kGlobalFull };
   struct Where {
     int part;
     int slot;
@@ -166,11 +159,6 @@ class Heap {
   __attribute__((noinline)) void free_uncached(void* p);
   void for_each_lock(void (*fn)(Lock&));
 
-  // ---- node budget and capacity (heap_capacity.cpp) ----
-  int current_node();
-  Charge charge(int part, std::uint64_t bytes);
-  void uncharge(int part, std::uint64_t bytes);
-  void note_fallback(int from, int to);
   BindResult bind_part(void* p, std::uint64_t bytes, int part) {
     return os_->bind(p, static_cast<std::size_t>(bytes), topo_.os_node[part], allowed_os_);
   }
@@ -188,10 +176,6 @@ class Heap {
 
   // ---- huge allocations (heap_huge.cpp) ----
   void* huge_alloc(std::size_t n, std::size_t align);
-  // Charges `bytes` for a huge mapping: whole on the first node of the fallback order from
-  // `node` with room, else split across nodes in that order; returns the pieces (0: no room,
-  // *why: which limit). Nothing stays charged on failure.
-  int charge_pieces(int node, std::uint64_t bytes, HugePiece* pieces, Charge* why);
   // A page-class request that no single node can hold goes across nodes as a huge mapping.
   void* page_or_split(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow, std::size_t align);
   void huge_free(void* p);
@@ -273,7 +257,7 @@ class Heap {
   void note_freed(int part, std::uint64_t bytes) {
     if (opt_.free_percent == 0) return;
     NodePart& np = part_[part];
-    const std::uint64_t share = np.mapped.load(std::memory_order_relaxed) / 16;
+    const std::uint64_t share = np.charge.mapped.load(std::memory_order_relaxed) / 16;
     const std::uint64_t every = share > kFreeCheckBytes ? share : kFreeCheckBytes;
     if (np.freed_since_check.fetch_add(bytes, std::memory_order_relaxed) + bytes < every) return;
     np.freed_since_check.store(0, std::memory_order_relaxed);
@@ -307,9 +291,8 @@ class Heap {
   std::uint64_t meta_bytes_ = 0;
   NodePart* part_ = nullptr;
   HugeAllocations huge_;
-  std::atomic<std::uint64_t> total_mapped_{0};
+  NodeBudget budget_;
   HeapCounters counters_;
-  std::atomic<std::uint64_t> fallback_by_distance_[256] = {};
   // Live thread caches, so that purge (capacity pressure, decay, numap_purge) can return their
   // cached page chunks. Order: registry_lock_, then a cache's page_lock, then Slot locks.
   Lock registry_lock_;
@@ -318,8 +301,6 @@ class Heap {
   std::uint64_t epoch_ms_ = 0;
   Pacer decay_pacer_;
   std::uint64_t allowed_os_ = 0;                // kernel nodes the process may use (bind masks)
-  bool kernel_limits_ = false;                  // capacities follow the kernel's free memory
-  Pacer refresh_pacer_;                         // capacities re-read at most once per FREE_REFRESH_MS
 };
 
 }  // namespace numap

@@ -18,7 +18,7 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
     int n = 1;
     order[0] = 0;
     if (numa_) {
-      for (int i = 0; i < nparts_; ++i) free_bytes[i] = headroom(i);
+      for (int i = 0; i < nparts_; ++i) free_bytes[i] = budget_.headroom(i);
       n = fallback_order(topo_, node, free_bytes, opt_.distance_limit, order);
     }
     bool global_full = false, node_full = false;
@@ -43,7 +43,7 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
       std::uint32_t& ext = sl.extent(static_cast<std::uint64_t>(i));
       const std::uint64_t had = ext;
       if (ext < need) {
-        const Charge r = charge(m, (need - ext) * kPage);
+        const Charge r = budget_.charge(m, (need - ext) * kPage);
         if (r != Charge::kOk) {
           sl.give(static_cast<std::uint64_t>(i), tick());
           (r == Charge::kGlobalFull ? global_full : node_full) = true;
@@ -58,7 +58,7 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
       }
       sl.allocs.fetch_add(1, std::memory_order_relaxed);
       sl.in_use_bytes.fetch_add(sl.chunk(), std::memory_order_relaxed);
-      if (m != node) note_fallback(node, m);
+      if (m != node) budget_.note_fallback(node, m);
       *old_bytes = had * kPage;
       *out_part = m;
       return sl.address(static_cast<std::uint64_t>(i));
@@ -91,7 +91,7 @@ void Heap::chunk_free(int part, int slot, std::uint64_t index) {
   if (opt_.free_percent > 0 && sl.chunk() >= kGiveBackAtOnce && resident != 0 &&
       os_->advise_free(sl.address(index), resident)) {
     sl.extent(index) = 0;
-    uncharge(part, resident);
+    budget_.uncharge(part, resident);
     sl.mapped_bytes.fetch_sub(resident, std::memory_order_relaxed);
     sl.advised_bytes.fetch_add(resident, std::memory_order_relaxed);
     counters_.advised_bytes.fetch_add(resident, std::memory_order_relaxed);
@@ -109,7 +109,7 @@ bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t by
   if (ext >= need) return true;
   refresh_capacity(false);
   for (int pass = 0; pass < 2; ++pass) {
-    const Charge r = charge(part, (need - ext) * kPage);
+    const Charge r = budget_.charge(part, (need - ext) * kPage);
     if (r == Charge::kOk) {
       sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
       if (sl.limit_owed.load(std::memory_order_relaxed) != 0) note_refault(part, sl, (need - ext) * kPage);

@@ -9,55 +9,6 @@
 
 namespace numap {
 
-int Heap::charge_pieces(int node, std::uint64_t bytes, HugePiece* pieces, Charge* why) {
-  *why = Charge::kNodeFull;
-  if (!numa_) {
-    const Charge r = charge(0, bytes);
-    if (r == Charge::kOk) pieces[0] = HugePiece{bytes, 0};
-    *why = r;
-    return r == Charge::kOk ? 1 : 0;
-  }
-  int order[kMaxNodes];
-  std::uint64_t room[kMaxNodes];
-  for (int i = 0; i < nparts_; ++i) room[i] = headroom(i);
-  const int n = fallback_order(topo_, node, room, opt_.distance_limit, order);
-  // Whole, on the nearest node with room (the fallback rule of every other path).
-  for (int k = 0; k < n; ++k) {
-    const int m = order[k];
-    if (room[m] < bytes) continue;
-    const Charge r = charge(m, bytes);
-    if (r == Charge::kOk) {
-      pieces[0] = HugePiece{bytes, static_cast<std::uint32_t>(m)};
-      return 1;
-    }
-    if (r == Charge::kGlobalFull) {
-      *why = r;
-      return 0;
-    }
-  }
-  // No single node can hold it: split in the same order, each node giving the whole pages it has
-  // (glibc would succeed here, the kernel spreading the pages; numap places them by distance).
-  std::uint64_t left = bytes;
-  int count = 0;
-  for (int k = 0; k < n && left != 0; ++k) {
-    const int m = order[k];
-    std::uint64_t take = room[m] / kPage * kPage;
-    if (take > left) take = left;
-    if (take == 0) continue;
-    const Charge r = charge(m, take);
-    if (r == Charge::kGlobalFull) {
-      *why = r;
-      break;
-    }
-    if (r != Charge::kOk) continue;
-    pieces[count++] = HugePiece{take, static_cast<std::uint32_t>(m)};
-    left -= take;
-  }
-  if (left == 0) return count;
-  for (int k = 0; k < count; ++k) uncharge(static_cast<int>(pieces[k].node), pieces[k].bytes);
-  return 0;
-}
-
 void* Heap::huge_alloc(std::size_t n, std::size_t align) {
   if (n > (std::uint64_t{1} << 46)) {
     errno = ENOMEM;
@@ -65,12 +16,12 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
   }
   const std::uint64_t bytes = round_up(n, kPage);
   refresh_capacity(false);
-  const int node = current_node();
+  const int node = budget_.current_node();
   HugePiece pieces[kMaxNodes];
   int count = 0;
   for (int pass = 0; pass < 2; ++pass) {
     Charge why;
-    count = charge_pieces(node, bytes, pieces, &why);
+    count = budget_.charge_pieces(node, bytes, pieces, &why);
     if (count != 0 || pass == 1) break;
     // The action of chunk_alloc: the global capacity purges everything; nodes full within the
     // distance limit purge the local node, then all (NUMAP_BEYOND_LIMIT=purge), or fail.
@@ -82,7 +33,7 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
     }
   }
   auto uncharge_all = [&] {
-    for (int k = 0; k < count; ++k) uncharge(static_cast<int>(pieces[k].node), pieces[k].bytes);
+    for (int k = 0; k < count; ++k) budget_.uncharge(static_cast<int>(pieces[k].node), pieces[k].bytes);
   };
   if (count == 0) {
     counters_.enomem.fetch_add(1, std::memory_order_relaxed);
@@ -121,7 +72,7 @@ void* Heap::huge_alloc(std::size_t n, std::size_t align) {
   for (int k = 0; k < count; ++k) {
     const int m = static_cast<int>(pieces[k].node);
     part_[m].huge_bytes.fetch_add(pieces[k].bytes, std::memory_order_relaxed);
-    if (m != node) note_fallback(node, m);
+    if (m != node) budget_.note_fallback(node, m);
   }
   if (count > 1) counters_.split_allocs.fetch_add(1, std::memory_order_relaxed);
   return p;
@@ -137,7 +88,7 @@ void Heap::huge_free(void* p) {
   for (int k = 0; k < count; ++k) {
     const int m = static_cast<int>(pieces[k].node);
     part_[m].huge_bytes.fetch_sub(pieces[k].bytes, std::memory_order_relaxed);
-    uncharge(m, pieces[k].bytes);
+    budget_.uncharge(m, pieces[k].bytes);
   }
 }
 

@@ -56,7 +56,7 @@ void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool bo
     }
   }
   int part;
-  return chunk_alloc(current_node(), 1 + cls, n, old_bytes, &part, borrow);
+  return chunk_alloc(budget_.current_node(), 1 + cls, n, old_bytes, &part, borrow);
 }
 
 void Heap::page_refill(ThreadCache* tc, int cls) {

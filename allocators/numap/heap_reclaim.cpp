@@ -39,7 +39,7 @@ std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot
             if (runs[r].ok) released += runs[r].bytes;
           }
           sl.purge_done(runs, n);
-          uncharge(p, released);
+          budget_.uncharge(p, released);
           sl.mapped_bytes.fetch_sub(released, std::memory_order_relaxed);
           sl.advised_bytes.fetch_add(released, std::memory_order_relaxed);
           if (owe) sl.limit_owed.fetch_add(released, std::memory_order_relaxed);
@@ -100,7 +100,7 @@ void Heap::limit_free(int part) {
   // Large chunks waiting in thread caches are free memory too: the limit trims the Slots' free
   // pages for them, so the cache holds part of the allowance instead of adding to it.
   free += np.large_cached.load(std::memory_order_relaxed);
-  const std::uint64_t mapped = np.mapped.load(std::memory_order_relaxed);
+  const std::uint64_t mapped = np.charge.mapped.load(std::memory_order_relaxed);
   const std::uint64_t in_use = mapped > free ? mapped - free : 0;
   const std::uint64_t pct = static_cast<std::uint64_t>(opt_.free_percent);
   const std::uint64_t by_share = in_use / 100 * pct + in_use % 100 * pct / 100;  // exact, no overflow

@@ -33,7 +33,7 @@ ThreadCache* Heap::cache() {
   if (tc->owner != nullptr) tc->owner->flush_cache(tc);
   tc->owner = this;
   tc->state = CacheState::kLive;
-  tc->node = current_node();
+  tc->node = budget_.current_node();
   set_home(tc);
   tc->until_recheck = 64;
   tc->hits = 0;
@@ -74,7 +74,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     want = tc->lists[cls].limit / 2;
     if (want == 0) want = 1;
   } else {
-    node = current_node();
+    node = budget_.current_node();
   }
   const std::uint32_t size = kSmallSize[cls];
   void* head = nullptr;
@@ -136,7 +136,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
 
 void Heap::recheck_node(ThreadCache* tc) {
   if (--tc->until_recheck == 0) {
-    tc->node = current_node();
+    tc->node = budget_.current_node();
     set_home(tc);
     tc->until_recheck = 64;
   }

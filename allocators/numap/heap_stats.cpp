@@ -22,7 +22,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
     };
     s.numa_enabled = numa_;
     s.capacity_bytes = opt_.capacity;
-    s.mapped_bytes = total_mapped_.load(std::memory_order_relaxed);
+    s.mapped_bytes = budget_.mapped();
 #define NUMAP_COPY_COUNTER(name, counted_by, exit_line, alloc_stats)                 \
   NUMAP_COUNTED_BY(heap, counted_by, s.name = counters_.name.load(std::memory_order_relaxed);) \
   NUMAP_COUNTED_BY(os, counted_by, s.name = os_->counters.name.load(std::memory_order_relaxed);)
@@ -31,7 +31,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
     s.allocs = s.tcache_hits + huge_.allocs();
     int nd = 0;
     for (int d = 0; d < 256 && nd < NUMAP_MAX_DISTANCES; ++d) {
-      const std::uint64_t v = fallback_by_distance_[d].load(std::memory_order_relaxed);
+      const std::uint64_t v = budget_.fallbacks_at(d);
       if (v == 0) continue;
       s.fallback_distance[nd] = static_cast<std::uint32_t>(d);
       s.fallback_count[nd++] = v;
@@ -40,10 +40,11 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
       NodePart& np = part_[p];
       numap_node_stats& ns = s.node[p];
       ns.os_node = numa_ ? topo_.os_node[p] : -1;
-      const std::uint64_t cap = np.capacity.load(std::memory_order_relaxed);
+      const NodeCharge& nc = budget_.node(p);
+      const std::uint64_t cap = nc.capacity.load(std::memory_order_relaxed);
       ns.capacity_bytes = cap == kUnlimited ? 0 : cap;
-      ns.mapped_bytes = np.mapped.load(std::memory_order_relaxed);
-      ns.fallback_in = np.fallback_in.load(std::memory_order_relaxed);
+      ns.mapped_bytes = nc.mapped.load(std::memory_order_relaxed);
+      ns.fallback_in = nc.fallback_in.load(std::memory_order_relaxed);
       const std::uint64_t huge = np.huge_bytes.load(std::memory_order_relaxed);
       ns.in_use_bytes += huge;
       s.huge_bytes += huge;
