@@ -1,6 +1,6 @@
 // The Heap facade: arena layout (init, destroy), locating a pointer, the allocation API behind the
 // inline hits (including the page-class cache's hits) and fork. Its components are their own
-// headers (node_budget.h, huge.h, decay_thread.h); its other concerns are its own sources:
+// headers (node_budget.h, huge.h, decay_thread.h, cache_registry.h); its other concerns are its own sources:
 // heap_chunks, heap_huge, heap_small, heap_page_cache, heap_reclaim, heap_stats.
 #include "allocators/numap/heap.h"
 
@@ -107,7 +107,7 @@ void Heap::destroy() {
   decay_thread_.stop();
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this) {
-    unregister_cache(tc);
+    registry_.remove(tc);
     tc->slab_span = tc->page_span = 0;
     tc->owner = nullptr;
     tc->state = CacheState::kNew;
@@ -309,7 +309,7 @@ void* Heap::memalign(std::size_t align, std::size_t n) {
 
 
 void Heap::for_each_lock(void (*fn)(Lock&)) {
-  fn(registry_lock_);  // first: purge takes it before Slot locks
+  fn(registry_.lock());  // first: purge takes it before Slot locks
   for (int p = 0; p < nparts_; ++p) {
     for (int s = 0; s < nslots_; ++s) fn(part_[p].slots[s].lock);
     for (int c = 0; c < kSmallClasses; ++c) fn(part_[p].central[c].lock);

@@ -5,7 +5,7 @@
 // and enforces the RSS capacity (purging free pages, largest classes first, before failing with
 // ENOMEM) and counts everything numap_stats reports. Tests build Heaps with their own Options,
 // Topology and Os; the preloaded library builds one from the environment. It composes components
-// that own their state (NodeBudget, HugeAllocations, DecayThread, each in its own header); its
+// that own their state (NodeBudget, HugeAllocations, DecayThread, CacheRegistry, each in its own header); its
 // other member functions are defined one concern per source (heap.cpp: layout, API, fork;
 // heap_chunks, heap_huge, heap_small, heap_page_cache, heap_reclaim, heap_stats .cpp).
 #pragma once
@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "allocators/numap/cache_registry.h"
 #include "allocators/numap/counters.h"
 #include "allocators/numap/decay_thread.h"
 #include "allocators/numap/include/numap.h"
@@ -197,7 +198,6 @@ class Heap {
   bool transfer_put(CacheList* list, int cls, int part, std::uint32_t n);
   // Every transfer cache's batches back into their slabs (purge, trim), so empty slabs can go.
   void drain_transfers();
-  void unregister_cache(ThreadCache* tc);
   void recheck_node(ThreadCache* tc);
   // Points the fast paths' ranges (slab_base/span, page_base/span) at the cache's node, tc->node.
   void set_home(ThreadCache* tc);
@@ -293,10 +293,7 @@ class Heap {
   HugeAllocations huge_;
   NodeBudget budget_;
   HeapCounters counters_;
-  // Live thread caches, so that purge (capacity pressure, decay, numap_purge) can return their
-  // cached page chunks. Order: registry_lock_, then a cache's page_lock, then Slot locks.
-  Lock registry_lock_;
-  ThreadCache* registry_ = nullptr;
+  CacheRegistry registry_;
   DecayThread decay_thread_;
   std::uint64_t epoch_ms_ = 0;
   Pacer decay_pacer_;

@@ -169,26 +169,26 @@ void Heap::flush_pages(ThreadCache* tc) {
 }
 
 void Heap::flush_all_page_caches() {
-  LockGuard g(registry_lock_);
+  LockGuard g(registry_.lock());
   if (asym_guard_) {
-    for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) __atomic_store_n(&tc->page_flushing, 1u, __ATOMIC_RELAXED);
+    registry_.for_each([](ThreadCache* tc) { __atomic_store_n(&tc->page_flushing, 1u, __ATOMIC_RELAXED); });
     // Refused now (it worked at init): nothing of another thread's cache is touched.
     const bool fenced = os_->barrier();
-    for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) {
+    registry_.for_each([&](ThreadCache* tc) {
       // A thread inside its own cache operation (or one that was when a parent forked) is skipped.
       if (fenced && __atomic_load_n(&tc->page_lock, __ATOMIC_ACQUIRE) == 0) flush_pages(tc);
       __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELEASE);
-    }
+    });
     return;
   }
-  for (ThreadCache* tc = registry_; tc != nullptr; tc = tc->reg_next) {
+  registry_.for_each([&](ThreadCache* tc) {
     std::uint32_t expected = 0;
     // A thread busy with its own cache (or one that held it when a parent forked) is skipped.
     if (!__atomic_compare_exchange_n(&tc->page_lock, &expected, 1u, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-      continue;
+      return;
     flush_pages(tc);
     page_unlock_own(tc);
-  }
+  });
 }
 
 }  // namespace numap

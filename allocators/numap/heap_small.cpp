@@ -53,13 +53,7 @@ ThreadCache* Heap::cache() {
     tc->pages[c].count = 0;
     tc->pages[c].limit = static_cast<std::uint32_t>(limit > kPageCacheDepth ? kPageCacheDepth : limit);
   }
-  {
-    LockGuard g(registry_lock_);
-    tc->reg_prev = nullptr;
-    tc->reg_next = registry_;
-    if (registry_ != nullptr) registry_->reg_prev = tc;
-    registry_ = tc;
-  }
+  registry_.add(tc);
   pthread_once(&cache_key_once, make_cache_key);
   pthread_setspecific(cache_key, tc);
   return tc;
@@ -151,13 +145,6 @@ void Heap::set_home(ThreadCache* tc) {
   tc->page_span = static_cast<std::uint64_t>(npage_ < kPageCacheClasses ? npage_ : kPageCacheClasses) * span_;
 }
 
-
-void Heap::unregister_cache(ThreadCache* tc) {
-  LockGuard g(registry_lock_);
-  if (tc->reg_prev != nullptr) tc->reg_prev->reg_next = tc->reg_next; else registry_ = tc->reg_next;
-  if (tc->reg_next != nullptr) tc->reg_next->reg_prev = tc->reg_prev;
-  tc->reg_prev = tc->reg_next = nullptr;
-}
 
 void Heap::release_slab(int part, SlabMeta* s) {
   chunk_free(part, kSlabSlot, static_cast<std::uint64_t>(s - part_[part].slab_meta));
@@ -288,7 +275,7 @@ void Heap::flush_cache(ThreadCache* tc) {
   // steady phase ran at 0.6 of the speed); the next MiB freed anywhere on the node checks.
   flush_pages(tc);
   page_unlock_own(tc);
-  unregister_cache(tc);
+  registry_.remove(tc);
   counters_.tcache_hits.fetch_add(tc->hits, std::memory_order_relaxed);
   tc->hits = 0;
 }
