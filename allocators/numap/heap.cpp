@@ -1,6 +1,7 @@
 // The Heap facade: arena layout (init, destroy), locating a pointer, the allocation API behind the
 // inline hits (including the page-class cache's hits) and fork. Its components are their own
-// headers (node_budget.h, huge.h, decay_thread.h, cache_registry.h); its other concerns are its own sources:
+// headers (node_budget.h, free_limit.h, huge.h, decay_thread.h,
+// cache_registry.h); its other concerns are its own sources:
 // heap_chunks, heap_huge, heap_small, heap_page_cache, heap_reclaim, heap_stats.
 #include "allocators/numap/heap.h"
 
@@ -321,7 +322,7 @@ void Heap::fork_prepare() { for_each_lock([](Lock& l) { l.lock(); }); }
 void Heap::fork_parent() { for_each_lock([](Lock& l) { l.unlock(); }); }
 void Heap::fork_child() {
   for_each_lock([](Lock& l) { l.reset(); });
-  for (int p = 0; p < nparts_; ++p) part_[p].limiting.store(0, std::memory_order_relaxed);  // its thread is gone
+  for (int p = 0; p < nparts_; ++p) part_[p].free_limit.forget_applier();
   // The child is a new process for membarrier: register it again (or fall back to the try-lock
   // while it is still single-threaded).
   if (asym_guard_) asym_guard_ = os_->register_barrier();

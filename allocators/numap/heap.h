@@ -5,7 +5,7 @@
 // and enforces the RSS capacity (purging free pages, largest classes first, before failing with
 // ENOMEM) and counts everything numap_stats reports. Tests build Heaps with their own Options,
 // Topology and Os; the preloaded library builds one from the environment. It composes components
-// that own their state (NodeBudget, HugeAllocations, DecayThread, CacheRegistry, each in its own header); its
+// that own their state (NodeBudget, FreeLimit, HugeAllocations, DecayThread, CacheRegistry, each in its own header); its
 // other member functions are defined one concern per source (heap.cpp: layout, API, fork;
 // heap_chunks, heap_huge, heap_small, heap_page_cache, heap_reclaim, heap_stats .cpp).
 #pragma once
@@ -19,6 +19,7 @@
 #include "allocators/numap/cache_registry.h"
 #include "allocators/numap/counters.h"
 #include "allocators/numap/decay_thread.h"
+#include "allocators/numap/free_limit.h"
 #include "allocators/numap/include/numap.h"
 #include "allocators/numap/huge.h"
 #include "allocators/numap/node_budget.h"
@@ -51,18 +52,7 @@ struct alignas(4096) NodePart {
   NodeCharge charge;  // this node's share of the budget (node_budget.h)
   std::atomic<std::uint64_t> huge_bytes{0};
   std::atomic<std::uint32_t> exchange_after{0};  // tick before which exchange() does not scan again
-  // Bytes given back to this node's Slots since the free limit last looked (see note_freed), and
-  // whether a thread is applying it now (one at a time; the others go on freeing).
-  std::atomic<std::uint64_t> freed_since_check{0};
-  std::atomic<std::uint32_t> limiting{0};
-  // The limit's back-off: the allowance is multiplied by limit_scale (1, 2, 4 .. kMaxLimitScale),
-  // doubled when, within a window of DECAY_MS from limit_window, a quarter of what the limit gave
-  // back (limit_given) was charged again by the same classes (limit_refaulted: see
-  // Slot::limit_owed); at the end of a window without one, lowered to the largest scale its
-  // checks needed (limit_need) and halved once per further DECAY_MS. Written by the thread that
-  // holds `limiting`.
-  std::atomic<std::uint32_t> limit_scale{1}, limit_window{0}, limit_need{1};
-  std::atomic<std::uint64_t> limit_given{0}, limit_refaulted{0};
+  FreeLimit free_limit;  // this node's (free_limit.h)
   // Charged bytes of this node's chunks above 256 KiB in thread caches (bounded by
   // NUMAP_LARGE_CACHE_BYTES; free pages as far as the free limit is concerned). Its own line: every
   // thread's large-chunk cache hit writes it.
@@ -249,19 +239,11 @@ class Heap {
   // free resident chunks of the node's other classes idle for NUMAP_EXCHANGE_MS, so RSS does not
   // grow while idle resident memory exists.
   void exchange(int part, int slot, std::uint64_t bytes);
-  // `bytes` of resident chunks went back to part's Slots: every kFreeCheckBytes or 1/16 of what the
-  // node has charged, whichever is more, apply the free limit (limit_free). The share keeps a
-  // release of gigabytes to a few dozen passes (each scans the node's Slots) instead of one per
-  // MiB, and lets more neighbouring chunks be free by the time a pass advises them (fewer, longer
-  // runs: hash_build's release took 2,467 madvise calls instead of 2,667 with 1/64).
+  // `bytes` of resident chunks went back to part's Slots: apply the free limit when a check is due.
   void note_freed(int part, std::uint64_t bytes) {
     if (opt_.free_percent == 0) return;
     NodePart& np = part_[part];
-    const std::uint64_t share = np.charge.mapped.load(std::memory_order_relaxed) / 16;
-    const std::uint64_t every = share > kFreeCheckBytes ? share : kFreeCheckBytes;
-    if (np.freed_since_check.fetch_add(bytes, std::memory_order_relaxed) + bytes < every) return;
-    np.freed_since_check.store(0, std::memory_order_relaxed);
-    limit_free(part);
+    if (np.free_limit.freed(bytes, np.charge.mapped.load(std::memory_order_relaxed))) limit_free(part);
   }
   // The node's free resident bytes above NUMAP_FREE_PERCENT of its in-use bytes (and above
   // NUMAP_FREE_FLOOR) are advised away now, those idle for EXCHANGE_MS first: a program that frees
@@ -269,9 +251,6 @@ class Heap {
   // pages back at once, where decay by age would wait DECAY_MS; steady churn, whose free pages
   // are a small share of what it holds, keeps them.
   void limit_free(int part);
-  static constexpr std::uint64_t kFreeCheckBytes = 1 << 20;
-  static constexpr std::uint32_t kMaxLimitScale = 64;
-  static constexpr std::uint32_t kMaxFloorScale = 4;  // FREE_FLOOR backs off at most 4x (32 MiB)
   // Fresh pages charged for a Slot the free limit took pages from: the limit was too tight.
   void note_refault(int part, Slot& sl, std::uint64_t bytes);
 

@@ -94,7 +94,7 @@ void Heap::exchange(int part, int slot, std::uint64_t bytes) {
 
 void Heap::limit_free(int part) {
   NodePart& np = part_[part];
-  if (np.limiting.exchange(1, std::memory_order_acquire) != 0) return;
+  if (!np.free_limit.enter()) return;
   std::uint64_t free = 0;
   for (int s = 0; s < nslots_; ++s) free += np.slots[s].free_mapped_bytes();
   // Large chunks waiting in thread caches are free memory too: the limit trims the Slots' free
@@ -102,48 +102,11 @@ void Heap::limit_free(int part) {
   free += np.large_cached.load(std::memory_order_relaxed);
   const std::uint64_t mapped = np.charge.mapped.load(std::memory_order_relaxed);
   const std::uint64_t in_use = mapped > free ? mapped - free : 0;
-  const std::uint64_t pct = static_cast<std::uint64_t>(opt_.free_percent);
-  const std::uint64_t by_share = in_use / 100 * pct + in_use % 100 * pct / 100;  // exact, no overflow
-  // Back off where the limit gave back pages that the same classes then charged again (a program
-  // that frees and rebuilds the same sizes, or churn whose free share is above FREE_PERCENT):
-  // every refault costs a zeroed page, so the allowance doubles. Counts run in windows of DECAY_MS
-  // (1 s when decay is off). A window that ends with no doubling lowers the allowance to what its
-  // checks needed (so an adequate allowance is kept, not halved into thrash and doubled back),
-  // halves it once more per further quiet period (nothing freed then), and forgets its debts (a
-  // rebuild long after a release is no thrash). The floor scales at most kMaxFloorScale times, so
-  // a release down to almost nothing in use still goes back to a few floors.
   const std::uint32_t now = tick();
-  std::uint32_t scale = np.limit_scale.load(std::memory_order_relaxed);
-  const std::uint32_t quiet = static_cast<std::uint32_t>(opt_.decay_ms > 0 ? opt_.decay_ms : 1000);
-  const std::uint32_t elapsed = now - np.limit_window.load(std::memory_order_relaxed);
-  const std::uint64_t given = np.limit_given.load(std::memory_order_relaxed);
-  const bool thrash = given >= 4 * kFreeCheckBytes && np.limit_refaulted.load(std::memory_order_relaxed) * 4 >= given;
-  auto allowance = [&](std::uint32_t sc) {
-    const std::uint64_t floor = opt_.free_floor * (sc < kMaxFloorScale ? sc : kMaxFloorScale);
-    return by_share * sc > floor ? by_share * sc : floor;
-  };
-  std::uint32_t need = 1;  // the smallest scale that would have kept this check's free pages
-  while (need < kMaxLimitScale && allowance(need) < free) need *= 2;
-  if (thrash || elapsed > quiet) {
-    if (thrash && elapsed <= quiet) {
-      if (scale < kMaxLimitScale) scale *= 2;
-    } else {
-      const std::uint32_t window_need = np.limit_need.load(std::memory_order_relaxed);
-      const std::uint32_t periods = elapsed / quiet;
-      if (window_need < scale) scale = window_need;
-      scale = periods > 31 ? 1 : scale >> (periods - 1);
-      if (scale == 0) scale = 1;
-    }
-    np.limit_given.store(0, std::memory_order_relaxed);
-    np.limit_refaulted.store(0, std::memory_order_relaxed);
+  bool new_window;
+  const std::uint64_t allowed = np.free_limit.allowance(now, free, in_use, opt_, &new_window);
+  if (new_window)
     for (int s = 0; s < nslots_; ++s) np.slots[s].limit_owed.store(0, std::memory_order_relaxed);
-    np.limit_window.store(now, std::memory_order_relaxed);
-    np.limit_need.store(need, std::memory_order_relaxed);
-  } else if (need > np.limit_need.load(std::memory_order_relaxed)) {
-    np.limit_need.store(need, std::memory_order_relaxed);
-  }
-  np.limit_scale.store(scale, std::memory_order_relaxed);
-  const std::uint64_t allowed = allowance(scale);
   if (free > allowed) {
     // Down to three quarters of the allowance, so that a release does not come back every MiB.
     const std::uint64_t want = free - allowed / 4 * 3;
@@ -151,10 +114,10 @@ void Heap::limit_free(int part) {
     if (opt_.exchange_ms > 0)
       got = purge_pages(want, part, -1, true, now - static_cast<std::uint32_t>(opt_.exchange_ms), true);
     if (got < want) got += purge_pages(want - got, part, -1, false, 0, true);
-    np.limit_given.fetch_add(got, std::memory_order_relaxed);
+    np.free_limit.gave(got);
     counters_.limited_bytes.fetch_add(got, std::memory_order_relaxed);
   }
-  np.limiting.store(0, std::memory_order_release);
+  np.free_limit.leave();
 }
 
 void Heap::note_refault(int part, Slot& sl, std::uint64_t bytes) {
@@ -164,7 +127,7 @@ void Heap::note_refault(int part, Slot& sl, std::uint64_t bytes) {
     if (owed == 0) return;
     take = owed < bytes ? owed : bytes;
   } while (!sl.limit_owed.compare_exchange_weak(owed, owed - take, std::memory_order_relaxed));
-  part_[part].limit_refaulted.fetch_add(take, std::memory_order_relaxed);
+  part_[part].free_limit.refaulted(take);
 }
 
 }  // namespace numap
