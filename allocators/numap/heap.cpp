@@ -1,8 +1,8 @@
 // The Heap facade: arena layout (init, destroy), locating a pointer, the allocation API behind the
 // inline hits (including the page-class cache's hits) and fork. Its components are their own
-// headers (node_budget.h, free_limit.h, huge.h, decay_thread.h,
-// cache_registry.h); its other concerns are its own sources:
-// heap_chunks, heap_huge, heap_small, heap_page_cache, heap_reclaim, heap_stats.
+// headers (node_budget.h, free_limit.h, huge.h, decay_thread.h, cache_registry.h); its other
+// concerns are its own sources: heap_chunks, heap_huge, heap_small, heap_page_cache,
+// heap_reclaim, heap_stats.
 #include "allocators/numap/heap.h"
 
 #include <errno.h>
@@ -28,6 +28,7 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   topo_ = topology;
   os_ = os;
   epoch_ms_ = os_->now_ms();
+  decay_period_ = static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
   asym_guard_ = os_->register_barrier();
   numa_ = numa_enabled(topo_, opt_.numa);
   nparts_ = numa_ ? topo_.count : 1;
@@ -99,7 +100,8 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
   }
   huge_.init(m);
   if (!opt_.thp) os_->advise_huge(arena_, arena_bytes_, false);
-  budget_.follow_kernel(tick());
+  budget_.follow_kernel();
+  refresh_capacity(true);
   return true;
 }
 

@@ -118,7 +118,9 @@ class Heap {
   // The metadata reservation (tests check its advice and binding).
   const char* metadata() const { return meta_; }
   std::uint64_t metadata_bytes() const { return meta_bytes_; }
-  void refresh_capacity(bool force) { budget_.refresh(tick(), force); }
+  void refresh_capacity(bool force) {
+    if (budget_.follows_kernel()) budget_.refresh(tick(), force);
+  }
   // Partition that holds p, or -1.
   int node_of(const void* p) const;
 
@@ -218,15 +220,11 @@ class Heap {
   void on_slow_path() {
     refresh_capacity(false);
     if (opt_.decay_ms > 0) {
-      if (opt_.decay_thread) decay_thread_.start(decay_pass, this, decay_period());
+      if (opt_.decay_thread) decay_thread_.start(decay_pass, this, decay_period_);
       maybe_decay();
     }
   }
   static void decay_pass(void* heap) { static_cast<Heap*>(heap)->maybe_decay(); }
-  // Decay passes run at most once per quarter of the decay time.
-  std::uint32_t decay_period() const {
-    return static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
-  }
   // Milliseconds since init, wrapping at 2^32 (chunk ages are compared wrap-safe).
   std::uint32_t tick() const { return static_cast<std::uint32_t>(os_->now_ms() - epoch_ms_); }
   // The purge loop shared by purge, decay and exchange: free mapped chunks of part `only_part`
@@ -276,6 +274,7 @@ class Heap {
   DecayThread decay_thread_;
   std::uint64_t epoch_ms_ = 0;
   Pacer decay_pacer_;
+  std::uint32_t decay_period_ = 1;  // ms: decay passes run at most once per quarter of the decay time
   std::uint64_t allowed_os_ = 0;                // kernel nodes the process may use (bind masks)
 };
 

@@ -64,7 +64,7 @@ std::size_t Heap::trim() {
 
 void Heap::maybe_decay() {
   const std::uint32_t now = tick();
-  if (!decay_pacer_.claim(now, decay_period())) return;
+  if (!decay_pacer_.claim(now, decay_period_)) return;
   counters_.decay_passes.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t got =
       purge_pages(0, -1, -1, true, now - static_cast<std::uint32_t>(opt_.decay_ms));

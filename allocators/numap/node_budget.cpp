@@ -11,6 +11,7 @@ void NodeBudget::init(const Options* opt, const Topology* topo, Os* os, bool num
   os_ = os;
   numa_ = numa;
   nparts_ = parts;
+  capacity_ = opt->capacity;
 }
 
 void NodeBudget::attach(int part, NodeCharge* node) {
@@ -20,14 +21,13 @@ void NodeBudget::attach(int part, NodeCharge* node) {
   node->capacity.store(fixed != 0 ? fixed : kUnlimited, std::memory_order_relaxed);
 }
 
-void NodeBudget::follow_kernel(std::uint32_t now) {
+void NodeBudget::follow_kernel() {
   kernel_limits_ = numa_ && opt_->free_refresh_ms > 0;
   if (!kernel_limits_) return;
   ZoneinfoReader zones;
   if (os_->read_lines("/proc/zoneinfo", ZoneinfoReader::line, &zones))
     for (int i = 0; i < nparts_; ++i)
       if (topo_->os_node[i] < kMaxNodes) node_[i]->watermark = zones.high_pages[topo_->os_node[i]] * kPage;
-  refresh(now, true);
 }
 
 void NodeBudget::refresh(std::uint32_t now, bool force) {
@@ -84,7 +84,7 @@ int NodeBudget::node_for_cpu(int cpu) const {
 
 Charge NodeBudget::charge(int part, std::uint64_t bytes) {
   const std::uint64_t before = total_mapped_.fetch_add(bytes, std::memory_order_relaxed);
-  if (opt_->capacity != 0 && before + bytes > opt_->capacity) {
+  if (capacity_ != 0 && before + bytes > capacity_) {
     total_mapped_.fetch_sub(bytes, std::memory_order_relaxed);
     return Charge::kGlobalFull;
   }

@@ -34,8 +34,11 @@ class NodeBudget {
   void init(const Options* opt, const Topology* topo, Os* os, bool numa, int parts);
   // Node `part`'s share (in its NodePart), with its fixed capacity: the option, else MemTotal.
   void attach(int part, NodeCharge* node);
-  // After every node is attached: with NUMA, capacities follow the kernel's free memory from now.
-  void follow_kernel(std::uint32_t now);
+  // After every node is attached: with NUMA, capacities follow the kernel's free memory (the
+  // zones' watermarks read now; the caller then refreshes with `force`).
+  void follow_kernel();
+  // Whether they do: the caller reads the clock for refresh() only then (every slow path asks).
+  bool follows_kernel() const { return kernel_limits_; }
   // Re-reads each node's free memory when FREE_REFRESH_MS has passed (always with `force`).
   void refresh(std::uint32_t now, bool force);
 
@@ -68,6 +71,7 @@ class NodeBudget {
   Os* os_ = nullptr;
   bool numa_ = false;
   int nparts_ = 1;
+  std::uint64_t capacity_ = 0;  // NUMAP_CAPACITY, all nodes together (0: none); read by every charge
   NodeCharge* node_[kMaxNodes] = {};
   std::atomic<std::uint64_t> total_mapped_{0};
   std::atomic<std::uint64_t> fallback_by_distance_[256] = {};
