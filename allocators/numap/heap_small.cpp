@@ -77,15 +77,8 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     Central& c = part_[node].central[cls];
     {
       LockGuard g(c.lock);
-      if (c.nbatches != 0 && tc != nullptr) {  // a whole batch another overflow left
-        --c.nbatches;
-        head = c.batch[c.nbatches];
-        got = c.batch_count[c.nbatches];
-        c.parked_bytes -= got * size;
-        c.transfers.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        got = c.pop(part_[node].slots[kSlabSlot].base(), kSlabBytes, part_[node].slab_meta, &head, want);
-      }
+      if (tc != nullptr) got = c.transfer.take(&head, size);  // a whole batch another overflow left
+      if (got == 0) got = c.pop(part_[node].slots[kSlabSlot].base(), kSlabBytes, part_[node].slab_meta, &head, want);
       if (got != 0) {
         c.allocs.fetch_add(got, std::memory_order_relaxed);
         c.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
@@ -227,12 +220,8 @@ bool Heap::transfer_put(CacheList* list, int cls, int part, std::uint32_t n) {
   Central& c = part_[part].central[cls];
   {
     LockGuard g(c.lock);
-    const std::uint32_t bytes = n * kSmallSize[cls];
-    if (c.nbatches == kTransferBatches || c.parked_bytes + bytes > kTransferBytes) return false;
-    c.parked_bytes += bytes;
+    if (!c.transfer.park(list->head, n, kSmallSize[cls])) return false;
     *static_cast<void**>(tail) = nullptr;
-    c.batch[c.nbatches] = list->head;
-    c.batch_count[c.nbatches++] = n;
     c.frees.fetch_add(n, std::memory_order_relaxed);
     c.in_use_bytes.fetch_sub(std::uint64_t{n} * kSmallSize[cls], std::memory_order_relaxed);
   }
@@ -249,12 +238,7 @@ void Heap::drain_transfers() {
       int n = 0;
       {
         LockGuard g(c.lock);
-        for (; c.nbatches > 0; ++n) {
-          --c.nbatches;
-          taken[n].head = c.batch[c.nbatches];
-          taken[n].count = c.batch_count[c.nbatches];
-        }
-        c.parked_bytes = 0;
+        c.transfer.drain([&](void* head, std::uint32_t count) { taken[n++] = CacheList{head, count, 0}; });
         // Back in the slabs they count as flushed already: undo the transfer's accounting, which
         // flush_list repeats.
         for (int i = 0; i < n; ++i) {

@@ -52,7 +52,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
         Central& ce = np.central[c];
         ns.in_use_bytes += ce.in_use_bytes.load(std::memory_order_relaxed);
         s.allocs += ce.allocs.load(std::memory_order_relaxed);
-        s.transfer_batches += ce.transfers.load(std::memory_order_relaxed);
+        s.transfer_batches += ce.transfer.taken();
         add_lock(ce.lock);
       }
       for (int si = 0; si < nslots_; ++si) {
