@@ -275,7 +275,7 @@ class Heap {
   std::uint64_t epoch_ms_ = 0;
   Pacer decay_pacer_;
   std::uint32_t decay_period_ = 1;  // ms: decay passes run at most once per quarter of the decay time
-  std::uint64_t allowed_os_ = 0;                // kernel nodes the process may use (bind masks)
+  std::uint64_t allowed_os_ = 0;  // kernel nodes the process may use (bind masks)
 };
 
 }  // namespace numap
