@@ -4,7 +4,10 @@
 // allocation (the calling CPU's, with the seed-001 fallback order when that node is full), charges
 // and enforces the RSS capacity (purging free pages, largest classes first, before failing with
 // ENOMEM) and counts everything numap_stats reports. Tests build Heaps with their own Options,
-// Topology and Os; the preloaded library builds one from the environment.
+// Topology and Os; the preloaded library builds one from the environment. It composes components
+// that own their state (NodeBudget, FreeLimit, HugeAllocations, DecayThread, CacheRegistry, each in its own header); its
+// other member functions are defined one concern per source (heap.cpp: layout, API, fork;
+// heap_chunks, heap_huge, heap_small, heap_page_cache, heap_reclaim, heap_stats .cpp).
 #pragma once
 
 #include <pthread.h>
@@ -13,10 +16,16 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "allocators/numap/cache_registry.h"
+#include "allocators/numap/counters.h"
+#include "allocators/numap/decay_thread.h"
+#include "allocators/numap/free_limit.h"
 #include "allocators/numap/include/numap.h"
-#include "allocators/numap/large.h"
+#include "allocators/numap/huge.h"
+#include "allocators/numap/node_budget.h"
 #include "allocators/numap/options.h"
 #include "allocators/numap/os.h"
+#include "allocators/numap/pacer.h"
 #include "allocators/numap/page_runs.h"
 #include "allocators/numap/size_classes.h"
 #include "allocators/numap/slabs.h"
@@ -28,7 +37,6 @@ namespace numap {
 constexpr int kSlabSlot = 0;  // slot index of the slabs; page class c is slot c + 1
 constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident chunk up to a doubling above
 
-constexpr std::uint64_t kUnlimited = ~std::uint64_t{0};
 // Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
 // threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), above which it unmaps every freed block.
 constexpr std::uint64_t kGiveBackAtOnce = 32ull << 20;
@@ -41,24 +49,10 @@ struct alignas(4096) NodePart {
   // Each slab's class, one byte per slab: what the free fast path reads (dense, and apart from the
   // SlabMeta lines that other threads write under the Central lock).
   std::uint8_t* slab_class = nullptr;
-  // Bytes this node may have charged (kUnlimited: no limit): NUMAP_NODE_CAPACITY capped by what
-  // the kernel can give here (charged now + MemFree - watermarks), re-read on the slow path.
-  std::atomic<std::uint64_t> capacity{kUnlimited};
-  std::uint64_t watermark = 0;  // bytes: the node's zones' high watermarks (/proc/zoneinfo)
-  std::atomic<std::uint64_t> mapped{0}, fallback_in{0}, huge_bytes{0};
+  NodeCharge charge;  // this node's share of the budget (node_budget.h)
+  std::atomic<std::uint64_t> huge_bytes{0};
   std::atomic<std::uint32_t> exchange_after{0};  // tick before which exchange() does not scan again
-  // Bytes given back to this node's Slots since the free limit last looked (see note_freed), and
-  // whether a thread is applying it now (one at a time; the others go on freeing).
-  std::atomic<std::uint64_t> freed_since_check{0};
-  std::atomic<std::uint32_t> limiting{0};
-  // The limit's back-off: the allowance is multiplied by limit_scale (1, 2, 4 .. kMaxLimitScale),
-  // doubled when, within a window of DECAY_MS from limit_window, a quarter of what the limit gave
-  // back (limit_given) was charged again by the same classes (limit_refaulted: see
-  // Slot::limit_owed); at the end of a window without one, lowered to the largest scale its
-  // checks needed (limit_need) and halved once per further DECAY_MS. Written by the thread that
-  // holds `limiting`.
-  std::atomic<std::uint32_t> limit_scale{1}, limit_window{0}, limit_need{1};
-  std::atomic<std::uint64_t> limit_given{0}, limit_refaulted{0};
+  FreeLimit free_limit;  // this node's (free_limit.h)
   // Charged bytes of this node's chunks above 256 KiB in thread caches (bounded by
   // NUMAP_LARGE_CACHE_BYTES; free pages as far as the free limit is concerned). Its own line: every
   // thread's large-chunk cache hit writes it.
@@ -101,8 +95,6 @@ class Heap {
   // Advises away free pages idle longer than the decay time, at most once per quarter of it
   // (the allocation slow path and the background thread call this).
   void maybe_decay();
-  // The background decay thread's body: sleeps a quarter of the decay time between passes.
-  void decay_loop();
   std::size_t stats(struct numap_stats* out, numap_class_stats* classes, std::size_t max_classes);
 
   void fork_prepare();
@@ -120,43 +112,75 @@ class Heap {
   int parts() const { return nparts_; }
   int page_classes() const { return npage_; }
   std::size_t max_class() const { return page_class_size(npage_ - 1); }
-  std::uint64_t mapped_bytes() const { return total_mapped_.load(std::memory_order_relaxed); }
-  // Partition an allocation from `cpu` starts at: the CPU's node when allowed, else the nearest
-  // allowed node, ties by most headroom (so threads outside a --membind set spread).
-  int node_for_cpu(int cpu) const;
-  // Bytes partition `part` may still charge (kUnlimited when it has no limit).
-  std::uint64_t headroom(int part) const;
+  std::uint64_t mapped_bytes() const { return budget_.mapped(); }
+  int node_for_cpu(int cpu) const { return budget_.node_for_cpu(cpu); }
+  std::uint64_t headroom(int part) const { return budget_.headroom(part); }
   // The metadata reservation (tests check its advice and binding).
   const char* metadata() const { return meta_; }
   std::uint64_t metadata_bytes() const { return meta_bytes_; }
-  // Re-reads each node's free memory when FREE_REFRESH_MS has passed (always with `force`).
-  void refresh_capacity(bool force);
+  void refresh_capacity(bool force) {
+    if (budget_.follows_kernel()) budget_.refresh(tick(), force);
+  }
   // Partition that holds p, or -1.
   int node_of(const void* p) const;
 
  private:
-  enum class Charge { kOk, kNodeFull, kGlobalFull };
   struct Where {
     int part;
     int slot;
     std::uint64_t index;
   };
 
+  // ---- layout, locating, the API (heap.cpp) ----
   Where locate(const void* p) const;
-  int current_node();
-
+  // The arena's span a pointer falls in (node x slots + slot), and its node (a shift, and a
+  // division only with several nodes).
+  int global_slot(const void* p) const {
+    return static_cast<int>(static_cast<std::uint64_t>(static_cast<const char*>(p) - arena_) >> span_shift_);
+  }
+  int part_of_chunk(const void* p) const { return nparts_ == 1 ? 0 : global_slot(p) / nslots_; }
   void* small_alloc(int cls) {
     ThreadCache* tc = thread_cache_tls();
     if (__builtin_expect(tc->owner == this, 1))
       if (void* p = cache_pop(tc, cls)) return p;
     return small_alloc_slow(cls);
   }
-  void* small_alloc_slow(int cls);
   // Above kSmallMax: page classes, then huge mappings.
   void* page_malloc(std::size_t n);
   // The paths behind the thread caches' hits (out of line: their frames cost the hits nothing).
   __attribute__((noinline)) void* page_malloc_uncached(std::size_t n);
   __attribute__((noinline)) void free_uncached(void* p);
+  void for_each_lock(void (*fn)(Lock&));
+
+  BindResult bind_part(void* p, std::uint64_t bytes, int part) {
+    return os_->bind(p, static_cast<std::size_t>(bytes), topo_.os_node[part], allowed_os_);
+  }
+
+  // ---- chunk store (heap_chunks.cpp) ----
+  // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
+  // *old_bytes: what was already resident (dirty) in it. Null (errno ENOMEM) when nothing fits.
+  // borrow: when the slot has no free mapped chunk, a free mapped chunk of one of the next
+  // kBorrowClasses (larger) classes may serve instead of touching fresh pages (not for alignments
+  // above a page: only the slot's own chunks are aligned to its power-of-two size).
+  void* chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
+                    bool borrow = false);
+  void chunk_free(int part, int slot, std::uint64_t index);
+  bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes);
+
+  // ---- huge allocations (heap_huge.cpp) ----
+  void* huge_alloc(std::size_t n, std::size_t align);
+  // A page-class request that no single node can hold goes across nodes as a huge mapping.
+  void* page_or_split(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow, std::size_t align);
+  void huge_free(void* p);
+
+  // ---- small objects, their thread and transfer caches (heap_small.cpp) ----
+  void* small_alloc_slow(int cls);
+  ThreadCache* cache();
+  // The calling thread's cache when it is this heap's (inline), else cache().
+  ThreadCache* live_cache() {
+    ThreadCache* tc = thread_cache_tls();
+    return __builtin_expect(tc->owner == this, 1) ? tc : cache();
+  }
   void small_free(NodePart& part, SlabMeta* s, void* p);
   void* refill(ThreadCache* tc, int cls);
   void flush_list(CacheList* list, std::uint32_t n);
@@ -166,6 +190,12 @@ class Heap {
   bool transfer_put(CacheList* list, int cls, int part, std::uint32_t n);
   // Every transfer cache's batches back into their slabs (purge, trim), so empty slabs can go.
   void drain_transfers();
+  void recheck_node(ThreadCache* tc);
+  // Points the fast paths' ranges (slab_base/span, page_base/span) at the cache's node, tc->node.
+  void set_home(ThreadCache* tc);
+  void release_slab(int part, SlabMeta* s);
+
+  // ---- page-class thread cache (heap_page_cache.cpp; the owner's guard: heap_internal.h) ----
   // Page classes: the thread cache in front of the Slots (classes < kPageCacheClasses).
   void* page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow);
   // False (nothing cached) when a chunk above 256 KiB finds its class's place taken or the
@@ -177,12 +207,6 @@ class Heap {
   void large_cache_give(int part, std::uint64_t bytes) {
     part_[part].large_cached.fetch_sub(bytes, std::memory_order_relaxed);
   }
-  // The arena's span a pointer falls in (node x slots + slot), and its node (a shift, and a
-  // division only with several nodes).
-  int global_slot(const void* p) const {
-    return static_cast<int>(static_cast<std::uint64_t>(static_cast<const char*>(p) - arena_) >> span_shift_);
-  }
-  int part_of_chunk(const void* p) const { return nparts_ == 1 ? 0 : global_slot(p) / nslots_; }
   void page_refill(ThreadCache* tc, int cls);
   // limit: apply the free limit to what goes back (not while the registry lock is held: a purge
   // flushing every cache advises away what it needs itself, and the other threads would wait).
@@ -191,48 +215,16 @@ class Heap {
   void flush_all_page_caches();
   // The owner's side of a page-cache operation (ThreadCache::page_lock).
   void page_enter(ThreadCache* tc) const;
-  void unregister_cache(ThreadCache* tc);
-  void recheck_node(ThreadCache* tc);
-  // Points the fast paths' ranges (slab_base/span, page_base/span) at the cache's node, tc->node.
-  void set_home(ThreadCache* tc);
-  void release_slab(int part, SlabMeta* s);
-  // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
-  // *old_bytes: what was already resident (dirty) in it. Null (errno ENOMEM) when nothing fits.
-  // borrow: when the slot has no free mapped chunk, a free mapped chunk of one of the next
-  // kBorrowClasses (larger) classes may serve instead of touching fresh pages (not for alignments
-  // above a page: only the slot's own chunks are aligned to its power-of-two size).
-  void* chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
-                    bool borrow = false);
-  void chunk_free(int part, int slot, std::uint64_t index);
-  bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes);
-  Charge charge(int part, std::uint64_t bytes);
-  void uncharge(int part, std::uint64_t bytes);
-  void* huge_alloc(std::size_t n, std::size_t align);
-  // Charges `bytes` for a huge mapping: whole on the first node of the fallback order from
-  // `node` with room, else split across nodes in that order; returns the pieces (0: no room,
-  // *why: which limit). Nothing stays charged on failure.
-  int charge_pieces(int node, std::uint64_t bytes, HugePiece* pieces, Charge* why);
-  // A page-class request that no single node can hold goes across nodes as a huge mapping.
-  void* page_or_split(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow, std::size_t align);
-  BindResult bind_part(void* p, std::uint64_t bytes, int part) {
-    return os_->bind(p, static_cast<std::size_t>(bytes), topo_.os_node[part], allowed_os_);
-  }
-  void huge_free(void* p);
-  void note_fallback(int from, int to);
-  ThreadCache* cache();
-  // The calling thread's cache when it is this heap's (inline), else cache().
-  ThreadCache* live_cache() {
-    ThreadCache* tc = thread_cache_tls();
-    return __builtin_expect(tc->owner == this, 1) ? tc : cache();
-  }
-  void maybe_start_decay();
+
+  // ---- reclaim: purge, decay, exchange, free limit (heap_reclaim.cpp) ----
   void on_slow_path() {
     refresh_capacity(false);
     if (opt_.decay_ms > 0) {
-      maybe_start_decay();
+      if (opt_.decay_thread) decay_thread_.start(decay_pass, this, decay_period_);
       maybe_decay();
     }
   }
+  static void decay_pass(void* heap) { static_cast<Heap*>(heap)->maybe_decay(); }
   // Milliseconds since init, wrapping at 2^32 (chunk ages are compared wrap-safe).
   std::uint32_t tick() const { return static_cast<std::uint32_t>(os_->now_ms() - epoch_ms_); }
   // The purge loop shared by purge, decay and exchange: free mapped chunks of part `only_part`
@@ -245,19 +237,11 @@ class Heap {
   // free resident chunks of the node's other classes idle for NUMAP_EXCHANGE_MS, so RSS does not
   // grow while idle resident memory exists.
   void exchange(int part, int slot, std::uint64_t bytes);
-  // `bytes` of resident chunks went back to part's Slots: every kFreeCheckBytes or 1/16 of what the
-  // node has charged, whichever is more, apply the free limit (limit_free). The share keeps a
-  // release of gigabytes to a few dozen passes (each scans the node's Slots) instead of one per
-  // MiB, and lets more neighbouring chunks be free by the time a pass advises them (fewer, longer
-  // runs: hash_build's release took 2,467 madvise calls instead of 2,667 with 1/64).
+  // `bytes` of resident chunks went back to part's Slots: apply the free limit when a check is due.
   void note_freed(int part, std::uint64_t bytes) {
     if (opt_.free_percent == 0) return;
     NodePart& np = part_[part];
-    const std::uint64_t share = np.mapped.load(std::memory_order_relaxed) / 16;
-    const std::uint64_t every = share > kFreeCheckBytes ? share : kFreeCheckBytes;
-    if (np.freed_since_check.fetch_add(bytes, std::memory_order_relaxed) + bytes < every) return;
-    np.freed_since_check.store(0, std::memory_order_relaxed);
-    limit_free(part);
+    if (np.free_limit.freed(bytes, np.charge.mapped.load(std::memory_order_relaxed))) limit_free(part);
   }
   // The node's free resident bytes above NUMAP_FREE_PERCENT of its in-use bytes (and above
   // NUMAP_FREE_FLOOR) are advised away now, those idle for EXCHANGE_MS first: a program that frees
@@ -265,12 +249,8 @@ class Heap {
   // pages back at once, where decay by age would wait DECAY_MS; steady churn, whose free pages
   // are a small share of what it holds, keeps them.
   void limit_free(int part);
-  static constexpr std::uint64_t kFreeCheckBytes = 1 << 20;
-  static constexpr std::uint32_t kMaxLimitScale = 64;
-  static constexpr std::uint32_t kMaxFloorScale = 4;  // FREE_FLOOR backs off at most 4x (32 MiB)
   // Fresh pages charged for a Slot the free limit took pages from: the limit was too tight.
   void note_refault(int part, Slot& sl, std::uint64_t bytes);
-  void for_each_lock(void (*fn)(Lock&));
 
   Options opt_;
   Topology topo_;
@@ -287,27 +267,15 @@ class Heap {
   char* meta_ = nullptr;
   std::uint64_t meta_bytes_ = 0;
   NodePart* part_ = nullptr;
-  HugeTable huge_;
-  std::atomic<std::uint64_t> total_mapped_{0};
-  std::atomic<std::uint64_t> tcache_hits_{0}, tcache_misses_{0}, purges_{0}, enomem_{0}, advised_{0};
-  std::atomic<std::uint64_t> fallback_by_distance_[256] = {};
-  // Live thread caches, so that purge (capacity pressure, decay, numap_purge) can return their
-  // cached page chunks. Order: registry_lock_, then a cache's page_lock, then Slot locks.
-  Lock registry_lock_;
-  ThreadCache* registry_ = nullptr;
-  std::atomic<int> decay_state_{0};  // 0 not started, 1 running, 2 none (failed, or a forked child)
-  pthread_t decay_thread_{};
-  std::uint32_t decay_stop_ = 0;     // futex word: 1 asks the background thread to exit (destroy)
+  HugeAllocations huge_;
+  NodeBudget budget_;
+  HeapCounters counters_;
+  CacheRegistry registry_;
+  DecayThread decay_thread_;
   std::uint64_t epoch_ms_ = 0;
-  std::atomic<std::uint32_t> next_decay_{0};  // tick before which no decay pass runs
-  std::atomic<std::uint64_t> decay_passes_{0}, decay_bytes_{0}, borrowed_bytes_{0}, exchanged_bytes_{0}, trims_{0};
-  std::atomic<std::uint64_t> limited_bytes_{0};  // advised away by the free limit
-  std::atomic<std::uint64_t> huge_live_{0};  // huge allocations alive: skips the table when 0
-  std::atomic<std::uint64_t> huge_allocs_{0};
-  std::atomic<std::uint64_t> split_allocs_{0};  // huge allocations spread over several nodes
-  std::uint64_t allowed_os_ = 0;                // kernel nodes the process may use (bind masks)
-  bool kernel_limits_ = false;                  // capacities follow the kernel's free memory
-  std::atomic<std::uint32_t> next_refresh_{0};  // tick before which capacities are not re-read
+  Pacer decay_pacer_;
+  std::uint32_t decay_period_ = 1;  // ms: decay passes run at most once per quarter of the decay time
+  std::uint64_t allowed_os_ = 0;  // kernel nodes the process may use (bind masks)
 };
 
 }  // namespace numap

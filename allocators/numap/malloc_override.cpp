@@ -334,24 +334,14 @@ void print_counters(const char* what) {
   struct numap_stats s{};
   s.struct_size = sizeof s;
   g_heap->stats(&s, nullptr, 0);
-  const struct {
-    const char* name;
-    std::uint64_t value;
-  } fields[] = {{" allocs=", s.allocs},           {" in_use_bytes=", s.in_use_bytes},
-                {" mapped_bytes=", s.mapped_bytes}, {" advised_bytes=", s.advised_bytes},
-                {" decay_passes=", s.decay_passes}, {" decay_bytes=", s.decay_bytes},
-                {" borrowed_bytes=", s.borrowed_bytes}, {" exchanged_bytes=", s.exchanged_bytes},
-                {" limited_bytes=", s.limited_bytes},
-                {" purges=", s.purges},           {" trims=", s.trims},
-                {" tcache_misses=", s.tcache_misses}, {" lock_acquisitions=", s.lock_acquisitions}};
   write_stderr("numap: ");
   write_stderr(what);
   write_stderr(" pid=");
   write_stderr_u64(static_cast<std::uint64_t>(getpid()));
-  for (const auto& f : fields) {
-    write_stderr(f.name);
-    write_stderr_u64(f.value);
-  }
+#define NUMAP_EXIT_LINE_FIELD(name, counted_by, exit_line, alloc_stats) \
+  NUMAP_WHEN(exit_line, write_stderr(" " #name "="); write_stderr_u64(s.name);)
+  NUMAP_TOTALS(NUMAP_EXIT_LINE_FIELD)
+#undef NUMAP_EXIT_LINE_FIELD
   write_stderr("\n");
 }
 

@@ -7,6 +7,7 @@
 
 #include "allocators/dlsym.h"
 #include "allocators/native_backends.h"
+#include "allocators/numap/counters.h"
 #include "allocators/numap/include/numap.h"
 
 namespace allocmark::allocators {
@@ -36,34 +37,9 @@ nlohmann::json read_stats() {
   struct numap_stats s;
   std::vector<numap_class_stats> classes;
   if (!read_all(s, classes)) return out;
-  out["in_use_bytes"] = s.in_use_bytes;
-  out["mapped_bytes"] = s.mapped_bytes;
-  out["advised_bytes"] = s.advised_bytes;
-  out["huge_bytes"] = s.huge_bytes;
-  out["capacity_bytes"] = s.capacity_bytes;
-  out["mmap_calls"] = s.mmap_calls;
-  out["mmap_bytes"] = s.mmap_bytes;
-  out["munmap_calls"] = s.munmap_calls;
-  out["munmap_bytes"] = s.munmap_bytes;
-  out["madvise_calls"] = s.madvise_calls;
-  out["madvise_bytes"] = s.madvise_bytes;
-  out["mbind_calls"] = s.mbind_calls;
-  out["purges"] = s.purges;
-  out["enomem"] = s.enomem;
-  out["tcache_hits"] = s.tcache_hits;
-  out["tcache_misses"] = s.tcache_misses;
-  out["allocs"] = s.allocs;
-  out["decay_passes"] = s.decay_passes;
-  out["decay_bytes"] = s.decay_bytes;
-  out["borrowed_bytes"] = s.borrowed_bytes;
-  out["exchanged_bytes"] = s.exchanged_bytes;
-  out["limited_bytes"] = s.limited_bytes;
-  out["transfer_batches"] = s.transfer_batches;
-  out["trims"] = s.trims;
-  out["split_allocs"] = s.split_allocs;
-  out["bind_fallbacks"] = s.bind_fallbacks;
-  out["bind_failures"] = s.bind_failures;
-  out["numa_enabled"] = s.numa_enabled;
+#define NUMAP_ALLOC_STATS_KEY(name, counted_by, exit_line, alloc_stats) NUMAP_WHEN(alloc_stats, out[#name] = s.name;)
+  NUMAP_TOTALS(NUMAP_ALLOC_STATS_KEY)
+#undef NUMAP_ALLOC_STATS_KEY
   nlohmann::json fallback = nlohmann::json::object();
   for (int i = 0; i < NUMAP_MAX_DISTANCES; ++i)
     if (s.fallback_distance[i] != 0) fallback[std::to_string(s.fallback_distance[i])] = s.fallback_count[i];

@@ -8,42 +8,72 @@
 
 namespace numap {
 
-enum class OptKind { kSize, kInt, kBool, kChoice, kPath };
+// kPowerOfTwo: a size that must also be a power of two.
+enum class OptKind { kSize, kPowerOfTwo, kInt, kBool, kChoice, kPath };
+
+enum class BeyondLimit { kPurge = 0, kFail = 1 };
+// kChoice options: the accepted words, the value being the index (null-terminated).
+inline constexpr const char* kBeyondLimitNames[] = {"purge", "fail", nullptr};
+
+// THE option table: each row is the name after NUMAP_, the Options member, its type, how it is
+// parsed, its default, its accepted range (kSize / kInt), its words (kChoice) and its help. The
+// Options struct, the table numap_option() and NUMAP_PRINT_OPTIONS list, the parser and the
+// printer are all derived from it: adding an option is one row.
+#define NUMAP_OPTIONS(X)                                                                                        \
+  X(CAPACITY, capacity, std::uint64_t, kSize, 0, 0, 1ll << 50, nullptr,                                         \
+    "bytes all nodes may have mapped (RSS cap); 0 = unlimited")                                                 \
+  X(NODE_CAPACITY, node_capacity, std::uint64_t, kSize, 0, 0, 1ll << 50, nullptr,                               \
+    "bytes per node, never above what the kernel has free there; 0 = what the kernel has free")                 \
+  X(CLASS_SPAN, class_span, std::uint64_t, kPowerOfTwo, 16ull << 30, 256ll << 20, 1ll << 40, nullptr,           \
+    "address space reserved per (node, class), a power of two")                                                 \
+  X(DECAY_MS, decay_ms, long long, kInt, 1000, 0, 3600000, nullptr,                                             \
+    "free pages idle longer than N ms are advised away (slow path, background thread); 0 = never")              \
+  X(NEXT_BELOW, next_below, std::uint64_t, kSize, 0, 0, 1 << 20, nullptr,                                       \
+    "requests below this size go to the next allocator (numap:velox uses 3072)")                                \
+  X(NUMA, numa, int, kInt, -1, -1, 1, nullptr, "-1 auto (on with >1 usable node), 0 off, 1 on")                 \
+  X(DISTANCE_LIMIT, distance_limit, int, kInt, 0, 0, 255, nullptr,                                              \
+    "farthest node distance to fall back to; 0 = none")                                                         \
+  X(BEYOND_LIMIT, beyond_limit, BeyondLimit, kChoice, BeyondLimit::kPurge, 0, 1, kBeyondLimitNames,             \
+    "when no node within the limit has room")                                                                   \
+  X(THP, thp, bool, kBool, false, 0, 1, nullptr, "transparent huge pages for 2 MiB-multiple classes")           \
+  X(TCACHE, tcache, bool, kBool, true, 0, 1, nullptr, "per-thread caches for small objects")                    \
+  X(TCACHE_BYTES, tcache_bytes, std::uint64_t, kSize, 32 << 10, 1 << 10, 1 << 24, nullptr,                      \
+    "thread cache bytes per small class")                                                                       \
+  X(SYSFS_ROOT, sysfs_root, const char*, kPath, "/sys", 0, 0, nullptr, "sysfs root for the topology (tests)")   \
+  X(PRINT_OPTIONS, print, bool, kBool, false, 0, 1, nullptr, "print effective options to stderr at start")      \
+  X(PAGE_CACHE_BYTES, page_cache_bytes, std::uint64_t, kSize, 512 << 10, 0, 1ll << 30, nullptr,                 \
+    "per-thread cache of page-class chunks up to 256 KiB (charged bytes); 0 = off")                             \
+  X(DECAY_THREAD, decay_thread, bool, kBool, true, 0, 1, nullptr,                                               \
+    "a background thread applies DECAY_MS while the program does not allocate")                                 \
+  X(EXCHANGE_MS, exchange_ms, long long, kInt, 100, 0, 3600000, nullptr,                                        \
+    "before touching fresh pages, advise away as many bytes of other classes' pages idle this long; 0 = off")   \
+  X(STATS_AT_EXIT, stats_at_exit, bool, kBool, false, 0, 1, nullptr,                                            \
+    "print one line of numap's counters to stderr at exit")                                                     \
+  X(FREE_REFRESH_MS, free_refresh_ms, long long, kInt, 100, 0, 60000, nullptr,                                  \
+    "re-read each node's free memory (less watermarks) at most this often (ms, slow path); 0 = never (MemTotal)") \
+  X(FREE_PERCENT, free_percent, long long, kInt, 12, 0, 100000, nullptr,                                        \
+    "free resident pages a node keeps, in percent of its in-use bytes; above it (and FREE_FLOOR) the oldest "   \
+    "are advised away at once; 0 = no limit")                                                                   \
+  X(FREE_FLOOR, free_floor, std::uint64_t, kSize, 8 << 20, 0, 1ll << 40, nullptr,                               \
+    "free resident bytes a node may always keep, whatever FREE_PERCENT says")                                   \
+  X(LARGE_CACHE_BYTES, large_cache_bytes, std::uint64_t, kSize, 8 << 20, 0, 1ll << 40, nullptr,                 \
+    "chunks of 320 KiB-4 MiB all threads together may keep in their caches, per node (one per class and "      \
+    "thread; free pages for FREE_PERCENT); 0 = none")
+
+// The effective values. Tests build one by hand; the preloaded library fills it from the environment.
+struct Options {
+#define NUMAP_OPTION_MEMBER(name, member, type, kind, def, min, max, choices, help) type member = def;
+  NUMAP_OPTIONS(NUMAP_OPTION_MEMBER)
+#undef NUMAP_OPTION_MEMBER
+};
 
 struct OptionInfo {
   const char* name;      // without the NUMAP_ prefix
   OptKind kind;
-  long long def;         // default (kChoice: index into choices)
+  long long def;         // default (kChoice: index into choices; kPath: 0)
   long long min, max;    // accepted range (kSize / kInt)
-  const char* choices;   // kChoice: "purge|fail"
+  const char* const* choices;  // kChoice: the words, null-terminated
   const char* help;
-};
-
-enum class BeyondLimit { kPurge = 0, kFail = 1 };
-
-// The effective values. Tests build one by hand; the preloaded library fills it from the environment.
-struct Options {
-  std::uint64_t capacity = 0;        // CAPACITY: bytes all nodes together may have mapped; 0 = unlimited
-  std::uint64_t node_capacity = 0;   // NODE_CAPACITY: per node, capped by the kernel's free memory; 0 = that alone
-  std::uint64_t class_span = 16ull << 30;  // CLASS_SPAN: address space reserved per (node, class)
-  long long decay_ms = 1000;         // DECAY_MS: free pages older than this are advised away; 0 = never
-  std::uint64_t next_below = 0;      // NEXT_BELOW: requests below go to the next allocator (velox: 3072)
-  int numa = -1;                     // NUMA: -1 auto, 0 off, 1 on (even on one node)
-  int distance_limit = 0;            // DISTANCE_LIMIT: farthest fallback distance; 0 = none
-  BeyondLimit beyond_limit = BeyondLimit::kPurge;  // BEYOND_LIMIT: purge|fail
-  bool thp = false;                  // THP: huge pages for classes that are multiples of 2 MiB
-  bool tcache = true;                // TCACHE: per-thread caches for small objects
-  std::uint64_t tcache_bytes = 32 << 10;  // TCACHE_BYTES: per thread and small class
-  const char* sysfs_root = "/sys";   // SYSFS_ROOT: where devices/system/node lives (tests)
-  bool print = false;                // PRINT_OPTIONS
-  std::uint64_t page_cache_bytes = 512 << 10;  // PAGE_CACHE_BYTES: per thread, page chunks <= 256 KiB
-  bool decay_thread = true;          // DECAY_THREAD: a background thread applies the decay while idle
-  long long exchange_ms = 100;       // EXCHANGE_MS: fresh pages are paid for by other classes' pages idle this long; 0 = off
-  bool stats_at_exit = false;        // STATS_AT_EXIT: one summary line on stderr when the process exits
-  long long free_refresh_ms = 100;   // FREE_REFRESH_MS: node free memory re-read at most this often; 0 = never
-  long long free_percent = 12;       // FREE_PERCENT: free resident pages kept per node, % of in use; 0 = no limit
-  std::uint64_t free_floor = 8 << 20;  // FREE_FLOOR: free resident bytes a node may always keep
-  std::uint64_t large_cache_bytes = 8 << 20;  // LARGE_CACHE_BYTES: cached chunks above 256 KiB, all threads, per node
 };
 
 const OptionInfo* option_table(std::size_t* count);

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "allocators/numap/counters.h"
+
 namespace numap {
 
 // The raw operations. Return values follow the system calls: null on failure for reserve
@@ -42,15 +44,12 @@ struct OsOps {
 // What Os::bind achieved for a range.
 enum class BindResult { kHome, kPreferred, kFailed };
 
+// The system-call totals of counters.h (their meaning: include/numap.h).
 struct OsCounters {
-  std::atomic<std::uint64_t> mmap_calls{0}, mmap_bytes{0};
-  std::atomic<std::uint64_t> munmap_calls{0}, munmap_bytes{0};
-  std::atomic<std::uint64_t> madvise_calls{0}, madvise_bytes{0};
-  std::atomic<std::uint64_t> mbind_calls{0};
-  // bind_home refused (old kernel, seccomp, a node the cpuset forbids): preferred was used.
-  std::atomic<std::uint64_t> bind_fallbacks{0};
-  // Neither policy could be set: the range is placed by the kernel's default (first touch).
-  std::atomic<std::uint64_t> bind_failures{0};
+#define NUMAP_OS_COUNTER(name, counted_by, exit_line, alloc_stats) \
+  NUMAP_COUNTED_BY(os, counted_by, std::atomic<std::uint64_t> name{0};)
+  NUMAP_TOTALS(NUMAP_OS_COUNTER)
+#undef NUMAP_OS_COUNTER
 };
 
 const OsOps& real_os();

@@ -10,6 +10,7 @@
 
 #include "allocators/numap/lock.h"
 #include "allocators/numap/size_classes.h"
+#include "allocators/numap/transfer_cache.h"
 
 namespace numap {
 
@@ -24,24 +25,11 @@ struct SlabMeta {
   SlabMeta* next = nullptr;
 };
 
-// Whole batches a thread cache's overflow left for the next refill, per (node, class): a batch
-// goes in and out in O(1) under the Central's lock instead of object by object through the slabs
-// (tcmalloc's transfer cache). Bounded, since parked objects keep their slabs from emptying: at
-// most kTransferBatches batches and kTransferBytes of objects per (node, class), 5 MiB per node
-// in all (40 classes).
-constexpr int kTransferBatches = 32;
-constexpr std::uint32_t kTransferBytes = 128 << 10;
-
 struct Central {
   Lock lock;
   SlabMeta* partial = nullptr;  // slabs with at least one free object
   std::atomic<std::uint64_t> in_use_bytes{0}, allocs{0}, frees{0};
-  // Under the lock: null-terminated lists of free objects of this node and class, and their lengths.
-  void* batch[kTransferBatches] = {};
-  std::uint32_t batch_count[kTransferBatches] = {};
-  int nbatches = 0;
-  std::uint32_t parked_bytes = 0;
-  std::atomic<std::uint64_t> transfers{0};  // batches a refill took whole
+  TransferCache transfer;  // under the lock
 
   // Pops up to n objects into a singly linked list (*head); returns how many.
   std::uint32_t pop(char* slab_base_of_index0, std::uint64_t slab_bytes, SlabMeta* metas, void** head, std::uint32_t n);

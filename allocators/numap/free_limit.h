@@ -1,0 +1,61 @@
+// One node's free limit, one component (in its NodePart): when the free resident bytes given back
+// to the node's Slots are checked against NUMAP_FREE_PERCENT of what the node holds in use, by one
+// thread at a time, and how far the allowance backs off where the limit's give-backs were charged
+// again. Advising the pages away is the Heap's (limit_free, heap_reclaim.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "allocators/numap/options.h"
+
+namespace numap {
+
+class FreeLimit {
+ public:
+  static constexpr std::uint64_t kCheckBytes = 1 << 20;
+
+  // `bytes` of resident chunks went back to the node's Slots, which have `mapped` bytes charged:
+  // true (a check is due) every kCheckBytes or 1/16 of what the node has charged, whichever is
+  // more. The share keeps a release of gigabytes to a few dozen passes (each scans the node's
+  // Slots) instead of one per MiB, and lets more neighbouring chunks be free by the time a pass
+  // advises them (fewer, longer runs: hash_build's release took 2,467 madvise calls instead of
+  // 2,667 with 1/64).
+  bool freed(std::uint64_t bytes, std::uint64_t mapped) {
+    const std::uint64_t share = mapped / 16;
+    const std::uint64_t every = share > kCheckBytes ? share : kCheckBytes;
+    if (freed_since_check_.fetch_add(bytes, std::memory_order_relaxed) + bytes < every) return false;
+    freed_since_check_.store(0, std::memory_order_relaxed);
+    return true;
+  }
+  // One thread applies the limit at a time (false: another is; the others go on freeing).
+  bool enter() { return applying_.exchange(1, std::memory_order_acquire) == 0; }
+  void leave() { applying_.store(0, std::memory_order_release); }
+  // In a forked child: the thread that was applying it is gone.
+  void forget_applier() { applying_.store(0, std::memory_order_relaxed); }
+
+  // The free bytes the node may keep now (tick `now`), holding `free` free and `in_use` in use,
+  // after the back-off below; called by the thread inside enter(). *new_window: a window ended,
+  // and the Slots' debts (Slot::limit_owed) are to be forgotten with its counts.
+  std::uint64_t allowance(std::uint32_t now, std::uint64_t free, std::uint64_t in_use, const Options& opt,
+                          bool* new_window);
+  // Bytes the limit advised away, and bytes of them the same classes charged again.
+  void gave(std::uint64_t bytes) { given_.fetch_add(bytes, std::memory_order_relaxed); }
+  void refaulted(std::uint64_t bytes) { refaulted_.fetch_add(bytes, std::memory_order_relaxed); }
+
+ private:
+  static constexpr std::uint32_t kMaxScale = 64;
+  static constexpr std::uint32_t kMaxFloorScale = 4;  // FREE_FLOOR backs off at most 4x (32 MiB)
+
+  std::atomic<std::uint64_t> freed_since_check_{0};
+  std::atomic<std::uint32_t> applying_{0};
+  // The back-off: the allowance is multiplied by scale_ (1, 2, 4 .. kMaxScale), doubled when,
+  // within a window of DECAY_MS from window_, a quarter of what the limit gave back (given_) was
+  // charged again by the same classes (refaulted_: see Slot::limit_owed); at the end of a window
+  // without one, lowered to the largest scale its checks needed (need_) and halved once per
+  // further DECAY_MS. Written by the thread inside enter().
+  std::atomic<std::uint32_t> scale_{1}, window_{0}, need_{1};
+  std::atomic<std::uint64_t> given_{0}, refaulted_{0};
+};
+
+}  // namespace numap

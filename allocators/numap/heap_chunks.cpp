@@ -1,0 +1,125 @@
+// The Heap's chunk store: chunks of a (node, class) Slot taken, given back and grown, with the
+// node fallback and borrowing from larger classes.
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "allocators/numap/heap.h"
+#include "allocators/numap/heap_internal.h"
+
+namespace numap {
+
+void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
+                        bool borrow) {
+  on_slow_path();
+  int order[kMaxNodes];
+  std::uint64_t free_bytes[kMaxNodes];
+  for (int pass = 0; pass < 2; ++pass) {
+    int n = 1;
+    order[0] = 0;
+    if (numa_) {
+      for (int i = 0; i < nparts_; ++i) free_bytes[i] = budget_.headroom(i);
+      n = fallback_order(topo_, node, free_bytes, opt_.distance_limit, order);
+    }
+    bool global_full = false, node_full = false;
+    for (int k = 0; k < n && !global_full; ++k) {
+      const int m = order[k];
+      int slot = slot0;
+      std::int64_t i = -1;
+      if (borrow && slot0 != kSlabSlot && part_[m].slots[slot0].free_mapped() == 0) {
+        // Resident pages of a slightly larger class rather than fresh ones: keeps RSS near live
+        // when the mix of sizes shifts between classes.
+        const int last = slot0 + kBorrowClasses < nslots_ - 1 ? slot0 + kBorrowClasses : nslots_ - 1;
+        for (int s2 = slot0 + 1; s2 <= last && i < 0; ++s2) {
+          if (part_[m].slots[s2].free_mapped() == 0) continue;
+          i = part_[m].slots[s2].take_mapped();
+          if (i >= 0) slot = s2;
+        }
+      }
+      Slot& sl = part_[m].slots[slot];
+      const std::uint64_t need = round_up(pages_for(bytes), sl.grain_pages());
+      if (i < 0) i = sl.take();
+      if (i < 0) continue;
+      std::uint32_t& ext = sl.extent(static_cast<std::uint64_t>(i));
+      const std::uint64_t had = ext;
+      if (ext < need) {
+        const Charge r = budget_.charge(m, (need - ext) * kPage);
+        if (r != Charge::kOk) {
+          sl.give(static_cast<std::uint64_t>(i), tick());
+          (r == Charge::kGlobalFull ? global_full : node_full) = true;
+          continue;
+        }
+        sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
+        if (sl.limit_owed.load(std::memory_order_relaxed) != 0) note_refault(m, sl, (need - ext) * kPage);
+        exchange(m, slot, (need - ext) * kPage);
+        ext = static_cast<std::uint32_t>(need);
+      } else if (slot != slot0) {
+        counters_.borrowed_bytes.fetch_add(ext * kPage, std::memory_order_relaxed);
+      }
+      sl.allocs.fetch_add(1, std::memory_order_relaxed);
+      sl.in_use_bytes.fetch_add(sl.chunk(), std::memory_order_relaxed);
+      if (m != node) budget_.note_fallback(node, m);
+      *old_bytes = had * kPage;
+      *out_part = m;
+      return sl.address(static_cast<std::uint64_t>(i));
+    }
+    if (pass == 1) break;
+    const std::uint64_t need = round_up(pages_for(bytes), part_[0].slots[slot0].grain_pages());
+    if (global_full) {
+      if (purge(need * kPage) == 0) break;
+    } else if (node_full) {
+      if (opt_.beyond_limit == BeyondLimit::kFail) break;
+      if (purge(need * kPage, node) == 0 && purge(need * kPage) == 0) break;
+    } else {
+      break;  // every candidate slot's address space is used up
+    }
+  }
+  counters_.enomem.fetch_add(1, std::memory_order_relaxed);
+  errno = ENOMEM;
+  return nullptr;
+}
+
+void Heap::chunk_free(int part, int slot, std::uint64_t index) {
+  Slot& sl = part_[part].slots[slot];
+  sl.frees.fetch_add(1, std::memory_order_relaxed);
+  sl.in_use_bytes.fetch_sub(sl.chunk(), std::memory_order_relaxed);
+  std::uint64_t resident = std::uint64_t{sl.extent(index)} * kPage;
+  // Under the free limit a chunk of kGiveBackAtOnce or more goes back to the kernel as it is freed,
+  // as glibc unmaps every block that large: a hash table's old array, freed before its doubled
+  // successor (another class) is built, would otherwise stay resident within the allowance of 12%
+  // of everything in use. The chunk is still ours here: no lock, nothing else can take it.
+  if (opt_.free_percent > 0 && sl.chunk() >= kGiveBackAtOnce && resident != 0 &&
+      os_->advise_free(sl.address(index), resident)) {
+    sl.extent(index) = 0;
+    budget_.uncharge(part, resident);
+    sl.mapped_bytes.fetch_sub(resident, std::memory_order_relaxed);
+    sl.advised_bytes.fetch_add(resident, std::memory_order_relaxed);
+    counters_.advised_bytes.fetch_add(resident, std::memory_order_relaxed);
+    counters_.limited_bytes.fetch_add(resident, std::memory_order_relaxed);
+    resident = 0;
+  }
+  sl.give(index, tick());
+  if (resident != 0) note_freed(part, resident);
+}
+
+bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes) {
+  Slot& sl = part_[part].slots[slot];
+  const std::uint64_t need = round_up(pages_for(bytes), sl.grain_pages());
+  std::uint32_t& ext = sl.extent(index);
+  if (ext >= need) return true;
+  refresh_capacity(false);
+  for (int pass = 0; pass < 2; ++pass) {
+    const Charge r = budget_.charge(part, (need - ext) * kPage);
+    if (r == Charge::kOk) {
+      sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
+      if (sl.limit_owed.load(std::memory_order_relaxed) != 0) note_refault(part, sl, (need - ext) * kPage);
+      exchange(part, slot, (need - ext) * kPage);
+      ext = static_cast<std::uint32_t>(need);
+      return true;
+    }
+    if (pass == 1 || purge((need - ext) * kPage, r == Charge::kNodeFull ? part : -1) == 0) break;
+  }
+  return false;
+}
+
+}  // namespace numap

@@ -1,0 +1,133 @@
+// The Heap's reclaim: purges (capacity pressure, numap_purge, malloc_trim), decay by age and its
+// background thread, the exchange across classes and the free limit.
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "allocators/numap/heap.h"
+#include "allocators/numap/heap_internal.h"
+
+namespace numap {
+
+std::size_t Heap::purge(std::uint64_t want, int only_part) {
+  counters_.purges.fetch_add(1, std::memory_order_relaxed);
+  drain_transfers();  // parked batches keep their slabs from emptying
+  // Cached page chunks are charged but not free in their Slots: return every thread's first.
+  flush_all_page_caches();
+  return purge_pages(want, only_part, -1, false, 0);
+}
+
+std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by,
+                                bool owe) {
+  std::uint64_t got = 0;
+  PurgeRun runs[32];
+  // Largest classes first: the fewest calls for the most bytes, and the slabs (64 KiB) in their place.
+  for (int c = npage_ - 1; c >= 0; --c) {
+    int slots[2] = {c + 1, -1};
+    if (page_class_size(c) == kSlabBytes) slots[1] = kSlabSlot;
+    for (int si : slots) {
+      if (si < 0 || si == skip_slot) continue;
+      for (int p = 0; p < nparts_; ++p) {
+        if (only_part >= 0 && p != only_part) continue;
+        Slot& sl = part_[p].slots[si];
+        while (sl.free_mapped() != 0) {
+          const int n = sl.purge_begin(runs, 32, want != 0 ? want - got : 0, aged, freed_by);
+          if (n == 0) break;
+          std::uint64_t released = 0;
+          for (int r = 0; r < n; ++r) {
+            runs[r].ok = runs[r].bytes == 0 || os_->advise_free(sl.address(runs[r].first), runs[r].bytes);
+            if (runs[r].ok) released += runs[r].bytes;
+          }
+          sl.purge_done(runs, n);
+          budget_.uncharge(p, released);
+          sl.mapped_bytes.fetch_sub(released, std::memory_order_relaxed);
+          sl.advised_bytes.fetch_add(released, std::memory_order_relaxed);
+          if (owe) sl.limit_owed.fetch_add(released, std::memory_order_relaxed);
+          counters_.advised_bytes.fetch_add(released, std::memory_order_relaxed);
+          got += released;
+          if (released == 0) break;  // advice failing: do not spin
+          if (want != 0 && got >= want) return got;
+        }
+      }
+    }
+  }
+  return got;
+}
+
+std::size_t Heap::trim() {
+  counters_.trims.fetch_add(1, std::memory_order_relaxed);
+  ThreadCache* tc = thread_cache_tls();
+  if (tc->owner == this)
+    for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
+  return purge();
+}
+
+void Heap::maybe_decay() {
+  const std::uint32_t now = tick();
+  if (!decay_pacer_.claim(now, decay_period_)) return;
+  counters_.decay_passes.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t got =
+      purge_pages(0, -1, -1, true, now - static_cast<std::uint32_t>(opt_.decay_ms));
+  counters_.decay_bytes.fetch_add(got, std::memory_order_relaxed);
+}
+
+void Heap::exchange(int part, int slot, std::uint64_t bytes) {
+  if (opt_.exchange_ms <= 0) return;
+  NodePart& np = part_[part];
+  // Only pages idle for EXCHANGE_MS: under hot churn each class keeps the free chunks it is about
+  // to reuse (taking those too made every fresh chunk under churn cost a madvise and a refault;
+  // size_mix ran an order of magnitude slower). A scan that found nothing idle enough is not
+  // repeated for a tenth of that time.
+  const std::uint32_t now = tick();
+  if (static_cast<std::int32_t>(now - np.exchange_after.load(std::memory_order_relaxed)) < 0) return;
+  bool any = false;
+  for (int s = 0; s < nslots_ && !any; ++s) any = s != slot && np.slots[s].free_mapped() != 0;
+  if (!any) return;
+  const std::uint64_t got =
+      purge_pages(bytes, part, slot, true, now - static_cast<std::uint32_t>(opt_.exchange_ms));
+  if (got == 0) {
+    const std::uint32_t pause = static_cast<std::uint32_t>(opt_.exchange_ms / 10 > 0 ? opt_.exchange_ms / 10 : 1);
+    np.exchange_after.store(now + pause, std::memory_order_relaxed);
+  }
+  counters_.exchanged_bytes.fetch_add(got, std::memory_order_relaxed);
+}
+
+void Heap::limit_free(int part) {
+  NodePart& np = part_[part];
+  if (!np.free_limit.enter()) return;
+  std::uint64_t free = 0;
+  for (int s = 0; s < nslots_; ++s) free += np.slots[s].free_mapped_bytes();
+  // Large chunks waiting in thread caches are free memory too: the limit trims the Slots' free
+  // pages for them, so the cache holds part of the allowance instead of adding to it.
+  free += np.large_cached.load(std::memory_order_relaxed);
+  const std::uint64_t mapped = np.charge.mapped.load(std::memory_order_relaxed);
+  const std::uint64_t in_use = mapped > free ? mapped - free : 0;
+  const std::uint32_t now = tick();
+  bool new_window;
+  const std::uint64_t allowed = np.free_limit.allowance(now, free, in_use, opt_, &new_window);
+  if (new_window)
+    for (int s = 0; s < nslots_; ++s) np.slots[s].limit_owed.store(0, std::memory_order_relaxed);
+  if (free > allowed) {
+    // Down to three quarters of the allowance, so that a release does not come back every MiB.
+    const std::uint64_t want = free - allowed / 4 * 3;
+    std::uint64_t got = 0;
+    if (opt_.exchange_ms > 0)
+      got = purge_pages(want, part, -1, true, now - static_cast<std::uint32_t>(opt_.exchange_ms), true);
+    if (got < want) got += purge_pages(want - got, part, -1, false, 0, true);
+    np.free_limit.gave(got);
+    counters_.limited_bytes.fetch_add(got, std::memory_order_relaxed);
+  }
+  np.free_limit.leave();
+}
+
+void Heap::note_refault(int part, Slot& sl, std::uint64_t bytes) {
+  std::uint64_t owed = sl.limit_owed.load(std::memory_order_relaxed);
+  std::uint64_t take;
+  do {
+    if (owed == 0) return;
+    take = owed < bytes ? owed : bytes;
+  } while (!sl.limit_owed.compare_exchange_weak(owed, owed - take, std::memory_order_relaxed));
+  part_[part].free_limit.refaulted(take);
+}
+
+}  // namespace numap

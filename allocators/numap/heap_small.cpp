@@ -1,0 +1,274 @@
+// The Heap's small objects: the per-thread caches (creation, refill, flush, thread exit), slabs
+// going back to their Slot and the per-(node, class) transfer caches.
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "allocators/numap/heap.h"
+#include "allocators/numap/heap_internal.h"
+
+namespace numap {
+
+namespace {
+
+pthread_key_t cache_key;
+pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+
+void cache_destructor(void* arg) {
+  auto* tc = static_cast<ThreadCache*>(arg);
+  tc->slab_span = tc->page_span = 0;  // later frees (other TLS destructors) take the slow path
+  if (tc->owner != nullptr) tc->owner->flush_cache(tc);
+  tc->owner = nullptr;
+  tc->state = CacheState::kDead;
+}
+
+void make_cache_key() { pthread_key_create(&cache_key, cache_destructor); }
+
+}  // namespace
+
+ThreadCache* Heap::cache() {
+  ThreadCache* tc = thread_cache_tls();
+  if (tc->owner == this) return tc;
+  if (!opt_.tcache || tc->state == CacheState::kDead) return nullptr;
+  if (tc->owner != nullptr) tc->owner->flush_cache(tc);
+  tc->owner = this;
+  tc->state = CacheState::kLive;
+  tc->node = budget_.current_node();
+  set_home(tc);
+  tc->until_recheck = 64;
+  tc->hits = 0;
+  for (int c = 0; c < kSmallClasses; ++c) {
+    std::uint64_t limit = opt_.tcache_bytes / kSmallSize[c];
+    tc->lists[c] = CacheList{nullptr, 0, static_cast<std::uint32_t>(limit < 4 ? 4 : limit > 512 ? 512 : limit)};
+  }
+  tc->page_bytes = 0;
+  __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELAXED);
+  __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELAXED);
+  for (int c = 0; c < kPageCacheClasses; ++c) {
+    const std::uint64_t size = page_class_size(c);
+    std::uint64_t limit = opt_.page_cache_bytes / size;
+    // Above 256 KiB: one chunk per class, while the bound of all threads has room for it.
+    if (c >= kLargeCachedClass) limit = opt_.page_cache_bytes != 0 && opt_.large_cache_bytes >= size ? 1 : 0;
+    if (c >= npage_) limit = 0;
+    tc->pages[c].count = 0;
+    tc->pages[c].limit = static_cast<std::uint32_t>(limit > kPageCacheDepth ? kPageCacheDepth : limit);
+  }
+  registry_.add(tc);
+  pthread_once(&cache_key_once, make_cache_key);
+  pthread_setspecific(cache_key, tc);
+  return tc;
+}
+
+void* Heap::refill(ThreadCache* tc, int cls) {
+  int node;
+  std::uint32_t want = 1;
+  if (tc != nullptr) {
+    recheck_node(tc);
+    node = tc->node;
+    want = tc->lists[cls].limit / 2;
+    if (want == 0) want = 1;
+  } else {
+    node = budget_.current_node();
+  }
+  const std::uint32_t size = kSmallSize[cls];
+  void* head = nullptr;
+  std::uint32_t got = 0;
+  for (int attempt = 0; attempt < 2 && got == 0; ++attempt) {
+    Central& c = part_[node].central[cls];
+    {
+      LockGuard g(c.lock);
+      if (tc != nullptr) got = c.transfer.take(&head, size);  // a whole batch another overflow left
+      if (got == 0) got = c.pop(part_[node].slots[kSlabSlot].base(), kSlabBytes, part_[node].slab_meta, &head, want);
+      if (got != 0) {
+        c.allocs.fetch_add(got, std::memory_order_relaxed);
+        c.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
+      }
+    }
+    if (got != 0) break;
+    std::uint64_t old = 0;
+    int at = node;
+    char* slab = static_cast<char*>(chunk_alloc(node, kSlabSlot, kSlabBytes, &old, &at));
+    if (slab == nullptr) return nullptr;
+    NodePart& np = part_[at];
+    SlabMeta* s = &np.slab_meta[np.slots[kSlabSlot].index_of(slab)];
+    *s = SlabMeta{};
+    s->cls = static_cast<std::uint16_t>(cls);
+    np.slab_class[s - np.slab_meta] = static_cast<std::uint8_t>(cls);
+    s->capacity = static_cast<std::uint16_t>(kSlabBytes / size);
+    s->nfree = s->capacity;
+    Central& c2 = np.central[cls];
+    LockGuard g(c2.lock);
+    central_link(&c2, s);
+    got = c2.pop(np.slots[kSlabSlot].base(), kSlabBytes, np.slab_meta, &head, want);
+    c2.allocs.fetch_add(got, std::memory_order_relaxed);
+    c2.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
+  }
+  if (got == 0) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  void* result = head;
+  head = *static_cast<void**>(head);
+  if (tc != nullptr) {
+    counters_.tcache_misses.fetch_add(1, std::memory_order_relaxed);
+    counters_.tcache_hits.fetch_add(tc->hits, std::memory_order_relaxed);
+    tc->hits = 0;
+    CacheList& l = tc->lists[cls];
+    // The list was empty: the rest of the batch becomes it.
+    l.head = head;
+    l.count = got - 1;
+  }
+  return result;
+}
+
+void Heap::recheck_node(ThreadCache* tc) {
+  if (--tc->until_recheck == 0) {
+    tc->node = budget_.current_node();
+    set_home(tc);
+    tc->until_recheck = 64;
+  }
+}
+
+void Heap::set_home(ThreadCache* tc) {
+  const Slot& slabs = part_[tc->node].slots[kSlabSlot];
+  tc->slab_base = reinterpret_cast<std::uintptr_t>(slabs.base());
+  tc->slab_class = part_[tc->node].slab_class;
+  tc->slab_span = slabs.chunk() * slabs.nchunks();
+  tc->page_base = reinterpret_cast<std::uintptr_t>(part_[tc->node].slots[1].base());
+  tc->page_span = static_cast<std::uint64_t>(npage_ < kPageCacheClasses ? npage_ : kPageCacheClasses) * span_;
+}
+
+
+void Heap::release_slab(int part, SlabMeta* s) {
+  chunk_free(part, kSlabSlot, static_cast<std::uint64_t>(s - part_[part].slab_meta));
+}
+
+void Heap::small_free(NodePart& np, SlabMeta* s, void* p) {
+  Central& c = np.central[s->cls];
+  bool empty;
+  {
+    LockGuard g(c.lock);
+    empty = slab_push(s, p);
+    c.frees.fetch_add(1, std::memory_order_relaxed);
+    c.in_use_bytes.fetch_sub(kSmallSize[s->cls], std::memory_order_relaxed);
+    if (empty) {
+      if (s->in_partial) central_unlink(&c, s);
+    } else if (!s->in_partial) {
+      central_link(&c, s);
+    }
+  }
+  if (empty) release_slab(static_cast<int>(&np - part_), s);
+}
+
+void Heap::flush_list(CacheList* list, std::uint32_t n) {
+  Central* held = nullptr;
+  std::uint64_t held_count = 0;
+  std::uint32_t held_size = 0;
+  SlabMeta* empties[32];
+  int empty_part[32];
+  int ne = 0;
+  auto drop = [&] {
+    if (held == nullptr) return;
+    held->frees.fetch_add(held_count, std::memory_order_relaxed);
+    held->in_use_bytes.fetch_sub(held_count * held_size, std::memory_order_relaxed);
+    held->lock.unlock();
+    held = nullptr;
+    held_count = 0;
+  };
+  while (n-- > 0 && list->head != nullptr) {
+    void* p = list->head;
+    list->head = *static_cast<void**>(p);
+    --list->count;
+    const Where w = locate(p);
+    NodePart& np = part_[w.part];
+    SlabMeta* s = &np.slab_meta[w.index];
+    Central* c = &np.central[s->cls];
+    if (c != held) {
+      drop();
+      c->lock.lock();
+      held = c;
+      held_size = kSmallSize[s->cls];
+    }
+    ++held_count;
+    if (slab_push(s, p)) {
+      if (s->in_partial) central_unlink(c, s);
+      empties[ne] = s;
+      empty_part[ne++] = w.part;
+      if (ne == 32) {
+        drop();
+        for (int i = 0; i < ne; ++i) release_slab(empty_part[i], empties[i]);
+        ne = 0;
+      }
+    } else if (!s->in_partial) {
+      central_link(c, s);
+    }
+  }
+  drop();
+  for (int i = 0; i < ne; ++i) release_slab(empty_part[i], empties[i]);
+}
+
+bool Heap::transfer_put(CacheList* list, int cls, int part, std::uint32_t n) {
+  if (n == 0 || list->count < n) return false;
+  // Find the batch's last object; a list may hold objects of a node the thread has left.
+  void* tail = list->head;
+  for (std::uint32_t i = 1; i < n; ++i) {
+    if (nparts_ != 1 && locate(tail).part != part) return false;
+    tail = *static_cast<void**>(tail);
+  }
+  if (nparts_ != 1 && locate(tail).part != part) return false;
+  void* rest = *static_cast<void**>(tail);
+  Central& c = part_[part].central[cls];
+  {
+    LockGuard g(c.lock);
+    if (!c.transfer.park(list->head, n, kSmallSize[cls])) return false;
+    *static_cast<void**>(tail) = nullptr;
+    c.frees.fetch_add(n, std::memory_order_relaxed);
+    c.in_use_bytes.fetch_sub(std::uint64_t{n} * kSmallSize[cls], std::memory_order_relaxed);
+  }
+  list->head = rest;
+  list->count -= n;
+  return true;
+}
+
+void Heap::drain_transfers() {
+  for (int p = 0; p < nparts_; ++p) {
+    for (int cls = 0; cls < kSmallClasses; ++cls) {
+      Central& c = part_[p].central[cls];
+      CacheList taken[kTransferBatches];
+      int n = 0;
+      {
+        LockGuard g(c.lock);
+        c.transfer.drain([&](void* head, std::uint32_t count) { taken[n++] = CacheList{head, count, 0}; });
+        // Back in the slabs they count as flushed already: undo the transfer's accounting, which
+        // flush_list repeats.
+        for (int i = 0; i < n; ++i) {
+          c.frees.fetch_sub(taken[i].count, std::memory_order_relaxed);
+          c.in_use_bytes.fetch_add(std::uint64_t{taken[i].count} * kSmallSize[cls], std::memory_order_relaxed);
+        }
+      }
+      for (int i = 0; i < n; ++i) flush_list(&taken[i], taken[i].count);  // n is 0 for most classes
+    }
+  }
+}
+
+void Heap::flush_cache(ThreadCache* tc) {
+  for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
+  page_enter(tc);
+  // Not checked against the free limit here: a pool whose threads exit and are replaced
+  // (arena_churn) would advise pages away at every exit that the next thread charges again (its
+  // steady phase ran at 0.6 of the speed); the next MiB freed anywhere on the node checks.
+  flush_pages(tc);
+  page_unlock_own(tc);
+  registry_.remove(tc);
+  counters_.tcache_hits.fetch_add(tc->hits, std::memory_order_relaxed);
+  tc->hits = 0;
+}
+
+void* Heap::small_alloc_slow(int cls) {
+  ThreadCache* tc = live_cache();
+  if (tc != nullptr)
+    if (void* p = cache_pop(tc, cls)) return p;
+  return refill(tc, cls);
+}
+
+}  // namespace numap
