@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "harness/results/folder.h"
+#include "harness/results/folder_layout.h"
 #include "harness/results/reporters/reporter.h"
 
 #ifndef ALLOCMARK_DEFAULT_PLOTS_DIR
@@ -99,11 +100,13 @@ void ensure_summaries(const std::string& dir) {
   results::check_readable_file(dir + "/results.jsonl");
   if (!fs::is_regular_file(fs::path(dir) / "results.jsonl"))
     throw std::invalid_argument(fmt::format("{}: no results.jsonl (not a results folder)", dir));
-  if (!fs::is_regular_file(fs::path(dir) / "summary.json")) {
-    // A folder written before summary.json existed: the results model writes it now.
-    std::cerr << "allocmark: " << dir << " has no summary.json; writing it from results.jsonl\n";
-    results::write_summaries(dir);
-  }
+  // A folder written before summary.json (or timelines.jsonl) existed: the results model writes them now.
+  for (const char* export_file : {results::layout::kSummaryJson, results::layout::kTimelines})
+    if (!fs::is_regular_file(fs::path(dir) / export_file)) {
+      std::cerr << "allocmark: " << dir << " has no " << export_file << "; writing it from results.jsonl\n";
+      results::write_summaries(dir);
+      break;
+    }
 }
 
 namespace {
