@@ -76,13 +76,11 @@ Subcommand add_show_command(CLI::App& app) {
               report.by = parse_names<rs::Dimension>(opts->by, "--by", "dimension", dimension_names,
                                                      rs::dimension_from_name);
             report.metrics = parse_names<rs::Metric>(opts->metrics, "--metric", "metric", metric_names,
+                                                     // show never took the gate's old names: they stay unknown here.
                                                      [](const std::string& name) {
                                                        bool old_name = false;
                                                        auto m = rs::metric_from_name(name, &old_name);
-                                                       if (old_name)
-                                                         std::cerr << "allocmark: note: "
-                                                                   << rs::renamed_metric_note("--metric", name, *m) << "\n";
-                                                       return m;
+                                                       return old_name ? std::nullopt : m;
                                                      });
             report.workload_metrics = split_commas(opts->workload_metrics, "--workload-metric");
             rs::Model model = rs::Model::load(opts->dirs);
