@@ -2,10 +2,11 @@
 """allocmark's charts: plots/allocmark_plots.py DIR [--out DIR/charts] [--format png|svg]
 [--only KIND,...] [--baseline ALLOCATOR] [--log]
 
-Reads DIR/summary.json (every figure: medians, min-max spreads), DIR/meta.json (footer) and the
-cells' timelines streamed from DIR/results.jsonl; computes no metric of its own. Writes one file per
-chart into --out; a chart the run has no data for is skipped with one line on stderr saying why.
-Exit 0 on success, 2 for bad flags or a folder that is not a results folder with summary.json.
+Reads DIR/summary.json (every figure: medians, min-max spreads), DIR/meta.json (footer) and
+DIR/timelines.jsonl (the kept cells' timelines), both written by the results model; computes no
+metric of its own and reads no record. Writes one file per chart into --out; a chart the run has no
+data for is skipped with one line on stderr saying why. Exit 0 on success, 2 for bad flags or a
+folder that is not a results folder with summary.json and timelines.jsonl.
 Needs only Debian's python3-matplotlib and python3-numpy (run with /usr/bin/python3).
 """
 import argparse
@@ -41,7 +42,7 @@ class Parser(argparse.ArgumentParser):
 
 def parse(argv):
     p = Parser(prog="allocmark_plots.py", description="charts of an allocmark results folder")
-    p.add_argument("dir", help="results folder (results.jsonl, summary.json, meta.json)")
+    p.add_argument("dir", help="results folder (summary.json, timelines.jsonl, meta.json)")
     p.add_argument("--out", help="output folder (default DIR/charts)")
     p.add_argument("--format", default="png", help="png (default) or svg")
     p.add_argument("--only", help="comma-separated chart kinds: " + ",".join(KINDS))

@@ -1,8 +1,10 @@
-"""What the charts read: summary.json (every figure), meta.json (machine, versions, command) and,
-streamed line by line, each cell's timeline and phase edges from results.jsonl.
+"""What the charts read: summary.json (every figure, and the metric table: unit, better direction,
+display, label), meta.json (machine, versions, command) and timelines.jsonl (each kept cell's RSS
+timeline and phase edges).
 
-Nothing here computes a metric: medians, spreads and ratios of measurements come from summary.json,
-which the C++ results model writes (harness/results/reporters/json.cpp).
+Nothing here computes a metric or decides which record counts: summary.json and timelines.jsonl are
+what the C++ results model writes (harness/results/reporters/json.cpp and timelines.cpp), after its
+reader rules (retries, merged origins, parts/, duplicates).
 """
 import json
 import os
@@ -21,6 +23,7 @@ class Run:
         self.folder = folder
         summary_path = os.path.join(folder, "summary.json")
         results_path = os.path.join(folder, "results.jsonl")
+        timelines_path = os.path.join(folder, "timelines.jsonl")
         if not os.path.isdir(folder):
             raise DataError("%s: not a folder" % folder)
         if not os.path.isfile(results_path):
@@ -37,6 +40,9 @@ class Run:
             raise DataError("%s: cannot read: %s" % (summary_path, e.strerror or e))
         if not isinstance(self.summary, dict) or not isinstance(self.summary.get("groups"), list):
             raise DataError("%s: no groups (not a summary.json)" % summary_path)
+        if not os.path.isfile(timelines_path):
+            raise DataError("%s: no timelines.jsonl (run `allocmark plot %s`, which writes it from results.jsonl)"
+                            % (folder, folder))
         self.meta = {}
         meta_path = os.path.join(folder, "meta.json")
         if os.path.isfile(meta_path):
@@ -45,7 +51,7 @@ class Run:
                     self.meta = json.load(f)
             except (OSError, ValueError):
                 self.meta = {}
-        self.results_path = results_path
+        self.timelines_path = timelines_path
         self.groups = self.summary["groups"]
         # The names charts draw are labels: long ones cut here, once, so every chart and every
         # lookup (timelines by label, below) uses the same text. `identity` keeps the real names.
@@ -55,6 +61,7 @@ class Run:
                     if key in g:
                         g[key] = style.short(g[key])
         self.metric_units = {k: v.get("unit") for k, v in self.summary.get("metrics", {}).items()}
+        self._cells = None
 
     # ---- summary.json ----
     def ok_groups(self):
@@ -86,77 +93,46 @@ class Run:
     def cpus_usable(self):
         return self.meta.get("machine", {}).get("cpus_usable")
 
-    # ---- results.jsonl, streamed ----
-    def _label_index(self):
-        """Record identity -> (workload label, allocator label) of summary.json's groups, so records
-        whose names the model disambiguated (size_mix[live_mib=64]) land with their group."""
-        index = {}
-        for g in self.groups:
-            ident = g.get("identity", {})
-            key = (ident.get("workload"), ident.get("allocator"), _canon(ident.get("params")),
-                   _canon(ident.get("env")), ident.get("preload"))
-            index.setdefault(key, (g["workload"], g["allocator"]))
-        return index
+    # ---- timelines.jsonl ----
+    def _kept_cells(self):
+        """Every line of timelines.jsonl: one per ok cell the model kept, its labels cut as the
+        groups' are."""
+        if self._cells is None:
+            self._cells = []
+            with open(self.timelines_path, errors="replace") as f:
+                for line in f:
+                    try:
+                        c = json.loads(line)
+                    except ValueError:
+                        raise DataError("%s: not JSON lines (rewrite it with `allocmark plot %s`)"
+                                        % (self.timelines_path, self.folder))
+                    for key in LABELS:
+                        if key in c:
+                            c[key] = style.short(c[key])
+                    self._cells.append(c)
+        return self._cells
 
     def timelines(self, workload=None):
-        """{(workload, threads, allocator): [record subset, ...]} for ok cells with a timeline.
-        Reads results.jsonl a line at a time and keeps only rep, timeline, phases and peaks; among
-        records with one key the highest attempt wins (as the C++ reader does)."""
-        index = self._label_index()
-        by_key = {}
-        order = 0
-        with open(self.results_path, errors="replace") as f:
-            for line in f:
-                try:
-                    r = json.loads(line)
-                except ValueError:
-                    continue  # the C++ reader reports corrupt lines; a chart just skips them
-                if not isinstance(r, dict) or r.get("status") != "ok" or not r.get("timeline"):
-                    continue
-                ident = (r.get("workload"), r.get("allocator"), _canon(r.get("params")), _canon(r.get("env")),
-                         r.get("preload"))
-                wl, alloc = index.get(ident, (style.short(r.get("workload")), style.short(r.get("allocator"))))
-                if workload is not None and wl != workload:
-                    continue
-                keep = {"rep": r.get("rep"), "timeline": r["timeline"], "phases": r.get("phases") or [],
-                        "peak_rss_bytes": r.get("peak_rss_bytes"), "peak_live_bytes": r.get("peak_live_bytes"),
-                        "attempt": r.get("attempt", 1)}
-                k = r.get("key")
-                if k is None:
-                    k = ("#", order)
-                prev = by_key.get(k)
-                if prev is None or keep["attempt"] > prev[1]["attempt"]:
-                    by_key[k] = ((wl, r.get("threads"), alloc), keep, prev[2] if prev else order)
-                order += 1
+        """{(workload, threads, allocator): [cell, ...]} for the kept ok cells with a timeline, in
+        the model's order; each cell has rep, attempt, timeline, phases, peak_rss_bytes and
+        peak_live_bytes (the whole cell's, from the model)."""
         out = {}
-        for cell, keep, _ in sorted(by_key.values(), key=lambda v: v[2]):
-            out.setdefault(cell, []).append(keep)
+        for c in self._kept_cells():
+            if not c.get("timeline") or (workload is not None and c.get("workload") != workload):
+                continue
+            out.setdefault((c.get("workload"), c.get("threads"), c.get("allocator")), []).append(c)
         return out
 
     def phase_live(self):
         """{(workload, threads, allocator, phase): [peak_live_bytes of each repetition]}: the raw
-        measurement per cell (summary.json has no peak_live_bytes metric)."""
-        index = self._label_index()
+        measurement per kept cell, for marks drawn per repetition."""
         out = {}
-        with open(self.results_path, errors="replace") as f:
-            for line in f:
-                try:
-                    r = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(r, dict) or r.get("status") != "ok":
-                    continue
-                ident = (r.get("workload"), r.get("allocator"), _canon(r.get("params")), _canon(r.get("env")),
-                         r.get("preload"))
-                wl, alloc = index.get(ident, (style.short(r.get("workload")), style.short(r.get("allocator"))))
-                for p in r.get("phases") or []:
-                    if p.get("peak_live_bytes") is not None:
-                        out.setdefault((wl, r.get("threads"), alloc, style.short(p.get("name"))), []).append(p["peak_live_bytes"])
+        for c in self._kept_cells():
+            for p in c.get("phases") or []:
+                if p.get("peak_live_bytes") is not None:
+                    out.setdefault((c.get("workload"), c.get("threads"), c.get("allocator"), style.short(p.get("name"))),
+                                   []).append(p["peak_live_bytes"])
         return out
-
-
-def _canon(value):
-    return json.dumps(value if value is not None else {}, sort_keys=True)
 
 
 def metric(group, name):

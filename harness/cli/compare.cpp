@@ -20,7 +20,8 @@ Subcommand add_compare_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("compare", "compare two runs of the same cells: what moved, by how much, with both spreads");
   cmd->add_option("before", f->before, "the first results folder (e.g. before an allocator upgrade)")->required();
   cmd->add_option("after", f->after, "the second results folder")->required();
-  cmd->add_option("--metric", f->metrics_raw, "peak_rss, rss_over_live, end_rss, ops_per_s (comma separated; default all four)");
+  cmd->add_option("--metric", f->metrics_raw,
+                  results::metric_names(results::gated_metrics()) + " (comma separated; default all four)");
   cmd->add_option("--format", f->format, "table, markdown or json (default table)");
   cmd->add_option("-o,--out", f->html, "also write a self-contained HTML page of the comparison (table, chart 7, RSS overlays)");
   cmd->add_option("--charts", f->charts, "also draw chart 7 into this folder (compare.json, compare-*.png; docs/charts.md)");

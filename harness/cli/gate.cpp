@@ -78,10 +78,17 @@ std::string default_confirm_dir(std::string results_dir) {
 
 std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw, const std::vector<std::string>& fallback) {
   if (raw.empty()) return fallback;
-  std::vector<std::string> metrics = split_commas(raw, "--metric");
-  for (const auto& m : metrics)
-    if (!gate::find_gate_metric(m))
-      throw matrix::ConfigError("--metric: unknown metric '" + m + "' (choose from peak_rss, rss_over_live, end_rss, ops_per_s)");
+  std::vector<std::string> metrics;
+  for (const auto& name : split_commas(raw, "--metric")) {
+    std::vector<std::string> notes;
+    try {
+      results::parse_metric_name(name, "--metric", results::gated_metrics(), notes);
+      metrics.push_back(gate::find_gate_metric(name)->name);
+    } catch (const results::ResultsError& e) {
+      throw matrix::ConfigError(e.what());
+    }
+    for (const auto& note : notes) std::cerr << "allocmark: note: " << note << "\n";
+  }
   return metrics;
 }
 
@@ -95,7 +102,8 @@ Subcommand add_gate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("gate", "judge a results folder against a baseline: exit 0 pass, 1 regressed, 2 not comparable");
   cmd->add_option("--baseline", f->baseline, "baseline file (from `allocmark baseline`)")->required();
   cmd->add_option("--results", f->results, "results folder to judge")->required();
-  cmd->add_option("--metric", f->metrics_raw, "peak_rss, rss_over_live, end_rss, ops_per_s (comma separated; default peak_rss)");
+  cmd->add_option("--metric", f->metrics_raw,
+                  results::metric_names(results::gated_metrics()) + " (comma separated; default peak_rss_bytes)");
   cmd->add_option("--tolerance", f->tolerance, "smallest relative move that can count, e.g. 5% (default 5%)");
   cmd->add_option("--phase", f->phase, "judge only this phase");
   cmd->add_option("--format", f->format, "table, markdown or json (default table)");

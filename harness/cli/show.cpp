@@ -51,7 +51,7 @@ Subcommand add_show_command(CLI::App& app) {
   auto opts = std::make_shared<ShowOptions>();
   std::vector<std::string> dimension_names, metric_names;
   for (auto d : rs::all_dimensions()) dimension_names.emplace_back(rs::dimension_name(d));
-  for (const auto& m : rs::metric_infos()) metric_names.emplace_back(m.name);
+  for (const auto& m : rs::metric_table()) metric_names.emplace_back(m.name);
 
   auto* show = app.add_subcommand("show", "summarise results folders: medians and min-max spreads per group");
   show->add_option("dirs", opts->dirs, "results folders (several are read as one: groups never mix hosts)")->required();
@@ -76,7 +76,12 @@ Subcommand add_show_command(CLI::App& app) {
               report.by = parse_names<rs::Dimension>(opts->by, "--by", "dimension", dimension_names,
                                                      rs::dimension_from_name);
             report.metrics = parse_names<rs::Metric>(opts->metrics, "--metric", "metric", metric_names,
-                                                     rs::metric_from_name);
+                                                     // show never took the gate's old names: they stay unknown here.
+                                                     [](const std::string& name) {
+                                                       bool old_name = false;
+                                                       auto m = rs::metric_from_name(name, &old_name);
+                                                       return old_name ? std::nullopt : m;
+                                                     });
             report.workload_metrics = split_commas(opts->workload_metrics, "--workload-metric");
             rs::Model model = rs::Model::load(opts->dirs);
             print_reading_notes(model);

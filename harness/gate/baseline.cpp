@@ -23,18 +23,21 @@ namespace rs = allocmark::results;
 namespace fs = std::filesystem;
 
 const std::vector<GateMetric>& gate_metrics() {
-  static const std::vector<GateMetric> metrics{
-      {"peak_rss", rs::Metric::peak_rss_bytes, true, true},
-      {"rss_over_live", rs::Metric::rss_above_idle_over_live, true, false},
-      {"end_rss", rs::Metric::end_rss_bytes, true, true},
-      {"ops_per_s", rs::Metric::ops_per_s, false, false},
-  };
+  static const std::vector<GateMetric> metrics = [] {
+    std::vector<GateMetric> out;
+    for (rs::Metric m : rs::gated_metrics()) {
+      const rs::MetricRow& row = rs::metric_row(m);
+      out.push_back({std::string(row.alias.empty() ? row.name : row.alias), m});
+    }
+    return out;
+  }();
   return metrics;
 }
 
 const GateMetric* find_gate_metric(const std::string& name) {
+  auto metric = rs::metric_from_name(name);
   for (const auto& m : gate_metrics())
-    if (m.name == name) return &m;
+    if (metric && m.metric == *metric) return &m;
   return nullptr;
 }
 
@@ -111,10 +114,10 @@ struct BaselineReader {
 
 std::string value_problem(const GateMetric& metric, double v) {
   if (!std::isfinite(v)) return fmt::format("{} is not a finite number", v);
-  if (metric.bytes) {
+  if (metric.bytes()) {
     if (v <= 0) return fmt::format("{} is not a {}: expected bytes above 0 (a running process holds memory)", v, metric.name);
     if (v > kMaxBytes) return fmt::format("{} is not a {}: more bytes than a 57-bit address space holds", v, metric.name);
-  } else if (metric.name == "ops_per_s") {
+  } else if (metric.metric == rs::Metric::ops_per_s) {
     if (v < 0) return fmt::format("{} is not an ops_per_s: expected 0 or more operations a second", v);
     if (v > kMaxOpsPerSecond) return fmt::format("{} is not an ops_per_s: more than 10^12 operations a second", v);
   } else if (std::abs(v) > kMaxRatio) {
@@ -278,13 +281,17 @@ RunSummary read_baseline(const std::string& path) {
     if (values.is_null()) r.fail(named, "no \"values\"");
     for (const auto& [k, v] : values.items()) {
       const GateMetric* m = find_gate_metric(k);
-      if (!m) r.fail(named + ".values", "unknown metric '" + k + "' (expected peak_rss, rss_over_live, end_rss, ops_per_s)");
+      if (!m) {
+        std::string names;
+        for (const auto& g : gate_metrics()) names += (names.empty() ? "" : ", ") + g.name;
+        r.fail(named + ".values", "unknown metric '" + k + "' (expected " + names + ")");
+      }
       if (!v.is_array() || v.empty()) r.fail(named + ".values." + k, "expected a list of one number per repetition, found " + json_excerpt(v));
       for (std::size_t n = 0; n < v.size(); ++n) {
         if (!v[n].is_number()) r.fail(fmt::format("{}.values.{}[{}]", named, k, n), "expected a number, found " + json_excerpt(v[n]));
         if (auto problem = value_problem(*m, v[n].get<double>()); !problem.empty())
           r.fail(fmt::format("{}.values.{}[{}]", named, k, n), problem);
-        g.values[k].push_back(v[n].get<double>());
+        g.values[m->name].push_back(v[n].get<double>());
       }
     }
     const json config = r.object(c, where, "allocator_config", json());

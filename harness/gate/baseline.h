@@ -24,14 +24,17 @@ class GateError : public std::runtime_error {
 
 inline constexpr int kBaselineVersion = 1;
 
-// The gated metrics, by their gate names.
+// The gated metrics: the metric table's rows marked gated. `name` is how a baseline file (format 1)
+// keys its values and how verdicts name the metric: the row's old name where it has one
+// (peak_rss, rss_over_live, end_rss), since format 1 files and reports are read by others.
 struct GateMetric {
-  std::string name;            // peak_rss | rss_over_live | end_rss | ops_per_s
-  results::Metric metric;      // where the model defines it
-  bool higher_is_worse;        // RSS: more is a regression; throughput: less is
-  bool bytes;                  // an absolute floor of one huge page applies
+  std::string name;
+  results::Metric metric;
+  const results::MetricRow& row() const { return results::metric_row(metric); }
+  bool bytes() const { return row().unit == "bytes"; }  // an absolute floor of one huge page applies
 };
 const std::vector<GateMetric>& gate_metrics();
+// By its gate name or its metric table name (peak_rss or peak_rss_bytes); nullptr for neither.
 const GateMetric* find_gate_metric(const std::string& name);
 
 // One cell and phase of a run, as the gate compares it.

@@ -31,7 +31,7 @@ json under_test_changes(const json& before, const json& after) {
 bool has_figure(const GateCell& cell, const GateMetric& m) {
   auto it = cell.values.find(m.name);
   if (it == cell.values.end()) return false;
-  return m.bytes || std::any_of(it->second.begin(), it->second.end(), [](double x) { return x != 0; });
+  return m.bytes() || std::any_of(it->second.begin(), it->second.end(), [](double x) { return x != 0; });
 }
 
 Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, const RuleSettings& rule) {
@@ -61,8 +61,9 @@ Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, 
   v.band = std::max(rule.tolerance, rule.mad_factor * relative_mad);
   v.change = scale > 0 ? (v.after.median - v.before.median) / scale : 0;
   const bool up = v.change > v.band, down = v.change < -v.band;
-  const bool big_enough = !m.bytes || std::abs(v.after.median - v.before.median) >= rule.bytes_floor;
-  const bool worse = m.higher_is_worse ? up : down, better = m.higher_is_worse ? down : up;
+  const bool big_enough = !m.bytes() || std::abs(v.after.median - v.before.median) >= rule.bytes_floor;
+  const bool higher_is_worse = m.row().better == results::Better::lower;
+  const bool worse = higher_is_worse ? up : down, better = higher_is_worse ? down : up;
   if ((worse || better) && big_enough) {
     const bool after_larger = up;
     v.p = after_larger ? mann_whitney_greater_p(before, after) : mann_whitney_greater_p(after, before);
@@ -84,9 +85,12 @@ int rank(const std::string& verdict) {
   return order.at(verdict);
 }
 
+// The verdict tables' own precision (finer than show's): by the metric's display.
 std::string format_value(double v, const std::string& metric) {
-  if (metric == "peak_rss" || metric == "end_rss") return fmt::format("{:.1f} MiB", v / (1024.0 * 1024.0));
-  if (metric == "ops_per_s") return v >= 1e6 ? fmt::format("{:.2f}M", v / 1e6) : fmt::format("{:.1f}k", v / 1e3);
+  const GateMetric* m = find_gate_metric(metric);
+  const results::Display display = m ? m->row().display : results::Display::ratio;
+  if (display == results::Display::mib) return fmt::format("{:.1f} MiB", v / (1024.0 * 1024.0));
+  if (display == results::Display::si) return v >= 1e6 ? fmt::format("{:.2f}M", v / 1e6) : fmt::format("{:.1f}k", v / 1e3);
   return fmt::format("{:.3f}", v);
 }
 
@@ -156,8 +160,8 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
       if (!has_figure(b, m)) continue;
       Verdict v;
       if (it == by_id.end()) {
-        v = identify(b, name);
-        v.before = results::spread_of(b.values.at(name));
+        v = identify(b, m.name);
+        v.before = results::spread_of(b.values.at(m.name));
         v.verdict = "missing";
         v.reason = "not in the results";
       } else {

@@ -1,7 +1,7 @@
-// Every figure allocmark derives from measured ones, defined once. The record builder, the results
-// model, summary.csv/summary.json and every reporter use these; nothing else computes them. They
-// are the results' formulas (hence the namespace) kept on the floor of the measurements, so the
-// producers of a record (the worker, a program cell's phases) use them without reaching up.
+// Every figure allocmark derives from measured ones, defined once. The metric table
+// (results/metric_table.cpp) names which metric each computes; nothing else computes them. They
+// are the results' formulas kept on the floor of the measurements, so the producers of a record
+// (the worker, a program cell's phases) use them without reaching up.
 #pragma once
 
 #include <optional>
@@ -19,9 +19,9 @@ inline std::optional<double> rss_above_idle_over_live(double peak_rss, double id
 // Operations per second of wall time; 0 for a zero-length interval.
 inline double ops_per_second(double ops, double wall_s) { return wall_s > 0 ? ops / wall_s : 0.0; }
 
-// Seconds threads spent waiting for the allocator's locks, from its contention counters'
-// total_wait_ns (summed over threads, so it can exceed the wall time).
-inline double lock_wait_seconds(double total_wait_ns) { return total_wait_ns / 1e9; }
+// Seconds from the nanosecond counters (lock waits, run-queue waits: summed over threads, so they
+// can exceed the wall time).
+inline double nanoseconds_as_seconds(double ns) { return ns / 1e9; }
 
 // How much worse the runner-up is than the best (lower is better): 0.25 = 25 % more.
 inline double relative_margin(double best, double runner_up) { return best > 0 ? runner_up / best - 1 : 0.0; }

@@ -101,11 +101,13 @@ void ensure_summaries(const std::string& dir) {
   results::check_readable_file(lay::path_in(dir, lay::kResults));
   if (!fs::is_regular_file(lay::path_in(dir, lay::kResults)))
     throw std::invalid_argument(fmt::format("{}: no {} (not a results folder)", dir, lay::kResults));
-  if (!fs::is_regular_file(lay::path_in(dir, lay::kSummaryJson))) {
-    // A folder written before summary.json existed: the results model writes it now.
-    std::cerr << fmt::format("allocmark: {} has no {}; writing it from {}\n", dir, lay::kSummaryJson, lay::kResults);
-    results::write_summaries(dir);
-  }
+  // A folder written before summary.json (or timelines.jsonl) existed: the results model writes them now.
+  for (const char* export_file : {lay::kSummaryJson, lay::kTimelines})
+    if (!fs::is_regular_file(lay::path_in(dir, export_file))) {
+      std::cerr << fmt::format("allocmark: {} has no {}; writing it from {}\n", dir, export_file, lay::kResults);
+      results::write_summaries(dir);
+      break;
+    }
 }
 
 namespace {

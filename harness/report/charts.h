@@ -21,12 +21,12 @@ struct ChartRequest {
 std::string plots_dir();
 
 // Checks that DIR is a results folder (std::invalid_argument otherwise) and writes its
-// summary.json from results.jsonl when the folder predates it; checks that the script and
+// summary.json and timelines.jsonl from results.jsonl when the folder predates them; checks that the script and
 // /usr/bin/python3 exist (std::runtime_error naming what is missing).
 void prepare_charts(const ChartRequest& request);
 
-// Writes DIR's summary.json from results.jsonl when the folder predates it; std::invalid_argument
-// for a folder without results.jsonl.
+// Writes DIR's summary.json and timelines.jsonl (what plots/ reads) from results.jsonl when the
+// folder predates them; std::invalid_argument for a folder without results.jsonl.
 void ensure_summaries(const std::string& dir);
 
 // Runs plots/SCRIPT_NAME (another entry point, e.g. compare_plots.py) with `args` and this

@@ -29,12 +29,9 @@ Noise noise_of(const Contender& leader, const Contender& runner_up, bool lower_i
 
 }  // namespace
 
-const std::vector<VerdictMetric>& verdict_metrics() {
-  static const std::vector<VerdictMetric> metrics{
-      {results::Metric::peak_rss_bytes, true},
-      {results::Metric::rss_above_idle_over_live, true},
-      {results::Metric::ops_per_s, false},
-  };
+const std::vector<results::Metric>& verdict_metrics() {
+  static const std::vector<results::Metric> metrics{results::Metric::peak_rss_bytes, results::Metric::rss_above_idle_over_live,
+                                                    results::Metric::ops_per_s};
   return metrics;
 }
 
@@ -61,26 +58,27 @@ std::vector<Verdict> verdicts(const results::Grouping& grouping) {
 
   std::vector<Verdict> out;
   for (const auto& key : order) {
-    for (const auto& vm : verdict_metrics()) {
-      Verdict v{std::get<0>(key), std::get<1>(key), std::get<2>(key), vm.metric, vm.lower_is_better, {}, {}, 0, {},
+    for (const results::Metric metric : verdict_metrics()) {
+      const bool lower_is_better = results::metric_row(metric).better == results::Better::lower;
+      Verdict v{std::get<0>(key), std::get<1>(key), std::get<2>(key), metric, lower_is_better, {}, {}, 0, {},
                 Noise::no_contest};
       std::vector<Contender> contenders;
       for (const auto* g : members[key])
-        if (g->metric(vm.metric).n > 0)
-          contenders.push_back({results::value_label(g->values[allocator]), g->metric(vm.metric)});
+        if (g->metric(metric).n > 0)
+          contenders.push_back({results::value_label(g->values[allocator]), g->metric(metric)});
       // Stable: equal medians keep the matrix's order.
       std::stable_sort(contenders.begin(), contenders.end(), [&](const Contender& a, const Contender& b) {
-        return better(a.spread.median, b.spread.median, vm.lower_is_better);
+        return better(a.spread.median, b.spread.median, lower_is_better);
       });
       v.contenders = contenders.size();
       if (!contenders.empty()) v.leader = contenders[0];
       if (contenders.size() >= 2) {
         v.runner_up = contenders[1];
         double lead_median = contenders[0].spread.median, runner_median = contenders[1].spread.median;
-        double numerator = vm.lower_is_better ? runner_median : lead_median;
-        double denominator = vm.lower_is_better ? lead_median : runner_median;
+        double numerator = lower_is_better ? runner_median : lead_median;
+        double denominator = lower_is_better ? lead_median : runner_median;
         if (numerator > 0 && denominator > 0) v.lead = numerator / denominator;
-        v.noise = noise_of(contenders[0], contenders[1], vm.lower_is_better);
+        v.noise = noise_of(contenders[0], contenders[1], lower_is_better);
       }
       out.push_back(std::move(v));
     }

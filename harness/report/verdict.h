@@ -30,7 +30,7 @@ struct Verdict {
   int threads = 0;
   std::string host;      // only when the grouping had to split by host
   results::Metric metric;
-  bool lower_is_better = true;
+  bool lower_is_better = true;  // the metric row's direction
   std::optional<Contender> leader, runner_up;
   std::size_t contenders = 0;  // allocators with at least one ok repetition of this figure
   // How many times better the leader's median is than the runner-up's: runner-up / leader where
@@ -40,12 +40,8 @@ struct Verdict {
   Noise noise = Noise::no_contest;
 };
 
-// The metrics a verdict is given on, each with its direction.
-struct VerdictMetric {
-  results::Metric metric;
-  bool lower_is_better;
-};
-const std::vector<VerdictMetric>& verdict_metrics();
+// The metrics a verdict is given on (their directions are the metric table's).
+const std::vector<results::Metric>& verdict_metrics();
 
 // One Verdict per (workload, threads[, host]) and verdict metric, in the grouping's order. The
 // grouping must have the workload, threads and allocator dimensions and not phase

@@ -18,7 +18,7 @@ const std::vector<OwnEntry>& own_entries() {
   using T = Folder::Type;
   static const std::vector<OwnEntry> entries{
       {kResults, T::file}, {kCorrupt, T::file}, {kMeta, T::file},    {kSummaryCsv, T::file},  {kSummaryJson, T::file},
-      {kCells, T::file},   {kLock, T::file},    {kLogs, T::folder},  {kParts, T::folder},     {kSlurm, T::folder},
+      {kTimelines, T::file}, {kCells, T::file},   {kLock, T::file},    {kLogs, T::folder},  {kParts, T::folder},     {kSlurm, T::folder},
       {kData, T::folder},  {kMachines, T::folder}};
   return entries;
 }

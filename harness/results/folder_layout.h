@@ -15,6 +15,7 @@ inline constexpr const char* kCorrupt = "results.corrupt.jsonl";   // lines move
 inline constexpr const char* kMeta = "meta.json";                  // machine, matrix, runs
 inline constexpr const char* kSummaryCsv = "summary.csv";
 inline constexpr const char* kSummaryJson = "summary.json";
+inline constexpr const char* kTimelines = "timelines.jsonl";       // each kept cell's RSS timeline, for the charts
 inline constexpr const char* kCells = "cells.json";                // every cell any run planned: key -> label
 inline constexpr const char* kLock = ".allocmark.lock";
 inline constexpr const char* kLogs = "logs";                       // each cell's log (and a program's stdout)

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <tuple>
 
 #include "harness/metrics/derived.h"
 
@@ -44,169 +43,8 @@ Spread spread_of(std::vector<double> v) {
 // ---------------------------------------------------------------------------------------------
 // Metrics
 
-namespace {
-
-// Record field names of the phase fields that are read as they are (lock_wait_ns is nested).
-constexpr std::array<std::pair<Field, const char*>, 12> kPlainFields{{
-    {Field::wall_s, "wall_s"},
-    {Field::ops, "ops"},
-    {Field::ops_per_s, "ops_per_s"},
-    {Field::peak_rss_bytes, "peak_rss_bytes"},
-    {Field::end_rss_bytes, "end_rss_bytes"},
-    {Field::peak_live_bytes, "peak_live_bytes"},
-    {Field::minor_faults, "minor_faults"},
-    {Field::major_faults, "major_faults"},
-    {Field::voluntary_ctx_switches, "voluntary_ctx_switches"},
-    {Field::involuntary_ctx_switches, "involuntary_ctx_switches"},
-    {Field::user_s, "user_s"},
-    {Field::sys_s, "sys_s"},
-}};
-
-constexpr std::array<MetricInfo, kMetricCount> kMetrics{{
-    {Metric::peak_rss_bytes, "peak_rss_bytes", "bytes", "exact peak RSS of the phase (VmHWM after a clear_refs reset)"},
-    {Metric::end_rss_bytes, "end_rss_bytes", "bytes", "RSS at the phase end"},
-    {Metric::rss_above_idle_over_live, "rss_above_idle_over_live", "ratio",
-     "(peak RSS - idle RSS) / peak live requested bytes; 1.0 is the physical floor"},
-    {Metric::ops_per_s, "ops_per_s", "1/s", "operations per second of wall time"},
-    {Metric::wall_s, "wall_s", "s", "wall time"},
-    {Metric::minor_faults, "minor_faults", "count", "minor page faults"},
-    {Metric::major_faults, "major_faults", "count", "major page faults"},
-    {Metric::voluntary_ctx_switches, "voluntary_ctx_switches", "count", "voluntary context switches"},
-    {Metric::involuntary_ctx_switches, "involuntary_ctx_switches", "count", "involuntary context switches"},
-    {Metric::user_s, "user_s", "s", "user CPU time"},
-    {Metric::sys_s, "sys_s", "s", "system CPU time"},
-    {Metric::lock_wait_s, "lock_wait_s", "s", "time threads waited for allocator locks (jemalloc's mutex profiling, numap's counters)"},
-    {Metric::peak_live_bytes, "peak_live_bytes", "bytes", "peak live requested bytes (the workload's own exact count)"},
-    {Metric::contended_share, "contended_share", "ratio",
-     "share of allocator lock acquisitions that had to wait (contention num_wait / num_ops)"},
-    {Metric::numa_resident_bytes, "numa_resident_bytes", "bytes",
-     "resident bytes at the phase end from /proc/PID/numa_maps (per node with --by ...,node)"},
-    {Metric::local_fraction, "local_fraction", "ratio",
-     "share of sampled blocks whose page is on the allocating thread's node (move_pages after the phase)"},
-    {Metric::node_threads, "node_threads", "count", "worker threads that ended the phase on the node (--by ...,node)"},
-    {Metric::alloc_p50_ns, "alloc_p50_ns", "ns", "median malloc call latency (one call in N timed per thread)"},
-    {Metric::alloc_p99_ns, "alloc_p99_ns", "ns", "99th percentile malloc call latency (sampled)"},
-    {Metric::alloc_p999_ns, "alloc_p999_ns", "ns", "99.9th percentile malloc call latency (sampled)"},
-    {Metric::alloc_max_ns, "alloc_max_ns", "ns", "slowest sampled malloc call"},
-    {Metric::free_p50_ns, "free_p50_ns", "ns", "median free call latency (one call in N timed per thread)"},
-    {Metric::free_p99_ns, "free_p99_ns", "ns", "99th percentile free call latency (sampled)"},
-    {Metric::free_p999_ns, "free_p999_ns", "ns", "99.9th percentile free call latency (sampled)"},
-    {Metric::free_max_ns, "free_max_ns", "ns", "slowest sampled free call"},
-    {Metric::vol_ctx_switches_per_mop, "vol_ctx_switches_per_mop", "1/Mop",
-     "voluntary context switches (a thread sleeping, e.g. on a futex) per million operations"},
-    {Metric::runqueue_wait_s, "runqueue_wait_s", "s",
-     "time the process's threads were runnable but waiting for a CPU, summed over threads (schedstat)"},
-    {Metric::runqueue_wait_share, "runqueue_wait_share", "ratio",
-     "run-queue wait / (run-queue wait + time on a CPU) of the process's threads"},
-}};
-
-// Where each sampled latency field sits in a phase's contention.latency object.
-constexpr std::array<std::tuple<Field, const char*, const char*>, 8> kLatencyFields{{
-    {Field::alloc_p50_ns, "malloc", "p50_ns"},
-    {Field::alloc_p99_ns, "malloc", "p99_ns"},
-    {Field::alloc_p999_ns, "malloc", "p999_ns"},
-    {Field::alloc_max_ns, "malloc", "max_ns"},
-    {Field::free_p50_ns, "free", "p50_ns"},
-    {Field::free_p99_ns, "free", "p99_ns"},
-    {Field::free_p999_ns, "free", "p999_ns"},
-    {Field::free_max_ns, "free", "max_ns"},
-}};
-
-}  // namespace
-
-const std::array<MetricInfo, kMetricCount>& metric_infos() { return kMetrics; }
-const MetricInfo& metric_info(Metric m) { return kMetrics[static_cast<std::size_t>(m)]; }
-
-std::optional<Metric> metric_from_name(std::string_view name) {
-  for (const auto& m : kMetrics)
-    if (m.name == name) return m.metric;
-  return std::nullopt;
-}
-
-std::vector<Metric> all_metrics() {
-  std::vector<Metric> out;
-  for (const auto& m : kMetrics) out.push_back(m.metric);
-  return out;
-}
-
-std::vector<Metric> node_metrics() {
-  return {Metric::numa_resident_bytes, Metric::local_fraction, Metric::node_threads, Metric::ops_per_s,
-          Metric::alloc_p50_ns,        Metric::alloc_p99_ns,   Metric::alloc_p999_ns, Metric::free_p50_ns,
-          Metric::free_p99_ns,         Metric::free_p999_ns};
-}
-
-std::vector<Metric> default_node_metrics() {
-  return {Metric::numa_resident_bytes, Metric::local_fraction, Metric::node_threads, Metric::ops_per_s,
-          Metric::alloc_p99_ns, Metric::free_p99_ns};
-}
-
 std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues& phase) {
-  switch (m) {
-    case Metric::peak_rss_bytes: return phase.get(Field::peak_rss_bytes);
-    case Metric::end_rss_bytes: return phase.get(Field::end_rss_bytes);
-    case Metric::rss_above_idle_over_live: {
-      auto peak = phase.get(Field::peak_rss_bytes), live = phase.get(Field::peak_live_bytes);
-      if (!peak || !live || !cell.idle_rss_bytes) return std::nullopt;
-      return rss_above_idle_over_live(*peak, *cell.idle_rss_bytes, *live);
-    }
-    case Metric::ops_per_s: {
-      // The worker records ops/s per phase; older or hand-made records may only have ops and time.
-      if (auto recorded = phase.get(Field::ops_per_s)) return recorded;
-      auto ops = phase.get(Field::ops), wall = phase.get(Field::wall_s);
-      if (!ops || !wall) return std::nullopt;
-      return ops_per_second(*ops, *wall);
-    }
-    case Metric::wall_s: return phase.get(Field::wall_s);
-    case Metric::minor_faults: return phase.get(Field::minor_faults);
-    case Metric::major_faults: return phase.get(Field::major_faults);
-    case Metric::voluntary_ctx_switches: return phase.get(Field::voluntary_ctx_switches);
-    case Metric::involuntary_ctx_switches: return phase.get(Field::involuntary_ctx_switches);
-    case Metric::user_s: return phase.get(Field::user_s);
-    case Metric::sys_s: return phase.get(Field::sys_s);
-    case Metric::lock_wait_s: {
-      auto ns = phase.get(Field::lock_wait_ns);
-      if (!ns) return std::nullopt;
-      return lock_wait_seconds(*ns);
-    }
-    case Metric::peak_live_bytes: return phase.get(Field::peak_live_bytes);
-    case Metric::contended_share: {
-      auto waits = phase.get(Field::lock_waits), ops = phase.get(Field::lock_ops);
-      if (!waits || !ops) return std::nullopt;
-      return contended_share(*waits, *ops);
-    }
-    case Metric::numa_resident_bytes: return phase.get(Field::numa_resident_bytes);
-    case Metric::local_fraction: {
-      auto local = phase.get(Field::local_blocks), sampled = phase.get(Field::sampled_blocks);
-      if (!local || !sampled) return std::nullopt;
-      return local_fraction(*local, *sampled);
-    }
-    case Metric::node_threads: return phase.get(Field::node_threads);
-    case Metric::alloc_p50_ns: return phase.get(Field::alloc_p50_ns);
-    case Metric::alloc_p99_ns: return phase.get(Field::alloc_p99_ns);
-    case Metric::alloc_p999_ns: return phase.get(Field::alloc_p999_ns);
-    case Metric::alloc_max_ns: return phase.get(Field::alloc_max_ns);
-    case Metric::free_p50_ns: return phase.get(Field::free_p50_ns);
-    case Metric::free_p99_ns: return phase.get(Field::free_p99_ns);
-    case Metric::free_p999_ns: return phase.get(Field::free_p999_ns);
-    case Metric::free_max_ns: return phase.get(Field::free_max_ns);
-    case Metric::vol_ctx_switches_per_mop: {
-      auto switches = phase.get(Field::voluntary_ctx_switches), ops = phase.get(Field::ops);
-      if (!switches || !ops) return std::nullopt;
-      return per_million_ops(*switches, *ops);
-    }
-    case Metric::runqueue_wait_s: {
-      auto ns = phase.get(Field::runqueue_wait_ns);
-      if (!ns) return std::nullopt;
-      return *ns / 1e9;
-    }
-    case Metric::runqueue_wait_share: {
-      auto wait = phase.get(Field::runqueue_wait_ns), run = phase.get(Field::run_ns);
-      if (!wait || !run) return std::nullopt;
-      return runqueue_wait_share(*wait, *run);
-    }
-    case Metric::kCount: break;
-  }
-  return std::nullopt;
+  return metric_row(m).formula(phase, cell.idle_rss_bytes);
 }
 
 PhaseValues node_view(const PhaseValues& phase, const NodeValues& node) {
@@ -216,48 +54,45 @@ PhaseValues node_view(const PhaseValues& phase, const NodeValues& node) {
   return view;
 }
 
+namespace {
+
+// `into` with `from` (one later phase) folded in, field by field as the field table says.
+void fold_into(FieldValues& into, const FieldValues& from) {
+  for (const FieldRow& row : field_table()) {
+    auto v = from.get(row.field);
+    if (!v || row.fold == Fold::rate) continue;
+    auto acc = into.get(row.field);
+    switch (row.fold) {
+      case Fold::sum: into.set(row.field, acc.value_or(0) + *v); break;
+      case Fold::max: into.set(row.field, acc ? std::max(*acc, *v) : *v); break;
+      case Fold::last: into.set(row.field, *v); break;
+      case Fold::rate: break;
+    }
+  }
+}
+
+// Not the sum of the phases' rates: total operations over total time.
+void derive_rates(FieldValues& values) {
+  for (const FieldRow& row : field_table())
+    if (row.fold == Fold::rate)
+      if (auto ops = values.get(Field::ops), wall = values.get(Field::wall_s); ops && wall)
+        values.set(row.field, ops_per_second(*ops, *wall));
+}
+
+}  // namespace
+
 PhaseValues whole_cell(const Cell& cell) {
   PhaseValues whole;
   whole.name = std::string(kCellPhase);
-  auto fold = [&](Field f, auto combine) {
-    std::optional<double> acc;
-    for (const auto& p : cell.phases)
-      if (auto v = p.get(f)) acc = acc ? combine(*acc, *v) : *v;
-    if (acc) whole.set(f, *acc);
-  };
-  auto max = [](double a, double b) { return std::max(a, b); };
-  auto sum = [](double a, double b) { return a + b; };
-  auto last = [](double, double b) { return b; };
-  fold(Field::peak_rss_bytes, max);
-  fold(Field::peak_live_bytes, max);
-  fold(Field::end_rss_bytes, last);
-  for (const auto& [field, kind, key] : kLatencyFields) fold(field, max);
-  for (Field f : {Field::wall_s, Field::ops, Field::minor_faults, Field::major_faults, Field::voluntary_ctx_switches,
-                  Field::involuntary_ctx_switches, Field::user_s, Field::sys_s, Field::lock_wait_ns, Field::lock_ops,
-                  Field::lock_waits, Field::runqueue_wait_ns, Field::run_ns})
-    fold(f, sum);
-  fold(Field::numa_resident_bytes, last);
-  fold(Field::sampled_blocks, sum);
-  fold(Field::local_blocks, sum);
-  // Per node, folded the same way: a node's ops and time summed, its resident bytes the last phase's.
-  for (const auto& p : cell.phases)
+  for (const auto& p : cell.phases) {
+    fold_into(whole, p);
     for (const auto& n : p.nodes) {
       auto it = std::find_if(whole.nodes.begin(), whole.nodes.end(), [&](const NodeValues& w) { return w.node == n.node; });
-      if (it == whole.nodes.end()) {
-        whole.nodes.push_back(n);
-        continue;
-      }
-      auto combine = [&](Field f, auto op) {
-        if (auto v = n.get(f)) it->set(f, it->get(f) ? op(*it->get(f), *v) : *v);
-      };
-      for (Field f : {Field::ops, Field::wall_s, Field::sampled_blocks, Field::local_blocks}) combine(f, sum);
-      combine(Field::numa_resident_bytes, last);
-      combine(Field::node_threads, max);
-      for (const auto& [field, kind, key] : kLatencyFields) combine(field, max);
+      if (it == whole.nodes.end()) whole.nodes.push_back(n);
+      else fold_into(*it, n);
     }
-  // Not the sum of the phases' rates: total operations over total time.
-  if (auto ops = whole.get(Field::ops), wall = whole.get(Field::wall_s); ops && wall)
-    whole.set(Field::ops_per_s, ops_per_second(*ops, *wall));
+  }
+  derive_rates(whole);
   return whole;
 }
 
@@ -379,14 +214,20 @@ class RecordReader {
     }
   }
 
-  // The sampled latency percentiles of `holder`'s `latency` object (a phase's contention, or a
-  // node's share of it).
-  void latency_fields(const json& holder, const std::string& at, FieldValues& values) const {
-    const json latency = optional_object_in(holder, "latency", at);
-    for (const auto& [field, kind, key] : kLatencyFields) {
-      const json calls = optional_object_in(latency, kind, at + "latency.");
-      if (auto v = optional_number(calls, key, at + "latency." + kind + ".")) values.set(field, *v);
+  // The number at a dotted `path` in `holder` (`at`: where holder is, for messages); nullopt where
+  // the path or its value is absent or null.
+  std::optional<double> number_at(const json& holder, std::string_view path, const std::string& at) const {
+    const json* object = &holder;
+    std::string context = at;
+    for (std::size_t dot; (dot = path.find('.')) != std::string_view::npos; path.remove_prefix(dot + 1)) {
+      const std::string step(path.substr(0, dot));
+      auto it = object->find(step);
+      if (it == object->end() || it->is_null()) return std::nullopt;
+      if (!it->is_object()) fail(fmt::format("'{}{}' must be an object, not {}", context, step, it->dump()));
+      object = &*it;
+      context += step + ".";
     }
+    return optional_number(*object, std::string(path), context);
   }
 
   template <class Intern>
@@ -402,15 +243,9 @@ class RecordReader {
       PhaseValues values;
       auto name = optional_string("name", p);
       values.name = name ? *name : "?";
-      for (const auto& [field, key] : kPlainFields)
-        if (auto v = optional_number(p, key, context)) values.set(field, *v);
-      if (auto c = p.find("contention"); c != p.end() && c->is_object()) {
-        for (const auto& [field, key] : {std::pair{Field::lock_wait_ns, "total_wait_ns"}, std::pair{Field::lock_ops, "num_ops"},
-                                         std::pair{Field::lock_waits, "num_wait"}, std::pair{Field::runqueue_wait_ns, "runqueue_wait_ns"},
-                                         std::pair{Field::run_ns, "run_ns"}})
-          if (auto v = optional_number(*c, key, context + "contention.")) values.set(field, *v);
-        latency_fields(*c, context + "contention.", values);
-      }
+      for (const FieldRow& row : field_table())
+        if (!row.phase_path.empty())
+          if (auto v = number_at(p, row.phase_path, context)) values.set(row.field, *v);
       if (auto nodes = p.find("nodes"); nodes != p.end() && nodes->is_array())
         for (std::size_t k = 0; k < nodes->size(); ++k) {
           const json& n = (*nodes)[k];
@@ -420,16 +255,20 @@ class RecordReader {
           auto id = optional_number(n, "node", at);
           if (!id) fail(fmt::format("'{}node' is missing", at));
           node.node = static_cast<int>(*id);
+          // The node's rate is its threads' operations over the phase's time.
           if (auto v = values.get(Field::wall_s)) node.set(Field::wall_s, *v);
-          for (const auto& [field, key] : {std::pair{Field::ops, "ops"}, std::pair{Field::numa_resident_bytes, "resident_bytes"},
-                                           std::pair{Field::sampled_blocks, "sampled_blocks"}, std::pair{Field::local_blocks, "local_blocks"}})
-            if (auto v = optional_number(n, key, at)) {
-              node.set(field, *v);
-              // The phase's own figure is the sum over its nodes (ops is recorded for the phase).
-              if (field != Field::ops) values.set(field, values.get(field).value_or(0) + *v);
+          for (const FieldRow& row : field_table()) {
+            if (row.node_path.empty()) continue;
+            std::optional<double> v;
+            if (row.node_path == "threads") {
+              if (auto t = n.find("threads"); t != n.end() && t->is_array()) v = static_cast<double>(t->size());
+            } else {
+              v = number_at(n, row.node_path, at);
             }
-          if (auto t = n.find("threads"); t != n.end() && t->is_array()) node.set(Field::node_threads, static_cast<double>(t->size()));
-          latency_fields(n, at, node);
+            if (!v) continue;
+            node.set(row.field, *v);
+            if (row.phase_sums_nodes) values.set(row.field, values.get(row.field).value_or(0) + *v);
+          }
           values.nodes.push_back(std::move(node));
         }
       if (auto w = p.find("workload_metrics"); w != p.end() && w->is_object()) workload_numbers(*w, "", values, intern);
@@ -509,6 +348,7 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
   cell.identity = intern(std::move(id));
   cell.file = file;
   cell.line = line;
+  cell.whole_file = reading_parts_;
   if (!key) {
     cells_.push_back(std::move(cell));
     return;
@@ -844,6 +684,8 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
 
   std::vector<GroupBuilder> builders;
   std::map<std::vector<long long>, std::size_t> index;
+  std::size_t last_builder = 0;
+  std::vector<std::size_t> cell_groups(cells_.size());
   auto builder_for = [&](const Cell& cell, const std::string& phase, long long node = -1) -> GroupBuilder& {
     const CellIdentity& id = identities_[cell.identity];
     std::vector<long long> key;
@@ -860,6 +702,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
     if (!by_host) key.push_back(string_id(id.host));
     auto [it, inserted] = index.emplace(key, builders.size());
     if (inserted) builders.push_back(GroupBuilder{std::move(key), {}, {}, {}, {}});
+    last_builder = it->second;
     return builders[it->second];
   };
   auto count_cell = [&](GroupBuilder& b, const Cell& cell) {
@@ -881,7 +724,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
     if (cell.allocator_version) b.identity.add("allocator_version", json(*cell.allocator_version));
   };
   auto add_samples = [&](GroupBuilder& b, const Cell& cell, const PhaseValues& phase) {
-    for (const auto& m : kMetrics)
+    for (const auto& m : metric_table())
       if (auto v = metric_value(m.metric, cell, phase)) b.samples[static_cast<std::size_t>(m.metric)].push_back(*v);
     for (const auto& [index, v] : phase.workload) b.workload_samples[index].push_back(v);
   };
@@ -900,16 +743,22 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
       add_samples(b, cell, node_view(phase, node));
     }
   };
-  for (const Cell& cell : cells_) {
+  for (std::size_t i = 0; i < cells_.size(); ++i) {
+    const Cell& cell = cells_[i];
     // A cell that is not ok contributes its status and error, never its partial measurements.
     if (!by_phase) {
       if (cell.ok() && !cell.phases.empty()) add_phase(cell, whole_cell(cell));
       else count_cell(builder_for(cell, std::string(kCellPhase)), cell);
+      cell_groups[i] = last_builder;
       continue;
     }
     if (!cell.ok() || cell.phases.empty()) count_cell(builder_for(cell, std::string(kCellPhase)), cell);
+    cell_groups[i] = last_builder;
     if (!cell.ok()) continue;
-    for (const auto& phase : cell.phases) add_phase(cell, phase);
+    for (std::size_t p = 0; p < cell.phases.size(); ++p) {
+      add_phase(cell, cell.phases[p]);
+      if (p == 0) cell_groups[i] = last_builder;
+    }
   }
 
   // Labels: plain names, qualified only where two groups would otherwise read the same.
@@ -954,6 +803,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
 
   Grouping out;
   out.dimensions = by;
+  out.cell_groups = std::move(cell_groups);
   if (host_column) out.dimensions.push_back(Dimension::host);
   std::set<std::size_t> workload_metrics_present;
   for (auto& b : builders) {

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "harness/results/metric_table.h"
 #include "harness/results/results_dir.h"  // ResultsError
 
 namespace allocmark::results {
@@ -43,54 +44,7 @@ double median(std::vector<double> values);
 Spread spread_of(std::vector<double> values);
 
 // ---------------------------------------------------------------------------------------------
-// What the model keeps of a phase: the measured fields a metric or summary.csv needs.
-
-enum class Field : std::size_t {
-  wall_s,
-  ops,
-  ops_per_s,
-  peak_rss_bytes,
-  end_rss_bytes,
-  peak_live_bytes,
-  minor_faults,
-  major_faults,
-  voluntary_ctx_switches,
-  involuntary_ctx_switches,
-  user_s,
-  sys_s,
-  lock_wait_ns,  // the phase's contention.total_wait_ns (allocators with lock counters: jemalloc, numap)
-  lock_ops,      // contention.num_ops: lock acquisitions
-  lock_waits,    // contention.num_wait: acquisitions that had to wait
-  // From the phase's `nodes` entries (summed over nodes for the phase; one node's in NodeValues).
-  numa_resident_bytes,  // resident_bytes (numa_maps at the phase end)
-  sampled_blocks,       // sampled blocks whose page was resident
-  local_blocks,         // ... of them on the allocating CPU's node
-  node_threads,         // crew threads that ended the phase on the node (NodeValues only)
-  // contention.latency.{malloc,free}.*: sampled call latency percentiles (every backend; null
-  // where not sampled: rocksdb and program cells, latency_every = 0)
-  alloc_p50_ns,
-  alloc_p99_ns,
-  alloc_p999_ns,
-  alloc_max_ns,
-  free_p50_ns,
-  free_p99_ns,
-  free_p999_ns,
-  free_max_ns,
-  runqueue_wait_ns,  // contention.runqueue_wait_ns: threads runnable but not on a CPU (schedstat)
-  run_ns,            // contention.run_ns: threads on a CPU
-  kCount
-};
-inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::kCount);
-
-struct FieldValues {
-  std::array<double, kFieldCount> values;  // NaN: not in the record
-  FieldValues() { values.fill(std::nan("")); }
-  std::optional<double> get(Field f) const {
-    double v = values[static_cast<std::size_t>(f)];
-    return std::isnan(v) ? std::nullopt : std::optional<double>(v);
-  }
-  void set(Field f, double v) { values[static_cast<std::size_t>(f)] = v; }
-};
+// What the model keeps of a phase: the measured fields of metric_table.h.
 
 // One NUMA node's share of a phase: ops (of the threads that ended the phase there), the phase's
 // wall_s (so ops_per_s is the node's rate), numa_resident_bytes, sampled/local blocks, node_threads,
@@ -137,70 +91,20 @@ struct Cell {
   std::optional<std::string> stdout_checksum;
   std::string file;  // where the winning record was read: DIR/results.jsonl as given, and its line
   std::size_t line = 0;
+  bool whole_file = false;  // the record is all of `file` (a parts/ file a batch task wrote)
   bool ok() const { return status == "ok"; }
 };
 
 // ---------------------------------------------------------------------------------------------
-// Metrics: the figures summarised per group. The list is data; a reporter picks from it.
+// Metrics: the figures summarised per group, one row each in metric_table.h.
 
-enum class Metric : std::size_t {
-  peak_rss_bytes,
-  end_rss_bytes,
-  rss_above_idle_over_live,
-  ops_per_s,
-  wall_s,
-  minor_faults,
-  major_faults,
-  voluntary_ctx_switches,
-  involuntary_ctx_switches,
-  user_s,
-  sys_s,
-  lock_wait_s,
-  peak_live_bytes,
-  contended_share,
-  numa_resident_bytes,
-  local_fraction,
-  node_threads,
-  alloc_p50_ns,
-  alloc_p99_ns,
-  alloc_p999_ns,
-  alloc_max_ns,
-  free_p50_ns,
-  free_p99_ns,
-  free_p999_ns,
-  free_max_ns,
-  vol_ctx_switches_per_mop,
-  runqueue_wait_s,
-  runqueue_wait_share,
-  kCount
-};
-inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::kCount);
-
-struct MetricInfo {
-  Metric metric;
-  std::string_view name;  // as on the command line and in summary.json
-  std::string_view unit;
-  std::string_view description;
-};
-
-const std::array<MetricInfo, kMetricCount>& metric_infos();
-const MetricInfo& metric_info(Metric m);
-std::optional<Metric> metric_from_name(std::string_view name);
-std::vector<Metric> all_metrics();
-// The metrics a node row carries (Dimension::node): resident bytes, local fraction, threads, ops/s
-// and the sampled call latencies of the threads on the node (summary.json's node_groups).
-std::vector<Metric> node_metrics();
-// What `show --by ...,node` prints unless asked for others: the same, latencies at p99 only.
-std::vector<Metric> default_node_metrics();
-
-// The value of a metric for one phase of a cell (nullopt where the record has no such figure).
-// This and whole_cell() are the only places a metric is computed from recorded fields.
+// The value of a metric for one phase of a cell (nullopt where the record has no such figure): its
+// row's formula.
 std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues& phase);
 
-// The cell's phases folded into one, for groupings without the phase dimension: peak RSS and peak
-// live bytes are the maxima over the phases, end RSS is the last phase's, ops/s is total ops over
-// total wall time, call latency percentiles are the worst phase's (the highest), and the rest are
-// summed.
+// The cell's phases folded into one, for groupings without the phase dimension, each field by its
+// row's Fold (metric_table.h): peaks and call latency percentiles the maxima over the phases, end
+// RSS the last phase's, ops/s total ops over total wall time, the rest summed. Nodes the same way.
 PhaseValues whole_cell(const Cell& cell);
 
 // ---------------------------------------------------------------------------------------------
@@ -256,6 +160,9 @@ struct Grouping {
   // The workload metrics the groups have, in natural order (digit runs compare as numbers:
   // ns_per_op.malloc_free_64 before ns_per_op.malloc_free_128).
   std::vector<std::string> workload_metrics;
+  // Per Model::cells() entry: the group its first phase (or its status, for a cell without ok
+  // phases) was counted in, so an export per cell names it by the same labels.
+  std::vector<std::size_t> cell_groups;
 };
 
 // Keeps the workload metrics whose names match one of `patterns` (a name, or a prefix ending in

@@ -43,7 +43,7 @@ class CsvReporter : public Reporter {
     for (const char* h : {"cells", "statuses", "errors"}) header.emplace_back(h);
     for (Metric m : metrics)
       for (const char* stat : {"n", "median", "min", "max", "mad"})
-        header.push_back(fmt::format("{}_{}", metric_info(m).name, stat));
+        header.push_back(fmt::format("{}_{}", metric_row(m).name, stat));
     for (const auto& name : grouping.workload_metrics)
       for (const char* stat : {"n", "median", "min", "max", "mad"}) header.push_back(fmt::format("{}_{}", name, stat));
     std::string out = row(header);
@@ -77,22 +77,14 @@ class CsvReporter : public Reporter {
 std::unique_ptr<Reporter> make_csv_reporter() { return std::make_unique<CsvReporter>(); }
 
 std::string cells_csv(const Model& model) {
-  // The documented column order of summary.csv; only ever extended at the end.
-  static const std::vector<std::pair<const char*, Field>> phase_fields{
-      {"wall_s", Field::wall_s},
-      {"ops", Field::ops},
-      {"ops_per_s", Field::ops_per_s},
-      {"peak_rss_bytes", Field::peak_rss_bytes},
-      {"end_rss_bytes", Field::end_rss_bytes},
-      {"peak_live_bytes", Field::peak_live_bytes},
-      {"minor_faults", Field::minor_faults},
-      {"voluntary_ctx_switches", Field::voluntary_ctx_switches},
-      {"involuntary_ctx_switches", Field::involuntary_ctx_switches},
-      {"user_s", Field::user_s},
-      {"sys_s", Field::sys_s},
-  };
+  // The documented column order of summary.csv; only ever extended at the end. Each column is a
+  // field as the record names it (field_table).
+  static const std::vector<Field> phase_fields{Field::wall_s,         Field::ops,           Field::ops_per_s,
+                                               Field::peak_rss_bytes, Field::end_rss_bytes, Field::peak_live_bytes,
+                                               Field::minor_faults,   Field::voluntary_ctx_switches,
+                                               Field::involuntary_ctx_switches, Field::user_s, Field::sys_s};
   std::vector<std::string> header{"allocator", "backend", "workload", "threads", "rep", "status", "phase"};
-  for (const auto& [name, field] : phase_fields) header.emplace_back(name);
+  for (Field field : phase_fields) header.emplace_back(field_table()[static_cast<std::size_t>(field)].phase_path);
   for (const char* h : {"idle_rss_bytes", "rss_above_idle_over_live", "library", "error"}) header.emplace_back(h);
   std::string out = row(header);
   for (const Cell& cell : model.cells()) {
@@ -103,7 +95,7 @@ std::string cells_csv(const Model& model) {
     for (const auto& phase : phases) {
       std::vector<std::string> fields{id.allocator, id.backend, id.workload, std::to_string(cell.threads),
                                       std::to_string(cell.rep), cell.status, phase.name};
-      for (const auto& [name, field] : phase_fields) fields.push_back(number(phase.get(field)));
+      for (Field field : phase_fields) fields.push_back(number(phase.get(field)));
       fields.push_back(number(cell.idle_rss_bytes));
       fields.push_back(number(metric_value(Metric::rss_above_idle_over_live, cell, phase)));
       fields.push_back(cell.library.value_or(""));

@@ -16,11 +16,17 @@ nlohmann::ordered_json summary_json(const Model& model, const Grouping& grouping
   ojson group_by = ojson::array();
   for (Dimension d : grouping.dimensions) group_by.push_back(std::string(dimension_name(d)));
   out["group_by"] = group_by;
-  ojson metric_infos = ojson::object();
-  for (Metric m : metrics)
-    metric_infos[std::string(metric_info(m).name)] = {{"unit", metric_info(m).unit},
-                                                      {"description", metric_info(m).description}};
-  out["metrics"] = metric_infos;
+  // The metric table's rows for these metrics, so a reader (plots/) needs no list of its own.
+  ojson rows = ojson::object();
+  for (Metric m : metrics) {
+    const MetricRow& row = metric_row(m);
+    rows[std::string(row.name)] = {{"unit", row.unit},
+                                   {"description", row.description},
+                                   {"better", row.better == Better::lower ? "lower" : "higher"},
+                                   {"display", display_name(row.display)},
+                                   {"label", row.header}};
+  }
+  out["metrics"] = rows;
   ojson groups = ojson::array();
   for (const Group& g : grouping.groups) {
     ojson group = ojson::object();
@@ -36,7 +42,7 @@ nlohmann::ordered_json summary_json(const Model& model, const Grouping& grouping
       const Spread& s = g.metric(m);
       // A metric the group has no value for (a failed cell, glibc's lock waits) is left out.
       if (s.n == 0) continue;
-      values[std::string(metric_info(m).name)] = spread_json(s);
+      values[std::string(metric_row(m).name)] = spread_json(s);
     }
     group["metrics"] = values;
     if (!grouping.workload_metrics.empty()) {

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "harness/results/folder_layout.h"
+
 namespace allocmark::results {
 
 const std::vector<std::string>& reporter_formats() {
@@ -39,7 +41,9 @@ void write_summaries(const std::string& dir) {
   Model model = Model::load({dir}, LoadOptions{.require_cells = false, .own_folder = true});
   // Render both before writing either, so a failure leaves the previous pair in place.
   std::string csv = cells_csv(model);
-  nlohmann::ordered_json summary = summary_json(model, model.group(default_dimensions()), all_metrics());
+  const Grouping grouping = model.group(default_dimensions());
+  nlohmann::ordered_json summary = summary_json(model, grouping, all_metrics());
+  std::string timelines = chart_timelines(model, grouping);
   // The same groups split by NUMA node, with the per-node metrics only (charts of placement).
   std::vector<Dimension> by_node = default_dimensions();
   by_node.push_back(Dimension::node);
@@ -47,6 +51,7 @@ void write_summaries(const std::string& dir) {
   std::string json = summary.dump(2) + "\n";
   write_file_atomically(layout::path_in(dir, layout::kSummaryCsv), csv);
   write_file_atomically(layout::path_in(dir, layout::kSummaryJson), json);
+  write_file_atomically(layout::path_in(dir, layout::kTimelines), timelines);
 }
 
 }  // namespace allocmark::results

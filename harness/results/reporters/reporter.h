@@ -57,7 +57,13 @@ nlohmann::ordered_json summary_json(const Model& model, const Grouping& grouping
 // for a cell without phases), winners of retried cells only, in file order.
 std::string cells_csv(const Model& model);
 
-// Writes DIR/summary.csv and DIR/summary.json from DIR/results.jsonl, each atomically (a
+// timelines.jsonl's content: one line per ok cell the model kept, in file order, with its labels
+// in `grouping` (summary.json's), rep, attempt, whole-cell peak RSS and peak live bytes, its RSS
+// timeline and its phases' edges and live bytes (docs/results-schema.md). The charts' only source
+// besides summary.json.
+std::string chart_timelines(const Model& model, const Grouping& grouping);
+
+// Writes DIR/summary.csv, DIR/summary.json and DIR/timelines.jsonl from DIR/results.jsonl, each atomically (a
 // temporary file renamed over the old one). Throws ResultsError on failure.
 void write_summaries(const std::string& dir);
 

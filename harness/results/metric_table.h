@@ -1,0 +1,187 @@
+// Every metric allocmark reports, one row each, in the style of mimalloc's options table: its name
+// (and the old names still accepted), unit, formula, better direction and display. The model, every
+// reporter, the gate, compare, the report's verdicts and summary.json (which carries the table for
+// plots/) read these rows; nothing else names a metric's unit, direction or format.
+//
+// Two tables: the fields the model reads from a record's phase (where each is, how it folds over a
+// cell's phases), and the metrics computed from them (formulas in derived.h). Records keep measured
+// values only; every derived figure is a metric here. "How to add a metric": docs/ARCHITECTURE.md.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace allocmark::results {
+
+// ---------------------------------------------------------------------------------------------
+// Fields: what the model keeps of a phase. The enum names the rows of kFieldTable (same order).
+
+enum class Field : std::size_t {
+  wall_s,
+  ops,
+  ops_per_s,
+  peak_rss_bytes,
+  end_rss_bytes,
+  peak_live_bytes,
+  minor_faults,
+  major_faults,
+  voluntary_ctx_switches,
+  involuntary_ctx_switches,
+  user_s,
+  sys_s,
+  lock_wait_ns,
+  lock_ops,
+  lock_waits,
+  numa_resident_bytes,
+  sampled_blocks,
+  local_blocks,
+  node_threads,
+  alloc_p50_ns,
+  alloc_p99_ns,
+  alloc_p999_ns,
+  alloc_max_ns,
+  free_p50_ns,
+  free_p99_ns,
+  free_p999_ns,
+  free_max_ns,
+  runqueue_wait_ns,
+  run_ns,
+  kCount
+};
+inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::kCount);
+
+// How a field of several phases becomes the whole cell's (and a node's over its phases).
+enum class Fold {
+  sum,   // counts and times
+  max,   // peaks, and call latency percentiles (the worst phase's)
+  last,  // states at the phase end
+  rate,  // ops_per_s: total ops over total wall time, never a sum of rates
+};
+
+struct FieldRow {
+  Field field;
+  // Where it is in a record's phase: a dotted path ("contention.latency.malloc.p50_ns"); "" for a
+  // phase figure that is the sum of its nodes' (node_path).
+  std::string_view phase_path;
+  // Where it is in one of the phase's `nodes` entries; "" where nodes do not carry it. "threads"
+  // counts the entries of a list.
+  std::string_view node_path;
+  Fold fold;
+  bool phase_sums_nodes;  // without a phase_path: the phase's figure is the sum of its nodes'
+
+};
+const std::array<FieldRow, kFieldCount>& field_table();
+
+struct FieldValues {
+  std::array<double, kFieldCount> values;  // NaN: not in the record
+  FieldValues() { values.fill(std::nan("")); }
+  std::optional<double> get(Field f) const {
+    double v = values[static_cast<std::size_t>(f)];
+    return std::isnan(v) ? std::nullopt : std::optional<double>(v);
+  }
+  void set(Field f, double v) { values[static_cast<std::size_t>(f)] = v; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Metrics. The enum names the rows of the metric table (same order, checked at compile time).
+
+enum class Metric : std::size_t {
+  peak_rss_bytes,
+  end_rss_bytes,
+  rss_above_idle_over_live,
+  ops_per_s,
+  wall_s,
+  minor_faults,
+  major_faults,
+  voluntary_ctx_switches,
+  involuntary_ctx_switches,
+  user_s,
+  sys_s,
+  lock_wait_s,
+  peak_live_bytes,
+  contended_share,
+  numa_resident_bytes,
+  local_fraction,
+  node_threads,
+  alloc_p50_ns,
+  alloc_p99_ns,
+  alloc_p999_ns,
+  alloc_max_ns,
+  free_p50_ns,
+  free_p99_ns,
+  free_p999_ns,
+  free_max_ns,
+  vol_ctx_switches_per_mop,
+  runqueue_wait_s,
+  runqueue_wait_share,
+  kCount
+};
+inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::kCount);
+
+enum class Better { lower, higher };
+
+// How a value is written for people: the table and markdown reporters, the gate's and compare's
+// reports, the run report. Machine formats (csv, json) always write the number itself.
+enum class Display {
+  mib,          // bytes as MiB, one decimal
+  ratio,        // two decimals
+  si,           // counts and rates with k/M/G
+  rate,         // often below one: three significant digits
+  nanoseconds,  // ns, switching to us/ms/s
+  seconds,      // three significant digits below a second
+};
+
+// "mib", "ratio", ...: summary.json's name for a display, for readers that format figures themselves.
+std::string_view display_name(Display d);
+
+// A metric's value for one phase (or a cell folded into one, or a node's share): from the fields,
+// and the cell's idle RSS for the metrics that subtract it.
+using Formula = std::optional<double> (*)(const FieldValues& phase, std::optional<double> idle_rss_bytes);
+
+struct MetricRow {
+  Metric metric;
+  std::string_view name;     // on every command line, in summary.json, csv, baselines and verdicts
+  std::string_view alias;    // the name it had before (accepted with a note), "" if none
+  std::string_view unit;
+  std::string_view description;
+  Formula formula;
+  Better better;
+  Display display;
+  std::string_view header;   // the table reporter's column heading
+  std::size_t width;         // its minimum width
+  std::string_view note;     // footnote under the table ("" where the header says it all)
+  bool gated;                // judged by gate, baseline and compare (and their default set)
+  int node_column;           // its place among the node rows' metrics (`--by ...,node`, summary.json's
+                             // node_groups), from 1; 0: node rows do not carry it
+  bool default_per_node;     // ... shown there unless asked for others
+};
+
+const std::array<MetricRow, kMetricCount>& metric_table();
+const MetricRow& metric_row(Metric m);
+
+// A metric by its name or its old name; `alias_used` says which (for the note a caller prints).
+std::optional<Metric> metric_from_name(std::string_view name, bool* alias_used = nullptr);
+
+// "FLAG OLD: now called NEW (the old name still works)": what a command says for an old name.
+std::string renamed_metric_note(std::string_view flag, std::string_view old_name, Metric m);
+
+// Parses a user's metric name as `flag` gives it: an unknown name throws ResultsError listing the
+// names (canonical only) of `allowed`; an old name is accepted and `notes` gets "FLAG OLD: now
+// called NEW (the old name still works)".
+Metric parse_metric_name(std::string_view name, const std::string& flag, const std::vector<Metric>& allowed,
+                         std::vector<std::string>& notes);
+
+std::vector<Metric> all_metrics();
+std::vector<Metric> gated_metrics();
+std::vector<Metric> node_metrics();
+std::vector<Metric> default_node_metrics();
+
+// "peak_rss_bytes, rss_above_idle_over_live, ..." for help texts and messages.
+std::string metric_names(const std::vector<Metric>& metrics);
+
+}  // namespace allocmark::results
