@@ -3,7 +3,7 @@
 // finished record. The entry point for executors that place cells on other hosts.
 //
 // SPEC: {"cell": <as in a plan>, "settings": {the settings rows of scope kCellSpec
-// (harness/matrix/settings.h); one absent takes its default}, "log": "path of the worker's log"}, and from a batch executor also "attempt" (the record's attempt, as the driver
+// (harness/settings/settings.h); one absent takes its default}, "log": "path of the worker's log"}, and from a batch executor also "attempt" (the record's attempt, as the driver
 // would stamp it) and "machines_dir" (where this host's machine description goes, HOST.json, once
 // per host, for the folder's meta.json). Without "log" the log is FILE.log beside --record, or
 // none (a program cell, whose stdout is kept beside its log, needs one).

@@ -15,7 +15,7 @@ namespace allocmark::cli {
 // The text each settings flag was given, by the row's key; checked by setting_choices.
 using SettingTexts = std::map<std::string, std::string>;
 
-// Registers the flag of every settings row that has one (matrix/settings.h), or only of `keys`.
+// Registers the flag of every settings row that has one (settings/settings.h), or only of `keys`.
 void add_setting_flags(CLI::App* cmd, SettingTexts& texts, const std::vector<std::string>& keys = {});
 // The flags' texts as the table's values; ConfigError naming the flag and what it takes.
 matrix::SettingChoices setting_choices(const SettingTexts& texts);

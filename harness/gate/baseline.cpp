@@ -1,5 +1,5 @@
 #include "harness/gate/baseline.h"
-#include "harness/matrix/settings.h"
+#include "harness/settings/settings.h"
 
 #include <fmt/format.h>
 

@@ -10,16 +10,11 @@
 #include <vector>
 
 #include "harness/matrix/program.h"
-#include "harness/matrix/settings.h"
+#include "harness/settings/settings.h"
 
 namespace allocmark::matrix {
 
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// The threads axis' limit (the settings' limits are their rows: harness/matrix/settings.h).
+// The threads axis' limit (the settings' limits are their rows: harness/settings/settings.h).
 inline constexpr int kMaxThreads = 1024;
 
 // An allocator as a matrix names it: a backend, optionally another library of that kind, and the

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "harness/matrix/config.h"
-#include "harness/matrix/settings.h"
+#include "harness/settings/settings.h"
 #include "harness/placement/placement.h"
 
 namespace allocmark::matrix {

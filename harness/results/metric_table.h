@@ -4,8 +4,9 @@
 // plots/) read these rows; nothing else names a metric's unit, direction or format.
 //
 // Two tables: the fields the model reads from a record's phase (where each is, how it folds over a
-// cell's phases), and the metrics computed from them (formulas in derived.h). Records keep measured
-// values only; every derived figure is a metric here. "How to add a metric": docs/ARCHITECTURE.md.
+// cell's phases), and the metrics computed from them (formulas in derived.h). The model reads only
+// measured values from a record; every derived figure is a metric here (the whole-cell figures a
+// record still carries at its top are not read). "How to add a metric": docs/ARCHITECTURE.md.
 #pragma once
 
 #include <array>
@@ -20,6 +21,11 @@ namespace allocmark::results {
 
 // ---------------------------------------------------------------------------------------------
 // Fields: what the model keeps of a phase. The enum names the rows of kFieldTable (same order).
+
+// The sampled call latencies: a field of each phase and a metric of the same name (the worst
+// phase's), so both enums list them from here.
+#define ALLOCMARK_CALL_LATENCIES(X) \
+  X(alloc_p50_ns) X(alloc_p99_ns) X(alloc_p999_ns) X(alloc_max_ns) X(free_p50_ns) X(free_p99_ns) X(free_p999_ns) X(free_max_ns)
 
 enum class Field : std::size_t {
   wall_s,
@@ -41,14 +47,9 @@ enum class Field : std::size_t {
   sampled_blocks,
   local_blocks,
   node_threads,
-  alloc_p50_ns,
-  alloc_p99_ns,
-  alloc_p999_ns,
-  alloc_max_ns,
-  free_p50_ns,
-  free_p99_ns,
-  free_p999_ns,
-  free_max_ns,
+#define ALLOCMARK_ENUMERATOR(name) name,
+  ALLOCMARK_CALL_LATENCIES(ALLOCMARK_ENUMERATOR)
+#undef ALLOCMARK_ENUMERATOR
   runqueue_wait_ns,
   run_ns,
   kCount
@@ -108,14 +109,9 @@ enum class Metric : std::size_t {
   numa_resident_bytes,
   local_fraction,
   node_threads,
-  alloc_p50_ns,
-  alloc_p99_ns,
-  alloc_p999_ns,
-  alloc_max_ns,
-  free_p50_ns,
-  free_p99_ns,
-  free_p999_ns,
-  free_max_ns,
+#define ALLOCMARK_ENUMERATOR(name) name,
+  ALLOCMARK_CALL_LATENCIES(ALLOCMARK_ENUMERATOR)
+#undef ALLOCMARK_ENUMERATOR
   vol_ctx_switches_per_mop,
   runqueue_wait_s,
   runqueue_wait_share,

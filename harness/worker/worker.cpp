@@ -20,7 +20,7 @@
 
 #include "allocators/backends.h"
 #include "allocators/native_api.h"
-#include "harness/matrix/settings.h"
+#include "harness/settings/settings.h"
 #include "harness/metrics/phase_record.h"
 #include "harness/metrics/proc.h"
 #include "harness/placement/placement.h"

@@ -14,12 +14,20 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "harness/placement/placement.h"
 
 namespace allocmark::matrix {
+
+// A matrix that cannot run as given (a flag, a file's key, a setting's value): the CLI turns it into
+// exit code 2.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 inline constexpr int kMaxReps = 10000;
 inline constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;

@@ -1,11 +1,10 @@
-#include "harness/matrix/settings.h"
+#include "harness/settings/settings.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <stdexcept>
 
-#include "harness/matrix/config.h"
 
 namespace allocmark::matrix {
 
