@@ -22,8 +22,12 @@ namespace allocmark::results {
 // ---------------------------------------------------------------------------------------------
 // Fields: what the model keeps of a phase. The enum names the rows of kFieldTable (same order).
 
-// The sampled call latencies: a field of each phase and a metric of the same name (the worst
-// phase's), so both enums list them from here.
+// Figures that are both a field of each phase and a metric of the same name, so both enums list
+// them from here: the process's counters (summed over a cell) and the sampled call latencies (the
+// worst phase's).
+#define ALLOCMARK_ENUMERATOR(name) name,
+#define ALLOCMARK_PROCESS_COUNTERS(X) \
+  X(minor_faults) X(major_faults) X(voluntary_ctx_switches) X(involuntary_ctx_switches) X(user_s) X(sys_s)
 #define ALLOCMARK_CALL_LATENCIES(X) \
   X(alloc_p50_ns) X(alloc_p99_ns) X(alloc_p999_ns) X(alloc_max_ns) X(free_p50_ns) X(free_p99_ns) X(free_p999_ns) X(free_max_ns)
 
@@ -34,12 +38,7 @@ enum class Field : std::size_t {
   peak_rss_bytes,
   end_rss_bytes,
   peak_live_bytes,
-  minor_faults,
-  major_faults,
-  voluntary_ctx_switches,
-  involuntary_ctx_switches,
-  user_s,
-  sys_s,
+  ALLOCMARK_PROCESS_COUNTERS(ALLOCMARK_ENUMERATOR)
   lock_wait_ns,
   lock_ops,
   lock_waits,
@@ -47,9 +46,7 @@ enum class Field : std::size_t {
   sampled_blocks,
   local_blocks,
   node_threads,
-#define ALLOCMARK_ENUMERATOR(name) name,
   ALLOCMARK_CALL_LATENCIES(ALLOCMARK_ENUMERATOR)
-#undef ALLOCMARK_ENUMERATOR
   runqueue_wait_ns,
   run_ns,
   kCount
@@ -97,21 +94,14 @@ enum class Metric : std::size_t {
   rss_above_idle_over_live,
   ops_per_s,
   wall_s,
-  minor_faults,
-  major_faults,
-  voluntary_ctx_switches,
-  involuntary_ctx_switches,
-  user_s,
-  sys_s,
+  ALLOCMARK_PROCESS_COUNTERS(ALLOCMARK_ENUMERATOR)
   lock_wait_s,
   peak_live_bytes,
   contended_share,
   numa_resident_bytes,
   local_fraction,
   node_threads,
-#define ALLOCMARK_ENUMERATOR(name) name,
   ALLOCMARK_CALL_LATENCIES(ALLOCMARK_ENUMERATOR)
-#undef ALLOCMARK_ENUMERATOR
   vol_ctx_switches_per_mop,
   runqueue_wait_s,
   runqueue_wait_share,
