@@ -217,6 +217,7 @@ InsertPhases::InsertPhases(const Params& p, int threads)
       write_buffer_(p.bytes("write_buffer")),
       arena_block_(std::min<std::size_t>(1 << 20, p.bytes("write_buffer") / 8)),
       max_write_buffers_(static_cast<int>(p.integer("max_write_buffers"))),
+      flush_lag_(static_cast<int>(p.integer("flush_lag"))),
       indexes_(static_cast<int>(p.integer("indexes"))),
       merge_buf_(p.bytes("merge_buf")),
       sort_limit_(static_cast<std::size_t>(std::llround(static_cast<double>(p.bytes("merge_buf")) * p.real("sort_fill")))),
@@ -258,9 +259,11 @@ InsertPhases::InsertPhases(const Params& p, int threads)
   }
   clients_done_.assign(phase_names().size(), 0);
   readers_done_ = std::make_unique<std::atomic<int>[]>(phase_names().size());
+  queries_done_ = std::make_unique<std::atomic<uint64_t>[]>(phase_names().size());
   stats_ = std::make_unique<std::array<std::atomic<uint64_t>, kCounterCount>[]>(phase_names().size());
   for (std::size_t ph = 0; ph < phase_names().size(); ++ph) {
     readers_done_[ph] = 0;
+    queries_done_[ph] = 0;
     for (auto& s : stats_[ph]) s = 0;
   }
 }
@@ -311,33 +314,48 @@ void InsertPhases::free_memtable(ThreadContext& ctx, Memtable& m, Counters& c) {
   ++c[kFlushes];
 }
 
+// A full memtable becomes immutable. Once its family holds more than flush_lag immutable
+// memtables, the oldest is flushed before this writer goes on (a write stall), so how many
+// memtables are alive follows the writes alone, never how far a flush thread lags behind.
+void InsertPhases::seal_active(ThreadContext& ctx, ColumnFamily& f, bool inline_flush, Counters& c) {
+  f.memtables[f.active].state = 2;
+  f.immutable_queue[(f.imm_head + f.imm_count) % max_write_buffers_] = f.active;
+  ++f.imm_count;
+  if (f.imm_count > static_cast<std::size_t>(flush_lag_)) flush_oldest(ctx, f, inline_flush, c);
+  int next = 0;
+  while (f.memtables[next].state != 0) ++next;
+  f.memtables[next].state = 1;
+  f.active = next;
+}
+
+// With a flush thread, it frees the memtable (blocks the writers allocated, freed by another
+// thread, as in RocksDB) while the caller waits holding db_mu_, so no write overtakes the flush;
+// without one (one thread, or the q phases' writer) the writer flushes it itself.
+void InsertPhases::flush_oldest(ThreadContext& ctx, ColumnFamily& f, bool inline_flush, Counters& c) {
+  Memtable& m = f.memtables[f.immutable_queue[f.imm_head]];
+  if (inline_flush) {
+    free_memtable(ctx, m, c);
+  } else {
+    std::unique_lock<std::mutex> lock(flush_mu_);
+    flush_request_ = &m;
+    flush_cv_.notify_all();
+    flush_cv_.wait(lock, [&] { return flush_request_ == nullptr; });
+  }
+  m.state = 0;
+  f.imm_head = (f.imm_head + 1) % max_write_buffers_;
+  --f.imm_count;
+}
+
 void InsertPhases::append_batch(ThreadContext& ctx, const uint8_t* wb, const uint16_t* sizes, std::size_t n,
                                 std::size_t per_row, bool inline_flush, Counters& c) {
-  std::unique_lock<std::mutex> lock(db_mu_);
+  std::lock_guard<std::mutex> lock(db_mu_);
   const uint8_t* src = wb + kWriteBatchHeader;
   for (std::size_t i = 0; i < n; ++i) {
     // The batch holds groups of per_row entries: the primary key's, then one per index.
     ColumnFamily& f = families_[families_.size() == 1 ? 0 : i % per_row];
     if (f.memtables[f.active].arena_bytes >= write_buffer_) {
       ++c[kMemtableSwitches];
-      if (inline_flush) {
-        // No flush thread: the writer flushes the full memtable itself and keeps its slot.
-        free_memtable(ctx, f.memtables[f.active], c);
-      } else {
-        // max_write_buffer_number memtables per family: writes stall until the flush thread frees one.
-        const auto room = [&] { return f.imm_count + 1 < static_cast<std::size_t>(max_write_buffers_); };
-        if (!room()) ++c[kStalls];
-        space_cv_.wait(lock, room);
-        f.memtables[f.active].state = 2;
-        f.immutable_queue[(f.imm_head + f.imm_count) % max_write_buffers_] = f.active;
-        ++f.imm_count;
-        ++imm_total_;
-        int next = 0;
-        while (f.memtables[next].state != 0) ++next;
-        f.memtables[next].state = 1;
-        f.active = next;
-        work_cv_.notify_all();
-      }
+      seal_active(ctx, f, inline_flush, c);
     }
     src += kEntryHeader;
     void* dst = arena_alloc(ctx, f.memtables[f.active], sizes[i]);
@@ -346,30 +364,36 @@ void InsertPhases::append_batch(ThreadContext& ctx, const uint8_t* wb, const uin
   }
 }
 
+// Thread 0 of the write phases: serves flush requests until every client is done, then flushes
+// what the families still hold immutable (oldest first), so each phase ends holding only the
+// active memtables.
 void InsertPhases::flush_loop(ThreadContext& ctx, std::size_t phase, Counters& c) {
-  std::unique_lock<std::mutex> lock(db_mu_);
-  for (;;) {
-    work_cv_.wait(lock, [&] { return imm_total_ > 0 || clients_done_[phase] == clients_; });
-    if (imm_total_ == 0) return;  // every client finished and nothing is left to flush
-    while (families_[next_flush_].imm_count == 0) next_flush_ = (next_flush_ + 1) % families_.size();
-    ColumnFamily& f = families_[next_flush_];
-    next_flush_ = (next_flush_ + 1) % families_.size();
-    int slot = f.immutable_queue[f.imm_head];
-    lock.unlock();
-    free_memtable(ctx, f.memtables[slot], c);
-    lock.lock();
-    f.memtables[slot].state = 0;
-    f.imm_head = (f.imm_head + 1) % max_write_buffers_;
-    --f.imm_count;
-    --imm_total_;
-    space_cv_.notify_all();
+  {
+    std::unique_lock<std::mutex> lock(flush_mu_);
+    for (;;) {
+      flush_cv_.wait(lock, [&] { return flush_request_ != nullptr || clients_done_[phase] == clients_; });
+      if (flush_request_ == nullptr) break;
+      Memtable* m = flush_request_;
+      lock.unlock();
+      free_memtable(ctx, *m, c);
+      lock.lock();
+      flush_request_ = nullptr;
+      flush_cv_.notify_all();
+    }
   }
+  flush_immutable(ctx, c);
+}
+
+void InsertPhases::flush_immutable(ThreadContext& ctx, Counters& c) {
+  std::lock_guard<std::mutex> lock(db_mu_);
+  for (auto& f : families_)
+    while (f.imm_count > 0) flush_oldest(ctx, f, true, c);
 }
 
 void InsertPhases::client_done(std::size_t phase) {
-  std::lock_guard<std::mutex> lock(db_mu_);
+  std::lock_guard<std::mutex> lock(flush_mu_);
   ++clients_done_[phase];
-  work_cv_.notify_all();
+  flush_cv_.notify_all();
 }
 
 // Inserts `rows` rows at the table's head (primary key entry, plus one entry per secondary index
@@ -551,38 +575,59 @@ uint64_t InsertPhases::query(ThreadContext& ctx, int client, Counters& c, uint64
   return 1;
 }
 
+// The writer inserts (and deletes) the seed's 100/500/1000 rows/s per table x q_rate_scale for
+// q_seconds' worth of rows. Counted (q_queries > 0): each reader runs q_queries queries and the
+// writer keeps pace with the readers' progress, so a phase does the same work in the same
+// proportions on any machine and its live set does not follow the machine's speed. Timed
+// (q_queries = 0, the seed's clock): readers and writer follow wall time for q_seconds.
 uint64_t InsertPhases::run_queries(ThreadContext& ctx, std::size_t phase, int client, Counters& c, uint64_t& trace) {
   static constexpr double kRates[] = {100, 500, 1000};
-  const double rate = kRates[phase - kQ100] * q_rate_scale_ * clients_;  // rows/s over all tables
+  constexpr uint64_t kProgressEvery = 64;  // queries between a reader's updates of the shared count
+  const uint64_t rows_due = static_cast<uint64_t>(std::llround(kRates[phase - kQ100] * q_rate_scale_ * clients_ * q_seconds_));
+  const bool counted = q_queries_ > 0;
+  const uint64_t all_queries = counted ? static_cast<uint64_t>(q_queries_) * clients_ : 0;
   const bool reader = client >= 0;
   const bool writer = threads_ == 1 || client < 0;
   const double start = now_s();
-  uint64_t written = 0, queries = 0;
+  uint64_t written = 0, queries = 0, published = 0;
   int next_table = 0;
-  auto catch_up = [&](double elapsed) {
-    uint64_t due = static_cast<uint64_t>(elapsed * rate);
+  auto write_up_to = [&](uint64_t due) {
     while (written < due) {
       uint64_t n = std::min<uint64_t>(rows_per_commit_, due - written);
       written += write_rows(ctx, thread_state_[ctx.index], next_table, writer_rng_, n, true, true, true, c, trace);
       next_table = (next_table + 1) % clients_;
     }
   };
+  auto due_by_now = [&](double elapsed) -> uint64_t {
+    if (counted) return rows_due * queries_done_[phase].load(std::memory_order_relaxed) / all_queries;
+    return q_seconds_ > 0 ? static_cast<uint64_t>(static_cast<double>(rows_due) * std::min(1.0, elapsed / q_seconds_)) : rows_due;
+  };
   auto finished = [&](double elapsed) {
-    if (q_queries_ > 0) return reader ? queries >= static_cast<uint64_t>(q_queries_)
-                                      : readers_done_[phase].load() == clients_;
-    return elapsed >= q_seconds_;
+    if (!reader) return readers_done_[phase].load() == clients_;
+    return counted ? queries >= static_cast<uint64_t>(q_queries_) : elapsed >= q_seconds_;
   };
   for (;;) {
     double elapsed = now_s() - start;
     if (finished(elapsed)) break;
-    if (writer) catch_up(elapsed);
+    if (writer) write_up_to(due_by_now(elapsed));
     if (reader) {
       queries += query(ctx, client, c, trace);
+      if (queries - published == kProgressEvery) {
+        queries_done_[phase].fetch_add(kProgressEvery, std::memory_order_relaxed);
+        published = queries;
+      }
     } else {
       sleep_s(0.001);
     }
   }
-  if (reader) readers_done_[phase].fetch_add(1);
+  if (reader) {
+    queries_done_[phase].fetch_add(queries - published, std::memory_order_relaxed);
+    readers_done_[phase].fetch_add(1);
+  }
+  if (writer) {
+    write_up_to(rows_due);
+    flush_immutable(ctx, c);
+  }
   return queries;
 }
 
@@ -611,6 +656,7 @@ uint64_t InsertPhases::run_phase(std::size_t phase, ThreadContext& ctx) {
       uint64_t total = load ? rows_ : rows_i1_;
       uint64_t rows = total / clients_ + (static_cast<uint64_t>(client) < total % clients_ ? 1 : 0);
       ops = write_rows(ctx, thread_state_[ctx.index], client, t.rng, rows, !load, !load, threads_ == 1, c, trace);
+      if (threads_ == 1) flush_immutable(ctx, c);
       client_done(phase);
       break;
     }
@@ -649,7 +695,7 @@ int64_t InsertPhases::held_bytes() const {
 
 nlohmann::json InsertPhases::phase_metrics(std::size_t phase) {
   static const char* names[kCounterCount] = {
-      "rows_inserted", "rows_deleted", "commits", "memtable_switches", "flushes", "write_stalls",
+      "rows_inserted", "rows_deleted", "commits", "memtable_switches", "flushes",
       "cache_hits", "cache_misses", "cache_evictions", "queries", "sort_chunks", "merged_records",
       "merge_chunk_buffer_bytes", "trace"};
   nlohmann::json out = nlohmann::json::object();
@@ -697,6 +743,10 @@ static const bool registered = register_workload({
         {"entry_max", ParamType::Int, "90", "90", "largest memtable entry, bytes"},
         {"write_buffer", ParamType::Bytes, "8M", "32M", "memtable size (write_buffer_size); arena blocks are min(1M, this/8)"},
         {"max_write_buffers", ParamType::Int, "4", "4", "memtables per column family (max_write_buffer_number)"},
+        {"flush_lag", ParamType::Int, "0", "0",
+         "immutable memtables a column family keeps before its oldest is flushed, the writer waiting for that flush "
+         "(0: flushes keep up with writes; max_write_buffers - 1: RocksDB's bound, write_buffer x max_write_buffers "
+         "per family)"},
         {"index_families", ParamType::Int, "1", "1",
          "1: each secondary index in its own column family with its own memtables (the rocksdb workload; MyRocks with "
          "per-index cfname); 0: every index in the primary key's column family (MyRocks' default)"},
@@ -710,8 +760,12 @@ static const bool registered = register_workload({
         {"block_bytes", ParamType::Bytes, "8K", "8K", "data block size"},
         {"block_cache", ParamType::Bytes, "32M", "4G", "block cache capacity (not given by the seed; our choice)"},
         {"query_rows", ParamType::Int, "10", "10", "rows per range query"},
-        {"q_seconds", ParamType::Float, "1", "1800", "length of each q phase"},
-        {"q_queries", ParamType::Int, "0", "0", "if > 0, each reader runs this many queries instead of q_seconds (tests)"},
+        {"q_seconds", ParamType::Float, "1", "1800",
+         "the q phases' length in the seed's terms: the writer writes q_seconds' worth of rows at the phase's rate; "
+         "with q_queries = 0 also the phase's wall time"},
+        {"q_queries", ParamType::Int, "500000", "0",
+         "queries per reader in each q phase, the writer keeping pace with the readers (the same work on any machine); "
+         "0: queries run for q_seconds of wall time (the seed's clock)"},
         {"q_rate_scale", ParamType::Float, "10", "1", "multiplies the q phases' 100/500/1000 rows/s per table"},
         {"idle_s", ParamType::Float, "2", "30", "length of each idle phase (idle.x, idle.end)"},
     },
@@ -726,6 +780,8 @@ static const bool registered = register_workload({
       if (static_cast<uint64_t>(p.integer("entry_max")) * 4 > std::min<uint64_t>(1 << 20, p.bytes("write_buffer") / 8))
         return "entry_max must be at most a quarter of the arena block (write_buffer/8, at most 1M)";
       if (p.integer("max_write_buffers") < 2 || p.integer("max_write_buffers") > 64) return "max_write_buffers must be 2..64";
+      if (p.integer("flush_lag") < 0 || p.integer("flush_lag") >= p.integer("max_write_buffers"))
+        return "flush_lag must be 0..max_write_buffers - 1";
       if (p.integer("indexes") < 1 || p.integer("indexes") > 15) return "indexes must be 1..15";
       if (p.integer("index_families") != 0 && p.integer("index_families") != 1) return "index_families must be 0 or 1";
       if (p.bytes("merge_buf") < 64 * 1024) return "merge_buf must be >= 64K";

@@ -45,7 +45,7 @@ class CountedAllocator {
 
 // Per-phase counters, summed over threads (each thread adds its own at the end of its share).
 enum Counter : int {
-  kRowsInserted, kRowsDeleted, kCommits, kMemtableSwitches, kFlushes, kStalls,
+  kRowsInserted, kRowsDeleted, kCommits, kMemtableSwitches, kFlushes,
   kCacheHits, kCacheMisses, kCacheEvictions, kQueries, kSortChunks, kMergedRecords,
   kChunkBufferBytes,  // largest merge chunk buffer (max, not sum)
   kTrace,             // order-independent hash of the operation choices (tests compare it)
@@ -190,7 +190,10 @@ class InsertPhases final : public Workload {
                     bool inline_flush, Counters& c);
   void* arena_alloc(ThreadContext& ctx, Memtable& m, std::size_t bytes);
   void free_memtable(ThreadContext& ctx, Memtable& m, Counters& c);
+  void seal_active(ThreadContext& ctx, ColumnFamily& f, bool inline_flush, Counters& c);
+  void flush_oldest(ThreadContext& ctx, ColumnFamily& f, bool inline_flush, Counters& c);
   void flush_loop(ThreadContext& ctx, std::size_t phase, Counters& c);
+  void flush_immutable(ThreadContext& ctx, Counters& c);
   void client_done(std::size_t phase);
 
   uint64_t build_indexes(ThreadContext& ctx, int client, Counters& c, uint64_t& trace);
@@ -206,7 +209,7 @@ class InsertPhases final : public Workload {
   uint64_t rows_, rows_i1_;
   std::size_t rows_per_commit_, entry_min_, entry_max_;
   std::size_t write_buffer_, arena_block_;
-  int max_write_buffers_, indexes_;
+  int max_write_buffers_, flush_lag_, indexes_;
   std::size_t merge_buf_, sort_limit_, combine_read_, block_bytes_, rows_per_block_, query_rows_;
   double q_seconds_, q_rate_scale_, idle_s_;
   int64_t q_queries_;
@@ -218,16 +221,19 @@ class InsertPhases final : public Workload {
 
   // Column family 0 is the primary key, 1..indexes the secondary indexes (written from l.i1 on;
   // l.x bulk-loads them without memtables). Per family one memtable is active, the others
-  // immutable until a flush frees them.
+  // immutable until a flush frees them. db_mu_ guards the families; a writer holds it while the
+  // flush thread frees the memtable it handed over, so no other write overtakes a flush.
   std::mutex db_mu_;
-  std::condition_variable work_cv_, space_cv_;
   std::vector<ColumnFamily> families_;
-  std::size_t imm_total_ = 0;   // immutable memtables over all families, guarded by db_mu_
-  std::size_t next_flush_ = 0;  // the family the flush thread looks at first (round robin)
+  // The hand-over to the flush thread: one memtable at a time, guarded by flush_mu_.
+  std::mutex flush_mu_;
+  std::condition_variable flush_cv_;
+  Memtable* flush_request_ = nullptr;
   std::atomic<int64_t> arena_total_{0};
   std::atomic<int64_t> merge_total_{0};  // index-build buffers (not set nodes), for held_bytes
-  std::vector<int> clients_done_;          // per phase, guarded by db_mu_
+  std::vector<int> clients_done_;          // per phase, guarded by flush_mu_
   std::unique_ptr<std::atomic<int>[]> readers_done_;  // per phase
+  std::unique_ptr<std::atomic<uint64_t>[]> queries_done_;  // per q phase, over all readers
 
   std::unique_ptr<std::array<std::atomic<uint64_t>, kCounterCount>[]> stats_;
   LiveBytes teardown_live_{1};
