@@ -36,7 +36,7 @@ class Compare(TempDirTest):
         c = self.compare(FIXTURE, FIXTURE)
         self.assertEqual(c["moved"], 0)
         self.assertEqual({ch["direction"] for ch in c["changes"]}, {"same"})
-        self.assertEqual({ch["metric"] for ch in c["changes"]}, {"peak_rss", "rss_over_live", "end_rss", "ops_per_s"})
+        self.assertEqual({ch["metric"] for ch in c["changes"]}, {"peak_rss_bytes", "rss_above_idle_over_live", "end_rss_bytes", "ops_per_s"})
 
     def test_exactly_the_planted_cells_move(self):
         after = os.path.join(self.tmp, "after")
@@ -46,7 +46,7 @@ class Compare(TempDirTest):
         moved = [ch for ch in c["changes"] if ch["moved"]]
         self.assertEqual({ch["cell"] for ch in moved}, {"glibc size_mix t1 churn", "mimalloc size_mix t1 fill"})
         by_metric = {(ch["cell"], ch["metric"]): ch for ch in moved}
-        peak = by_metric[("glibc size_mix t1 churn", "peak_rss")]
+        peak = by_metric[("glibc size_mix t1 churn", "peak_rss_bytes")]
         self.assertEqual(peak["direction"], "worse")
         self.assertAlmostEqual(peak["change"], 0.5, places=6)
         self.assertLessEqual(peak["change_low"], peak["change"])
@@ -60,7 +60,7 @@ class Compare(TempDirTest):
         # Text and markdown say the same.
         md = run(["compare", FIXTURE, after, "--format", "markdown"])
         self.assertEqual(md.returncode, 0, md.stderr)
-        self.assertIn("| worse | glibc size\\_mix t1 churn | peak_rss |", md.stdout)
+        self.assertIn("| worse | glibc size\\_mix t1 churn | peak_rss_bytes |", md.stdout)
         self.assertIn(f"{len(moved)} of ", md.stdout)
 
     def test_charts_of_a_comparison(self):
@@ -90,7 +90,7 @@ class Compare(TempDirTest):
         shutil.copytree(FIXTURE, before, ignore=shutil.ignore_patterns("golden"))
         planted(FIXTURE, after, {("glibc", "churn"): ("peak_rss_bytes", 1.5)})
         os.makedirs(os.path.dirname(page))
-        p = run(["compare", before, after, "-o", page])
+        p = run(["compare", before, after, "--report", page])
         self.assertEqual(p.returncode, 0, p.stderr)
         with open(page, encoding="utf-8") as f:
             markup = f.read()
@@ -113,7 +113,7 @@ class Compare(TempDirTest):
         self.assertEqual(len(rows), len(changes))
         self.assertTrue(all("worse" in r for r in rows[:2]))
         # A page that cannot be written is refused before any work.
-        p = run(["compare", before, after, "-o", os.path.join(self.tmp, "nowhere", "c.html")])
+        p = run(["compare", before, after, "--report", os.path.join(self.tmp, "nowhere", "c.html")])
         self.assertEqual(p.returncode, 2)
         self.assertIn("does not exist", p.stderr)
 
@@ -124,9 +124,9 @@ class Compare(TempDirTest):
             kept = [line for line in f if json.loads(line)["allocator"] != "jemalloc"]
         with open(os.path.join(fewer, "results.jsonl"), "w") as f:
             f.writelines(kept)
-        c = self.compare(FIXTURE, fewer, "--metric", "peak_rss")
+        c = self.compare(FIXTURE, fewer, "--metric", "peak_rss_bytes")
         self.assertEqual({ch["cell"].split()[0] for ch in c["changes"] if ch["direction"] == "only before"}, {"jemalloc"})
-        c = self.compare(fewer, FIXTURE, "--metric", "peak_rss")
+        c = self.compare(fewer, FIXTURE, "--metric", "peak_rss_bytes")
         self.assertEqual({ch["cell"].split()[0] for ch in c["changes"] if ch["direction"] == "only after"}, {"jemalloc"})
 
     def test_bad_input_is_a_usage_error(self):

@@ -31,7 +31,7 @@ class Gate(TempDirTest):
         before = self.make_run("before", 32)
         baseline, base = self.make_baseline(before)
         self.assertIn("cpu_model", base["machine"])
-        self.assertEqual(len(base["cells"][0]["values"]["peak_rss"]), 3)
+        self.assertEqual(len(base["cells"][0]["values"]["peak_rss_bytes"]), 3)
 
         # Only the fill phase, as below: its peak is the live set, while jemalloc's churn and
         # release peaks follow its time-based purging and can spread past the 10% MAD limit
@@ -60,7 +60,7 @@ class Gate(TempDirTest):
         # --confirm reruns only glibc's cells, which flag it again.
         for cell in base["cells"]:
             if cell["allocator"] == "glibc" and cell["phase"] == "fill":
-                cell["values"]["peak_rss"] = [v * 0.8 for v in cell["values"]["peak_rss"]]
+                cell["values"]["peak_rss_bytes"] = [v * 0.8 for v in cell["values"]["peak_rss_bytes"]]
         lowered = os.path.join(self.tmp, "lowered.json")
         with open(lowered, "w") as f:
             json.dump(base, f)

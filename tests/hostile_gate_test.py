@@ -168,10 +168,10 @@ class HostileGate(TempDirTest):
     def test_absurd_baselines_and_tolerances_are_refused_naming_cell_and_metric(self):
         for label, value in (("zero", 0), ("negative", -1), ("huge", 1e308)):
             def absurd(b, value=value):
-                b["cells"][0]["values"]["peak_rss"] = [value] * 3
+                b["cells"][0]["values"]["peak_rss_bytes"] = [value] * 3
 
             p = self.gate(self.edited_baseline(label + ".json", absurd), self.base_run)
-            self.assert_refused(p, "cells[0] (glibc program:tool t1 run).values.peak_rss[0]", "is not a peak_rss")
+            self.assert_refused(p, "cells[0] (glibc program:tool t1 run).values.peak_rss_bytes[0]", "is not a peak_rss_bytes")
 
         def duplicated(b):
             b["cells"].append(b["cells"][0])

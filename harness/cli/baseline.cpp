@@ -1,4 +1,6 @@
 // `allocmark baseline DIR -o FILE.json`: the gate's reference from a results folder.
+#include <fmt/format.h>
+
 #include <iostream>
 
 #include "harness/cli/common.h"
@@ -14,9 +16,10 @@ Subcommand add_baseline_command(CLI::App& app) {
     bool allow_running = false;
   };
   auto f = std::make_shared<Flags>();
-  auto* cmd = app.add_subcommand("baseline", "write a gate baseline (every repetition's peak RSS, RSS/live, end RSS, ops/s) from a results folder");
-  cmd->add_option("dir", f->dir, "results folder")->required();
-  cmd->add_option("-o,--out", f->out, "baseline file to write (JSON)")->required();
+  auto* cmd = app.add_subcommand("baseline", "write a gate baseline from a results folder: every repetition's " +
+                                                 results::metric_names(results::gated_metrics()));
+  cmd->add_option("dir", f->dir, "the results folder")->required();
+  cmd->add_option("-o,--out", f->out, fmt::format("the baseline file it writes (JSON, format {})", gate::kBaselineVersion))->required();
   cmd->add_flag("--allow-running", f->allow_running,
                 "take the baseline of a folder a run is still writing (of the cells finished so far)");
   return {cmd, [f] {

@@ -1,5 +1,7 @@
 // `allocmark compare BEFORE AFTER`: the same cells in two runs, per cell, phase and metric, with
-// both runs' spreads and whether each moved by the gate's rule (harness/compare/compare.h).
+// both runs' spreads and whether each moved by the gate's rule (harness/compare/compare.h). What it
+// produces is the comparison on stdout; --report and --charts write extras, so it has no -o of its
+// own (-o names what a command produces: run's folder, baseline's and report's file).
 #include <filesystem>
 #include <iostream>
 
@@ -13,17 +15,23 @@ namespace allocmark::cli {
 
 Subcommand add_compare_command(CLI::App& app) {
   struct Flags {
-    std::string before, after, format = "table", charts, chart_format = "png", html;
+    std::string before, after, format = "table", charts, chart_format = "png", html, html_by_old_flag;
     std::vector<std::string> metrics_raw;
   };
   auto f = std::make_shared<Flags>();
-  auto* cmd = app.add_subcommand("compare", "compare two runs of the same cells: what moved, by how much, with both spreads");
+  auto* cmd = app.add_subcommand("compare", "compare two runs of the same cells and print what moved, by how much, with both "
+                                            "spreads (--format); --report writes it as an HTML page, --charts as charts");
   cmd->add_option("before", f->before, "the first results folder (e.g. before an allocator upgrade)")->required();
   cmd->add_option("after", f->after, "the second results folder")->required();
   cmd->add_option("--metric", f->metrics_raw,
                   results::metric_names(results::gated_metrics()) + " (comma separated; default all four)");
-  cmd->add_option("--format", f->format, "table, markdown or json (default table)");
-  cmd->add_option("-o,--out", f->html, "also write a self-contained HTML page of the comparison (table, chart 7, RSS overlays)");
+  cmd->add_option("--format", f->format,
+                  "how stdout gives the comparison: table (a terminal; the summary line last), markdown (a pull-request "
+                  "comment: the summary line first, unmoved figures folded) or json (default table)");
+  auto* report = cmd->add_option("--report", f->html,
+                                 "also write the comparison as a self-contained HTML page, this file (table, chart 7, RSS overlays)");
+  // Before --report, -o named the page: kept, with a note, since scripts pass it.
+  cmd->add_option("-o,--out", f->html_by_old_flag, "the same as --report (the old name)")->group("")->excludes(report);
   cmd->add_option("--charts", f->charts, "also draw chart 7 into this folder (compare.json, compare-*.png; docs/charts.md)");
   cmd->add_option("--chart-format", f->chart_format, "png (default) or svg");
   return {cmd, [f] {
@@ -34,7 +42,11 @@ Subcommand add_compare_command(CLI::App& app) {
             const std::vector<std::string> metrics = parse_gate_metrics(f->metrics_raw, all);
             if (f->chart_format != "png" && f->chart_format != "svg")
               throw matrix::ConfigError("--chart-format: '" + f->chart_format + "' (choose from png, svg)");
-            if (!f->html.empty()) check_output_file(f->html, "-o", {f->before, f->after});
+            if (!f->html_by_old_flag.empty()) {
+              std::cerr << "allocmark: note: compare -o: now called --report (the old name still works)\n";
+              f->html = f->html_by_old_flag;
+            }
+            if (!f->html.empty()) check_output_file(f->html, f->html_by_old_flag.empty() ? "--report" : "-o", {f->before, f->after});
             if (!f->charts.empty()) check_output_folder(f->charts, "--charts", {f->before, f->after});
             for (const auto& dir : {f->before, f->after}) print_writer_notice(dir);
             const compare::Comparison comparison = compare::compare_runs(f->before, f->after, metrics);

@@ -1,5 +1,5 @@
-// `allocmark gate --baseline FILE --results DIR`: a verdict per cell, phase and metric against a
-// baseline (harness/gate/verdict.h has the rule; docs/gate.md its reasoning).
+// `allocmark gate BASELINE RESULTS` (or --baseline FILE --results DIR): a verdict per cell, phase
+// and metric against a baseline (harness/gate/verdict.h has the rule; docs/gate.md its reasoning).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -99,26 +99,32 @@ Subcommand add_gate_command(CLI::App& app) {
     bool strict = false, allow_mismatch = false, confirm = false;
   };
   auto f = std::make_shared<Flags>();
-  auto* cmd = app.add_subcommand("gate", "judge a results folder against a baseline: exit 0 pass, 1 regressed, 2 not comparable");
-  cmd->add_option("--baseline", f->baseline, "baseline file (from `allocmark baseline`)")->required();
-  cmd->add_option("--results", f->results, "results folder to judge")->required();
+  auto* cmd = app.add_subcommand("gate", "judge a results folder against a baseline and print the verdicts (--format): exit 0 "
+                                         "pass, 1 regressed or missing, 2 not comparable");
+  // Positional like `compare BEFORE AFTER` and `baseline DIR`; the flags of earlier versions still work.
+  cmd->add_option("baseline,--baseline", f->baseline, "the baseline file (`allocmark baseline DIR -o FILE` writes it)")->required();
+  cmd->add_option("results,--results", f->results, "the results folder to judge")->required();
+  const std::string default_metric(results::metric_row(results::Metric::peak_rss_bytes).name);
   cmd->add_option("--metric", f->metrics_raw,
-                  results::metric_names(results::gated_metrics()) + " (comma separated; default peak_rss_bytes)");
+                  results::metric_names(results::gated_metrics()) + " (comma separated; default " + default_metric + ")");
   cmd->add_option("--tolerance", f->tolerance, "smallest relative move that can count, e.g. 5% (default 5%)");
   cmd->add_option("--phase", f->phase, "judge only this phase");
-  cmd->add_option("--format", f->format, "table, markdown or json (default table)");
+  cmd->add_option("--format", f->format,
+                  "how stdout gives the verdicts: table (a terminal; the verdict line last), markdown (a pull-request "
+                  "comment: the verdict line first, passes folded) or json (default table)");
   cmd->add_flag("--strict", f->strict, "a change of library, version, environment or parameters makes a cell not comparable");
   cmd->add_flag("--confirm", f->confirm,
                 "rerun only the cells flagged regressed or improved, interleaved, and keep the verdicts the rerun flags again");
-  cmd->add_option("--confirm-out", f->confirm_out, "results folder of the confirming rerun (default RESULTS-confirm; must not hold results)");
+  cmd->add_option("--confirm-out", f->confirm_out,
+                  "the results folder the confirming rerun writes (default RESULTS-confirm; must not hold results)");
   cmd->add_option("--confirm-matrix", f->confirm_matrix,
                   "matrix file whose allocators and programs the rerun's cells must match (the rerun runs what the "
                   "baseline names, never what the results folder does; docs/gate.md)");
   cmd->add_flag("--allow-mismatch", f->allow_mismatch, "judge even when the machine differs (verdicts say so)");
-  return {cmd, [f] {
+  return {cmd, [f, default_metric] {
             if (f->format != "table" && f->format != "markdown" && f->format != "json")
               throw matrix::ConfigError("--format: '" + f->format + "' (choose from table, markdown, json)");
-            const std::vector<std::string> metrics = parse_gate_metrics(f->metrics_raw, {"peak_rss"});
+            const std::vector<std::string> metrics = parse_gate_metrics(f->metrics_raw, {default_metric});
             if (!f->confirm_out.empty() && !f->confirm) throw matrix::ConfigError("--confirm-out: needs --confirm");
             if (!f->confirm_matrix.empty() && !f->confirm) throw matrix::ConfigError("--confirm-matrix: needs --confirm");
             gate::RuleSettings rule;

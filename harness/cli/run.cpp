@@ -1,5 +1,6 @@
 // `allocmark run`: its flags, the plan they describe, and a run session (harness/runner/session.h)
 // that checks every allocator library and runs the cells into a results folder.
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +20,14 @@ namespace {
 
 namespace mx = allocmark::matrix;
 namespace rn = allocmark::runner;
+
+// The matrix file, in configs/, that a `run` with neither a matrix file nor an axis flag runs.
+constexpr const char* kPlainMatrix = "quick.toml";
+
+std::string plain_matrix_path() { return mx::config_dir() + "/" + kPlainMatrix; }
+
+// How a help text shows a value.
+std::string help_value(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 std::vector<int> parse_threads(const std::vector<std::string>& raw) {
   std::vector<int> out;
@@ -41,7 +50,7 @@ mx::Plan make_run_plan(const RunFlags& f, std::string& matrix_path) {
   bool axis_flags = !f.allocators_raw.empty() || !f.workloads_raw.empty() || !f.threads_raw.empty() || !f.programs.empty();
   std::optional<mx::MatrixFile> file;
   matrix_path = f.matrix_path;
-  if (matrix_path.empty() && !axis_flags) matrix_path = mx::config_dir() + "/quick.toml";
+  if (matrix_path.empty() && !axis_flags) matrix_path = plain_matrix_path();
   if (!matrix_path.empty()) {
     struct stat st {};
     if (::stat(matrix_path.c_str(), &st) != 0 || ::access(matrix_path.c_str(), R_OK) != 0)
@@ -101,7 +110,7 @@ int run_command(const RunFlags& f) {
   return outcome.report.not_ok_in_folder ? kExitCellsFailed : kExitOk;
 }
 
-void add_setting_flags(CLI::App* cmd, SettingTexts& texts, const std::vector<std::string>& keys) {
+void add_setting_flags(CLI::App* cmd, SettingTexts& texts, const std::vector<std::string>& keys, const mx::MatrixFile* plain) {
   const mx::Settings defaults;
   for (const auto& row : mx::setting_rows()) {
     if (!*row.flag || (!keys.empty() && std::find(keys.begin(), keys.end(), row.key) == keys.end())) continue;
@@ -111,9 +120,15 @@ void add_setting_flags(CLI::App* cmd, SettingTexts& texts, const std::vector<std
       cmd->add_flag_callback(row.flag, [&texts, key, given] { texts[key] = given; }, row.help);
       continue;
     }
-    const nlohmann::json def = row.get(defaults);
     std::string help = row.help;
-    if (row.kind != mx::SettingKind::Text) help += " (default " + (def.is_string() ? def.get<std::string>() : def.dump()) + ")";
+    if (row.kind != mx::SettingKind::Text) {
+      // A matrix file's value wins over the table's default, and a plain `run` reads one.
+      const nlohmann::json named = plain && (row.scope & mx::kMatrixKey) ? row.chosen(*plain) : nlohmann::json();
+      help += " (default " + help_value(row.get(defaults));
+      if (plain && (row.scope & mx::kMatrixKey)) help += std::string(", or the matrix file's ") + row.key;
+      if (!named.is_null()) help += fmt::format("; configs/{}, which a plain `run` runs: {}", kPlainMatrix, help_value(named));
+      help += ")";
+    }
     cmd->add_option_function<std::string>(row.flag, [&texts, key](const std::string& text) { texts[key] = text; }, help);
   }
 }
@@ -128,16 +143,27 @@ mx::SettingChoices setting_choices(const SettingTexts& texts) {
 }
 
 void add_run_flags(CLI::App* run_cmd, RunFlags& f) {
-  run_cmd->add_option("matrix", f.matrix_path, "matrix file (TOML); default configs/quick.toml when no axis flag is given");
+  // For the help's defaults only; a `run` that reads it says what is wrong with it.
+  std::optional<mx::MatrixFile> plain;
+  try {
+    plain = mx::load_matrix_file(plain_matrix_path());
+  } catch (const std::exception&) {
+  }
+  run_cmd->add_option("matrix", f.matrix_path,
+                      fmt::format("matrix file (TOML); default configs/{} when no axis flag is given", kPlainMatrix));
   run_cmd->add_option("--allocators,-a", f.allocators_raw, "allocators or variants, comma separated (e.g. glibc,jemalloc:bg)");
   run_cmd->add_option("--workloads,-w", f.workloads_raw, "workloads, comma separated");
-  run_cmd->add_option("--threads,-t", f.threads_raw, "thread counts, comma separated (default 1,2)");
+  std::string plain_threads;
+  if (plain && !plain->threads.empty()) plain_threads = fmt::format("; configs/{}, which a plain `run` runs: {}", kPlainMatrix,
+                                                                    help_value(nlohmann::json(plain->threads)));
+  run_cmd->add_option("--threads,-t", f.threads_raw,
+                      "thread counts, comma separated (default 1,2, or the matrix file's threads" + plain_threads + ")");
   run_cmd->add_option("--program", f.programs,
                       "run your own program as a cell's workload: NAME='COMMAND ARGS' (repeatable; docs/programs.md)");
   run_cmd->add_option("--set", f.sets, "override a workload parameter: workload.param=value (repeatable)");
   run_cmd->add_option("--out,-o", f.out_dir, "results folder (default results/<date-time>)")
       ->each([&f](const std::string&) { f.out_given = true; });
-  add_setting_flags(run_cmd, f.settings);
+  add_setting_flags(run_cmd, f.settings, {}, plain ? &*plain : nullptr);
   run_cmd->add_flag("--no-pin", f.no_pin, "the same as --pin none");
   run_cmd->add_flag("--resume", f.resume, "complete an existing results folder of the same matrix: run only the cells it lacks");
   run_cmd->add_flag("--extend", f.extend, "add this matrix's cells to an existing results folder of another matrix (same machine)");

@@ -16,7 +16,10 @@ namespace allocmark::cli {
 using SettingTexts = std::map<std::string, std::string>;
 
 // Registers the flag of every settings row that has one (settings/settings.h), or only of `keys`.
-void add_setting_flags(CLI::App* cmd, SettingTexts& texts, const std::vector<std::string>& keys = {});
+// Each help gives the row's default; with `plain` (the matrix a plain `run` runs), also that a
+// matrix file's value wins, and that file's.
+void add_setting_flags(CLI::App* cmd, SettingTexts& texts, const std::vector<std::string>& keys = {},
+                       const matrix::MatrixFile* plain = nullptr);
 // The flags' texts as the table's values; ConfigError naming the flag and what it takes.
 matrix::SettingChoices setting_choices(const SettingTexts& texts);
 

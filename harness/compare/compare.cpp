@@ -7,8 +7,6 @@
 #include <map>
 #include <set>
 
-#include "harness/results/safe_text.h"
-
 namespace allocmark::compare {
 
 using nlohmann::json;
@@ -45,9 +43,6 @@ Comparison compare_runs(const std::string& before, const std::string& after, con
   gate::GateResult judged = gate::judge(first, second, metrics, "", rule);
   out.machine_difference = judged.machine_difference;
   for (auto& v : judged.verdicts) {
-    // The machine difference is said once, above the table, not on every row.
-    for (const std::string note : {"; judged on another machine (--allow-mismatch)", "judged on another machine (--allow-mismatch)"})
-      if (auto at = v.reason.find(note); at != std::string::npos) v.reason.erase(at, note.size());
     if (v.verdict == "missing") v.reason = "not in the second run";
     Change c{v, direction_of(v)};
     const double scale = std::abs(v.before.median);
@@ -107,22 +102,20 @@ json comparison_json(const Comparison& c) {
 std::string render_comparison(const Comparison& c, const std::string& format) {
   if (format == "json") return comparison_json(c).dump(2) + "\n";
   const bool md = format == "markdown";
-  std::vector<gate::Verdict> verdicts;
-  std::vector<std::string> labels;
+  gate::VerdictReport report;
+  report.headings = {"change", "before", "after"};
+  report.collapsed_name = "same";
   for (const auto& ch : c.changes) {
-    verdicts.push_back(ch.judged);
-    labels.push_back(ch.direction);
+    report.verdicts.push_back(ch.judged);
+    report.labels.push_back(ch.direction);
+    report.collapsed.push_back(ch.direction == "same");
   }
-  // Folder names and the machines' descriptions (meta.json) are shown as text: markdown becomes a
-  // pull-request comment, the table a terminal's output. The rows are the gate's renderer's.
-  auto shown = [md](const std::string& text) { return md ? results::markdown_text(text) : results::terminal_line(text); };
-  std::string out = md ? fmt::format("Comparing {} (before) with {} (after)\n\n", shown(c.before), shown(c.after))
-                       : fmt::format("before: {}\nafter:  {}\n", shown(c.before), shown(c.after));
-  if (!c.machine_difference.empty())
-    out += (md ? "**The machines differ**: " : "the machines differ: ") + shown(c.machine_difference) + (md ? "\n\n" : "\n");
-  out += gate::render_verdict_rows(verdicts, labels, {"change", "before", "after"}, md);
-  const std::string summary = fmt::format("{} of {} cell-phase-metrics moved (the gate's rule: docs/gate.md)", c.moved(), c.changes.size());
-  return out + (md ? "\n**" + summary + "**\n" : "\n" + summary + "\n");
+  report.conclusion = fmt::format("compare: {} of {} cell-phase-metrics moved (the gate's rule: docs/gate.md)", c.moved(), c.changes.size());
+  // The machine difference is said once, above the rows, not on every row.
+  report.context = md ? std::vector<std::string>{fmt::format("Comparing {} (before) with {} (after)", c.before, c.after)}
+                      : std::vector<std::string>{"before: " + c.before, "after:  " + c.after};
+  if (!c.machine_difference.empty()) report.context.push_back("The machines differ: " + c.machine_difference);
+  return gate::render_verdict_report(report, md);
 }
 
 }  // namespace allocmark::compare

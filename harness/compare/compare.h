@@ -29,7 +29,7 @@ struct Comparison {
   std::size_t moved() const;
 };
 
-// The gated metrics (peak_rss, rss_over_live, end_rss, ops_per_s) by default. A machine
+// The gated metrics (peak_rss_bytes, rss_above_idle_over_live, end_rss_bytes, ops_per_s) by default. A machine
 // difference is reported, not refused: the comparison is the user's question.
 Comparison compare_runs(const std::string& before, const std::string& after, const std::vector<std::string>& metrics);
 

@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "harness/matrix/config.h"
@@ -27,7 +29,7 @@ const std::vector<GateMetric>& gate_metrics() {
     std::vector<GateMetric> out;
     for (rs::Metric m : rs::gated_metrics()) {
       const rs::MetricRow& row = rs::metric_row(m);
-      out.push_back({std::string(row.alias.empty() ? row.name : row.alias), m});
+      out.push_back({std::string(row.name), std::string(row.alias), m});
     }
     return out;
   }();
@@ -132,24 +134,53 @@ std::string json_excerpt(const json& v) {
   return text.size() > 80 ? text.substr(0, 77) + "..." : text;
 }
 
-std::string setup_difference(const json& from, const json& to) {
-  std::vector<std::string> parts;
-  for (const char* k : {"backend", "library", "env", "params"}) {
-    const json a = from.value(k, json()), b = to.value(k, json());
+namespace {
+
+// A value as a message shows it: one word as it is, anything else as JSON (quoted, cut to 80).
+std::string shown_value(const json& v) {
+  if (v.is_null()) return "(none)";
+  if (v.is_string()) {
+    const std::string& text = v.get_ref<const std::string&>();
+    const bool one_word = !text.empty() && text.size() <= 80 &&
+                          std::none_of(text.begin(), text.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == '"'; });
+    if (one_word) return text;
+  }
+  return json_excerpt(v);
+}
+
+}  // namespace
+
+std::vector<FieldChange> field_changes(const json& from, const json& to) {
+  auto keys_of = [](const json& a, const json& b) {
+    std::set<std::string> keys;
+    for (const json* side : {&a, &b})
+      if (side->is_object())
+        for (const auto& [k, v] : side->items()) keys.insert(k);
+    return keys;
+  };
+  auto field = [](const json& object, const std::string& key) { return object.is_object() ? object.value(key, json()) : json(); };
+  std::vector<FieldChange> out;
+  for (const auto& k : keys_of(from, to)) {
+    const json a = field(from, k), b = field(to, k);
     if (a == b) continue;
     if (a.is_object() && b.is_object()) {
-      std::set<std::string> keys;
-      for (const auto& [ik, iv] : a.items()) keys.insert(ik);
-      for (const auto& [ik, iv] : b.items()) keys.insert(ik);
-      for (const auto& ik : keys)
-        if (a.value(ik, json()) != b.value(ik, json()))
-          parts.push_back(fmt::format("{} {} {} -> {}", k, ik, json_excerpt(a.value(ik, json())), json_excerpt(b.value(ik, json()))));
+      for (const auto& ik : keys_of(a, b))
+        if (field(a, ik) != field(b, ik)) out.push_back({k + " " + ik, shown_value(field(a, ik)), shown_value(field(b, ik))});
     } else {
-      parts.push_back(fmt::format("{} {} -> {}", k, json_excerpt(a), json_excerpt(b)));
+      out.push_back({k, shown_value(a), shown_value(b)});
     }
   }
+  return out;
+}
+
+std::string setup_difference(const json& from, const json& to) {
+  json a = json::object(), b = json::object();
+  for (const char* k : {"backend", "library", "env", "params"}) {
+    a[k] = from.value(k, json());
+    b[k] = to.value(k, json());
+  }
   std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  for (const auto& change : field_changes(a, b)) out += (out.empty() ? "" : "; ") + change.text();
   return out;
 }
 
@@ -249,9 +280,14 @@ RunSummary read_baseline(const std::string& path) {
   if (!in) throw GateError(path + ": cannot read the baseline");
   json j = json::parse(in, nullptr, false);
   if (j.is_discarded()) throw GateError(path + ": not valid JSON (truncated?)");
-  if (!j.is_object() || j.value("allocmark_baseline", json()) != json(kBaselineVersion))
-    throw GateError(path + ": not an allocmark baseline of version " + std::to_string(kBaselineVersion) +
-                    " (make one with `allocmark baseline DIR -o FILE`)");
+  const json version = j.is_object() ? j.value("allocmark_baseline", json()) : json();
+  if (!version.is_number_integer() || version.get<long long>() < kOldestBaselineVersion ||
+      version.get<long long>() > kBaselineVersion)
+    throw GateError(fmt::format("{}: not an allocmark baseline of format {} to {} (\"allocmark_baseline\": {}; make one "
+                                "with `allocmark baseline DIR -o FILE`)",
+                                path, kOldestBaselineVersion, kBaselineVersion, json_excerpt(version)));
+  // Format 1 keyed values by the metrics' old names; the reader took either name then, and still does.
+  const bool old_names = version.get<int>() == 1;
   const BaselineReader r{path};
   RunSummary run;
   run.machine = r.object(j, "machine", "machine", json());
@@ -281,10 +317,12 @@ RunSummary read_baseline(const std::string& path) {
     if (values.is_null()) r.fail(named, "no \"values\"");
     for (const auto& [k, v] : values.items()) {
       const GateMetric* m = find_gate_metric(k);
-      if (!m) {
+      if (!m || (!old_names && k != m->name)) {
         std::string names;
         for (const auto& g : gate_metrics()) names += (names.empty() ? "" : ", ") + g.name;
-        r.fail(named + ".values", "unknown metric '" + k + "' (expected " + names + ")");
+        r.fail(named + ".values", "unknown metric '" + k + "' (expected " + names +
+                                      (m ? "; format 1 files name it " + k + ", format " + std::to_string(kBaselineVersion) +
+                                               " files " + m->name : std::string()) + ")");
       }
       if (!v.is_array() || v.empty()) r.fail(named + ".values." + k, "expected a list of one number per repetition, found " + json_excerpt(v));
       for (std::size_t n = 0; n < v.size(); ++n) {

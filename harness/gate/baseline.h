@@ -22,13 +22,16 @@ class GateError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-inline constexpr int kBaselineVersion = 1;
+// Format 2 keys a cell's values by the metric table's names (peak_rss_bytes, ...); format 1, which
+// committed baselines and users' files still are, by the old names (peak_rss, rss_over_live,
+// end_rss). Both are read; only format 2 is written.
+inline constexpr int kBaselineVersion = 2;
+inline constexpr int kOldestBaselineVersion = 1;
 
-// The gated metrics: the metric table's rows marked gated. `name` is how a baseline file (format 1)
-// keys its values and how verdicts name the metric: the row's old name where it has one
-// (peak_rss, rss_over_live, end_rss), since format 1 files and reports are read by others.
+// The gated metrics: the metric table's rows marked gated. `name` is the table's name, as `show`,
+// verdicts, compare and format 2 baselines spell it; `old_name` is format 1's key ("" if none).
 struct GateMetric {
-  std::string name;
+  std::string name, old_name;
   results::Metric metric;
   const results::MetricRow& row() const { return results::metric_row(metric); }
   bool bytes() const { return row().unit == "bytes"; }  // an absolute floor of one huge page applies
@@ -71,8 +74,18 @@ nlohmann::json cell_setup(const std::string& backend, const std::string& library
 // A value as JSON text cut to 80 characters, for messages.
 std::string json_excerpt(const nlohmann::json& value);
 
-// What tells setup `from` from `to`: "library "/a.so" -> "/b.so"; params command "sort" -> "sh -c ..."",
-// each value cut to 80 characters.
+// What tells object `from` from `to`, one entry per field that differs, one level into fields that
+// are objects on both sides: "library /a.so -> /b.so", "params live_mib 64 -> 80", "env MALLOC_CONF
+// (none) -> background_thread:true", "params command "sort" -> "sh -c 'sort -u'"". A value is
+// written as it is when it is one word, as JSON otherwise, cut to 80 characters; "(none)" where a
+// side lacks the field.
+struct FieldChange {
+  std::string field, before, after;  // "params live_mib", "64", "80"
+  std::string text() const { return field + " " + before + " -> " + after; }
+};
+std::vector<FieldChange> field_changes(const nlohmann::json& from, const nlohmann::json& to);
+
+// field_changes of two setups (GateCell::setups), joined with "; ".
 std::string setup_difference(const nlohmann::json& from, const nlohmann::json& to);
 
 // From a results folder (through the results model, so the reader rules apply). GateError for a

@@ -34,7 +34,7 @@ RunSummary run_with(const std::string& metric, std::vector<double> values, const
   return r;
 }
 
-Verdict one(const RunSummary& b, const RunSummary& a, const std::string& metric = "peak_rss", RuleSettings rule = {}) {
+Verdict one(const RunSummary& b, const RunSummary& a, const std::string& metric = "peak_rss_bytes", RuleSettings rule = {}) {
   GateResult r = judge(b, a, {metric}, "", rule);
   EXPECT_EQ(r.verdicts.size(), 1u);
   return r.verdicts.empty() ? Verdict{} : r.verdicts[0];
@@ -62,24 +62,24 @@ TEST(MannWhitney, ExactOneSidedPValues) {
 }
 
 TEST(Rule, ClearSeparatedRegressionTrips) {
-  Verdict v = one(run_with("peak_rss", mib({100, 101, 102})), run_with("peak_rss", mib({111, 112, 113})));
+  Verdict v = one(run_with("peak_rss_bytes", mib({100, 101, 102})), run_with("peak_rss_bytes", mib({111, 112, 113})));
   EXPECT_EQ(v.verdict, "regressed") << v.reason;
   EXPECT_NEAR(v.change, 11.0 / 101, 1e-9);
   EXPECT_DOUBLE_EQ(v.band, 0.05);  // tolerance dominates a tight baseline (3 x 1/101 < 5%)
 }
 
 TEST(Rule, NoiseInsideTheBandPasses) {
-  EXPECT_EQ(one(run_with("peak_rss", mib({100, 101, 102})), run_with("peak_rss", mib({100.5, 101, 104}))).verdict, "pass");
+  EXPECT_EQ(one(run_with("peak_rss_bytes", mib({100, 101, 102})), run_with("peak_rss_bytes", mib({100.5, 101, 104}))).verdict, "pass");
 }
 
 TEST(Rule, OverlappingRepetitionsAreNoEvidence) {
-  Verdict v = one(run_with("peak_rss", mib({100, 101, 102})), run_with("peak_rss", mib({95, 112, 113})));
+  Verdict v = one(run_with("peak_rss_bytes", mib({100, 101, 102})), run_with("peak_rss_bytes", mib({95, 112, 113})));
   EXPECT_EQ(v.verdict, "pass");
   EXPECT_NE(v.reason.find("overlap"), std::string::npos) << v.reason;
 }
 
 TEST(Rule, LessThanAHugePageIsNotAMemoryRegression) {
-  Verdict v = one(run_with("peak_rss", mib({10, 10.1, 10.2})), run_with("peak_rss", mib({11, 11.1, 11.2})));
+  Verdict v = one(run_with("peak_rss_bytes", mib({10, 10.1, 10.2})), run_with("peak_rss_bytes", mib({11, 11.1, 11.2})));
   EXPECT_EQ(v.verdict, "pass");
   EXPECT_NE(v.reason.find("huge page"), std::string::npos);
 }
@@ -87,82 +87,82 @@ TEST(Rule, LessThanAHugePageIsNotAMemoryRegression) {
 TEST(Rule, ThroughputRegressesDownwardAndImprovesUpward) {
   EXPECT_EQ(one(run_with("ops_per_s", {100, 101, 102}), run_with("ops_per_s", {80, 81, 82}), "ops_per_s").verdict, "regressed");
   EXPECT_EQ(one(run_with("ops_per_s", {100, 101, 102}), run_with("ops_per_s", {120, 121, 122}), "ops_per_s").verdict, "improved");
-  EXPECT_EQ(one(run_with("peak_rss", mib({100, 101, 102})), run_with("peak_rss", mib({80, 81, 82}))).verdict, "improved");
+  EXPECT_EQ(one(run_with("peak_rss_bytes", mib({100, 101, 102})), run_with("peak_rss_bytes", mib({80, 81, 82}))).verdict, "improved");
 }
 
 TEST(Rule, EachNotComparableCauseSaysWhich) {
-  Verdict few = one(run_with("peak_rss", mib({100, 101})), run_with("peak_rss", mib({150, 151, 152})));
+  Verdict few = one(run_with("peak_rss_bytes", mib({100, 101})), run_with("peak_rss_bytes", mib({150, 151, 152})));
   EXPECT_EQ(few.verdict, "not comparable");
   EXPECT_NE(few.reason.find("fewer than 3 repetitions"), std::string::npos);
-  Verdict noisy = one(run_with("peak_rss", mib({100, 120, 140})), run_with("peak_rss", mib({150, 151, 152})));
+  Verdict noisy = one(run_with("peak_rss_bytes", mib({100, 120, 140})), run_with("peak_rss_bytes", mib({150, 151, 152})));
   EXPECT_EQ(noisy.verdict, "not comparable");
   EXPECT_NE(noisy.reason.find("spread is too wide"), std::string::npos);
 
-  RunSummary other = run_with("peak_rss", mib({111, 112, 113}));
+  RunSummary other = run_with("peak_rss_bytes", mib({111, 112, 113}));
   other.machine["cpu_model"] = "Y";
-  GateResult r = judge(run_with("peak_rss", mib({100, 101, 102})), other, {"peak_rss"}, "", {});
+  GateResult r = judge(run_with("peak_rss_bytes", mib({100, 101, 102})), other, {"peak_rss_bytes"}, "", {});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.verdicts[0].verdict, "not comparable");
   EXPECT_NE(r.verdicts[0].reason.find("cpu_model"), std::string::npos);
   RuleSettings allow;
   allow.allow_mismatch = true;
-  r = judge(run_with("peak_rss", mib({100, 101, 102})), other, {"peak_rss"}, "", allow);
+  r = judge(run_with("peak_rss_bytes", mib({100, 101, 102})), other, {"peak_rss_bytes"}, "", allow);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.verdicts[0].verdict, "regressed");
 }
 
 TEST(Rule, ChangesUnderTestAreListedAndStrictRefusesThem) {
-  RunSummary before = run_with("peak_rss", mib({100, 101, 102}), "");
-  RunSummary after = run_with("peak_rss", mib({100, 101, 102}), "background_thread:true");
+  RunSummary before = run_with("peak_rss_bytes", mib({100, 101, 102}), "");
+  RunSummary after = run_with("peak_rss_bytes", mib({100, 101, 102}), "background_thread:true");
   Verdict v = one(before, after);
   EXPECT_EQ(v.verdict, "pass");
   EXPECT_TRUE(v.changed.contains("env"));
   RuleSettings strict;
   strict.strict = true;
-  EXPECT_EQ(one(before, after, "peak_rss", strict).verdict, "not comparable");
+  EXPECT_EQ(one(before, after, "peak_rss_bytes", strict).verdict, "not comparable");
 }
 
 TEST(Rule, AMissingCellFailsTheGate) {
   RunSummary empty;
-  empty.machine = run_with("peak_rss", {}).machine;
-  GateResult r = judge(run_with("peak_rss", mib({100, 101, 102})), empty, {"peak_rss"}, "", {});
+  empty.machine = run_with("peak_rss_bytes", {}).machine;
+  GateResult r = judge(run_with("peak_rss_bytes", mib({100, 101, 102})), empty, {"peak_rss_bytes"}, "", {});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.verdicts[0].verdict, "missing");
 }
 
 TEST(Rule, ARerunKeepsOnlyTheFlagsItRepeats) {
-  RunSummary base = run_with("peak_rss", mib({100, 101, 102}));
-  GateResult first = judge(base, run_with("peak_rss", mib({111, 112, 113})), {"peak_rss"}, "", {});
+  RunSummary base = run_with("peak_rss_bytes", mib({100, 101, 102}));
+  GateResult first = judge(base, run_with("peak_rss_bytes", mib({111, 112, 113})), {"peak_rss_bytes"}, "", {});
   ASSERT_EQ(first.verdicts[0].verdict, "regressed");
   EXPECT_EQ(first.verdicts[0].allocator, "jemalloc");
   EXPECT_EQ(first.verdicts[0].threads, 2);
 
-  GateResult confirmed = confirm(first, judge(base, run_with("peak_rss", mib({110, 112, 114})), {"peak_rss"}, "", {}), {});
+  GateResult confirmed = confirm(first, judge(base, run_with("peak_rss_bytes", mib({110, 112, 114})), {"peak_rss_bytes"}, "", {}), {});
   EXPECT_EQ(confirmed.exit_code, 1);
   EXPECT_EQ(confirmed.verdicts[0].verdict, "regressed");
   EXPECT_NE(confirmed.verdicts[0].reason.find("confirmed by the rerun"), std::string::npos);
 
   // The rerun is back inside the band: a one-off, reported as such, and the gate passes.
-  GateResult refuted = confirm(first, judge(base, run_with("peak_rss", mib({100, 101.5, 102})), {"peak_rss"}, "", {}), {});
+  GateResult refuted = confirm(first, judge(base, run_with("peak_rss_bytes", mib({100, 101.5, 102})), {"peak_rss_bytes"}, "", {}), {});
   EXPECT_EQ(refuted.exit_code, 0);
   EXPECT_EQ(refuted.verdicts[0].verdict, "pass");
   EXPECT_NE(refuted.verdicts[0].reason.find("not confirmed"), std::string::npos) << refuted.verdicts[0].reason;
   EXPECT_NE(refuted.summary.find("PASS"), std::string::npos);
 
   // A rerun that moved the other way does not confirm either; nor does one that lacks the cell.
-  EXPECT_EQ(confirm(first, judge(base, run_with("peak_rss", mib({80, 81, 82})), {"peak_rss"}, "", {}), {}).verdicts[0].verdict, "pass");
+  EXPECT_EQ(confirm(first, judge(base, run_with("peak_rss_bytes", mib({80, 81, 82})), {"peak_rss_bytes"}, "", {}), {}).verdicts[0].verdict, "pass");
   RunSummary empty;
   empty.machine = base.machine;
-  EXPECT_EQ(confirm(first, judge(base, empty, {"peak_rss"}, "", {}), {}).verdicts[0].verdict, "pass");
+  EXPECT_EQ(confirm(first, judge(base, empty, {"peak_rss_bytes"}, "", {}), {}).verdicts[0].verdict, "pass");
 }
 
 TEST(Baseline, RoundTripsAndRejectsTruncatedFiles) {
   std::string path = ::testing::TempDir() + "/RoundTrips-baseline.json";
-  std::string text = baseline_json(run_with("peak_rss", mib({100, 101, 102})), "dir").dump(1);
+  std::string text = baseline_json(run_with("peak_rss_bytes", mib({100, 101, 102})), "dir").dump(1);
   std::ofstream(path) << text;
   RunSummary back = read_baseline(path);
   ASSERT_EQ(back.cells.size(), 1u);
-  EXPECT_EQ(back.cells[0].values["peak_rss"].size(), 3u);
+  EXPECT_EQ(back.cells[0].values["peak_rss_bytes"].size(), 3u);
   std::ofstream(path) << text.substr(0, text.size() / 2);
   EXPECT_THROW(read_baseline(path), GateError);
   std::ofstream(path) << R"({"allocmark_baseline": 1, "machine": {}, "cells": [{"allocator": "a"}]})";
@@ -246,11 +246,11 @@ TEST(Baseline, MalformedFieldsAreNamedWithWhatIsExpected) {
 }
 
 TEST(Rule, AGateThatComparedNothingIsAnErrorSayingWhy) {
-  RunSummary base = run_with("peak_rss", mib({100, 101, 102}));
-  GateResult none = judge(base, base, {"peak_rss"}, "nosuchphase", {});
+  RunSummary base = run_with("peak_rss_bytes", mib({100, 101, 102}));
+  GateResult none = judge(base, base, {"peak_rss_bytes"}, "nosuchphase", {});
   EXPECT_TRUE(none.verdicts.empty());
   try {
-    require_judgement(none, base, "base.json", {"peak_rss"}, "nosuchphase");
+    require_judgement(none, base, "base.json", {"peak_rss_bytes"}, "nosuchphase");
     FAIL();
   } catch (const GateError& e) {
     EXPECT_NE(std::string(e.what()).find("--phase nosuchphase: base.json has no such phase (its phases: churn)"), std::string::npos)
@@ -261,25 +261,93 @@ TEST(Rule, AGateThatComparedNothingIsAnErrorSayingWhy) {
   // A phase that did no operations has no throughput: nothing to judge, not a pass.
   RunSummary idle = run_with("ops_per_s", {0, 0, 0});
   EXPECT_TRUE(judge(idle, idle, {"ops_per_s"}, "", {}).verdicts.empty());
-  GateResult judged = judge(base, base, {"peak_rss"}, "", {});
-  EXPECT_NO_THROW(require_judgement(judged, base, "base.json", {"peak_rss"}, ""));
+  GateResult judged = judge(base, base, {"peak_rss_bytes"}, "", {});
+  EXPECT_NO_THROW(require_judgement(judged, base, "base.json", {"peak_rss_bytes"}, ""));
 }
 
 TEST(Rule, WhatIsNotComparableFailsTheGateEvenWhenTheMachineMayDiffer) {
   RuleSettings allow;
   allow.allow_mismatch = true;
-  GateResult r = judge(run_with("peak_rss", mib({100, 101})), run_with("peak_rss", mib({100, 101, 102})), {"peak_rss"}, "", allow);
+  GateResult r = judge(run_with("peak_rss_bytes", mib({100, 101})), run_with("peak_rss_bytes", mib({100, 101, 102})), {"peak_rss_bytes"}, "", allow);
   EXPECT_EQ(r.verdicts[0].verdict, "not comparable");
   EXPECT_EQ(r.exit_code, 2);
 }
 
+TEST(Rule, ANotComparableRowKeepsTheMediansChange) {
+  Verdict few = one(run_with("peak_rss_bytes", mib({100, 100})), run_with("peak_rss_bytes", mib({150, 150, 150})));
+  EXPECT_EQ(few.verdict, "not comparable");
+  EXPECT_DOUBLE_EQ(few.change, 0.5);
+  EXPECT_FALSE(few.judged());
+  const std::string md = render_gate(judge(run_with("peak_rss_bytes", mib({100, 100})), run_with("peak_rss_bytes", mib({150, 150, 150})),
+                                           {"peak_rss_bytes"}, "", {}),
+                                     "markdown");
+  EXPECT_NE(md.find("| +50.0% (not judged) | - | - |"), std::string::npos) << md;
+}
+
+TEST(Render, MarkdownOpensWithTheVerdictAndFoldsThePasses) {
+  RunSummary base = run_with("peak_rss_bytes", mib({100, 101, 102}));
+  GateCell quiet = base.cells[0];
+  quiet.phase = "fill";
+  base.cells.push_back(quiet);
+  RunSummary now = base;
+  now.cells[0].values["peak_rss_bytes"] = mib({150, 151, 152});
+  const GateResult r = judge(base, now, {"peak_rss_bytes"}, "", {});
+  const std::string md = render_gate(r, "markdown");
+  EXPECT_EQ(md.rfind("**gate: FAIL (1 regressed, 1 pass)**\n", 0), 0u) << md;
+  const auto regressed = md.find("| regressed | jemalloc size\\_mix t2 churn |"), details = md.find("<details><summary>1 pass</summary>\n\n");
+  const auto pass = md.find("| pass | jemalloc size\\_mix t2 fill |");
+  ASSERT_NE(regressed, std::string::npos) << md;
+  ASSERT_NE(details, std::string::npos) << md;
+  EXPECT_LT(regressed, details);
+  EXPECT_GT(pass, details);
+  EXPECT_LT(pass, md.find("</details>"));
+  // A terminal keeps every row in order and ends on the verdict line.
+  const std::string table = render_gate(r, "table");
+  EXPECT_LT(table.find("regressed"), table.find("pass "));
+  EXPECT_NE(table.rfind("\ngate: FAIL (1 regressed, 1 pass)\n"), std::string::npos) << table;
+}
+
+TEST(Render, ChangedParametersAreADiffSaidOnce) {
+  RunSummary base = run_with("peak_rss_bytes", mib({100, 101, 102}));
+  base.cells[0].under_test["params"] = {{"live_mib", "64"}, {"ops", "1000"}, {"sizes", "16-256:60,256-4K:40"}};
+  GateCell fill = base.cells[0];
+  fill.phase = "fill";
+  base.cells.push_back(fill);
+  RunSummary now = base;
+  for (auto& c : now.cells) c.under_test["params"]["live_mib"] = "80";
+  const std::string md = render_gate(judge(base, now, {"peak_rss_bytes"}, "", {}), "markdown");
+  EXPECT_NE(md.find("- jemalloc size\\_mix t2: params live\\_mib 64 -> 80\n"), std::string::npos) << md;
+  EXPECT_EQ(md.find("sizes"), std::string::npos) << md;  // the parameters that did not change are not repeated
+  std::vector<std::string> diffs;
+  for (const auto& c : field_changes(nlohmann::json{{"env", {{"A", "x y"}}}, {"library", "/a.so"}},
+                                     nlohmann::json{{"env", nlohmann::json::object()}, {"library", "/b.so"}, {"version", "5"}}))
+    diffs.push_back(c.text());
+  EXPECT_EQ(diffs, (std::vector<std::string>{"env A \"x y\" -> (none)", "library /a.so -> /b.so", "version (none) -> 5"}));
+}
+
+TEST(Baseline, NewFilesUseTheTableNamesAndFormat1FilesStillRead) {
+  const nlohmann::json written = baseline_json(run_with("peak_rss_bytes", mib({100, 101, 102})), "dir");
+  EXPECT_EQ(written["allocmark_baseline"], 2);
+  EXPECT_TRUE(written["cells"][0]["values"].contains("peak_rss_bytes"));
+  const std::string old = R"({"allocmark_baseline": 1, "machine": {}, "cells": [{"allocator": "glibc", "workload": "size_mix",
+    "threads": 1, "phase": "fill", "values": {"peak_rss": [1e8], "rss_over_live": [1.1], "end_rss": [9e7]}}]})";
+  const RunSummary back = read_baseline(baseline_file("old.json", old));
+  EXPECT_EQ(back.cells[0].values.size(), 3u);
+  for (const char* name : {"peak_rss_bytes", "rss_above_idle_over_live", "end_rss_bytes"}) EXPECT_EQ(back.cells[0].values.count(name), 1u) << name;
+  std::string format2 = old;
+  format2.replace(format2.find("\"allocmark_baseline\": 1"), 23, "\"allocmark_baseline\": 2");
+  EXPECT_NE(baseline_refusal(format2).find("unknown metric 'peak_rss' (expected peak_rss_bytes"), std::string::npos) << baseline_refusal(format2);
+  format2.replace(format2.find("\"allocmark_baseline\": 2"), 23, "\"allocmark_baseline\": 3");
+  EXPECT_NE(baseline_refusal(format2).find("not an allocmark baseline of format 1 to 2"), std::string::npos) << baseline_refusal(format2);
+}
+
 TEST(Render, RecordTextIsEscapedForMarkdownAndTerminals) {
-  RunSummary base = run_with("peak_rss", mib({100, 101, 102}));
+  RunSummary base = run_with("peak_rss_bytes", mib({100, 101, 102}));
   base.cells[0].allocator = "<img src=x onerror=alert(1)>";
   base.cells[0].phase = "\x1b[2Jwipe";
   RunSummary now = base;
   now.cells[0].under_test["env"]["MALLOC_CONF"] = "<script>alert(1)</script>";
-  GateResult r = judge(base, now, {"peak_rss"}, "", {});
+  GateResult r = judge(base, now, {"peak_rss_bytes"}, "", {});
   std::string md = render_gate(r, "markdown");
   EXPECT_EQ(md.find("<img"), std::string::npos) << md;
   EXPECT_EQ(md.find("<script>"), std::string::npos) << md;
@@ -293,7 +361,7 @@ TEST(Render, RecordTextIsEscapedForMarkdownAndTerminals) {
 TEST(Confirm, ARerunRunsWhatTheBaselineNamesAndNeverWhatTheResultsDo) {
   // A program cell: the baseline ran /bin/true; the results claim to have run something else.
   const nlohmann::json params{{"command", "/bin/true"}, {"cwd", ""}, {"input", ""}};
-  RunSummary base = run_with("peak_rss", mib({100, 101, 102}));
+  RunSummary base = run_with("peak_rss_bytes", mib({100, 101, 102}));
   base.cells[0].allocator = "glibc";
   base.cells[0].workload = "program:tool";
   base.cells[0].threads = 1;
@@ -301,7 +369,7 @@ TEST(Confirm, ARerunRunsWhatTheBaselineNamesAndNeverWhatTheResultsDo) {
   base.cells[0].setups = {cell_setup("glibc", "", nlohmann::json::object(), params)};
   base.settings = {{"timeout_s", 30}, {"sample_ms", 10}, {"pin", "none"}};
   RunSummary honest = base;
-  honest.cells[0].values["peak_rss"] = mib({150, 151, 152});
+  honest.cells[0].values["peak_rss_bytes"] = mib({150, 151, 152});
   RunSummary planted = honest;
   nlohmann::json foreign = params;
   foreign["command"] = "sh -c 'id > marker'";
@@ -309,7 +377,7 @@ TEST(Confirm, ARerunRunsWhatTheBaselineNamesAndNeverWhatTheResultsDo) {
 
   const allocmark::matrix::MatrixFile variants;
   const std::optional<allocmark::matrix::MatrixFile> no_matrix;
-  GateResult flagged = judge(base, honest, {"peak_rss"}, "", {});
+  GateResult flagged = judge(base, honest, {"peak_rss_bytes"}, "", {});
   ASSERT_EQ(flagged.verdicts[0].verdict, "regressed");
 
   ConfirmationPlan plan = plan_confirmation(flagged.verdicts, {base, "base.json", honest, "now", variants, no_matrix});
@@ -321,7 +389,7 @@ TEST(Confirm, ARerunRunsWhatTheBaselineNamesAndNeverWhatTheResultsDo) {
   plan = plan_confirmation(flagged.verdicts, {base, "base.json", planted, "now", variants, no_matrix});
   EXPECT_TRUE(plan.plan.cells.empty());
   ASSERT_EQ(plan.not_rerun.count("glibc program:tool t1"), 1u);
-  EXPECT_NE(plan.not_rerun["glibc program:tool t1"].find("params command \"/bin/true\" -> \"sh -c 'id > marker'\""), std::string::npos)
+  EXPECT_NE(plan.not_rerun["glibc program:tool t1"].find("params command /bin/true -> \"sh -c 'id > marker'\""), std::string::npos)
       << plan.not_rerun["glibc program:tool t1"];
   GateResult judged = confirm(flagged, {}, plan.not_rerun);
   EXPECT_EQ(judged.verdicts[0].verdict, "not comparable");
@@ -343,7 +411,7 @@ TEST(Confirm, ALibraryOfAnotherMachineIsTheOneItsAllocatorResolvesToHere) {
   const allocmark::matrix::MatrixFile variants;
   const std::optional<allocmark::matrix::MatrixFile> no_matrix;
   const std::string here = allocmark::matrix::resolve_allocator("jemalloc", {}, "test").library;
-  RunSummary base = run_with("peak_rss", mib({100, 101, 102}));
+  RunSummary base = run_with("peak_rss_bytes", mib({100, 101, 102}));
   base.cells[0].allocator = "jemalloc";
   base.cells[0].workload = "program:tool";
   base.cells[0].threads = 1;
@@ -351,9 +419,9 @@ TEST(Confirm, ALibraryOfAnotherMachineIsTheOneItsAllocatorResolvesToHere) {
   base.cells[0].setups = {cell_setup("jemalloc", "/elsewhere/libjemalloc.so.2", nlohmann::json::object(), params)};
   base.settings = {{"timeout_s", 30}, {"pin", "none"}};
   RunSummary now = base;
-  now.cells[0].values["peak_rss"] = mib({150, 151, 152});
+  now.cells[0].values["peak_rss_bytes"] = mib({150, 151, 152});
   now.cells[0].setups = {cell_setup("jemalloc", here, nlohmann::json::object(), params)};
-  GateResult flagged = judge(base, now, {"peak_rss"}, "", {});
+  GateResult flagged = judge(base, now, {"peak_rss_bytes"}, "", {});
   ConfirmationPlan plan = plan_confirmation(flagged.verdicts, {base, "base.json", now, "now", variants, no_matrix});
   EXPECT_TRUE(plan.not_rerun.empty()) << plan.not_rerun.begin()->second;
   ASSERT_FALSE(plan.plan.cells.empty());

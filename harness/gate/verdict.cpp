@@ -40,6 +40,8 @@ Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, 
   std::vector<double> after = a.values.count(m.name) ? a.values.at(m.name) : std::vector<double>{};
   v.before = results::spread_of(before);
   v.after = results::spread_of(after);
+  const double scale = std::abs(v.before.median);
+  if (v.before.n && v.after.n && scale > 0) v.change = (v.after.median - v.before.median) / scale;
   if (before.size() < rule.min_reps || after.size() < rule.min_reps) {
     v.verdict = "not comparable";
     v.reason = fmt::format("fewer than {} repetitions (baseline {}, results {})", rule.min_reps, before.size(), after.size());
@@ -50,7 +52,6 @@ Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, 
     v.reason = fmt::format("the test cannot reach alpha {} with {} and {} repetitions", rule.alpha, before.size(), after.size());
     return v;
   }
-  const double scale = std::abs(v.before.median);
   const double relative_mad = scale > 0 ? v.before.mad / scale : 0;
   if (relative_mad > rule.max_relative_mad) {
     v.verdict = "not comparable";
@@ -59,7 +60,6 @@ Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, 
     return v;
   }
   v.band = std::max(rule.tolerance, rule.mad_factor * relative_mad);
-  v.change = scale > 0 ? (v.after.median - v.before.median) / scale : 0;
   const bool up = v.change > v.band, down = v.change < -v.band;
   const bool big_enough = !m.bytes() || std::abs(v.after.median - v.before.median) >= rule.bytes_floor;
   const bool higher_is_worse = m.row().better == results::Better::lower;
@@ -81,7 +81,8 @@ Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, 
 }
 
 int rank(const std::string& verdict) {
-  static const std::map<std::string, int> order{{"regressed", 0}, {"missing", 1}, {"improved", 2}, {"not comparable", 3}, {"pass", 4}};
+  // What fails the gate first (not comparable fails it too), then what a reviewer would want to know.
+  static const std::map<std::string, int> order{{"regressed", 0}, {"missing", 1}, {"not comparable", 2}, {"improved", 3}, {"pass", 4}};
   return order.at(verdict);
 }
 
@@ -103,13 +104,6 @@ std::string spread_text(const results::Spread& s, const std::string& metric) {
 
 namespace {
 
-std::string detail(const Verdict& v) {
-  std::string out = v.reason;
-  for (const auto& [k, change] : v.changed.items())
-    out += (out.empty() ? "" : "; ") + std::string("changed ") + k + ": " + change[0].dump() + " -> " + change[1].dump();
-  return out;
-}
-
 // Order (regressions first), exit code and the one-line verdict, from the verdicts.
 void conclude(GateResult& result) {
   std::stable_sort(result.verdicts.begin(), result.verdicts.end(),
@@ -123,7 +117,7 @@ void conclude(GateResult& result) {
   if (counts["not comparable"]) result.exit_code = 2;
   else if (counts["regressed"] || counts["missing"]) result.exit_code = 1;
   std::string tally;
-  for (const char* k : {"regressed", "missing", "improved", "not comparable", "pass"})
+  for (const char* k : {"regressed", "missing", "not comparable", "improved", "pass"})
     if (counts[k]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[k], k);
   result.summary = fmt::format("gate: {} ({})", result.exit_code == 0 ? "PASS" : result.exit_code == 1 ? "FAIL" : "NOT COMPARABLE",
                                tally.empty() ? "nothing to compare" : tally);
@@ -177,7 +171,7 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
           v.verdict = "not comparable";
           v.reason = "the machine differs: " + result.machine_difference;
         } else {
-          v.reason = (v.reason.empty() ? "" : v.reason + "; ") + "judged on another machine (--allow-mismatch)";
+          v.other_machine = true;
         }
       }
       result.verdicts.push_back(std::move(v));
@@ -247,38 +241,134 @@ GateResult confirm(const GateResult& first, const GateResult& rerun,
   return out;
 }
 
+namespace {
+
+// Verdict::changed as field diffs ("params live_mib 64 -> 80").
+std::vector<FieldChange> under_test_diff(const Verdict& v) {
+  json from = json::object(), to = json::object();
+  for (const auto& [k, change] : v.changed.items()) {
+    from[k] = change[0];
+    to[k] = change[1];
+  }
+  return field_changes(from, to);
+}
+
+}  // namespace
+
 json verdict_json(const Verdict& v, const std::string& before_name, const std::string& after_name) {
+  json diff_lines = json::array();
+  for (const auto& change : under_test_diff(v)) diff_lines.push_back(change.text());
   auto spread = [](const results::Spread& s) {
     return json{{"n", s.n}, {"median", s.median}, {"min", s.min}, {"max", s.max}, {"mad", s.mad}};
   };
   return json{{"cell", v.cell}, {"allocator", v.allocator}, {"workload", v.workload}, {"threads", v.threads},
               {"phase", v.phase}, {"metric", v.metric}, {"verdict", v.verdict}, {"reason", v.reason},
               {before_name, spread(v.before)}, {after_name, spread(v.after)}, {"change", v.change},
-              {"band", v.band}, {"p", v.p}, {"changed_under_test", v.changed}};
+              {"band", v.band}, {"p", v.p}, {"changed_under_test", v.changed}, {"under_test_diff", diff_lines},
+              {"judged_on_another_machine", v.other_machine}};
 }
 
-std::string render_verdict_rows(const std::vector<Verdict>& verdicts, const std::vector<std::string>& labels,
-                                const std::array<std::string, 3>& headings, bool markdown) {
-  const auto& [label, before, after] = headings;
-  std::string out = markdown ? fmt::format("| {} | cell | metric | {} | {} | change | band | p | notes |\n|---|---|---|---|---|---|---|---|---|\n",
-                                           label, before, after)
-                             : fmt::format("{:<15} {:<36} {:<14} {:>32} {:>32} {:>8} {:>6} {:>6}  {}\n", label, "cell", "metric",
-                                           before, after, "change", "band", "p", "notes");
-  for (std::size_t i = 0; i < verdicts.size(); ++i) {
-    const Verdict& v = verdicts[i];
-    std::string change = v.after.n && v.before.n ? fmt::format("{:+.1f}%", 100 * v.change) : "-";
-    std::string band = v.band > 0 ? fmt::format("{:.1f}%", 100 * v.band) : "-";
-    std::string p = v.p < 1 ? fmt::format("{:.3f}", v.p) : "-";
-    auto text = [&](const std::string& t) {
-      return markdown ? results::markdown_text(t) : results::terminal_line(t);
-    };
-    if (markdown)
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", labels[i], text(v.cell), v.metric,
-                         spread_text(v.before, v.metric), spread_text(v.after, v.metric), change, band, p, text(detail(v)));
-    else
-      out += fmt::format("{:<15} {:<36} {:<14} {:>32} {:>32} {:>8} {:>6} {:>6}  {}\n", labels[i], text(v.cell), v.metric,
-                         spread_text(v.before, v.metric), spread_text(v.after, v.metric), change, band, p, text(detail(v)));
+namespace {
+
+// Text from records and baselines, made safe for the medium.
+std::string shown_as(const std::string& text, bool markdown) {
+  return markdown ? results::markdown_text(text) : results::terminal_line(text);
+}
+
+// Columns of a verdict table, each row's cells as shown.
+std::vector<std::array<std::string, 9>> verdict_cells(const VerdictReport& r, const std::vector<std::size_t>& rows, bool markdown) {
+  auto text = [markdown](const std::string& t) { return shown_as(t, markdown); };
+  std::vector<std::array<std::string, 9>> out;
+  for (std::size_t i : rows) {
+    const Verdict& v = r.verdicts[i];
+    std::string change = "-";
+    if (v.before.n && v.after.n && v.before.median != 0)
+      change = fmt::format("{:+.1f}%{}", 100 * v.change, v.judged() ? "" : " (not judged)");
+    // A row that was not judged has no band or p-value to stand by, whatever was computed first.
+    const std::string band = v.judged() && v.band > 0 ? fmt::format("{:.1f}%", 100 * v.band) : "-";
+    const std::string p = v.judged() && v.p < 1 ? fmt::format("{:.3f}", v.p) : "-";
+    out.push_back({r.labels[i], text(v.cell), v.metric, spread_text(v.before, v.metric), spread_text(v.after, v.metric), change,
+                   band, p, text(v.reason)});
   }
+  return out;
+}
+
+std::string verdict_table(const VerdictReport& r, const std::vector<std::size_t>& rows, bool markdown) {
+  const auto& [label, before, after] = r.headings;
+  const std::array<std::string, 9> head{label, "cell", "metric", before, after, "change", "band", "p", "notes"};
+  const auto cells = verdict_cells(r, rows, markdown);
+  std::string out;
+  if (markdown) {
+    auto line = [](const std::array<std::string, 9>& c) {
+      std::string l = "|";
+      for (const auto& x : c) l += " " + x + " |";
+      return l + "\n";
+    };
+    out += line(head) + "|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& c : cells) out += line(c);
+    return out;
+  }
+  // Columns as wide as their widest entry; text left-aligned, figures right-aligned, notes last.
+  std::array<std::size_t, 9> width{};
+  for (std::size_t k = 0; k < 9; ++k) {
+    width[k] = head[k].size();
+    for (const auto& c : cells) width[k] = std::max(width[k], c[k].size());
+  }
+  auto line = [&width](const std::array<std::string, 9>& c) {
+    std::string l = fmt::format("{:<{}}  {:<{}}  {:<{}}", c[0], width[0], c[1], width[1], c[2], width[2]);
+    for (std::size_t k = 3; k < 8; ++k) l += fmt::format("  {:>{}}", c[k], width[k]);
+    if (!c[8].empty()) l += "  " + c[8];
+    return l + "\n";
+  };
+  out += line(head);
+  for (const auto& c : cells) out += line(c);
+  return out;
+}
+
+// What changed under test, once per distinct change (its fields' diffs, each part made safe for
+// the medium, the arrows allocmark's), with the cells it applies to in the order the rows name them.
+std::vector<std::pair<std::string, std::vector<std::string>>> changes_by_cell(const std::vector<Verdict>& verdicts, bool markdown) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const auto& v : verdicts) {
+    std::string joined;
+    for (const auto& c : under_test_diff(v))
+      joined += (joined.empty() ? "" : "; ") + shown_as(c.field, markdown) + " " + shown_as(c.before, markdown) + " -> " +
+                shown_as(c.after, markdown);
+    if (joined.empty()) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == joined; });
+    if (it == out.end()) it = out.insert(out.end(), {joined, {}});
+    if (std::find(it->second.begin(), it->second.end(), v.cell_name()) == it->second.end()) it->second.push_back(v.cell_name());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_verdict_report(const VerdictReport& r, bool markdown) {
+  auto text = [markdown](const std::string& t) { return shown_as(t, markdown); };
+  std::vector<std::size_t> shown, folded;
+  for (std::size_t i = 0; i < r.verdicts.size(); ++i) (markdown && r.collapsed[i] ? folded : shown).push_back(i);
+  std::string changes;
+  for (const auto& [change, cells] : changes_by_cell(r.verdicts, markdown)) {
+    std::string names;
+    for (const auto& c : cells) names += (names.empty() ? "" : ", ") + text(c);
+    changes += (markdown ? "- " : "  ") + names + ": " + change + "\n";
+  }
+  const std::string changes_heading = "Changed under test (what the cells ran: library, version, environment, parameters):";
+  if (!markdown) {
+    std::string out;
+    for (const auto& line : r.context) out += text(line) + "\n";
+    out += verdict_table(r, shown, false);
+    if (!changes.empty()) out += "\n" + changes_heading + "\n" + changes;
+    return out + "\n" + text(r.conclusion) + "\n";
+  }
+  std::string out = "**" + text(r.conclusion) + "**\n\n";
+  for (const auto& line : r.context) out += text(line) + "\n\n";
+  if (!changes.empty()) out += changes_heading + "\n\n" + changes + "\n";
+  if (!shown.empty()) out += verdict_table(r, shown, true) + "\n";
+  if (!folded.empty())
+    out += fmt::format("<details><summary>{} {}</summary>\n\n{}\n</details>\n", folded.size(), r.collapsed_name,
+                       verdict_table(r, folded, true));
   return out;
 }
 
@@ -289,11 +379,16 @@ std::string render_gate(const GateResult& r, const std::string& format) {
     for (const auto& v : r.verdicts) out["verdicts"].push_back(verdict_json(v, "baseline", "results"));
     return out.dump(2) + "\n";
   }
-  const bool md = format == "markdown";
-  std::vector<std::string> labels;
-  for (const auto& v : r.verdicts) labels.push_back(v.verdict);
-  std::string out = render_verdict_rows(r.verdicts, labels, {"verdict", "baseline", "results"}, md);
-  return out + (md ? "\n**" + results::markdown_text(r.summary) + "**\n" : "\n" + results::terminal_line(r.summary) + "\n");
+  VerdictReport report{r.verdicts, {}, {}, {"verdict", "baseline", "results"}, "pass", r.summary, {}};
+  for (const auto& v : r.verdicts) {
+    report.labels.push_back(v.verdict);
+    report.collapsed.push_back(v.verdict == "pass");
+  }
+  const bool judged_anyway = std::any_of(r.verdicts.begin(), r.verdicts.end(), [](const Verdict& v) { return v.other_machine; });
+  if (!r.machine_difference.empty())
+    report.context.push_back("The machines differ: " + r.machine_difference +
+                             (judged_anyway ? " (judged anyway: --allow-mismatch)" : ""));
+  return render_verdict_report(report, format == "markdown");
 }
 
 }  // namespace allocmark::gate

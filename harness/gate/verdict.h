@@ -39,12 +39,16 @@ struct Verdict {
   std::string reason;
   std::string cell_name() const { return gate::cell_name(allocator, workload, threads); }
   results::Spread before, after;
+  // The medians' relative change, wherever both sides have values: also on a "not comparable" row,
+  // whose move is shown (marked as not judged) rather than hidden behind +0.0%.
   double change = 0, band = 0, p = 1;
   nlohmann::json changed = nlohmann::json::object();  // under-test field -> [before, after]
+  bool other_machine = false;  // judged although the machine differs (--allow-mismatch)
+  bool judged() const { return verdict != "not comparable"; }
 };
 
 struct GateResult {
-  std::vector<Verdict> verdicts;  // regressions, improvements, not comparable, missing, passes
+  std::vector<Verdict> verdicts;  // regressions, missing, not comparable, improvements, passes
   std::string machine_difference;
   int exit_code = 0;              // 0 pass/improved, 1 regressed or missing, 2 not comparable
   std::string summary;            // the one-line verdict
@@ -75,14 +79,28 @@ GateResult confirm(const GateResult& first, const GateResult& rerun,
 inline bool needs_confirmation(const Verdict& v) { return v.verdict == "regressed" || v.verdict == "improved"; }
 
 // Shared by the gate's and compare's reports: one verdict as JSON (the two spreads under the given
-// names), a value and its spread as text ("12.3 MiB [12.1-12.6 MiB] n=3"), and a table or markdown
-// of verdicts whose first column is `labels[i]`; headings = {first column, before, after}. With
-// `escape`, the verdicts' text (cell, notes), which comes from records and baselines, is escaped for
-// the medium (results/safe_text.h: markdown_text, terminal_line); labels and headings never are.
+// names), and a value and its spread as text ("12.3 MiB [12.1-12.6 MiB] n=3").
 nlohmann::json verdict_json(const Verdict& v, const std::string& before_name, const std::string& after_name);
 std::string spread_text(const results::Spread& s, const std::string& metric);
-std::string render_verdict_rows(const std::vector<Verdict>& verdicts, const std::vector<std::string>& labels,
-                                const std::array<std::string, 3>& headings, bool markdown);
+
+// A report of verdicts for people, in one style for gate and compare. Markdown (a pull-request
+// comment) opens with the conclusion, then `context`, what changed under test (once per change, as
+// field diffs naming the cells), the rows a reader must see, and the `collapsed` rows (passes,
+// figures that did not move) folded into a <details> block. The table, for a terminal, keeps every
+// row in the same order and ends with the conclusion, where a terminal leaves it in view and where
+// `tail -1` finds it. Text that comes from records and baselines (cells, notes, changes, context)
+// is escaped for the medium (results/safe_text.h); labels, headings and the conclusion's own words
+// are allocmark's.
+struct VerdictReport {
+  std::vector<Verdict> verdicts;
+  std::vector<std::string> labels;         // each row's first column
+  std::vector<bool> collapsed;             // rows folded away in markdown
+  std::array<std::string, 3> headings;     // {first column, before, after}
+  std::string collapsed_name;              // what the folded rows are ("pass", "same")
+  std::string conclusion;                  // the one line: "gate: PASS (...)"
+  std::vector<std::string> context;        // lines before the rows: the folders, a machine difference
+};
+std::string render_verdict_report(const VerdictReport& report, bool markdown);
 
 // table | markdown | json
 std::string render_gate(const GateResult& result, const std::string& format);
