@@ -30,4 +30,4 @@ fi
 # --tolerance 10%: on one machine the gate matrix passes at the default 5% (0 of 6 runs flagged a
 # cell against one baseline, 2026-12-02), but glibc's arena_churn peaks follow how many arenas its
 # threads create under contention, which moves ~6% between machines (docs/gate.md).
-build/bin/allocmark gate --baseline "$baseline" --results "$out" --metric peak_rss --tolerance 10% --confirm --allow-mismatch --format markdown
+build/bin/allocmark gate "$baseline" "$out" --metric peak_rss_bytes --tolerance 10% --confirm --allow-mismatch --format markdown

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """False positives and power of the gate on real noise (docs/gate.md, docs/benchmarks.md).
 
-    ci/gate_noise.py [--metric peak_rss] RUN1 RUN2 [RUN3 RUN4 ...]
+    ci/gate_noise.py [--metric peak_rss_bytes] RUN1 RUN2 [RUN3 RUN4 ...]
 
 RUN* are independent runs of one matrix (e.g. ci/gate-matrix.toml) on one machine. Disjoint
 pairs (RUN1 vs RUN2, RUN3 vs RUN4, ...) are gated against each other: any `regressed` verdict is a
@@ -17,11 +17,13 @@ import subprocess
 import sys
 import tempfile
 
+# The byte metrics, which planted() scales (as results.jsonl and the gate's verdicts name them).
+BYTE_METRICS = ("peak_rss_bytes", "end_rss_bytes")
 ALLOCMARK = os.environ.get("ALLOCMARK_BIN", os.path.join(os.path.dirname(__file__), "..", "build", "bin", "allocmark"))
 
 
 def gate(baseline, results, metric):
-    p = subprocess.run([ALLOCMARK, "gate", "--baseline", baseline, "--results", results, "--metric", metric,
+    p = subprocess.run([ALLOCMARK, "gate", baseline, results, "--metric", metric,
                         "--format", "json"], capture_output=True, text=True)
     if p.returncode not in (0, 1, 2):
         sys.exit(f"gate failed: {p.stderr}")
@@ -35,7 +37,7 @@ def planted(src, dst, factor):
         for line in f:
             r = json.loads(line)
             for ph in r.get("phases", []):
-                for k in ("peak_rss_bytes", "end_rss_bytes"):
+                for k in BYTE_METRICS:
                     if isinstance(ph.get(k), (int, float)):
                         ph[k] = ph[k] * factor
             out.write(json.dumps(r) + "\n")
@@ -43,7 +45,7 @@ def planted(src, dst, factor):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--metric", default="peak_rss")
+    ap.add_argument("--metric", default="peak_rss_bytes")
     ap.add_argument("runs", nargs="+")
     a = ap.parse_args()
     if len(a.runs) < 2:
@@ -63,7 +65,8 @@ def main():
         totals["not_comparable"] += sum(v["verdict"] == "not comparable" for v in vs)
         print(f"pair {i + 1}: {os.path.basename(before)} vs {os.path.basename(after)}: {len(vs)} verdicts, "
               f"{len(flagged)} regressed {flagged}")
-        if a.metric in ("peak_rss", "end_rss"):
+        # The verdicts name the metric as the metric table does, whichever name --metric used.
+        if vs and all(v["metric"] in BYTE_METRICS for v in vs):
             for factor in power:
                 dst = os.path.join(tmp, f"plant{i}-{factor}")
                 planted(after, dst, factor)

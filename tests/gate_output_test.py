@@ -166,6 +166,8 @@ class OneMetricName(FixtureTest):
         everything = ["--metric", ",".join(sorted(GATED)), "--format", "json"]
         old = self.gate(FORMAT1, FIXTURE, *everything)
         self.assertEqual(old.returncode, 0, old.stdout + old.stderr)
+        self.assertIn("note: %s is a baseline of format 1 (values under the metrics' old names), read as before; "
+                      "`allocmark baseline` now writes format 2" % FORMAT1, old.stderr)
         new = self.gate(self.baseline(), FIXTURE, *everything)
         judged = lambda p: [(v["cell"], v["metric"], v["verdict"], v["baseline"]["median"]) for v in json.loads(p.stdout)["verdicts"]]
         self.assertEqual(judged(old), judged(new))
@@ -178,10 +180,32 @@ class OneMetricName(FixtureTest):
         self.assertEqual(p.returncode, 2)
         self.assertIn("mixed.json: cells[0] (glibc size_mix t1 fill).values: unknown metric 'peak_rss'", p.stderr)
         self.assertIn("format 1 files name it peak_rss, format 2 files peak_rss_bytes", p.stderr)
+        # One metric under both its names in a format 1 file: refused rather than pooled.
+        both = read_json(FORMAT1)
+        both["cells"][0]["values"]["peak_rss_bytes"] = both["cells"][0]["values"]["peak_rss"]
+        p = self.gate(write_json(os.path.join(self.tmp, "both.json"), both), FIXTURE)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("'peak_rss' and 'peak_rss_bytes' are one metric; give its values once", p.stderr)
         future = dict(mixed, allocmark_baseline=3)
         p = self.gate(write_json(os.path.join(self.tmp, "future.json"), future), FIXTURE)
         self.assertEqual(p.returncode, 2)
         self.assertIn("not an allocmark baseline of format 1 to 2", p.stderr)
+
+
+    def test_the_projects_own_baseline_is_format_2_and_ci_gate_uses_todays_names(self):
+        committed = os.path.join(HERE, "..", "ci", "baselines", "gate-matrix.json")
+        self.assertEqual(read_json(committed)["allocmark_baseline"], 2)
+        # Read without a note or a format error; its cells are not the fixture's, so every one of
+        # its cell-phases with a peak is missing from the fixture (exit 1).
+        p = run(["gate", committed, FIXTURE, "--format", "json"])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertNotIn("note", p.stderr)
+        verdicts = json.loads(p.stdout)["verdicts"]
+        self.assertEqual({v["verdict"] for v in verdicts}, {"missing"})
+        self.assertEqual(len(verdicts), sum("peak_rss_bytes" in c["values"] for c in read_json(committed)["cells"]))
+        with open(os.path.join(HERE, "..", "ci", "gate.sh")) as f:
+            invocation = next(line for line in f if line.startswith("build/bin/allocmark gate "))
+        self.assertIn('gate "$baseline" "$out" --metric peak_rss_bytes ', invocation)
 
 
 class ArgumentStyle(FixtureTest):

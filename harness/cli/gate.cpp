@@ -139,6 +139,11 @@ Subcommand add_gate_command(CLI::App& app) {
               if (!f->confirm_matrix.empty()) confirm_matrix = matrix::load_matrix_file(f->confirm_matrix);
             }
             gate::RunSummary base = gate::read_baseline(f->baseline);
+            // Read the same as ever; said so that whoever owns the file knows its next rewrite changes the keys.
+            if (base.baseline_format < gate::kBaselineVersion)
+              std::cerr << fmt::format("allocmark gate: note: {} is a baseline of format {} (values under the metrics' old "
+                                       "names), read as before; `allocmark baseline` now writes format {}\n",
+                                       results::terminal_line(f->baseline), base.baseline_format, gate::kBaselineVersion);
             gate::RunSummary now = gate::summarize_run(f->results);
             gate::GateResult result = gate::judge(base, now, metrics, f->phase, rule);
             gate::require_judgement(result, base, f->baseline, metrics, f->phase);

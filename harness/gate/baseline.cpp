@@ -290,6 +290,7 @@ RunSummary read_baseline(const std::string& path) {
   const bool old_names = version.get<int>() == 1;
   const BaselineReader r{path};
   RunSummary run;
+  run.baseline_format = version.get<int>();
   run.machine = r.object(j, "machine", "machine", json());
   if (run.machine.is_null()) r.fail("machine", "missing: the fingerprint of the machine the baseline was measured on");
   if (j.contains("allocmark_commit") && !j["allocmark_commit"].is_string())
@@ -324,6 +325,8 @@ RunSummary read_baseline(const std::string& path) {
                                       (m ? "; format 1 files name it " + k + ", format " + std::to_string(kBaselineVersion) +
                                                " files " + m->name : std::string()) + ")");
       }
+      if (g.values.count(m->name))
+        r.fail(named + ".values", fmt::format("'{}' and '{}' are one metric; give its values once", m->old_name, m->name));
       if (!v.is_array() || v.empty()) r.fail(named + ".values." + k, "expected a list of one number per repetition, found " + json_excerpt(v));
       for (std::size_t n = 0; n < v.size(); ++n) {
         if (!v[n].is_number()) r.fail(fmt::format("{}.values.{}[{}]", named, k, n), "expected a number, found " + json_excerpt(v[n]));

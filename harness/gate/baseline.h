@@ -62,6 +62,7 @@ struct RunSummary {
   // max_timeline_points, pin, nodes, latency_every, node_figures); empty when unknown.
   nlohmann::json settings = nlohmann::json::object();
   std::vector<GateCell> cells;
+  int baseline_format = 0;  // the file's format when read from a baseline (a note names an old one); 0 for a results folder
 };
 
 // "jemalloc size_mix t2": a cell by what the gate names it by (its phases are GateCells).

@@ -334,9 +334,14 @@ TEST(Baseline, NewFilesUseTheTableNamesAndFormat1FilesStillRead) {
   const RunSummary back = read_baseline(baseline_file("old.json", old));
   EXPECT_EQ(back.cells[0].values.size(), 3u);
   for (const char* name : {"peak_rss_bytes", "rss_above_idle_over_live", "end_rss_bytes"}) EXPECT_EQ(back.cells[0].values.count(name), 1u) << name;
+  EXPECT_EQ(back.baseline_format, 1);  // the command notes an old format
+  std::string both = old;
+  both.replace(both.find("\"end_rss\""), 9, "\"peak_rss_bytes\"");
+  EXPECT_NE(baseline_refusal(both).find("'peak_rss' and 'peak_rss_bytes' are one metric"), std::string::npos) << baseline_refusal(both);
   std::string format2 = old;
   format2.replace(format2.find("\"allocmark_baseline\": 1"), 23, "\"allocmark_baseline\": 2");
-  EXPECT_NE(baseline_refusal(format2).find("unknown metric 'peak_rss' (expected peak_rss_bytes"), std::string::npos) << baseline_refusal(format2);
+  EXPECT_NE(baseline_refusal(format2).find("unknown metric 'end_rss' (expected peak_rss_bytes"), std::string::npos) << baseline_refusal(format2);
+  EXPECT_NE(baseline_refusal(format2).find("format 1 files name it end_rss, format 2 files end_rss_bytes"), std::string::npos);
   format2.replace(format2.find("\"allocmark_baseline\": 2"), 23, "\"allocmark_baseline\": 3");
   EXPECT_NE(baseline_refusal(format2).find("not an allocmark baseline of format 1 to 2"), std::string::npos) << baseline_refusal(format2);
 }
