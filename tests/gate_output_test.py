@@ -238,10 +238,12 @@ class ArgumentStyle(FixtureTest):
         self.assertTrue(os.path.isfile(old))
         p = run(["compare", folder, folder, "-o", old, "--report", page])
         self.assertEqual(p.returncode, 2)
+        self.assertIn("-o and --report: both name the HTML page; give it once, as --report", p.stderr)
         help_text = run(["compare", "--help"]).stdout
         self.assertIn("--report", help_text)
         self.assertIn("HTML page", help_text)
         self.assertNotIn("-o,--out", help_text)
+        self.assertNotIn("Excludes", help_text)
 
     def test_help_says_what_each_command_produces_and_where_defaults_come_from(self):
         self.assertRegex(run(["baseline", "--help"]).stdout, r"-o,--out TEXT REQUIRED\s+the baseline file it writes")

@@ -28,10 +28,12 @@ Subcommand add_compare_command(CLI::App& app) {
   cmd->add_option("--format", f->format,
                   "how stdout gives the comparison: table (a terminal; the summary line last), markdown (a pull-request "
                   "comment: the summary line first, unmoved figures folded) or json (default table)");
-  auto* report = cmd->add_option("--report", f->html,
-                                 "also write the comparison as a self-contained HTML page, this file (table, chart 7, RSS overlays)");
-  // Before --report, -o named the page: kept, with a note, since scripts pass it.
-  cmd->add_option("-o,--out", f->html_by_old_flag, "the same as --report (the old name)")->group("")->excludes(report);
+  cmd->add_option("--report", f->html,
+                  "also write the comparison as a self-contained HTML page, this file (table, chart 7, RSS overlays)");
+  // Before --report, -o named the page: kept, with a note, since scripts pass it. Hidden from the
+  // help, so the two are checked against each other below rather than by CLI11's excludes(),
+  // which would print an empty "Excludes:" beside --report.
+  cmd->add_option("-o,--out", f->html_by_old_flag, "the same as --report (the old name)")->group("");
   cmd->add_option("--charts", f->charts, "also draw chart 7 into this folder (compare.json, compare-*.png; docs/charts.md)");
   cmd->add_option("--chart-format", f->chart_format, "png (default) or svg");
   return {cmd, [f] {
@@ -42,6 +44,8 @@ Subcommand add_compare_command(CLI::App& app) {
             const std::vector<std::string> metrics = parse_gate_metrics(f->metrics_raw, all);
             if (f->chart_format != "png" && f->chart_format != "svg")
               throw matrix::ConfigError("--chart-format: '" + f->chart_format + "' (choose from png, svg)");
+            if (!f->html_by_old_flag.empty() && !f->html.empty())
+              throw matrix::ConfigError("-o and --report: both name the HTML page; give it once, as --report");
             if (!f->html_by_old_flag.empty()) {
               std::cerr << "allocmark: note: compare -o: now called --report (the old name still works)\n";
               f->html = f->html_by_old_flag;
