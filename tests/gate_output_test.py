@@ -220,7 +220,7 @@ class ArgumentStyle(FixtureTest):
         self.assertIn("results", p.stderr)
         p = run(["gate", FIXTURE, base])  # swapped: said, not misread
         self.assertEqual(p.returncode, 2)
-        self.assertIn("a file; --results takes the results folder", p.stderr)
+        self.assertIn("RESULTS (--results) %s: a file; RESULTS takes the results folder to judge and comes second (`gate BASELINE RESULTS`)" % base, p.stderr)
 
     def test_compares_page_has_its_own_flag_and_the_old_o_still_works_with_a_note(self):
         # A copy: the page's writer refreshes the folders' summary files, and FIXTURE is committed.

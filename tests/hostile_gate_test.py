@@ -232,9 +232,9 @@ class HostileGate(TempDirTest):
 
     def test_wrong_paths_and_malformed_baselines_say_what_was_expected(self):
         p = self.gate(self.base_run, self.base_run)
-        self.assert_refused(p, "a folder; --baseline takes the baseline file")
+        self.assert_refused(p, "a folder; BASELINE (--baseline) takes the baseline file")
         self.assertNotIn("basic_filebuf", p.stderr)
-        self.assert_refused(self.gate(self.base_json, self.base_json), "a file; --results takes the results folder")
+        self.assert_refused(self.gate(self.base_json, self.base_json), "a file; RESULTS takes the results folder to judge and comes second")
 
         def bad_threads(b):
             b["cells"][0]["threads"] = "two"

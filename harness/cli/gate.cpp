@@ -45,10 +45,11 @@ double parse_tolerance(const std::string& text) {
 
 void check_results_folder(const std::string& dir) {
   std::error_code ec;
-  if (!fs::exists(dir, ec)) throw matrix::ConfigError("--results " + dir + ": no such results folder");
+  // Named by both spellings: the input may have come as the second positional or as --results.
+  if (!fs::exists(dir, ec)) throw matrix::ConfigError("RESULTS (--results) " + dir + ": no such results folder");
   if (!fs::is_directory(dir, ec))
-    throw matrix::ConfigError("--results " + dir + ": a file; --results takes the results folder to judge (a baseline "
-                              "file goes to --baseline)");
+    throw matrix::ConfigError("RESULTS (--results) " + dir + ": a file; RESULTS takes the results folder to judge and "
+                              "comes second (`gate BASELINE RESULTS`); the baseline file comes first");
   results::refuse_folder_being_written(dir, "wait for it to end: the gate would judge a partial run");
 }
 

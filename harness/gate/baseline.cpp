@@ -269,8 +269,9 @@ json baseline_json(const RunSummary& run, const std::string& source) {
 RunSummary read_baseline(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
-    throw GateError(path + ": a folder; --baseline takes the baseline file that `allocmark baseline DIR -o FILE` writes "
-                    "(to judge two results folders against each other, use `allocmark compare`)");
+    throw GateError(path + ": a folder; BASELINE (--baseline) takes the baseline file that `allocmark baseline DIR -o FILE` "
+                    "writes and comes first (`gate BASELINE RESULTS`; to judge two results folders against each other, use "
+                    "`allocmark compare`)");
   try {
     rs::check_readable_file(path);
   } catch (const rs::ResultsError& e) {

@@ -241,7 +241,7 @@ TEST(Baseline, MalformedFieldsAreNamedWithWhatIsExpected) {
     read_baseline(::testing::TempDir());
     FAIL();
   } catch (const GateError& e) {
-    EXPECT_NE(std::string(e.what()).find("a folder; --baseline takes the baseline file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a folder; BASELINE (--baseline) takes the baseline file"), std::string::npos) << e.what();
   }
 }
 
