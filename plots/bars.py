@@ -7,9 +7,10 @@ import data
 import style
 
 
-def grouped(ax, categories, allocators, values, backends, label_fn=None, scale=1.0):
+def grouped(ax, categories, allocators, values, backends, label_fn=None, scale=1.0, base=0.0):
     """Draw one bar per (category, allocator) present in `values` {(cat, alloc): (median, lo, hi)}.
-    Bars are the median, whiskers span min..max. Returns {(cat, alloc): (x, width)}."""
+    Bars are the median, whiskers span min..max. Bars rise from `base` (1 for ratios to a baseline:
+    a bar below it is slower or smaller, and a log axis can hold it). Returns {(cat, alloc): (x, width)}."""
     n = max(1, len(allocators))
     width = 0.8 / n
     where = {}
@@ -27,15 +28,16 @@ def grouped(ax, categories, allocators, values, backends, label_fn=None, scale=1
             where[(cat, alloc)] = (x, width)
         if not xs:
             continue
-        ax.bar(xs, meds, width * 0.92, color=style.colour(alloc, backends.get(alloc)), label=alloc,
-               yerr=np.array([los, his]), ecolor="#222222", capsize=2, error_kw={"elinewidth": 0.8})
+        ax.bar(xs, [m - base for m in meds], width * 0.92, bottom=base, color=style.colour(alloc, backends.get(alloc)),
+               label=alloc, yerr=np.array([los, his]), ecolor="#222222", capsize=2, error_kw={"elinewidth": 0.8})
         if label_fn:
             for x, cat in zip(xs, [c for c in categories if (c, alloc) in values]):
                 text = label_fn(cat, alloc)
                 if text:
-                    top = values[(cat, alloc)][2] * scale
-                    ax.annotate(text, (x, top), textcoords="offset points", xytext=(0, 2), ha="center",
-                                va="bottom", fontsize=6.5, rotation=90 if n > 3 else 0)
+                    med, lo, hi = (v * scale for v in values[(cat, alloc)])
+                    below = med < base
+                    ax.annotate(text, (x, lo if below else hi), textcoords="offset points", xytext=(0, -2 if below else 2),
+                                ha="center", va="top" if below else "bottom", fontsize=6.5, rotation=90 if n > 3 else 0)
     ax.set_xticks(range(len(categories)))
     ax.set_xticklabels([str(c) for c in categories])
     ax.set_xlim(-0.6, len(categories) - 0.4)

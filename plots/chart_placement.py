@@ -17,10 +17,13 @@ def draw(run, opts, out_dir, fmt):
     if not groups:
         return [], ["placement: this run has no per-node figures (summary.json node_groups; records from before "
                     "issue 11 lack phases[].nodes)"]
+    nodes = run.ordered("node", groups)
+    if len(nodes) < 2:
+        return [], ["placement: one NUMA node (node %s): every page is on the allocating thread's node, so there is "
+                    "nothing to place (the NUMA lab gives a multi-node kernel: docs/lab.md)" % nodes[0]]
     allocs = run.allocator_order(groups)
     backends = {a: run.backend(a) for a in allocs}
-    width = min(16.0, max(10.0, 2.0 + 0.4 * len(allocs) * len(run.ordered("phase", groups))
-                          * len(run.ordered("node", groups))))
+    width = style.width(max(10.0, 2.0 + 0.4 * len(allocs) * len(run.ordered("phase", groups)) * len(nodes)))
     fig = bars.metric_grid(groups, PANELS, lambda g: "%s\n%dT n%s" % (g["phase"], g["threads"], g["node"]),
                            "phase, threads, node", allocs, backends, width)
     fig.suptitle("Where does each allocator's memory land per NUMA node, and is it local to its threads?", fontsize=11)
