@@ -1,5 +1,4 @@
 """Grouped bars with min-max error bars: the shape several charts share."""
-import matplotlib.pyplot as plt
 import numpy as np
 
 import data
@@ -61,36 +60,3 @@ def values_of(groups, metric, category, scale=1.0):
 def empty_panel(ax, what):
     ax.text(0.5, 0.5, "no %s in summary.json" % what, ha="center", va="center", transform=ax.transAxes, fontsize=8)
     ax.set_axis_off()
-
-
-def metric_panel(ax, groups, category, metric, label, scale, text, allocs, backends, xlabel, title):
-    """One panel of a workload x metric grid: a bar per (category(group), allocator) of `metric`'s
-    median, min-max whiskers, the median as the bar's label. False (and a note in the panel) when
-    no group has the metric."""
-    cats, values = values_of(groups, metric, category, scale)
-    if not values:
-        empty_panel(ax, metric)
-        return False
-    grouped(ax, cats, allocs, values, backends, lambda c, a: text % values[(c, a)][0] if (c, a) in values else "")
-    ax.set_ylabel(label)
-    ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=9)
-    ax.margins(y=0.2)
-    return True
-
-
-def metric_grid(groups, panels, category, xlabel, allocs, backends, width):
-    """A figure of one row per workload and one metric_panel per (metric, label, scale, text) of
-    `panels`; the legend beside the first row's last panel."""
-    workloads = []
-    for g in groups:
-        if g["workload"] not in workloads:
-            workloads.append(g["workload"])
-    fig, axes = plt.subplots(len(workloads), len(panels), squeeze=False, figsize=(width, 1.3 + 2.8 * len(workloads)))
-    for row, wl in enumerate(workloads):
-        wg = [g for g in groups if g["workload"] == wl]
-        for col, (metric, label, scale, text) in enumerate(panels):
-            drawn = metric_panel(axes[row][col], wg, category, metric, label, scale, text, allocs, backends, xlabel, wl)
-            if drawn and row == 0 and col == len(panels) - 1:
-                axes[row][col].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    return fig

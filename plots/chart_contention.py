@@ -114,9 +114,9 @@ def _draw_nodes(run, out_dir, fmt):
                 ax.tick_params(axis="x", labelsize=7)
     _legend_beside(fig, axes, allocs)
     fig.suptitle("Where do threads wait in the allocator, per NUMA node? Call latency of the threads on each node", fontsize=11)
-    note = ("bars p99.9, dots p50, dashes p99 of the calls timed on the node's CPUs (each thread's calls count on "
+    note = ("p50 (dot) to p99.9 (triangle), dash p99, of the calls timed on the node's CPUs (each thread's calls count on "
             "the node of its last timed call); medians per phase over repetitions, whiskers min-max; "
-            "lock counters, sleeps and run-queue wait are the process's, in contention.%s" % fmt)
+            "lock counters, sleeps and run-queue wait are the process's, in contention-WORKLOAD.%s" % fmt)
     path = "%s/contention-nodes.%s" % (out_dir, fmt)
     return [style.finish(fig, run.meta, path, fmt, note)], []
 

@@ -5,7 +5,6 @@ import re
 
 import matplotlib.pyplot as plt
 
-import data
 import style
 
 KIND = "percall"

@@ -93,8 +93,7 @@ def _figure(run, out_dir, fmt, wl, t, allocs, cells, groups, backends):
                 line = aligned(r)
                 ax.plot([p[0] for p in line], [style.mib(p[1]) for p in line], color=c, alpha=0.3, linewidth=0.8)
         line = aligned(bold)
-        ax.plot([p[0] for p in line], [style.mib(p[1]) for p in line], color=c, linewidth=2.0,
-                label="RSS, rep %s (bold; %d rep%s faint)" % (bold.get("rep"), len(reps) - 1, "" if len(reps) == 2 else "s"))
+        ax.plot([p[0] for p in line], [style.mib(p[1]) for p in line], color=c, linewidth=2.0)
         # Live requested bytes at this repetition's phase edges (exact there), dashed; each phase's peak dotted.
         xs, ys = [], []
         for p in bold.get("phases") or []:
@@ -103,16 +102,15 @@ def _figure(run, out_dir, fmt, wl, t, allocs, cells, groups, backends):
             xs += [p["start_ms"] - start, p["end_ms"] - start]
             ys += [style.mib(p["start_live_bytes"]), style.mib(p.get("end_live_bytes") or 0)]
         if xs:
-            ax.plot(xs, ys, linestyle="--", color="black", linewidth=1.1, label="live requested bytes at phase edges")
+            ax.plot(xs, ys, linestyle="--", color="black", linewidth=1.1)
             for p in bold["phases"]:
                 if p.get("peak_live_bytes") is not None and p.get("start_ms") is not None:
                     ax.hlines(style.mib(p["peak_live_bytes"]), p["start_ms"] - start, p["end_ms"] - start,
                               colors="black", linestyles=":", linewidth=1.0)
         ax.set_ylim(0, style.mib(ymax) * 1.22)
         ax.set_ylabel("RSS (MiB)")
-        ax.set_title("%s (%d rep%s)" % (alloc, len(reps), "" if len(reps) == 1 else "s"), fontsize=9.5, loc="left",
-                     color=c, fontweight="bold")
-        ax.legend(loc="upper right", fontsize=7, frameon=False)
+        ax.set_title("%s: %d repetition%s, bold rep %s" % (alloc, len(reps), "" if len(reps) == 1 else "s", bold.get("rep")),
+                     fontsize=9.5, loc="left", color=c, fontweight="bold")
         first = [p[0] for r in reps for p in aligned(r)[:1]]
         last = [p[0] for r in reps for p in aligned(r)[-1:]]
         style.tag(ax, allocator=alloc, bold_rep=bold.get("rep"), phase_start_ms=start,
@@ -129,6 +127,12 @@ def _figure(run, out_dir, fmt, wl, t, allocs, cells, groups, backends):
             narrow = (p["end"] - p["start"]) < 0.07 * (hi - lo)
             ax.text((p["start"] + p["end"]) / 2, top * 0.97, p["name"] or "?", ha="center", va="top", fontsize=7.5,
                     color="#333333", clip_on=True, rotation=90 if narrow else 0)
+    from matplotlib.lines import Line2D
+    style.legend(fig, [Line2D([], [], color="#555555", linewidth=2.0), Line2D([], [], color="#555555", alpha=0.3),
+                       Line2D([], [], color="black", linestyle="--", linewidth=1.1),
+                       Line2D([], [], color="black", linestyle=":", linewidth=1.0)],
+                 ["RSS of the repetition closest to the median peak", "RSS of the other repetitions",
+                  "live requested bytes (exact at phase edges)", "peak live bytes of each phase"])
     axes[-1][0].set_xlabel("ms since the allocator's own first phase start (each repetition on its own clock)")
     axes[-1][0].set_xlim(left=0)
     fig.suptitle("%s, %d thread%s: how does RSS move through the phases, and is memory returned?"
