@@ -287,9 +287,9 @@ def _describe(fig, path, note):
         panels.append({"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
                        "yscale": ax.get_yscale(), "xlim": list(ax.get_xlim()), "ylim": list(ax.get_ylim()),
                        "info": getattr(ax, "allocmark_info", {})})
-    dpi = matplotlib.rcParams["savefig.dpi"]
+    width_px, height_px = fig.canvas.get_width_height()  # as saved (savefig.dpi is figure.dpi)
     DESCRIPTIONS[os.path.basename(path)] = {
-        "width_px": int(round(fig.get_figwidth() * dpi)), "height_px": int(round(fig.get_figheight() * dpi)),
+        "width_px": width_px, "height_px": height_px,
         "panels": panels, "warnings": list(getattr(fig, "allocmark_warnings", [])),
         "notices": list(getattr(fig, "allocmark_notices", [])), "note": note or "",
         "info": getattr(fig, "allocmark_info", {})}
@@ -336,8 +336,8 @@ def finish(fig, meta, path, fmt, note=None):
     for ax in fig.axes:
         _log_ticks(ax)
     fig.tight_layout(rect=(0, bottom, 1, 1.0 - used / height_pt))
-    _describe(fig, path, note)
     fig.savefig(path, format=fmt)
+    _describe(fig, path, note)
     import matplotlib.pyplot as plt
     plt.close(fig)
     return path

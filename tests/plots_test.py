@@ -159,7 +159,9 @@ class Usage(unittest.TestCase):
             folder = fixture_copy("single-allocator", tmp)
             for args, needle in (([tmp + "/missing"], "not a folder"), ([tmp], "no results.jsonl"),
                                  ([folder, "--only", "pie"], "--only"), ([folder, "--format", "gif"], "--format"),
-                                 ([folder, "--baseline", "nosuch"], "--baseline"), ([folder, "--bogus"], "bogus")):
+                                 ([folder, "--baseline", "nosuch"], "--baseline"), ([folder, "--bogus"], "bogus"),
+                                 ([folder, "--describe", tmp], "--describe"),
+                                 ([folder, "--describe", tmp + "/missing/d.json"], "--describe")):
                 with self.subTest(args=args):
                     proc = run_script(*args)
                     self.assertEqual(proc.returncode, 2, proc.stderr)
