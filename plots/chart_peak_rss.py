@@ -82,8 +82,9 @@ def _figure(run, out_dir, fmt, wl, wg, live, backends):
     if below:
         worst = min(below, key=lambda b: b[3])
         style.notice(fig, "RSS above idle sits below the requested live bytes in %d phase group%s (down to x%.2f: %s, %s, "
-                     "%dT): the workload requested bytes it never wrote, and untouched pages are not resident, so "
-                     "there the ticks are not a floor and x < 1 is not an allocator beating it"
+                     "%dT): requested bytes the workload never wrote are not resident (untouched pages), and pages "
+                     "already resident at idle (set-up's, freed) can serve the phase's blocks, so there the ticks "
+                     "are not a floor and x < 1 is not an allocator beating it"
                      % (len(below), "" if len(below) == 1 else "s", worst[3], worst[2], worst[0], worst[1]))
     fig.suptitle("%s: how much RSS does each allocator hold at peak, above the live set?" % wl, fontsize=11)
     note = ("bars: median exact peak RSS per phase, whiskers min-max over repetitions; black ticks: %s; label: "

@@ -103,6 +103,19 @@ def _figure(run, opts, out_dir, fmt, wl, t, groups, allocs, base, backends):
                 ax.errorbar(xs, meds, yerr=[los, his], color=style.colour(alloc, backends.get(alloc)), marker="o",
                             markersize=4.5, linewidth=1.2 if series else 0, capsize=2, elinewidth=0.8, label=alloc)
         ax.axhline(1.0, color=style.colour(base, backends.get(base)), linewidth=1.4, label="%s (= 1)" % base)
+        # The baseline's own spread at 1 (its min and max over its median): a ratio is only as sure
+        # as the median under it, and one stalled repetition of the baseline moves every ratio.
+        bx, blo, bhi = [], [], []
+        for x, bench in enumerate(benches):
+            m = base_group["workload_metrics"][PREFIX + bench]
+            if m.get("median"):
+                bx.append(x)
+                blo.append(1.0 - m.get("min", m["median"]) / m["median"])
+                bhi.append(m.get("max", m["median"]) / m["median"] - 1.0)
+                ratios += [m.get("min", m["median"]) / m["median"], m.get("max", m["median"]) / m["median"]]
+        if bx:
+            ax.errorbar(bx, [1.0] * len(bx), yerr=[blo, bhi], fmt="none", ecolor=style.colour(base, backends.get(base)),
+                        elinewidth=2.4, alpha=0.45, capsize=0, label="%s min-max over its median" % base)
         if not benches:
             ax.text(0.5, 0.5, "%s has no ns_per_op for %s" % (base, phase), transform=ax.transAxes, ha="center")
         ax.set_xticks(range(len(benches)))
@@ -118,13 +131,15 @@ def _figure(run, opts, out_dir, fmt, wl, t, groups, allocs, base, backends):
             style.log_axis(ax)
         ax.set_ylabel("ns/op relative to %s (x%s)" % (base, ", log" if log else ""))
         ax.set_title("%s: ns per operation (below 1: faster than %s)" % (phase, base), fontsize=9.5)
-        style.tag(ax, workload=wl, threads=t, phase=phase, benchmarks=benches)
+        style.tag(ax, workload=wl, threads=t, phase=phase, benchmarks=benches,
+                  baseline_band=[benches[x] for x in bx])
     style.legend(fig, *style.legend_of(fig.axes))
     fig.suptitle("%s, %d thread%s: what does one call cost under each allocator, relative to %s?"
                  % (wl, t, "" if t == 1 else "s", base), fontsize=11)
     note = ("points: median ns/op of each Google Benchmark benchmark (summary.json workload_metrics ns_per_op.*) over "
-            "%s's median, whiskers the allocator's min and max over repetitions over the same median; under each "
-            "size, %s's median ns/op; below 1 is faster" % (base, base))
+            "%s's median, whiskers the allocator's min and max over repetitions over the same median; the band at 1: "
+            "%s's own min and max over its median; under each size, %s's median ns/op; below 1 is faster"
+            % (base, base, base))
     path = "%s/percall-%s-t%d.%s" % (out_dir, style.safe_name(wl), t, fmt) if wl != "percall" else \
         "%s/percall-t%d.%s" % (out_dir, t, fmt)
     return style.finish(fig, run.meta, path, fmt, note)

@@ -142,6 +142,10 @@ def safe_name(text):
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
+# The longest caption drawn under a chart (a few lines at the capped width).
+NOTE_LIMIT = 2400
+
+
 def footer(fig, meta, note=None):
     """Machine, allocator versions and command under the figure (wrapped to the figure's width)."""
     import textwrap
@@ -152,10 +156,12 @@ def footer(fig, meta, note=None):
     if versions:
         parts.append("allocators: " + "; ".join(versions))
     parts.append("command: " + command_of(meta))
-    if note:
-        parts.append(note)
-    # Each part is a line or a few: a record's megabyte-long name would make textwrap quadratic.
+    # Each part from the records is a line or a few: a megabyte-long name would make textwrap
+    # quadratic. The chart's own note is built from names already cut (data.Run) and says what was
+    # left out, so it gets room for every clause rather than an ellipsis in the middle of a list.
     parts = [short(p, 600) for p in parts]
+    if note:
+        parts.append(short(note, NOTE_LIMIT))
     width_chars = int(fig.get_figwidth() * 72 / 4.6)
     lines = []
     for p in parts:

@@ -170,6 +170,9 @@ class TinyRun(Plotted):
             self.assertEqual(panel["info"]["benchmarks"],
                              [k[len("ns_per_op."):] for k in g["workload_metrics"] if k.startswith("ns_per_op.")])
             self.assertIn("relative to glibc", panel["ylabel"])
+            # The baseline's own min-max is drawn at 1 for every benchmark: a ratio is only as sure
+            # as the median under it.
+            self.assertEqual(panel["info"]["baseline_band"], panel["info"]["benchmarks"])
         self.assert_every_png_within_the_cap(described, out)
 
     def test_throughput_leaves_out_what_the_workload_says_is_not_a_speed(self):
