@@ -6,6 +6,11 @@ import data
 import style
 
 
+# Bars in one panel beyond which their value labels stand upright: flat, neighbours' labels run
+# into each other ("1.36k2.25k") at the panel widths the charts use.
+LABELS_FLAT = 10
+
+
 def grouped(ax, categories, allocators, values, backends, label_fn=None, scale=1.0, base=0.0):
     """Draw one bar per (category, allocator) present in `values` {(cat, alloc): (median, lo, hi)}.
     Bars are the median, whiskers span min..max. Bars rise from `base` (1 for ratios to a baseline:
@@ -36,7 +41,8 @@ def grouped(ax, categories, allocators, values, backends, label_fn=None, scale=1
                     med, lo, hi = (v * scale for v in values[(cat, alloc)])
                     below = med < base
                     ax.annotate(text, (x, lo if below else hi), textcoords="offset points", xytext=(0, -2 if below else 2),
-                                ha="center", va="top" if below else "bottom", fontsize=6.5, rotation=90 if n > 3 else 0)
+                                ha="center", va="top" if below else "bottom", fontsize=6.5,
+                                rotation=90 if n > 3 or n * len(categories) > LABELS_FLAT else 0)
     ax.set_xticks(range(len(categories)))
     ax.set_xticklabels([str(c) for c in categories])
     ax.set_xlim(-0.6, len(categories) - 0.4)

@@ -167,15 +167,24 @@ def draw(run, opts, out_dir, fmt):
 def _workload_figure(run, out_dir, fmt, wl, wg, allocs, backends, cpus):
     """One workload: a panel per figure (malloc and free latency, sleeps, run-queue wait, lock
     counters where some allocator keeps them), wrapped into rows at the capped width."""
-    with_locks = any(data.metric(g, "lock_wait_s") for g in wg)
+    with_locks = any(data.metric(g, m) for g in wg for m, *_ in LOCKS)
     panels = [("tail",) + t for t in TAILS] + [("plain",) + r for r in RATES] + \
         ([("plain",) + l for l in LOCKS] if with_locks else [])
+    # A figure no group of this workload has (call latency where the calls happen inside a library
+    # allocmark does not instrument, or are timed by the workload itself) is named in the caption,
+    # not drawn as an empty panel.
+    def metric_of(panel):
+        return panel[2] + "_p999_ns" if panel[0] == "tail" else panel[1]
+
+    absent = [p for p in panels if not any(data.metric(g, metric_of(p)) for g in wg)]
+    panels = [p for p in panels if p not in absent]
     allocs = [a for a in allocs if any(g["allocator"] == a for g in wg)]
     cats = len(run.ordered("phase", wg)) * len(run.ordered("threads", wg))
     # At least two panels to a row: a wide workload's bars get narrower rather than its figure taller.
     panel_width = min((style.MAX_WIDTH_IN - 1.6) / 2, max(style.PANEL_MIN_WIDTH_IN, 1.0 + 0.17 * cats * len(allocs)))
     cols = min(3, style.columns(len(panels), panel_width))
     rows = -(-len(panels) // cols)
+    cols = -(-len(panels) // rows)  # as even as the rows allow: four panels are 2 x 2, not 3 + 1
     fig, axes = plt.subplots(rows, cols, squeeze=False, figsize=(style.width(0.6 + panel_width * cols), 1.6 + 3.0 * rows))
     for i, panel in enumerate(panels):
         ax = axes[i // cols][i % cols]
@@ -203,8 +212,12 @@ def _workload_figure(run, out_dir, fmt, wl, wg, allocs, backends, cpus):
     fig.suptitle("%s: where do threads wait in the allocator? Call latency, sleeps and run-queue wait%s"
                  % (wl, "; lock counters where kept" if with_locks else ""), fontsize=11)
     note = ("latency: p50 (dot) to p99.9 (triangle, whiskers its min-max over repetitions), dash p99, of sampled "
-            "malloc/free calls (one in N per thread), medians per phase over repetitions; bars: medians, whiskers min-max; "
-            "phases without operations (idle) left out")
+            "malloc/free calls (one in N per thread), medians per phase over repetitions; "
+            if any(p[0] == "tail" for p in panels) else "")
+    note += "bars: medians, whiskers min-max; phases without operations (idle) left out"
+    if absent:
+        note += "; not recorded for this workload: %s (results.jsonl phases[].latency_absent says why)" % ", ".join(
+            "%s call latency" % p[1] if p[0] == "tail" else p[1] for p in absent)
     if with_locks:
         lockless = [a for a in allocs if not any(data.metric(g, "lock_wait_s") for g in wg if g["allocator"] == a)]
         if lockless:

@@ -319,7 +319,10 @@ def finish(fig, meta, path, fmt, note=None):
         labels = fig.allocmark_legend[1]
         ncol = max(1, min(len(labels), int(fig.get_figwidth() // 2.0)))
         legend_rows = -(-len(labels) // ncol)
-    added = sum(len(lines) * 9.5 * 1.3 + 16 for lines, *_ in boxes) + (legend_rows * 13.0 + 6 if legend_rows else 0)
+    # The title at 11 pt averages about 6 pt a character.
+    title_chars = int(fig.get_figwidth() * 72 / 6.3)
+    title_lines = max(1, len(textwrap.wrap(fig._suptitle.get_text(), title_chars))) if fig._suptitle is not None else 1
+    added = 15.0 * (title_lines - 1) + sum(len(lines) * 9.5 * 1.3 + 16 for lines, *_ in boxes) + (legend_rows * 13.0 + 6 if legend_rows else 0)
     fig.set_figheight(fig.get_figheight() + added / 72.0)
     n = footer(fig, meta, note)
     height_pt = fig.get_figheight() * 72.0
@@ -331,9 +334,11 @@ def finish(fig, meta, path, fmt, note=None):
                  bbox={"boxstyle": "round,pad=0.35", "facecolor": fill, "edgecolor": edge})
         used += len(lines) * 9.5 * 1.3 + 16
     if fig._suptitle is not None:
+        # A question longer than the figure is wide wraps (a narrow figure cuts it otherwise).
+        fig._suptitle.set_text("\n".join(textwrap.wrap(fig._suptitle.get_text(), title_chars)))
         fig._suptitle.set_y(1.0 - used / height_pt)
         fig._suptitle.set_va("top")
-        used += 20.0
+        used += 20.0 + 15.0 * (title_lines - 1)
     if legend_rows:
         handles, labels = fig.allocmark_legend
         fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1.0 - used / height_pt), ncol=ncol,
