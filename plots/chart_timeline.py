@@ -70,7 +70,11 @@ def draw(run, opts, out_dir, fmt):
 def _figure(run, out_dir, fmt, wl, t, allocs, cells, groups, backends):
     fig, axes = plt.subplots(len(allocs), 1, squeeze=False, sharex=True, sharey=True,
                              figsize=(style.width(11.0), 1.6 + 2.1 * len(allocs)))
-    ymax = max(p[1] for a in allocs for r in cells[(wl, t, a)] for p in r["timeline"]) or 1
+    # One scale that holds the RSS lines and the live bytes drawn over them (hash_build requests more
+    # than it touches: its live line sits above its RSS).
+    ymax = max([p[1] for a in allocs for r in cells[(wl, t, a)] for p in r["timeline"]] +
+               [ph.get(k) or 0 for a in allocs for r in cells[(wl, t, a)] for ph in r.get("phases") or []
+                for k in ("start_live_bytes", "end_live_bytes", "peak_live_bytes")]) or 1
     for row, alloc in enumerate(allocs):
         ax = axes[row][0]
         reps = cells[(wl, t, alloc)]
