@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """allocmark's charts: plots/allocmark_plots.py DIR [--out DIR/charts] [--format png|svg]
-[--only KIND,...] [--baseline ALLOCATOR] [--log]
+[--only KIND,...] [--baseline ALLOCATOR] [--log] [--describe FILE]
 
 Reads DIR/summary.json (every figure: medians, min-max spreads), DIR/meta.json (footer) and
 DIR/timelines.jsonl (the kept cells' timelines), both written by the results model; computes no
@@ -10,6 +10,7 @@ folder that is not a results folder with summary.json and timelines.jsonl.
 Needs only Debian's python3-matplotlib and python3-numpy (run with /usr/bin/python3).
 """
 import argparse
+import json
 import os
 import sys
 
@@ -18,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import chart_contention  # noqa: E402
 import chart_peak_rss  # noqa: E402
+import chart_percall  # noqa: E402
 import chart_placement  # noqa: E402
 import chart_scaling  # noqa: E402
 import chart_throughput  # noqa: E402
@@ -26,8 +28,8 @@ import chart_variants  # noqa: E402
 import data  # noqa: E402
 import style  # noqa: E402
 
-CHARTS = [chart_peak_rss, chart_timeline, chart_throughput, chart_scaling, chart_variants, chart_contention,
-          chart_placement]
+CHARTS = [chart_peak_rss, chart_timeline, chart_throughput, chart_percall, chart_scaling, chart_variants,
+          chart_contention, chart_placement]
 KINDS = [c.KIND for c in CHARTS]
 
 
@@ -47,7 +49,10 @@ def parse(argv):
     p.add_argument("--format", default="png", help="png (default) or svg")
     p.add_argument("--only", help="comma-separated chart kinds: " + ",".join(KINDS))
     p.add_argument("--baseline", help="allocator throughput is normalised to (default glibc if present, else the first)")
-    p.add_argument("--log", action="store_true", help="log scale for the normalised throughput")
+    p.add_argument("--log", action="store_true", help="log scale for the normalised throughput in every panel")
+    p.add_argument("--describe", metavar="FILE",
+                   help="also write FILE: each chart's size in pixels, panels (title, axes, what each shows), "
+                        "warnings and caption, and the skipped charts' reasons, as JSON")
     opts = p.parse_args(argv)
     if opts.format not in ("png", "svg"):
         raise UsageError("--format: unknown format '%s' (choose from png, svg)" % opts.format)
@@ -61,6 +66,12 @@ def parse(argv):
         opts.only = KINDS
     if opts.baseline is not None and not opts.baseline:
         raise UsageError("--baseline: empty allocator name")
+    if opts.describe is not None:
+        if not opts.describe or os.path.isdir(opts.describe):
+            raise UsageError("--describe: '%s' is not a file name (the description is one JSON file)" % opts.describe)
+        parent = os.path.dirname(os.path.abspath(opts.describe))
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            raise UsageError("--describe %s: its folder %s does not exist or is not writable" % (opts.describe, parent))
     return opts
 
 
@@ -83,6 +94,7 @@ def main(argv):
     style.apply()
     written = 0
     failed = 0
+    all_skipped = []
     for chart in CHARTS:
         if chart.KIND not in opts.only:
             continue
@@ -92,6 +104,7 @@ def main(argv):
             style.report_failure(chart.KIND, e)
             failed += 1
             continue
+        all_skipped += skipped
         for reason in skipped:
             print("allocmark_plots: skipped %s" % reason, file=sys.stderr)
         for f in files:
@@ -99,6 +112,13 @@ def main(argv):
         written += len(files)
     if not written:
         print("allocmark_plots: no chart for this run's data (reasons above)", file=sys.stderr)
+    if opts.describe:
+        try:
+            with open(opts.describe, "w") as f:
+                json.dump({"charts": style.DESCRIPTIONS, "skipped": all_skipped}, f, indent=1)
+        except OSError as e:
+            print("allocmark_plots: error: --describe %s: %s" % (opts.describe, e.strerror or e), file=sys.stderr)
+            return 1
     return 1 if failed else 0
 
 

@@ -1,5 +1,4 @@
 """Grouped bars with min-max error bars: the shape several charts share."""
-import matplotlib.pyplot as plt
 import numpy as np
 
 import data
@@ -7,9 +6,15 @@ import data
 import style
 
 
-def grouped(ax, categories, allocators, values, backends, label_fn=None, scale=1.0):
+# Bars in one panel beyond which their value labels stand upright: flat, neighbours' labels run
+# into each other ("1.36k2.25k") at the panel widths the charts use.
+LABELS_FLAT = 10
+
+
+def grouped(ax, categories, allocators, values, backends, label_fn=None, scale=1.0, base=0.0):
     """Draw one bar per (category, allocator) present in `values` {(cat, alloc): (median, lo, hi)}.
-    Bars are the median, whiskers span min..max. Returns {(cat, alloc): (x, width)}."""
+    Bars are the median, whiskers span min..max. Bars rise from `base` (1 for ratios to a baseline:
+    a bar below it is slower or smaller, and a log axis can hold it). Returns {(cat, alloc): (x, width)}."""
     n = max(1, len(allocators))
     width = 0.8 / n
     where = {}
@@ -27,15 +32,17 @@ def grouped(ax, categories, allocators, values, backends, label_fn=None, scale=1
             where[(cat, alloc)] = (x, width)
         if not xs:
             continue
-        ax.bar(xs, meds, width * 0.92, color=style.colour(alloc, backends.get(alloc)), label=alloc,
-               yerr=np.array([los, his]), ecolor="#222222", capsize=2, error_kw={"elinewidth": 0.8})
+        ax.bar(xs, [m - base for m in meds], width * 0.92, bottom=base, color=style.colour(alloc, backends.get(alloc)),
+               label=alloc, yerr=np.array([los, his]), ecolor="#222222", capsize=2, error_kw={"elinewidth": 0.8})
         if label_fn:
             for x, cat in zip(xs, [c for c in categories if (c, alloc) in values]):
                 text = label_fn(cat, alloc)
                 if text:
-                    top = values[(cat, alloc)][2] * scale
-                    ax.annotate(text, (x, top), textcoords="offset points", xytext=(0, 2), ha="center",
-                                va="bottom", fontsize=6.5, rotation=90 if n > 3 else 0)
+                    med, lo, hi = (v * scale for v in values[(cat, alloc)])
+                    below = med < base
+                    ax.annotate(text, (x, lo if below else hi), textcoords="offset points", xytext=(0, -2 if below else 2),
+                                ha="center", va="top" if below else "bottom", fontsize=6.5,
+                                rotation=90 if n > 3 or n * len(categories) > LABELS_FLAT else 0)
     ax.set_xticks(range(len(categories)))
     ax.set_xticklabels([str(c) for c in categories])
     ax.set_xlim(-0.6, len(categories) - 0.4)
@@ -59,36 +66,3 @@ def values_of(groups, metric, category, scale=1.0):
 def empty_panel(ax, what):
     ax.text(0.5, 0.5, "no %s in summary.json" % what, ha="center", va="center", transform=ax.transAxes, fontsize=8)
     ax.set_axis_off()
-
-
-def metric_panel(ax, groups, category, metric, label, scale, text, allocs, backends, xlabel, title):
-    """One panel of a workload x metric grid: a bar per (category(group), allocator) of `metric`'s
-    median, min-max whiskers, the median as the bar's label. False (and a note in the panel) when
-    no group has the metric."""
-    cats, values = values_of(groups, metric, category, scale)
-    if not values:
-        empty_panel(ax, metric)
-        return False
-    grouped(ax, cats, allocs, values, backends, lambda c, a: text % values[(c, a)][0] if (c, a) in values else "")
-    ax.set_ylabel(label)
-    ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=9)
-    ax.margins(y=0.2)
-    return True
-
-
-def metric_grid(groups, panels, category, xlabel, allocs, backends, width):
-    """A figure of one row per workload and one metric_panel per (metric, label, scale, text) of
-    `panels`; the legend beside the first row's last panel."""
-    workloads = []
-    for g in groups:
-        if g["workload"] not in workloads:
-            workloads.append(g["workload"])
-    fig, axes = plt.subplots(len(workloads), len(panels), squeeze=False, figsize=(width, 1.3 + 2.8 * len(workloads)))
-    for row, wl in enumerate(workloads):
-        wg = [g for g in groups if g["workload"] == wl]
-        for col, (metric, label, scale, text) in enumerate(panels):
-            drawn = metric_panel(axes[row][col], wg, category, metric, label, scale, text, allocs, backends, xlabel, wl)
-            if drawn and row == 0 and col == len(panels) - 1:
-                axes[row][col].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    return fig

@@ -12,7 +12,7 @@ KIND = "contention"
 TAILS = (("malloc", "alloc", "malloc latency (ns, log)"),
          ("free", "free", "free latency (ns, log)"))
 # Plain panels: (metric in summary.json, axis label, scale to the axis unit, bar label format)
-RATES = (("vol_ctx_switches_per_mop", "voluntary ctx switches per Mop", 1.0, "%.3g"),
+RATES = (("vol_ctx_switches_per_mop", "voluntary ctx switches per Mop", 1.0, style.si_text),
          ("runqueue_wait_share", "run-queue wait (% of runnable time)", 100.0, "%.2g%%"))
 LOCKS = (("lock_wait_s", "lock wait (ms, summed over threads)", 1e3, "%.3g"),
          ("contended_share", "contended acquisitions (% of all)", 100.0, "%.2g%%"))
@@ -35,17 +35,34 @@ def _empty(ax, what):
 
 
 def _tail_panel(ax, groups, allocs, backends, prefix, label, category=_category):
+    """p50, p99 and p99.9 of one call as a range per (category, allocator) on a log axis: a dot at
+    p50, a dash at p99, a triangle at p99.9 (median over repetitions; whiskers: p99.9's min-max)."""
     cats, tail = _values(groups, prefix + "_p999_ns", category=category)
     if not tail:
         return _empty(ax, prefix + "_p999_ns")
-    where = bars.grouped(ax, cats, allocs, tail, backends)
-    for metric, marker in ((prefix + "_p50_ns", "o"), (prefix + "_p99_ns", "_")):
-        _, vals = _values(groups, metric, category=category)
-        pts = [(where[k][0], v[0]) for k, v in vals.items() if k in where]
-        if pts:
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, s=14, color="#111111", zorder=3,
-                       linewidths=1.2)
-    ax.set_yscale("log")
+    _, p50 = _values(groups, prefix + "_p50_ns", category=category)
+    _, p99 = _values(groups, prefix + "_p99_ns", category=category)
+    n = max(1, len(allocs))
+    step = 0.8 / n
+    for i, alloc in enumerate(allocs):
+        colour = style.colour(alloc, backends.get(alloc))
+        for c, cat in enumerate(cats):
+            top = tail.get((cat, alloc))
+            if top is None:
+                continue
+            x = c - 0.4 + step * (i + 0.5)
+            low = (p50.get((cat, alloc)) or top)[0]
+            ax.vlines(x, low, top[0], color=colour, linewidth=2.2, alpha=0.55)
+            ax.errorbar([x], [top[0]], yerr=[[max(0.0, top[0] - top[1])], [max(0.0, top[2] - top[0])]], fmt="^",
+                        color=colour, markersize=5, capsize=2, elinewidth=0.8, label=alloc)
+            if (cat, alloc) in p50:
+                ax.plot([x], [p50[(cat, alloc)][0]], "o", color=colour, markersize=4)
+            if (cat, alloc) in p99:
+                ax.plot([x], [p99[(cat, alloc)][0]], "_", color="#111111", markersize=9, markeredgewidth=1.4)
+    ax.set_xticks(range(len(cats)))
+    ax.set_xticklabels(cats)
+    ax.set_xlim(-0.6, len(cats) - 0.4)
+    style.log_axis(ax)
     ax.set_ylabel(label)
 
 
@@ -53,8 +70,11 @@ def _plain_panel(ax, groups, allocs, backends, metric, label, scale, text):
     cats, values = _values(groups, metric, scale)
     if not values:
         return _empty(ax, metric)
-    bars.grouped(ax, cats, allocs, values, backends, lambda c, a: text % values[(c, a)][0] if (c, a) in values else "")
+    shown = text if callable(text) else (lambda v: text % v)
+    bars.grouped(ax, cats, allocs, values, backends, lambda c, a: shown(values[(c, a)][0]) if (c, a) in values else "")
     ax.set_ylabel(label)
+    if callable(text):
+        style.si_axis(ax)
 
 
 def _legend_beside(fig, axes, allocs):
@@ -94,53 +114,113 @@ def _draw_nodes(run, out_dir, fmt):
                 ax.tick_params(axis="x", labelsize=7)
     _legend_beside(fig, axes, allocs)
     fig.suptitle("Where do threads wait in the allocator, per NUMA node? Call latency of the threads on each node", fontsize=11)
-    note = ("bars p99.9, dots p50, dashes p99 of the calls timed on the node's CPUs (each thread's calls count on "
+    note = ("p50 (dot) to p99.9 (triangle), dash p99, of the calls timed on the node's CPUs (each thread's calls count on "
             "the node of its last timed call); medians per phase over repetitions, whiskers min-max; "
-            "lock counters, sleeps and run-queue wait are the process's, in contention.%s" % fmt)
+            "lock counters, sleeps and run-queue wait are the process's, in contention-WORKLOAD.%s" % fmt)
     path = "%s/contention-nodes.%s" % (out_dir, fmt)
     return [style.finish(fig, run.meta, path, fmt, note)], []
+
+
+# Above this share of runnable time spent waiting for a CPU, what the threads waited for was the
+# scheduler, not the allocator.
+RUNQUEUE_DOMINATES = 0.5
+
+
+def warnings_of(groups, cpus):
+    """What makes this workload's figures the scheduler's: more threads than usable CPUs, or run-queue
+    wait above half of the runnable time."""
+    out = []
+    over = sorted({g["threads"] for g in groups if cpus and g["threads"] > cpus})
+    if over:
+        out.append("%s thread%s on %d usable CPUs (oversubscribed): latencies, sleeps and lock waits there measure "
+                   "time-slicing by the scheduler as much as the allocator"
+                   % (", ".join(str(t) for t in over), "" if over == [1] else "s", cpus))
+    waits = [(data.metric(g, "runqueue_wait_share")[0], g) for g in groups if data.metric(g, "runqueue_wait_share")]
+    dominated = [(w, g) for w, g in waits if w > RUNQUEUE_DOMINATES]
+    if dominated:
+        worst, g = max(dominated, key=lambda wg: wg[0])
+        out.append("run-queue wait above %d%% of runnable time in %d of %d phase groups (up to %.0f%%: %s, %s, %dT): "
+                   "threads waited for a CPU, not for the allocator"
+                   % (RUNQUEUE_DOMINATES * 100, len(dominated), len(waits), worst * 100, g["allocator"], g["phase"],
+                      g["threads"]))
+    return out
 
 
 def draw(run, opts, out_dir, fmt):
     groups = run.ok_groups()
     node_paths, skipped = _draw_nodes(run, out_dir, fmt)
     names = [p + "_p999_ns" for _, p, _ in TAILS] + [m for m, *_ in RATES] + [m for m, *_ in LOCKS]
-    shown = [g for g in groups if any(data.metric(g, m) for m in names)]
+    # Phases without operations (idle) made no calls to time, and their few runnable moments say nothing.
+    shown = [g for g in groups if any(data.metric(g, m) for m in names) and (data.metric(g, "ops_per_s") or (0,))[0] > 0]
     if not shown:
         return [], skipped + ["contention: summary.json has none of %s" % ", ".join(names)]
-    with_locks = any(data.metric(g, "lock_wait_s") for g in shown)
-    panels = [("tail",) + t for t in TAILS] + [("plain",) + r for r in RATES] + \
-        ([("plain",) + l for l in LOCKS] if with_locks else [])
     allocs = run.allocator_order(shown)
     backends = {a: run.backend(a) for a in allocs}
-    workloads = run.ordered("workload", shown)
-    per_panel = 0.35 * len(allocs) * len(run.ordered("phase", shown)) * len(run.ordered("threads", shown))
-    width = min(30.0, max(14.0, 2.0 + len(panels) * max(2.6, per_panel)))
-    fig, axes = plt.subplots(len(workloads), len(panels), squeeze=False, figsize=(width, 1.5 + 3.0 * len(workloads)))
-    for row, wl in enumerate(workloads):
-        wg = [g for g in shown if g["workload"] == wl]
-        for col, panel in enumerate(panels):
-            ax = axes[row][col]
-            if panel[0] == "tail":
-                _tail_panel(ax, wg, allocs, backends, panel[2], panel[3])
-            else:
-                _plain_panel(ax, wg, allocs, backends, *panel[1:])
-            if not ax.axison:
-                continue
-            ax.set_xlabel("phase, threads")
-            ax.set_title(wl, fontsize=9)
-            ax.margins(y=0.2)
-            ax.tick_params(axis="x", labelsize=7)
+    cpus = run.cpus_usable()
+    files = []
+    for wl in run.ordered("workload", shown):
+        files.append(_workload_figure(run, out_dir, fmt, wl, [g for g in shown if g["workload"] == wl], allocs,
+                                      backends, cpus))
+    return files + node_paths, skipped
 
-    # One legend for the figure: the lock panels have only the allocators that keep lock counters.
-    _legend_beside(fig, axes, allocs)
-    fig.suptitle("Where do threads wait in the allocator? Call latency tails, sleeps and run-queue wait for every "
-                 "allocator; lock counters where kept", fontsize=11)
-    note = ("latency: bars p99.9, dots p50, dashes p99 of sampled malloc/free calls (one in N per thread); "
-            "medians per phase over repetitions, whiskers min-max")
+
+def _workload_figure(run, out_dir, fmt, wl, wg, allocs, backends, cpus):
+    """One workload: a panel per figure (malloc and free latency, sleeps, run-queue wait, lock
+    counters where some allocator keeps them), wrapped into rows at the capped width."""
+    with_locks = any(data.metric(g, m) for g in wg for m, *_ in LOCKS)
+    panels = [("tail",) + t for t in TAILS] + [("plain",) + r for r in RATES] + \
+        ([("plain",) + l for l in LOCKS] if with_locks else [])
+    # A figure no group of this workload has (call latency where the calls happen inside a library
+    # allocmark does not instrument, or are timed by the workload itself) is named in the caption,
+    # not drawn as an empty panel.
+    def metric_of(panel):
+        return panel[2] + "_p999_ns" if panel[0] == "tail" else panel[1]
+
+    absent = [p for p in panels if not any(data.metric(g, metric_of(p)) for g in wg)]
+    panels = [p for p in panels if p not in absent]
+    allocs = [a for a in allocs if any(g["allocator"] == a for g in wg)]
+    cats = len(run.ordered("phase", wg)) * len(run.ordered("threads", wg))
+    # At least two panels to a row: a wide workload's bars get narrower rather than its figure taller.
+    panel_width = min((style.MAX_WIDTH_IN - 1.6) / 2, max(style.PANEL_MIN_WIDTH_IN, 1.0 + 0.17 * cats * len(allocs)))
+    cols = min(3, style.columns(len(panels), panel_width))
+    rows = -(-len(panels) // cols)
+    cols = -(-len(panels) // rows)  # as even as the rows allow: four panels are 2 x 2, not 3 + 1
+    fig, axes = plt.subplots(rows, cols, squeeze=False, figsize=(style.width(0.6 + panel_width * cols), 1.6 + 3.0 * rows))
+    for i, panel in enumerate(panels):
+        ax = axes[i // cols][i % cols]
+        if panel[0] == "tail":
+            _tail_panel(ax, wg, allocs, backends, panel[2], panel[3])
+            title = "%s call latency" % panel[1]
+        else:
+            _plain_panel(ax, wg, allocs, backends, *panel[1:])
+            title = panel[2]
+        if not ax.axison:
+            continue
+        ax.set_xlabel("phase, threads")
+        ax.set_title(title, fontsize=9)
+        ax.margins(y=0.2)
+        if panel[0] == "plain":  # counts and shares start at 0 (an all-zero panel too)
+            top = ax.get_ylim()[1]
+            ax.set_ylim(0, top if top > 0 else 1)
+        ax.tick_params(axis="x", labelsize=7 if cats > 6 else 8)
+        style.tag(ax, workload=wl, metric=panel[2] if panel[0] == "tail" else panel[1])
+    for j in range(len(panels), rows * cols):
+        axes[j // cols][j % cols].set_visible(False)
+    style.legend(fig, *style.legend_of([a for a in axes.flat if a.get_visible()]))
+    for w in warnings_of(wg, cpus):
+        style.warn(fig, w)
+    fig.suptitle("%s: where do threads wait in the allocator? Call latency, sleeps and run-queue wait%s"
+                 % (wl, "; lock counters where kept" if with_locks else ""), fontsize=11)
+    note = ("latency: p50 (dot) to p99.9 (triangle, whiskers its min-max over repetitions), dash p99, of sampled "
+            "malloc/free calls (one in N per thread), medians per phase over repetitions; "
+            if any(p[0] == "tail" for p in panels) else "")
+    note += "bars: medians, whiskers min-max; phases without operations (idle) left out"
+    if absent:
+        note += "; not recorded for this workload: %s (results.jsonl phases[].latency_absent says why)" % ", ".join(
+            "%s call latency" % p[1] if p[0] == "tail" else p[1] for p in absent)
     if with_locks:
-        lockless = [a for a in allocs if not any(data.metric(g, "lock_wait_s") for g in shown if g["allocator"] == a)]
+        lockless = [a for a in allocs if not any(data.metric(g, "lock_wait_s") for g in wg if g["allocator"] == a)]
         if lockless:
             note += "; no lock counters: " + ", ".join(lockless)
-    path = "%s/contention.%s" % (out_dir, fmt)
-    return [style.finish(fig, run.meta, path, fmt, note)] + node_paths, skipped
+    path = "%s/contention-%s.%s" % (out_dir, style.safe_name(wl), fmt)
+    return style.finish(fig, run.meta, path, fmt, note)

@@ -20,17 +20,24 @@ def draw(run, opts, out_dir, fmt):
             continue
         phases = run.ordered("phase", wg)
         allocs = run.allocator_order(wg)
-        fig, axes = plt.subplots(2, len(phases), figsize=(max(7.0, 3.4 * len(phases) + 1.8), 6.6), squeeze=False)
+        # Phases side by side up to the capped width, then another pair of rows.
+        cols = style.columns(len(phases), 3.4)
+        blocks = -(-len(phases) // cols)
+        fig, axes = plt.subplots(2 * blocks, cols, figsize=(style.width(max(7.0, 3.4 * cols + 1.8)), 0.6 + 6.0 * blocks),
+                                 squeeze=False)
+        for j in range(len(phases), blocks * cols):
+            axes[2 * (j // cols)][j % cols].set_visible(False)
+            axes[2 * (j // cols) + 1][j % cols].set_visible(False)
         drawn = set()
-        for col, phase in enumerate(phases):
-            top, bottom = axes[0][col], axes[1][col]
+        for i, phase in enumerate(phases):
+            top, bottom = axes[2 * (i // cols)][i % cols], axes[2 * (i // cols) + 1][i % cols]
             for alloc in allocs:
                 pts = {g["threads"]: data.metric(g, "ops_per_s") for g in wg
                        if g["phase"] == phase and g["allocator"] == alloc}
                 ts = [t for t in threads if t in pts]
                 if not ts:
                     continue
-                drawn.add(col)
+                drawn.add(i)
                 c = style.colour(alloc, backends.get(alloc))
                 med = [pts[t][0] for t in ts]
                 top.errorbar(ts, med, yerr=[[pts[t][0] - pts[t][1] for t in ts], [pts[t][2] - pts[t][0] for t in ts]],
@@ -55,12 +62,13 @@ def draw(run, opts, out_dir, fmt):
                     ax.text(threads[-1] + 0.45, ax.get_ylim()[1] if ax is top else 0.02, "oversubscribed\n(> %d usable CPUs)" % cpus,
                             ha="right", va="top" if ax is top else "bottom", fontsize=7, color="#a0522d")
             top.set_title("phase %s" % phase, fontsize=9)
+            style.tag(top, workload=wl, phase=phase)
             top.set_ylabel("ops/s (median, min-max)")
             style.si_axis(top)
             bottom.set_ylabel("parallel efficiency (1 = linear)")
             bottom.axhline(1.0, color="black", linewidth=0.6)
             bottom.set_ylim(bottom=0)
-        axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        style.legend(fig, *style.legend_of([a for a in axes.flat if a.get_visible()]))
         fig.suptitle("%s: how does throughput scale with threads?" % wl, fontsize=11)
         note = ("efficiency = median ops/s at t / (t / t0 x median ops/s at the lowest thread count t0), from "
                 "summary.json medians; circled points: more threads than the %s usable CPUs (oversubscribed)"

@@ -30,7 +30,7 @@ def draw(run, opts, out_dir, fmt):
                 combos.append((g["workload"], g["threads"]))
         phases_n = max(len(run.ordered("phase", [g for g in fg if (g["workload"], g["threads"]) == c])) for c in combos)
         fig, axes = plt.subplots(len(combos), len(METRICS), squeeze=False,
-                                 figsize=(max(9.0, len(METRICS) * (1.0 + 0.3 * phases_n * len(members))),
+                                 figsize=(style.width(max(9.0, len(METRICS) * (1.0 + 0.3 * phases_n * len(members)))),
                                           1.3 + 2.6 * len(combos)))
         for row, (wl, t) in enumerate(combos):
             cg = [g for g in fg if g["workload"] == wl and g["threads"] == t]
@@ -47,8 +47,7 @@ def draw(run, opts, out_dir, fmt):
                     style.si_axis(ax)
                 ax.set_title("%s, %d thread%s" % (wl, t, "" if t == 1 else "s"), fontsize=8.5)
                 ax.margins(y=0.1)
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        axes[0][-1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        style.legend(fig, *style.legend_of(axes.flat))
         fig.suptitle("%s variants side by side: what does each setting change in RSS and speed?" % backend,
                      fontsize=11)
         env = []

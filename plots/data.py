@@ -90,6 +90,14 @@ class Run:
     def allocator_order(self, groups=None):
         return self.ordered("allocator", groups)
 
+    def baseline(self, wanted):
+        """The allocator others are drawn relative to: `wanted` (--baseline) if in the run, else glibc,
+        else the first; None when `wanted` is not in the run."""
+        allocs = self.allocator_order()
+        if wanted:
+            return wanted if wanted in allocs else None
+        return "glibc" if "glibc" in allocs else (allocs[0] if allocs else None)
+
     def cpus_usable(self):
         return self.meta.get("machine", {}).get("cpus_usable")
 
@@ -124,14 +132,15 @@ class Run:
         return out
 
     def phase_live(self):
-        """{(workload, threads, allocator, phase): [peak_live_bytes of each repetition]}: the raw
-        measurement per kept cell, for marks drawn per repetition."""
+        """{(workload, threads, allocator, phase): [(peak_live_bytes, idle_rss_bytes or None) of each
+        repetition]}: the raw measurements per kept cell, for marks drawn per repetition (idle RSS is
+        missing from timelines.jsonl files written before it was added)."""
         out = {}
         for c in self._kept_cells():
             for p in c.get("phases") or []:
                 if p.get("peak_live_bytes") is not None:
                     out.setdefault((c.get("workload"), c.get("threads"), c.get("allocator"), style.short(p.get("name"))),
-                                   []).append(p["peak_live_bytes"])
+                                   []).append((p["peak_live_bytes"], c.get("idle_rss_bytes")))
         return out
 
 

@@ -130,8 +130,20 @@ def fmt_bytes(x):
     return "%d B" % x
 
 
+def fmt_ns(x):
+    """Nanoseconds as people read them: 7.9 ns, 513 ns, 16.7 us, 2.1 ms."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(x) >= scale:
+            return "%.3g %s" % (x / scale, unit)
+    return "%.3g ns" % x
+
+
 def safe_name(text):
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+# The longest caption drawn under a chart (a few lines at the capped width).
+NOTE_LIMIT = 2400
 
 
 def footer(fig, meta, note=None):
@@ -144,10 +156,12 @@ def footer(fig, meta, note=None):
     if versions:
         parts.append("allocators: " + "; ".join(versions))
     parts.append("command: " + command_of(meta))
-    if note:
-        parts.append(note)
-    # Each part is a line or a few: a record's megabyte-long name would make textwrap quadratic.
+    # Each part from the records is a line or a few: a megabyte-long name would make textwrap
+    # quadratic. The chart's own note is built from names already cut (data.Run) and says what was
+    # left out, so it gets room for every clause rather than an ellipsis in the middle of a list.
     parts = [short(p, 600) for p in parts]
+    if note:
+        parts.append(short(note, NOTE_LIMIT))
     width_chars = int(fig.get_figwidth() * 72 / 4.6)
     lines = []
     for p in parts:
@@ -178,12 +192,163 @@ def command_of(meta):
             % (allocs, wls, thr, mx.get("reps", "?"), mx.get("size", "?")))
 
 
+# The widest chart, in inches at figure.dpi: the report's column is at most 1400 px less its
+# padding, and a chart drawn wider is scaled down until its labels cannot be read. Charts with more
+# panels or bars than fit wrap them into rows instead.
+MAX_WIDTH_IN = 13.0
+PANEL_MIN_WIDTH_IN = 3.6
+
+
+def width(inches):
+    """A figure width no wider than the cap."""
+    return min(MAX_WIDTH_IN, inches)
+
+
+def columns(panels, panel_width=PANEL_MIN_WIDTH_IN, room=MAX_WIDTH_IN - 1.6):
+    """How many panels of `panel_width` inches go side by side in a capped figure (at least one)."""
+    return max(1, min(panels, int(room // panel_width)))
+
+
+def tag(ax, **info):
+    """What a panel shows, for --describe (workload, allocator, phases...): structure a test reads
+    instead of pixels."""
+    ax.allocmark_info = dict(getattr(ax, "allocmark_info", {}), **info)
+
+
+def tag_figure(fig, **info):
+    """What the whole chart shows or leaves out, for --describe."""
+    fig.allocmark_info = dict(getattr(fig, "allocmark_info", {}), **info)
+
+
+def legend(fig, handles, labels):
+    """One legend for the whole figure, in a row under its title (finish places it)."""
+    fig.allocmark_legend = (handles, labels)
+
+
+def legend_of(axes):
+    """The handles and labels of every panel, each label once, in drawing order."""
+    handles, labels = [], []
+    for ax in axes:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in labels:
+                handles.append(h)
+                labels.append(l)
+    return handles, labels
+
+
+def log_axis(ax, axis="y"):
+    """A log axis labelled in plain numbers (0.5, 1, 2, 10, 200): with the math parser off,
+    matplotlib's own log labels would print as TeX source."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+    target.set_major_formatter(FuncFormatter(lambda v, _: si_text(v)))
+    target.set_minor_formatter(NullFormatter())
+    ax.allocmark_log = getattr(ax, "allocmark_log", set()) | {axis}
+
+
+def _log_ticks(ax):
+    """Ticks at 1-2-5 over up to three decades, at powers of ten beyond (known once the limits are)."""
+    import math
+    from matplotlib.ticker import LogLocator
+    for axis in getattr(ax, "allocmark_log", ()):
+        lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+        decades = math.log10(max(hi, 1e-300) / max(lo, 1e-300)) if lo > 0 and hi > 0 else 0
+        subs = (1.0, 2.0, 5.0) if decades <= 3 else (1.0,)
+        (ax.yaxis if axis == "y" else ax.xaxis).set_major_locator(LogLocator(base=10, subs=subs))
+
+
+def si_text(v):
+    """A number in three significant digits with k/M/G (0.05, 1, 250, 1.5k, 20M)."""
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= scale:
+            return ("%.3g" % (v / scale)) + unit
+    return "%.3g" % v
+
+
+def warn(fig, text):
+    """A warning drawn in a red box at the top of the figure (and listed by --describe): the figures
+    below do not mean what they seem to."""
+    fig.allocmark_warnings = getattr(fig, "allocmark_warnings", []) + [text]
+
+
+def notice(fig, text):
+    """A reading note drawn in an amber box at the top of the figure (listed by --describe)."""
+    fig.allocmark_notices = getattr(fig, "allocmark_notices", []) + [text]
+
+
+_BOXES = (("allocmark_warnings", "\u26a0 ", "#7a1010", "#fdecea", "#c0392b"),
+          ("allocmark_notices", "", "#5a3b00", "#fff4d6", "#d4a017"))
+
+
+# file name -> what --describe writes of it: size in pixels, panels, warnings, caption.
+DESCRIPTIONS = {}
+
+
+def _describe(fig, path, note):
+    panels = []
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        panels.append({"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+                       "yscale": ax.get_yscale(), "xlim": list(ax.get_xlim()), "ylim": list(ax.get_ylim()),
+                       "info": getattr(ax, "allocmark_info", {})})
+    width_px, height_px = fig.canvas.get_width_height()  # as saved (savefig.dpi is figure.dpi)
+    DESCRIPTIONS[os.path.basename(path)] = {
+        "width_px": width_px, "height_px": height_px,
+        "panels": panels, "warnings": list(getattr(fig, "allocmark_warnings", [])),
+        "notices": list(getattr(fig, "allocmark_notices", [])), "note": note or "",
+        "info": getattr(fig, "allocmark_info", {})}
+
+
 def finish(fig, meta, path, fmt, note=None):
-    """Lay out the figure leaving room for the footer, then save it."""
+    """Lay out the figure (the warnings, the title and the figure's legend on top, the footer below,
+    the panels between), then save it. The warnings and the legend add to the figure's height, so
+    they never squeeze its panels."""
+    import textwrap
+    fig.set_figwidth(width(fig.get_figwidth()))
+    boxes = []
+    for attribute, mark, ink, fill, edge in _BOXES:
+        texts = getattr(fig, attribute, [])
+        chars = int(fig.get_figwidth() * 72 / 6.2)
+        lines = [line for w in texts for line in (textwrap.wrap(mark + w, chars) or [""])]
+        if lines:
+            boxes.append((lines, ink, fill, edge))
+    legend_rows, ncol = 0, 1
+    if getattr(fig, "allocmark_legend", None):
+        labels = fig.allocmark_legend[1]
+        ncol = max(1, min(len(labels), int(fig.get_figwidth() // 2.0)))
+        legend_rows = -(-len(labels) // ncol)
+    # The title at 11 pt averages about 6 pt a character.
+    title_chars = int(fig.get_figwidth() * 72 / 6.3)
+    title_lines = max(1, len(textwrap.wrap(fig._suptitle.get_text(), title_chars))) if fig._suptitle is not None else 1
+    added = 15.0 * (title_lines - 1) + sum(len(lines) * 9.5 * 1.3 + 16 for lines, *_ in boxes) + (legend_rows * 13.0 + 6 if legend_rows else 0)
+    fig.set_figheight(fig.get_figheight() + added / 72.0)
     n = footer(fig, meta, note)
-    bottom = (n * 7 * 1.35 + 10) / (fig.get_figheight() * 72.0)
-    fig.tight_layout(rect=(0, bottom, 1, 1))
+    height_pt = fig.get_figheight() * 72.0
+    bottom = (n * 7 * 1.35 + 10) / height_pt
+    used = 6.0  # points from the top
+    for lines, ink, fill, edge in boxes:
+        fig.text(0.5, 1.0 - used / height_pt, "\n".join(lines), ha="center", va="top", fontsize=9.5,
+                 color=ink, fontweight="bold", linespacing=1.3,
+                 bbox={"boxstyle": "round,pad=0.35", "facecolor": fill, "edgecolor": edge})
+        used += len(lines) * 9.5 * 1.3 + 16
+    if fig._suptitle is not None:
+        # A question longer than the figure is wide wraps (a narrow figure cuts it otherwise).
+        fig._suptitle.set_text("\n".join(textwrap.wrap(fig._suptitle.get_text(), title_chars)))
+        fig._suptitle.set_y(1.0 - used / height_pt)
+        fig._suptitle.set_va("top")
+        used += 20.0 + 15.0 * (title_lines - 1)
+    if legend_rows:
+        handles, labels = fig.allocmark_legend
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1.0 - used / height_pt), ncol=ncol,
+                   frameon=False)
+        used += legend_rows * 13.0 + 6
+    for ax in fig.axes:
+        _log_ticks(ax)
+    fig.tight_layout(rect=(0, bottom, 1, 1.0 - used / height_pt))
     fig.savefig(path, format=fmt)
+    _describe(fig, path, note)
     import matplotlib.pyplot as plt
     plt.close(fig)
     return path

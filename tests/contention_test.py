@@ -78,7 +78,7 @@ class EveryBackend(TempDirTest):
             self.assertEqual(g["metrics"]["alloc_p99_ns"]["n"], 1, g["allocator"])
         p = run(["plot", self.out, "--only", "contention"])
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertTrue(os.path.exists(os.path.join(self.out, "charts", "contention.png")), p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "charts", "contention-size_mix.png")), p.stderr)
 
     def test_sampling_off_records_no_latency_and_says_why(self):
         p = run(["run", "--allocators", "glibc,tcmalloc", "--workloads", "size_mix", "--threads", "1", "--reps", "1",

@@ -27,16 +27,16 @@ sys.path.insert(0, PLOTS)
 
 # fixture -> (chart files expected, chart kinds expected on stderr as skipped)
 EXPECTED = {
-    "results-small": (["peak_rss-size_mix.png", "timeline-size_mix-t1.png", "throughput.png", "contention.png"],
-                      ["scaling", "variants"]),
+    "results-small": (["peak_rss-size_mix.png", "timeline-size_mix-t1.png", "throughput.png", "contention-size_mix.png"],
+                      ["scaling", "variants", "percall"]),
     "threads-sweep": (["peak_rss-size_mix.png", "timeline-size_mix-t1.png", "timeline-size_mix-t2.png",
-                       "timeline-size_mix-t4.png", "throughput.png", "scaling-size_mix.png", "contention.png"],
-                      ["variants"]),
+                       "timeline-size_mix-t4.png", "throughput.png", "scaling-size_mix.png", "contention-size_mix.png"],
+                      ["variants", "percall"]),
     "variants": (["peak_rss-size_mix.png", "timeline-size_mix-t2.png", "throughput.png", "variants-jemalloc.png",
-                  "variants-glibc.png", "contention.png"],
-                 ["scaling"]),
+                  "variants-glibc.png", "contention-size_mix.png"],
+                 ["scaling", "percall"]),
     "single-allocator": (["peak_rss-size_mix.png", "timeline-size_mix-t1.png"],
-                         ["throughput", "scaling", "variants", "contention"]),
+                         ["throughput", "scaling", "variants", "contention", "percall"]),
 }
 
 
@@ -159,7 +159,9 @@ class Usage(unittest.TestCase):
             folder = fixture_copy("single-allocator", tmp)
             for args, needle in (([tmp + "/missing"], "not a folder"), ([tmp], "no results.jsonl"),
                                  ([folder, "--only", "pie"], "--only"), ([folder, "--format", "gif"], "--format"),
-                                 ([folder, "--baseline", "nosuch"], "--baseline"), ([folder, "--bogus"], "bogus")):
+                                 ([folder, "--baseline", "nosuch"], "--baseline"), ([folder, "--bogus"], "bogus"),
+                                 ([folder, "--describe", tmp], "--describe"),
+                                 ([folder, "--describe", tmp + "/missing/d.json"], "--describe")):
                 with self.subTest(args=args):
                     proc = run_script(*args)
                     self.assertEqual(proc.returncode, 2, proc.stderr)

@@ -311,6 +311,9 @@ const bool registered = register_workload([] {
   // Benchmark allocates for itself between runs: the phases report no live bytes.
   w.tracks_live_bytes = false;
   w.untracked_reason = "the workload times every call itself (workload_metrics.ns_per_op), not one in N";
+  w.ops_per_s_not_a_speed = [](const Params&, std::string_view) -> std::string {
+    return "sums benchmarks of every size; its figure is ns per operation per benchmark (workload_metrics.ns_per_op)";
+  };
   return w;
 }());
 

@@ -107,6 +107,9 @@ WorkloadInfo info() {
   // RocksDB allocates inside a library we do not instrument; its own memory figures are in each
   // phase's workload_metrics instead (docs/workloads/rocksdb.md).
   w.tracks_live_bytes = false;
+  w.ops_per_s_not_a_speed = [](const Params&, std::string_view phase) -> std::string {
+    return phase.substr(0, 1) == "q" ? "runs for q_seconds: rate-limited writers, and readers in the time left" : "";
+  };
   return w;
 }
 

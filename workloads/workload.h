@@ -163,6 +163,12 @@ struct WorkloadInfo {
   // With tracks_live_bytes false: why, as the phase's `latency_absent` says it ("": the calls
   // happen inside a library allocmark does not instrument).
   std::string untracked_reason;
+  // Why a phase's ops/s is not the allocator's speed, given the cell's parameters: the workload
+  // fixes its rate or its wall time (rate-limited writers), or its operations are unlike ones summed
+  // (percall's benchmarks); "" (and an empty function) where ops/s measures the allocator. Phases
+  // without operations (idle) need no entry. summary.json carries it per group
+  // (`ops_per_s_not_a_speed`) so rankings and charts leave such phases out, saying why.
+  std::function<std::string(const Params&, std::string_view phase)> ops_per_s_not_a_speed;
 };
 
 // Registration happens from static initialisers in each workload's file.

@@ -16,7 +16,13 @@ namespace allocmark::cli {
 
 namespace {
 
-const std::vector<std::string> kKinds{"peak_rss", "timeline", "throughput", "scaling", "variants", "contention", "placement"};
+const std::vector<std::string> kKinds{"peak_rss", "timeline", "throughput", "percall", "scaling", "variants", "contention", "placement"};
+
+std::string kind_list() {
+  std::string out;
+  for (const auto& k : kKinds) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
 
 struct PlotOptions {
   std::string dir;
@@ -25,6 +31,7 @@ struct PlotOptions {
   std::vector<std::string> only;
   std::string baseline;
   bool log = false;
+  std::string describe;
 };
 
 }  // namespace
@@ -35,26 +42,29 @@ Subcommand add_plot_command(CLI::App& app) {
   plot->add_option("dir", opts->dir, "results folder")->required();
   plot->add_option("--out", opts->out, fmt::format("output folder (default DIR/{})", results::layout::kCharts));
   plot->add_option("--format", opts->format, "png (default) or svg");
-  plot->add_option("--only", opts->only, "chart kinds, comma-separated: peak_rss, timeline, throughput, scaling, "
-                                         "variants, contention, placement (default all)")
+  plot->add_option("--only", opts->only, "chart kinds, comma-separated: " + kind_list() + " (default all)")
       ->allow_extra_args(false);
   plot->add_option("--baseline", opts->baseline, "allocator throughput is normalised to (default glibc if present, else the first)");
   plot->add_flag("--log", opts->log, "log scale for the normalised throughput");
+  plot->add_option("--describe", opts->describe,
+                   "also write this JSON file: each chart's size, panels, warnings and caption, and why charts were skipped");
   return {plot, [opts, plot] {
             if (opts->format != "png" && opts->format != "svg")
               throw std::invalid_argument(fmt::format("--format: unknown format '{}' (choose from png, svg)", opts->format));
             auto kinds = split_commas(opts->only, "--only");
             for (const auto& k : kinds)
               if (std::find(kKinds.begin(), kKinds.end(), k) == kKinds.end())
-                throw std::invalid_argument(fmt::format(
-                    "--only: unknown chart kind '{}' (choose from peak_rss, timeline, throughput, scaling, variants, contention, placement)", k));
+                throw std::invalid_argument(fmt::format("--only: unknown chart kind '{}' (choose from {})", k, kind_list()));
             if (plot->count("--baseline") && opts->baseline.empty())
               throw std::invalid_argument("--baseline: empty allocator name");
             // Before the script runs: a file given as the folder is one line here, not a traceback there.
             if (!opts->out.empty()) check_output_folder(opts->out, "--out", {opts->dir});
             else if (std::filesystem::is_directory(opts->dir)) check_output_folder(results::layout::path_in(opts->dir, results::layout::kCharts),
                                                                             fmt::format("--out (default DIR/{})", results::layout::kCharts), {opts->dir});
-            report::ChartRequest request{opts->dir, opts->out, opts->format, kinds, opts->baseline, opts->log};
+            if (plot->count("--describe") && (opts->describe.empty() || std::filesystem::is_directory(opts->describe)))
+              throw std::invalid_argument(fmt::format("--describe: '{}' is not a file name (the description is one JSON file)",
+                                                      opts->describe));
+            report::ChartRequest request{opts->dir, opts->out, opts->format, kinds, opts->baseline, opts->log, opts->describe};
             report::prepare_charts(request);
             print_writer_notice(opts->dir);
             return report::draw_charts(request);

@@ -45,6 +45,7 @@ std::vector<std::string> script_args(const ChartRequest& r) {
   }
   if (!r.baseline.empty()) args.insert(args.end(), {"--baseline", r.baseline});
   if (r.log) args.push_back("--log");
+  if (!r.describe.empty()) args.insert(args.end(), {"--describe", r.describe});
   return args;
 }
 

@@ -15,6 +15,7 @@ struct ChartRequest {
   std::vector<std::string> only;  // chart kinds; empty: all
   std::string baseline;
   bool log = false;
+  std::string describe;  // a JSON file for the charts' structure (--describe); empty: none
 };
 
 // plots/ in the source tree, or $ALLOCMARK_PLOTS_DIR.

@@ -1,11 +1,31 @@
 // JSON: summary.json, and `show --format json` (the same document for the grouping asked for).
 // Plotting code reads these figures as they are; it never recomputes one.
 #include "harness/results/reporters/reporter.h"
+#include "workloads/workload.h"
 
 namespace allocmark::results {
 namespace {
 nlohmann::ordered_json spread_json(const Spread& s) {
   return {{"n", s.n}, {"median", s.median}, {"min", s.min}, {"max", s.max}, {"mad", s.mad}};
+}
+
+// Why a group's ops/s is not the allocator's speed, as its workload declares it for the group's
+// phase and parameters; "" where it is one, and for groups across phases or parameter sets.
+std::string ops_per_s_not_a_speed(const Grouping& grouping, const Group& g) {
+  const nlohmann::json* phase = nullptr;
+  for (std::size_t i = 0; i < grouping.dimensions.size(); ++i)
+    if (grouping.dimensions[i] == Dimension::phase) phase = &g.values[i];
+  auto workload = g.identity.find("workload");
+  auto params = g.identity.find("params");
+  if (!phase || !phase->is_string() || workload == g.identity.end() || params == g.identity.end()) return "";
+  const workloads::WorkloadInfo* info = workloads::find_workload(workload->get<std::string>());
+  if (!info || !info->ops_per_s_not_a_speed) return "";
+  try {
+    auto texts = params->get<std::map<std::string, std::string>>();
+    return info->ops_per_s_not_a_speed(workloads::Params::typed(*info, texts), phase->get<std::string>());
+  } catch (const std::exception&) {  // a record from before a parameter existed: nothing declared
+    return "";
+  }
 }
 }  // namespace
 
@@ -45,6 +65,7 @@ nlohmann::ordered_json summary_json(const Model& model, const Grouping& grouping
       values[std::string(metric_row(m).name)] = spread_json(s);
     }
     group["metrics"] = values;
+    if (std::string why = ops_per_s_not_a_speed(grouping, g); !why.empty()) group["ops_per_s_not_a_speed"] = why;
     if (!grouping.workload_metrics.empty()) {
       ojson workload = ojson::object();
       for (const auto& name : grouping.workload_metrics)

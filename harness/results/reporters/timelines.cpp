@@ -60,6 +60,8 @@ std::string chart_timelines(const Model& model, const Grouping& grouping) {
         if (grouping.dimensions[d] != Dimension::phase)
           out[std::string(dimension_name(grouping.dimensions[d]))] = group.values[d];
       out["rep"] = cell.rep;
+      // The floor the peak RSS chart draws is idle RSS plus each phase's peak live bytes.
+      if (cell.idle_rss_bytes) out["idle_rss_bytes"] = *cell.idle_rss_bytes;
       out["attempt"] = cell.attempt;
       const PhaseValues whole = whole_cell(cell);
       for (Metric m : {Metric::peak_rss_bytes, Metric::peak_live_bytes})
