@@ -1,7 +1,8 @@
-// The recommendation (which allocator leads each workload, by how much, how sure), over records
-// made here.
+// The recommendation (which allocator leads each workload, by how much, how sure) and advise's
+// choice built on it, over records made here.
 #include <gtest/gtest.h>
 
+#include "harness/results/advice.h"
 #include "harness/results/recommendation.h"
 #include "harness/results/reporters/text.h"
 
@@ -143,3 +144,63 @@ TEST(Recommendation, AcrossTheRunCountsWinsAndSaysHowSure) {
   EXPECT_NE(text.find("allocmark show DIR"), std::string::npos);
 }
 
+namespace {
+
+json program(const std::string& allocator, int rep, double peak_mib, double wall, json env = json::object(),
+             const std::string& preload = "") {
+  json p = phase("run", peak_mib * 1024 * 1024, 0, 0, wall);
+  p.erase("peak_live_bytes");
+  return cell(allocator, rep, json::array({p}), "program:tool", "ok", std::move(env), preload);
+}
+
+}  // namespace
+
+TEST(Advice, ABackendBetterBeyondNoiseIsChosenWithItsSetting) {
+  std::vector<json> records;
+  for (int rep = 0; rep < 3; ++rep) {
+    records.push_back(program("glibc", rep, 190 + rep, 1.0 + 0.01 * rep));
+    records.push_back(program("jemalloc", rep, 150 + rep, 1.0 + 0.01 * rep, json::object(), "/lib/libjemalloc.so.2"));
+    // Its own backend's figures: the variant beats nobody.
+    records.push_back(program("jemalloc:bg", rep, 150 + rep, 1.0 + 0.01 * rep, {{"MALLOC_CONF", "background_thread:true"}},
+                              "/lib/libjemalloc.so.2"));
+  }
+  const Advice a = advise(Model::from_records(records));
+  EXPECT_EQ(a.backends, (std::vector<std::string>{"jemalloc", "glibc"}));
+  EXPECT_EQ(a.default_allocator, "glibc");
+  EXPECT_EQ(a.choice, "jemalloc");
+  EXPECT_TRUE(a.variant_gains.empty());
+  EXPECT_EQ(a.variants_without_gain, std::vector<std::string>{"jemalloc:bg"});
+  const std::string text = render_advice(a);
+  EXPECT_NE(text.find("setting: LD_PRELOAD=/lib/libjemalloc.so.2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("glibc 191.0 MiB +26.5% (clear)"), std::string::npos) << text;
+  EXPECT_NE(text.find("=> use jemalloc"), std::string::npos) << text;
+}
+
+TEST(Advice, NothingSeparableKeepsTheDefaultAndAWinningVariantIsNamedWithItsEnvironment) {
+  std::vector<json> records;
+  for (int rep = 0; rep < 3; ++rep) {
+    // Overlapping ranges: noise.
+    records.push_back(program("glibc", rep, 100 + 2 * rep, 1.0));
+    records.push_back(program("jemalloc", rep, 101 + 2 * rep, 1.0, json::object(), "/lib/libjemalloc.so.2"));
+  }
+  Advice a = advise(Model::from_records(records));
+  EXPECT_EQ(a.choice, "");
+  const std::string text = render_advice(a);
+  EXPECT_NE(text.find("=> keep the default (glibc)"), std::string::npos) << text;
+  EXPECT_NE(text.find("setting: none"), std::string::npos) << text;
+
+  // A glibc variant clearly below glibc: chosen, with the tunable it needs and no preload.
+  for (int rep = 0; rep < 3; ++rep)
+    records.push_back(program("glibc:trim", rep, 60 + rep, 1.0, {{"GLIBC_TUNABLES", "glibc.malloc.trim_threshold=131072"}}));
+  a = advise(Model::from_records(records));
+  EXPECT_EQ(a.choice, "glibc:trim");
+  ASSERT_EQ(a.variant_gains.size(), 2u);  // peak and held RSS
+  EXPECT_EQ(a.variant_gains[0].backend, "glibc");
+  EXPECT_NE(render_advice(a).find("setting: GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072\n"), std::string::npos);
+}
+
+TEST(Advice, OneRepetitionSeparatesNothing) {
+  const Advice a = advise(Model::from_records({program("glibc", 0, 200, 1), program("jemalloc", 0, 100, 1, json::object(), "/j.so")}));
+  EXPECT_EQ(a.choice, "");
+  EXPECT_NE(render_advice(a).find("one repetition each"), std::string::npos);
+}
