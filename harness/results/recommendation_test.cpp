@@ -29,7 +29,8 @@ json one_phase(const std::string& allocator, int rep, double peak_rss, double op
   return cell(allocator, rep, json::array({phase("run", peak_rss, 100, ops_per_s)}), "w", status);
 }
 
-const Ranking& headline(const Recommendation& r, Figure f) {
+// A copy: callers pass the recommendation as a temporary.
+Ranking headline(const Recommendation& r, Figure f) {
   const Ranking* found = r.scopes.at(0).find(f);
   if (!found) throw std::runtime_error("no such headline figure");
   return *found;
