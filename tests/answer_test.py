@@ -172,11 +172,12 @@ class Advise(TempDirTest):
         out = self.advise("small-blocks")
         # The backends' real spread, with how sure.
         self.assertRegex(out, r"backends by peak RSS: jemalloc [\d.]+ MiB, glibc [\d.]+ MiB \+\d+\.\d% \(clear\)")
-        self.assertIn("=> use jemalloc", out)
+        self.assertIn("=> use jemalloc: peak RSS ", out)
         self.assertRegex(out, r"\n  setting: LD_PRELOAD=\S*libjemalloc\.so\.2\n")
-        # The variant is jemalloc's at its default for this program: named, not recommended.
+        # The variant's purging changes nothing this program holds: it never beats jemalloc on
+        # memory. (Its wall time is a sub-second program's on a shared machine: not asserted.)
         self.assertNotIn("=> use jemalloc:bg", out)
-        self.assertRegex(out, r"no gain beyond noise .*: jemalloc:bg")
+        self.assertNotRegex(out, r"variant jemalloc:bg beats jemalloc on (peak|held) RSS")
         # Every comparing line says how sure it is.
         for line in out.splitlines():
             if line.startswith("  backends by"):

@@ -44,6 +44,8 @@ struct Advice {
   std::vector<std::string> variants_without_gain;  // tried, beat nothing beyond noise
   std::string default_allocator;      // glibc when it ran, else the first backend
   std::string choice;                 // "" : keep the default
+  std::string choice_figure;          // what the choice wins on ("held RSS (end)"), with its gain over the default
+  double choice_gain = 0;             // the default's median / the choice's - 1
   std::vector<std::string> reasons;   // why the choice (or why nothing beats the default), each with its certainty
   bool any = false;                   // false: no allocator had an ok repetition
   const Candidate* candidate(const std::string& allocator) const;

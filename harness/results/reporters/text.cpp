@@ -144,7 +144,8 @@ std::string percent(double fraction) {
 }
 }  // namespace
 
-std::string relative_text(double relative) { return relative - 1 < 0.0005 ? "best" : "+" + percent(relative - 1); }
+// Only the leader is "best": another with the same median is "tied", one a hair behind "+<0.1%".
+std::string relative_text(double relative) { return relative <= 1 ? "tied" : "+" + percent(relative - 1); }
 
 std::string lead_text(Certainty c, double margin) {
   switch (c) {

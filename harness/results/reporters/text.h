@@ -42,7 +42,7 @@ std::string metric_note(Metric m);
 // A ranked figure's value with its unit, as the recommendation writes it: "136.2 MiB", "1.21",
 // "912.9k ops/s", "45.1 ns", "x1.08" (the time score: times the best's time).
 std::string figure_value(const Ranking& r, double value);
-// How much worse than the leader a standing is: "+12%", "+0.4%"; "best" for the leader's own.
+// How much worse than the leader a standing is: "+12%", "+0.4%", "+<0.1%"; "tied" at the same median.
 std::string relative_text(double relative);
 // "clear, by 12%", "within noise (+0.4%)", "one repetition (+5%)", "alone".
 std::string lead_text(Certainty c, double margin);
