@@ -174,7 +174,7 @@ class Advise(ProgramTest):
         self.assertEqual({r["allocator"] for r in recs}, {"glibc", "jemalloc", "tcmalloc"})
         self.assertIn("recommendation (", p.stdout)
         self.assertRegex(p.stdout, r"backends by peak RSS: (glibc|jemalloc|tcmalloc) [\d.]+ MiB, ")
-        choice = re.search(r"\n  (=> (keep the default|use) .*)\n", p.stdout)
+        choice = re.search(r"\n  => ((keep the default|use) .*)\n", p.stdout)
         self.assertIsNotNone(choice, p.stdout)
         self.assertRegex(p.stdout, r"\n  setting: ")
         for a in ("glibc", "jemalloc", "tcmalloc"):
@@ -190,7 +190,7 @@ class Advise(ProgramTest):
             self.assertRegex(table.group(0), r"<td[^>]*>" + a + r"</td>\s*<td[^>]*>2/2</td>")
         # The page escapes as html.cpp does (&#39; for a quote).
         escaped = html.escape(choice.group(1), quote=True).replace("&#x27;", "&#39;")
-        self.assertIn("<li>" + escaped + "</li>", page)
+        self.assertIn('<p class="choice">' + escaped + "</p>", page)
         self.assertLess(page.index('id="advice"'), page.index('id="recommendation"'))
 
     def test_advise_writes_the_report_where_asked(self):

@@ -39,6 +39,7 @@ table.sortable th[aria-sort="descending"]::after { content: " \25BC"; font-size:
 .bad { color: #b00020; font-weight: 600; }
 .warn { color: #8a5a00; }
 .good { color: #1b6e20; }
+.choice { font-weight: 600; font-size: 1.1em; }
 .note { color: #555; }
 .banner { background: #fff3cd; border: 1px solid #d9a400; padding: 0.6em 0.9em; font-weight: 600; }
 nav { margin: 0.8em 0; }

@@ -264,7 +264,21 @@ void advice_section(html::Document& doc, const rs::Advice& advice) {
   if (!advice.any) {
     doc.paragraph("No recommendation: no allocator ran the program successfully.", "bad");
   } else {
-    doc.bullets(rs::advice_lines(advice));
+    // advise's lines as printed, but the choice stands out: the comparisons as bullets, then the
+    // choice in bold, its reasons (indented on the terminal) under it, the setting to copy.
+    const std::vector<std::string> lines = rs::advice_lines(advice);
+    std::vector<std::string> before, reasons;
+    std::string choice, setting;
+    for (const auto& l : lines) {
+      if (l.starts_with("=> ")) choice = l.substr(3);
+      else if (choice.empty()) before.push_back(l);
+      else if (l.starts_with("setting: ")) setting = l;
+      else reasons.push_back(l.substr(l.find_first_not_of(' ')));
+    }
+    doc.bullets(before);
+    if (!choice.empty()) doc.paragraph(choice, "choice");
+    if (!reasons.empty()) doc.bullets(reasons);
+    if (!setting.empty()) doc.code(setting);
   }
   html::Table table{"advice-table", {{"allocator"}, {"ok", false, "repetitions that finished ok, of all"},
                                      {rs::text::metric_header(rs::Metric::peak_rss_bytes), true, "median [min-max] over ok repetitions, whole run"},
