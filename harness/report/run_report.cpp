@@ -246,7 +246,7 @@ void recommendation_section(html::Document& doc, const rs::Model& model) {
       "Medians over ok repetitions of whole cells: peak RSS the highest phase peak, held RSS the last phase's end "
       "RSS, RSS-idle/live (peak RSS - idle baseline) / peak live bytes. Time is, per cell, the geometric mean over "
       "the phases that do work (or percall's benchmarks) of its time against the best median, so x1.00 is the best "
-      "everywhere; idle phases and whole-cell rates, which the workload's schedule fixes, are left out. Across the "
+      "everywhere (a leader at x1.40 is behind in some phases: see them below); idle phases and whole-cell rates, which the workload's schedule fixes, are left out. Across the "
       "run: each allocator's geometric mean of its standing over the workloads and thread counts it ran.",
       "note");
   html::Table details = ranking_table("time-table", by_host, "phase or benchmark");

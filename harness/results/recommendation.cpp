@@ -202,6 +202,7 @@ AcrossRanking across(Figure figure, const std::vector<ScopeRecommendation>& scop
   }
   out.certainty = single == rankings.size() ? Certainty::one_repetition
                   : lead_wins > 0 && next_wins == 0 ? Certainty::clear
+                  : lead_wins > 0                   ? Certainty::mixed
                                                     : Certainty::within_noise;
   return out;
 }
@@ -214,6 +215,7 @@ std::string_view certainty_name(Certainty c) {
     case Certainty::within_noise: return "within noise";
     case Certainty::one_repetition: return "one repetition";
     case Certainty::alone: return "alone";
+    case Certainty::mixed: return "mixed";
   }
   return "";
 }
@@ -224,6 +226,7 @@ std::string_view certainty_text(Certainty c) {
     case Certainty::within_noise: return "within noise: the repetitions' min-max ranges overlap, so the order may be chance";
     case Certainty::one_repetition: return "one repetition: no spread to judge by";
     case Certainty::alone: return "alone: no other allocator has this figure";
+    case Certainty::mixed: return "mixed: each beats the other beyond noise on some workload, so the choice depends on the workload";
   }
   return "";
 }

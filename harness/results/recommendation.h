@@ -28,6 +28,7 @@ enum class Certainty {
   within_noise,    // their min-max ranges overlap: the order may be noise
   one_repetition,  // one of them has a single repetition: no spread to judge by
   alone,           // one allocator has this figure
+  mixed,           // across the run only: each beats the other beyond noise somewhere
 };
 // "clear", "within noise", "one repetition", "alone"; and the sentence that explains it.
 std::string_view certainty_name(Certainty c);
@@ -85,7 +86,8 @@ struct AcrossRanking {
   std::vector<AcrossStanding> standings;  // best first, only allocators that ran in every scope
   std::size_t scopes = 0;
   // clear: the leader beats the runner-up beyond noise somewhere and is never beaten by it beyond
-  // noise; one_repetition: every scope had one; within_noise otherwise.
+  // noise; mixed: each beats the other beyond noise somewhere (which one depends on the workload);
+  // one_repetition: every scope had one; within_noise otherwise.
   Certainty certainty = Certainty::alone;
   double margin() const { return standings.size() > 1 ? standings[1].relative / standings[0].relative - 1 : 0.0; }
 };

@@ -143,6 +143,15 @@ TEST(Recommendation, AcrossTheRunCountsWinsAndSaysHowSure) {
   EXPECT_NE(text.find("peak RSS"), std::string::npos);
   EXPECT_NE(text.find("clear, by 50%"), std::string::npos) << text;
   EXPECT_NE(text.find("allocmark show DIR"), std::string::npos);
+
+  // b clearly better on a third workload: each wins somewhere, which is not noise.
+  for (int rep = 0; rep < 2; ++rep) {
+    records.push_back(cell("a", rep, json::array({phase("p", 300 + rep, 50, 10)}), "w3"));
+    records.push_back(cell("b", rep, json::array({phase("p", 100 + rep, 50, 10)}), "w3"));
+  }
+  const Recommendation mixed = recommend(Model::from_records(records));
+  EXPECT_EQ(mixed.across[0].certainty, Certainty::mixed);
+  EXPECT_NE(text::recommendation_text(mixed, "DIR").find("mixed: each clearly ahead somewhere"), std::string::npos);
 }
 
 namespace {

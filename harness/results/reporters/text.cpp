@@ -153,6 +153,7 @@ std::string lead_text(Certainty c, double margin) {
     case Certainty::within_noise: return "within noise (" + percent(margin) + ")";
     case Certainty::one_repetition: return "one repetition (" + percent(margin) + ")";
     case Certainty::alone: return "alone";
+    case Certainty::mixed: return "mixed: each clearly ahead somewhere (" + percent(margin) + " overall)";
   }
   return "";
 }
