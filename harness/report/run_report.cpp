@@ -233,7 +233,7 @@ void recommendation_section(html::Document& doc, const rs::Model& model) {
       for (std::size_t i = 1; i < a.standings.size(); ++i)
         others.push_back(fmt::format("{} x{:.2f}", a.standings[i].allocator, a.standings[i].relative));
       facts.emplace_back(a.what + " across the run",
-                         fmt::format("{} (x{:.2f}; best in {} of {}, {} clearly; {}) - then {}", lead.allocator, lead.relative,
+                         fmt::format("{} x{:.2f}, best in {} of {} ({} clearly): {}; then {}", lead.allocator, lead.relative,
                                      lead.best, a.scopes, lead.clearly_best, rs::text::lead_text(a.certainty, a.margin()),
                                      joined(others, ", ")));
     }
