@@ -2,7 +2,7 @@
 # Sets up, builds and runs every test (unit and end to end) with ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ci/setup.sh
+ci/setup.sh --tests
 cd build
 # One "cpus" slot per core; every test holds one except the few that mostly wait (labelled
 # "waits", cmake/allocmark_test.cmake), which run beside the others: hence more jobs than cores.

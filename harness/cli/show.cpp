@@ -2,6 +2,7 @@
 // by one of its reporters (table, csv, json, markdown). Reader warnings go to stderr.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <iostream>
 #include <stdexcept>
 
@@ -42,6 +43,7 @@ struct ShowOptions {
   std::vector<std::string> by;
   std::vector<std::string> metrics;
   std::vector<std::string> workload_metrics;
+  std::vector<std::string> workloads, allocators, threads;
 };
 
 }  // namespace
@@ -67,6 +69,10 @@ Subcommand add_show_command(CLI::App& app) {
                    "comma-separated names or prefixes ending in * (ns_per_op.*); groupings by phase only "
                    "(default: none in table and markdown, all in csv and json)")
       ->allow_extra_args(false);
+  show->add_option("--workload", opts->workloads, "only these workloads, comma-separated")->allow_extra_args(false);
+  show->add_option("--allocator", opts->allocators, "only these allocators (or variants: jemalloc:bg), comma-separated")
+      ->allow_extra_args(false);
+  show->add_option("--threads", opts->threads, "only these thread counts, comma-separated")->allow_extra_args(false);
   return {show, [opts, dimension_names, metric_names] {
             if (!rs::make_reporter(opts->format))
               throw std::invalid_argument(fmt::format("--format: unknown format '{}' (choose from {})", opts->format,
@@ -83,9 +89,23 @@ Subcommand add_show_command(CLI::App& app) {
                                                        return old_name ? std::nullopt : m;
                                                      });
             report.workload_metrics = split_commas(opts->workload_metrics, "--workload-metric");
+            report.filter.workloads = split_commas(opts->workloads, "--workload");
+            report.filter.allocators = split_commas(opts->allocators, "--allocator");
+            for (const auto& t : split_commas(opts->threads, "--threads")) {
+              int n = 0;
+              auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+              if (ec != std::errc() || end != t.data() + t.size() || n < 1)
+                throw std::invalid_argument(fmt::format("--threads: '{}' is not a thread count (expected a whole number >= 1)", t));
+              report.filter.threads.push_back(n);
+            }
             rs::Model model = rs::Model::load(opts->dirs);
             print_reading_notes(model);
-            std::cout << rs::render_report(model, opts->format, report);
+            if (std::string problem = model.unknown_filter_value(report.filter); !problem.empty())
+              throw std::invalid_argument(problem);
+            std::vector<std::string> notes;
+            std::string text = rs::render_report(model, opts->format, report, &notes);
+            for (const auto& n : notes) std::cerr << "allocmark show: warning: " << n << "\n";
+            std::cout << text;
             return kExitOk;
           }};
 }

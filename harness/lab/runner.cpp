@@ -42,7 +42,7 @@ std::string read_all(const std::string& path) {
 }
 
 std::string missing(const std::string& what, const std::string& package) {
-  return fmt::format("{}: the lab needs Debian's {} (apt-get install {}; ci/setup.sh installs it)", what, package, package);
+  return fmt::format("{}: the lab needs Debian's {} (apt-get install {}; ci/setup.sh --lab installs it)", what, package, package);
 }
 
 // The newest /boot/vmlinuz-* by version order (6.1.0-10 after 6.1.0-9).

@@ -652,11 +652,52 @@ struct GroupBuilder {
   std::array<std::vector<double>, kMetricCount> samples;
   std::map<std::size_t, std::vector<double>> workload_samples;  // by workload metric index
   CommonIdentity identity;
+  // Per pooling-checked dimension (workload, threads, allocator) not asked for: the values seen.
+  std::array<std::set<long long>, 3> unasked;
 };
 
+constexpr std::array<Dimension, 3> kPoolingChecked{Dimension::workload, Dimension::threads, Dimension::allocator};
+
+template <class T>
+std::string first_unknown(const std::vector<T>& wanted, const std::set<T>& present, std::string_view flag) {
+  for (const auto& w : wanted) {
+    if (present.count(w)) continue;
+    std::string there;
+    for (const auto& v : present) there += (there.empty() ? "" : ", ") + fmt::format("{}", v);
+    return fmt::format("{}: no cell has '{}' (there: {})", flag, w, there);
+  }
+  return "";
+}
 }  // namespace
 
-Grouping Model::group(const std::vector<Dimension>& by) const {
+std::string Model::unknown_filter_value(const CellFilter& filter) const {
+  std::set<std::string> workload_names, allocator_names;
+  std::set<int> thread_counts;
+  for (const Cell& cell : cells_) {
+    workload_names.insert(identities_[cell.identity].workload);
+    allocator_names.insert(identities_[cell.identity].allocator);
+    thread_counts.insert(cell.threads);
+  }
+  for (std::string problem : {first_unknown(filter.workloads, workload_names, "--workload"),
+                              first_unknown(filter.allocators, allocator_names, "--allocator"),
+                              first_unknown(filter.threads, thread_counts, "--threads")})
+    if (!problem.empty()) return problem;
+  return "";
+}
+
+std::vector<std::string> pooling_notes(const Grouping& grouping) {
+  std::vector<std::string> notes;
+  for (const auto& p : grouping.pooled) {
+    std::string values;
+    for (const auto& v : p.values) values += (values.empty() ? "" : ", ") + v;
+    notes.push_back(fmt::format("rows pool {} {} ({} is not a grouping dimension): add it to --by, or keep one with --{} {}",
+                                dimension_name(p.dimension), values, dimension_name(p.dimension),
+                                dimension_name(p.dimension), p.dimension == Dimension::threads ? "N" : "NAME"));
+  }
+  return notes;
+}
+
+Grouping Model::group(const std::vector<Dimension>& by, const CellFilter& filter) const {
   for (std::size_t i = 0; i < by.size(); ++i)
     if (std::find(by.begin(), by.begin() + i, by[i]) != by.begin() + i)
       throw ResultsError(fmt::format("'{}' is listed twice in the grouping", dimension_name(by[i])));
@@ -682,10 +723,19 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
     return it->second;
   };
 
+  auto kept = [&](const Cell& cell) {
+    const CellIdentity& id = identities_[cell.identity];
+    auto in = [](const auto& list, const auto& v) { return list.empty() || std::find(list.begin(), list.end(), v) != list.end(); };
+    return in(filter.workloads, id.workload) && in(filter.allocators, id.allocator) && in(filter.threads, cell.threads);
+  };
+  std::array<bool, 3> unasked{};
+  for (std::size_t k = 0; k < kPoolingChecked.size(); ++k)
+    unasked[k] = std::find(by.begin(), by.end(), kPoolingChecked[k]) == by.end();
+
   std::vector<GroupBuilder> builders;
   std::map<std::vector<long long>, std::size_t> index;
   std::size_t last_builder = 0;
-  std::vector<std::size_t> cell_groups(cells_.size());
+  std::vector<std::size_t> cell_groups(cells_.size(), Grouping::kNoGroup);
   auto builder_for = [&](const Cell& cell, const std::string& phase, long long node = -1) -> GroupBuilder& {
     const CellIdentity& id = identities_[cell.identity];
     std::vector<long long> key;
@@ -707,6 +757,10 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
   };
   auto count_cell = [&](GroupBuilder& b, const Cell& cell) {
     const CellIdentity& id = identities_[cell.identity];
+    const long long checked[3] = {static_cast<long long>(workload_slot[cell.identity]), cell.threads,
+                                  static_cast<long long>(allocator_slot[cell.identity])};
+    for (std::size_t k = 0; k < 3; ++k)
+      if (unasked[k]) b.unasked[k].insert(checked[k]);
     b.group.cells++;
     b.group.statuses[cell.status]++;
     if (cell.error) {
@@ -745,6 +799,7 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
   };
   for (std::size_t i = 0; i < cells_.size(); ++i) {
     const Cell& cell = cells_[i];
+    if (!kept(cell)) continue;
     // A cell that is not ok contributes its status and error, never its partial measurements.
     if (!by_phase) {
       if (cell.ok() && !cell.phases.empty()) add_phase(cell, whole_cell(cell));
@@ -804,6 +859,19 @@ Grouping Model::group(const std::vector<Dimension>& by) const {
   Grouping out;
   out.dimensions = by;
   out.cell_groups = std::move(cell_groups);
+  for (std::size_t k = 0; k < kPoolingChecked.size(); ++k) {
+    std::set<long long> together;
+    for (const auto& b : builders)
+      if (b.unasked[k].size() > 1) together.insert(b.unasked[k].begin(), b.unasked[k].end());
+    if (together.empty()) continue;
+    PooledDimension pooled{kPoolingChecked[k], {}};
+    for (long long v : together) {
+      auto slot = static_cast<std::size_t>(v);
+      pooled.values.push_back(k == 0 ? workloads.qualified(slot) : k == 1 ? std::to_string(v) : allocators.qualified(slot));
+    }
+    if (kPoolingChecked[k] != Dimension::threads) std::sort(pooled.values.begin(), pooled.values.end());  // by name, not by first seen
+    out.pooled.push_back(std::move(pooled));
+  }
   if (host_column) out.dimensions.push_back(Dimension::host);
   std::set<std::size_t> workload_metrics_present;
   for (auto& b : builders) {

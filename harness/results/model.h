@@ -153,16 +153,38 @@ inline constexpr std::size_t kMaxErrorsListed = 20;
 // A dimension value as text (threads as digits).
 std::string value_label(const nlohmann::json& value);
 
+// A dimension left out of a grouping whose different values share a row: medians then mix, say,
+// one thread's cells with two threads' (a reader warns, `show`).
+struct PooledDimension {
+  Dimension dimension;
+  std::vector<std::string> values;  // the plain names (threads as digits) found together in rows
+};
+
 struct Grouping {
   // As asked, plus host (last) when cells from different hosts would otherwise share a row.
   std::vector<Dimension> dimensions;
+  // Of workload, threads and allocator, each one not asked for whose values share a row.
+  std::vector<PooledDimension> pooled;
   std::vector<Group> groups;  // in order of first appearance in the files
   // The workload metrics the groups have, in natural order (digit runs compare as numbers:
   // ns_per_op.malloc_free_64 before ns_per_op.malloc_free_128).
   std::vector<std::string> workload_metrics;
   // Per Model::cells() entry: the group its first phase (or its status, for a cell without ok
-  // phases) was counted in, so an export per cell names it by the same labels.
+  // phases) was counted in, so an export per cell names it by the same labels; kNoGroup for a
+  // cell the filter left out.
   std::vector<std::size_t> cell_groups;
+  static constexpr std::size_t kNoGroup = static_cast<std::size_t>(-1);
+};
+
+// One line per pooled dimension, for a reader to print: "rows pool threads 1, 2 (not in --by): ...".
+std::vector<std::string> pooling_notes(const Grouping& grouping);
+
+// Which cells a grouping counts: each list empty keeps every value; a workload or allocator is
+// matched by its plain name (size_mix, jemalloc:bg).
+struct CellFilter {
+  std::vector<std::string> workloads, allocators;
+  std::vector<int> threads;
+  bool empty() const { return workloads.empty() && allocators.empty() && threads.empty(); }
 };
 
 // Keeps the workload metrics whose names match one of `patterns` (a name, or a prefix ending in
@@ -215,8 +237,12 @@ class Model {
   // writer_notice() of each folder a run is writing while it was read.
   const std::vector<std::string>& writer_notices() const { return writer_notices_; }
 
-  // Groups by the given dimensions (in this order); throws ResultsError if one is repeated.
-  Grouping group(const std::vector<Dimension>& by) const;
+  // Groups by the given dimensions (in this order) the cells `filter` keeps; throws ResultsError if
+  // a dimension is repeated.
+  Grouping group(const std::vector<Dimension>& by, const CellFilter& filter = {}) const;
+  // "--workload: no cell has 'x' (there: a, b)" for the first filter value no cell has, else "":
+  // a typo must not read as "no results".
+  std::string unknown_filter_value(const CellFilter& filter) const;
 
   // The streaming steps load() is made of, public for tests. Each file: add_line() per line, then
   // finish_file().

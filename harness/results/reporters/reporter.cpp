@@ -8,8 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "harness/results/folder_layout.h"
-
 namespace allocmark::results {
 
 const std::vector<std::string>& reporter_formats() {
@@ -25,13 +23,15 @@ std::unique_ptr<Reporter> make_reporter(std::string_view format) {
   return nullptr;
 }
 
-std::string render_report(const Model& model, std::string_view format, const ReportOptions& options) {
+std::string render_report(const Model& model, std::string_view format, const ReportOptions& options,
+                          std::vector<std::string>* notes) {
   auto reporter = make_reporter(format);
   if (!reporter) throw ResultsError(fmt::format("unknown report format '{}'", format));
   // Node rows carry only the per-node metrics: show those unless asked for others.
   const bool by_node = std::find(options.by.begin(), options.by.end(), Dimension::node) != options.by.end();
   const std::vector<Metric> metrics = !options.metrics.empty() ? options.metrics : by_node ? default_node_metrics() : reporter->default_metrics();
-  Grouping grouping = model.group(options.by);
+  Grouping grouping = model.group(options.by, options.filter);
+  if (notes) *notes = pooling_notes(grouping);
   if (!options.workload_metrics.empty() || !reporter->all_workload_metrics_by_default())
     select_workload_metrics(grouping, options.workload_metrics);
   return reporter->render(model, grouping, metrics);

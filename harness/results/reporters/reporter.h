@@ -44,9 +44,12 @@ struct ReportOptions {
   std::vector<Metric> metrics;
   // Workload metrics by name or prefix* (select_workload_metrics); empty: the reporter's default.
   std::vector<std::string> workload_metrics;
+  CellFilter filter;  // which cells the report counts (all by default)
 };
-// make_reporter(format) over model.group(options.by); throws ResultsError for an unknown format.
-std::string render_report(const Model& model, std::string_view format, const ReportOptions& options = {});
+// make_reporter(format) over model.group(options.by, options.filter); throws ResultsError for an
+// unknown format. `notes`, when given, receives what a reader should be warned of (pooling_notes).
+std::string render_report(const Model& model, std::string_view format, const ReportOptions& options = {},
+                          std::vector<std::string>* notes = nullptr);
 
 // summary.json's content (docs/results-schema.md): schema_version, the grouping, each metric's
 // unit, every group's identity, statuses, errors, metric spreads and the grouping's workload
