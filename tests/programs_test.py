@@ -3,6 +3,7 @@
 Real driver, real allocator libraries, real programs (a small C program built beside the tests and a
 Python script); standard library only. Run by ctest (tests/CMakeLists.txt).
 """
+import html
 import json
 import os
 import re
@@ -171,9 +172,11 @@ class Advise(ProgramTest):
         recs = records(self.out)
         self.assertEqual(len(recs), 6)
         self.assertEqual({r["allocator"] for r in recs}, {"glibc", "jemalloc", "tcmalloc"})
-        self.assertIn("recommendation:", p.stdout)
-        for line in ("lowest peak RSS", "fastest", "best trade-off"):
-            self.assertRegex(p.stdout, line + r" +(glibc|jemalloc|tcmalloc) +\(.*% better than (glibc|jemalloc|tcmalloc)")
+        self.assertIn("recommendation (", p.stdout)
+        self.assertRegex(p.stdout, r"backends by peak RSS: (glibc|jemalloc|tcmalloc) [\d.]+ MiB, ")
+        choice = re.search(r"\n  => ((keep the default|use) .*)\n", p.stdout)
+        self.assertIsNotNone(choice, p.stdout)
+        self.assertRegex(p.stdout, r"\n  setting: ")
         for a in ("glibc", "jemalloc", "tcmalloc"):
             self.assertRegex(p.stdout, r"\n  " + a + r" +2/2 ")
         # The report of the same folder, its path printed, with the recommendation's table on it.
@@ -185,9 +188,10 @@ class Advise(ProgramTest):
         self.assertIsNotNone(table, "no advice-table in " + report)
         for a in ("glibc", "jemalloc", "tcmalloc"):
             self.assertRegex(table.group(0), r"<td[^>]*>" + a + r"</td>\s*<td[^>]*>2/2</td>")
-        winner = re.search(r"lowest peak RSS +(\w+)", p.stdout).group(1)
-        self.assertRegex(page, r"lowest peak RSS</dt>\s*<dd>" + winner + " ")
-        self.assertLess(page.index('id="recommendation"'), page.index('id="verdict"'))
+        # The page escapes as html.cpp does (&#39; for a quote).
+        escaped = html.escape(choice.group(1), quote=True).replace("&#x27;", "&#39;")
+        self.assertIn('<p class="choice">' + escaped + "</p>", page)
+        self.assertLess(page.index('id="advice"'), page.index('id="recommendation"'))
 
     def test_advise_writes_the_report_where_asked(self):
         report = os.path.join(self.tmp, "advice.html")
@@ -202,7 +206,7 @@ class Advise(ProgramTest):
         env = dict(os.environ, ALLOCMARK_PLOTS_DIR=os.path.join(self.tmp, "no-plots"))
         p = run(["advise", "--reps", "1", "--allocators", "glibc,jemalloc", "--out", self.out, "--", PHASE_DEMO], env=env)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertRegex(p.stdout, r"lowest peak RSS +(glibc|jemalloc) ")
+        self.assertRegex(p.stdout, r"backends by peak RSS: (glibc|jemalloc) ")
         self.assertIn("the report was not written", p.stderr)
         self.assertNotIn("report: ", p.stdout)
 

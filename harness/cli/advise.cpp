@@ -1,7 +1,8 @@
 // `allocmark advise -- COMMAND ARGS`: runs the command as a program cell under every installed
-// allocator and the standard variants (through `run`), then says which allocator gives the lowest
-// peak RSS, which the shortest wall time, and which the best trade-off, with margins and spreads,
-// and writes the run's HTML report (harness/report/run_report.h) with the recommendation on top.
+// allocator and the standard variants (through `run`), then says what to run it with
+// (results/advice.h: the backends ranked, variants only where they beat their own backend, the
+// default kept unless something is better beyond noise, the setting to apply), and writes the run's
+// HTML report (harness/report/run_report.h) with that advice on top.
 #include <fmt/format.h>
 
 #include <filesystem>

@@ -20,6 +20,13 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; padding-bottom: 0.2em; }
 h3 { font-size: 1.05em; margin-top: 1.4em; }
 table { border-collapse: collapse; margin: 0.6em 0 1em; font-variant-numeric: tabular-nums; }
+/* A table wider than the window scrolls inside its box; the page itself never scrolls sideways. */
+.table-box { max-width: 100%; overflow-x: auto; }
+details { margin: 0.8em 0; }
+details > summary { cursor: pointer; font-size: 1.1em; font-weight: 600; padding: 0.3em 0; }
+.answer th { white-space: normal; }
+.answer td { overflow-wrap: break-word; }
+.answer td.num { white-space: nowrap; }
 th, td { border: 1px solid #d6d6d6; padding: 0.25em 0.6em; vertical-align: top; }
 .unbroken { overflow-wrap: anywhere; }
 th { background: #f2f2f4; text-align: left; white-space: nowrap; }
@@ -32,6 +39,7 @@ table.sortable th[aria-sort="descending"]::after { content: " \25BC"; font-size:
 .bad { color: #b00020; font-weight: 600; }
 .warn { color: #8a5a00; }
 .good { color: #1b6e20; }
+.choice { font-weight: 600; font-size: 1.1em; }
 .note { color: #555; }
 .banner { background: #fff3cd; border: 1px solid #d9a400; padding: 0.6em 0.9em; font-weight: 600; }
 nav { margin: 0.8em 0; }
@@ -192,8 +200,9 @@ void Document::bullets(const std::vector<std::string>& items, std::string_view c
 
 void Document::table(const Table& table) {
   sortable_ = sortable_ || table.sortable;
-  body_ += fmt::format("<table{}{}>\n<thead><tr>", id_attribute(table.id),
-                       attribute("class", table.sortable ? "sortable" : ""));
+  body_ += fmt::format("<div class=\"table-box\"><table{}{}>\n<thead><tr>", id_attribute(table.id),
+                       attribute("class", table.css_class + (table.sortable && !table.css_class.empty() ? " " : "") +
+                                              (table.sortable ? "sortable" : "")));
   for (const auto& c : table.columns)
     body_ += fmt::format("<th{}{}>{}</th>", attribute("class", c.numeric ? "num" : ""), attribute("title", c.tooltip),
                          escape(c.header));
@@ -214,7 +223,7 @@ void Document::table(const Table& table) {
     }
     body_ += "</tr>\n";
   }
-  body_ += "</tbody>\n</table>\n";
+  body_ += "</tbody>\n</table></div>\n";
 }
 
 void Document::figure(std::string_view mime, std::string_view bytes, std::string_view alt, std::string_view caption,
@@ -222,6 +231,12 @@ void Document::figure(std::string_view mime, std::string_view bytes, std::string
   body_ += fmt::format("<figure{}><img src=\"{}\" alt=\"{}\"><figcaption>{}</figcaption></figure>\n",
                        id_attribute(id), data_uri(mime, bytes), escape(cut(alt, kLongText)), text_html(caption));
 }
+
+void Document::open_details(std::string_view summary, std::string_view id, bool open) {
+  body_ += fmt::format("<details{}{}><summary>{}</summary>\n", id_attribute(id), open ? " open" : "", text_html(summary));
+}
+
+void Document::close_details() { body_ += "</details>\n"; }
 
 void Document::code(std::string_view text) { body_ += "<pre>" + text_html(text) + "</pre>\n"; }
 

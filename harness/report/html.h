@@ -56,6 +56,7 @@ struct Table {
   std::vector<Column> columns;
   std::vector<std::vector<Cell>> rows;
   bool sortable = false;  // headers sort the rows on click (ascending, then descending)
+  std::string css_class;  // "answer": cells wrap so the table fits a narrow window
 };
 
 class Document {
@@ -74,6 +75,10 @@ class Document {
   void figure(std::string_view mime, std::string_view bytes, std::string_view alt, std::string_view caption,
               std::string_view id = "");
   void code(std::string_view text);
+  // A collapsible block (<details>): what is added until close_details() shows under `summary`
+  // when the reader opens it. Blocks do not nest.
+  void open_details(std::string_view summary, std::string_view id = "", bool open = false);
+  void close_details();
   // Markup written as given: the caller guarantees it is well formed and escaped.
   void raw(std::string_view markup);
 

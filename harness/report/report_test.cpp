@@ -1,39 +1,9 @@
-// The HTML writer's escaping and encoding, and the verdict over model groups built from records.
+// The HTML writer: escaping, encoding, tables and collapsed blocks.
 #include <gtest/gtest.h>
 
 #include "harness/report/html.h"
-#include "harness/report/verdict.h"
 
 using namespace allocmark::report;
-namespace rs = allocmark::results;
-using nlohmann::json;
-
-namespace {
-
-json phase(double peak_rss, double live, double ops_per_s) {
-  return {{"name", "run"}, {"peak_rss_bytes", peak_rss}, {"peak_live_bytes", live},
-          {"ops", ops_per_s}, {"wall_s", 1.0}, {"ops_per_s", ops_per_s}};
-}
-
-json cell(const std::string& allocator, int rep, double peak_rss, double ops_per_s, const std::string& status = "ok") {
-  return {{"key", allocator + "/w/t1/r" + std::to_string(rep)},
-          {"allocator", allocator}, {"backend", allocator}, {"workload", "w"}, {"threads", 1}, {"rep", rep},
-          {"status", status}, {"error", status == "ok" ? json() : json("exit code 7")},
-          {"idle_rss_bytes", 0}, {"phases", status == "ok" ? json::array({phase(peak_rss, 100, ops_per_s)}) : json::array()}};
-}
-
-const Verdict& verdict_for(const std::vector<Verdict>& all, rs::Metric m) {
-  for (const auto& v : all)
-    if (v.metric == m) return v;
-  throw std::runtime_error("no verdict");
-}
-
-std::vector<Verdict> verdicts_of(const std::vector<json>& records) {
-  return verdicts(rs::Model::from_records(records).group(
-      {rs::Dimension::workload, rs::Dimension::threads, rs::Dimension::allocator}));
-}
-
-}  // namespace
 
 TEST(Html, EscapesMarkupAndQuotes) {
   EXPECT_EQ(html::escape("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
@@ -90,42 +60,13 @@ TEST(Html, AnIdUsedTwiceIsRefused) {
   EXPECT_THROW(doc.table({"phases", {{"a"}}, {}, false}), std::logic_error);
 }
 
-TEST(Verdict, LeaderRunnerUpLeadAndSeparation) {
-  // a: peak 100-120, 1000 ops/s; b: peak 200-220, 3000 ops/s. a leads on memory, b on throughput.
-  std::vector<json> records;
-  for (int rep = 0; rep < 3; ++rep) {
-    records.push_back(cell("a", rep, 100 + 10 * rep, 1000 + rep));
-    records.push_back(cell("b", rep, 200 + 10 * rep, 3000 + rep));
-  }
-  auto all = verdicts_of(records);
-  ASSERT_EQ(all.size(), verdict_metrics().size());
-  const Verdict& rss = verdict_for(all, rs::Metric::peak_rss_bytes);
-  EXPECT_EQ(rss.leader->allocator, "a");
-  EXPECT_EQ(rss.runner_up->allocator, "b");
-  EXPECT_DOUBLE_EQ(*rss.lead, 210.0 / 110.0);
-  EXPECT_EQ(rss.noise, Noise::separated);
-  const Verdict& ops = verdict_for(all, rs::Metric::ops_per_s);
-  EXPECT_EQ(ops.leader->allocator, "b");
-  EXPECT_DOUBLE_EQ(*ops.lead, 3001.0 / 1001.0);
-  EXPECT_EQ(ops.leader->spread.n, 3u);
-}
-
-TEST(Verdict, OverlappingRangesAreNoiseAndFailedCellsDoNotCount) {
-  // a: 100 and 140 (median 120); b: 115 and 135 (median 125): a leads, but its worst beats none of b.
-  std::vector<json> records{cell("a", 0, 100, 1), cell("a", 1, 140, 1), cell("b", 0, 115, 1), cell("b", 1, 135, 1),
-                            cell("c", 0, 1, 1, "failed")};
-  const Verdict& rss = verdict_for(verdicts_of(records), rs::Metric::peak_rss_bytes);
-  EXPECT_EQ(rss.contenders, 2u);  // c failed: no figure
-  EXPECT_EQ(rss.leader->allocator, "a");
-  EXPECT_DOUBLE_EQ(*rss.lead, 125.0 / 120.0);
-  EXPECT_EQ(rss.noise, Noise::overlapping);
-}
-
-TEST(Verdict, OneAllocatorOrOneRepetitionIsSaidSo) {
-  auto single = verdicts_of({cell("a", 0, 100, 1)});
-  EXPECT_EQ(verdict_for(single, rs::Metric::peak_rss_bytes).noise, Noise::no_contest);
-  EXPECT_FALSE(verdict_for(single, rs::Metric::peak_rss_bytes).runner_up);
-  auto once = verdicts_of({cell("a", 0, 100, 1), cell("b", 0, 200, 1)});
-  EXPECT_EQ(verdict_for(once, rs::Metric::peak_rss_bytes).noise, Noise::one_repetition);
-  EXPECT_DOUBLE_EQ(*verdict_for(once, rs::Metric::peak_rss_bytes).lead, 2.0);
+TEST(Html, CollapsedBlocksAndTablesThatScrollInsideTheirBox) {
+  html::Document doc("t");
+  doc.open_details("Every <phase>", "phases");
+  doc.table({"x", {{"a"}}, {{{"1"}}}, false, "answer"});
+  doc.close_details();
+  const std::string page = doc.str();
+  EXPECT_NE(page.find("<details id=\"phases\"><summary>Every &lt;phase&gt;</summary>"), std::string::npos);
+  EXPECT_NE(page.find("<div class=\"table-box\"><table id=\"x\" class=\"answer\">"), std::string::npos);
+  EXPECT_NE(page.find("</table></div>\n</details>"), std::string::npos);
 }

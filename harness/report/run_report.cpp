@@ -13,12 +13,12 @@
 
 #include "harness/report/charts.h"
 #include "harness/report/html.h"
-#include "harness/report/verdict.h"
 #include "harness/results/folder.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
 #include "harness/results/meta.h"
 #include "harness/results/model.h"
+#include "harness/results/recommendation.h"
 #include "harness/results/reporters/text.h"
 
 namespace allocmark::report {
@@ -81,7 +81,6 @@ json read_meta(const std::string& dir, std::vector<std::string>& warnings) {
 }
 
 void machine_section(html::Document& doc, const json& meta) {
-  doc.heading(2, "Machine", "machine");
   const json machine = meta.value("machine", json::object());
   if (machine.empty()) {
     doc.paragraph(fmt::format("Not recorded ({} has no machine).", rs::layout::kMeta), "warn");
@@ -120,7 +119,6 @@ void machine_section(html::Document& doc, const json& meta) {
 }
 
 void matrix_section(html::Document& doc, const json& meta) {
-  doc.heading(2, "Matrix and command", "matrix");
   std::vector<std::string> commands;
   if (meta.contains("runs") && meta["runs"].is_array())
     for (const auto& r : meta["runs"])
@@ -155,11 +153,17 @@ void matrix_section(html::Document& doc, const json& meta) {
   doc.facts(facts);
 }
 
+// One unit per column: the text reporters switch nanoseconds to us/ms past 10^4, which on a page
+// puts "1407" and "45.1us" under one header; here a latency stays in the header's ns.
+std::string page_value(rs::Metric m, double v) {
+  return rs::metric_row(m).display == rs::Display::nanoseconds ? fmt::format("{:.0f}", v) : rs::text::value_text(m, v);
+}
+
 html::Cell spread_cell(rs::Metric m, const rs::Spread& s) {
   if (s.n == 0) return {"-", std::nullopt, "", ""};
   std::string detail;
-  if (s.n > 1 && s.min != s.max) detail = fmt::format("[{}-{}]", rs::text::value_text(m, s.min), rs::text::value_text(m, s.max));
-  return {rs::text::value_text(m, s.median), s.median, detail, ""};
+  if (s.n > 1 && s.min != s.max) detail = fmt::format("[{}-{}]", page_value(m, s.min), page_value(m, s.max));
+  return {page_value(m, s.median), s.median, detail, ""};
 }
 
 std::string status_text(const rs::Group& g) {
@@ -168,87 +172,132 @@ std::string status_text(const rs::Group& g) {
   return joined(parts);
 }
 
-void verdict_section(html::Document& doc, const rs::Model& model) {
-  doc.heading(2, "Verdict", "verdict");
-  auto grouping = model.group({rs::Dimension::workload, rs::Dimension::threads, rs::Dimension::allocator});
-  auto rows = verdicts(grouping);
-  bool by_host = std::any_of(rows.begin(), rows.end(), [](const Verdict& v) { return !v.host.empty(); });
-  html::Table table{"verdict-table", {}, {}, false};
-  table.columns = {{"workload"}, {"threads", true}};
-  if (by_host) table.columns.push_back({"host"});
-  table.columns.insert(table.columns.end(),
-                       {{"figure"}, {"leader"}, {"leader's median", true, "median [min-max] over ok repetitions, n = repetitions"},
-                        {"runner-up"}, {"runner-up's median", true, "median [min-max] over ok repetitions, n = repetitions"},
-                        {"lead", true, "runner-up / leader for memory, leader / runner-up for ops/s: how many times better"},
-                        {"is the lead real?"}});
-  std::vector<std::string> without_figures;
-  for (const auto& v : rows) {
-    if (v.contenders == 0) {
-      // Said once per workload and thread count below the table, not as three empty rows.
-      std::string where = fmt::format("{} at {} thread{}{}", v.workload, v.threads, v.threads == 1 ? "" : "s",
-                                      v.host.empty() ? "" : " on " + v.host);
-      if (without_figures.empty() || without_figures.back() != where) without_figures.push_back(where);
-      continue;
-    }
-    std::vector<html::Cell> row{{v.workload}, {std::to_string(v.threads), v.threads}};
-    if (by_host) row.push_back({v.host});
-    row.push_back({rs::text::metric_header(v.metric) + (v.lower_is_better ? " (lower is better)" : " (higher is better)")});
-    auto contender = [&](const std::optional<Contender>& c) {
-      if (!c) return std::pair<html::Cell, html::Cell>{{"-"}, {"-"}};
-      html::Cell value = spread_cell(v.metric, c->spread);
-      value.detail = (value.detail.empty() ? "" : value.detail + " ") + fmt::format("n={}", c->spread.n);
-      return std::pair<html::Cell, html::Cell>{{c->allocator}, value};
-    };
-    auto [leader, leader_value] = contender(v.leader);
-    auto [runner, runner_value] = contender(v.runner_up);
-    row.insert(row.end(), {leader, leader_value, runner, runner_value});
-    if (v.lead) row.push_back({fmt::format("x{:.2f}", *v.lead), *v.lead});
-    else row.push_back({"-"});
-    std::string css = v.noise == Noise::separated ? "good" : v.noise == Noise::overlapping ? "warn" : "note";
-    std::string noise(noise_text(v.noise));
-    if (v.noise == Noise::no_contest && v.contenders == 1) noise = "only " + v.leader->allocator + " has this figure";
-    row.push_back({noise, std::nullopt, "", css});
-    table.rows.push_back(std::move(row));
-  }
-  if (table.rows.empty()) {
-    doc.paragraph("No verdict: no cell finished ok.", "bad");
-    return;
-  }
-  doc.paragraph(
-      "Per workload and thread count, over whole cells (peak RSS and peak live bytes are the maxima over the "
-      "phases, ops/s is total operations over total phase time), ok repetitions only. The lead compares the "
-      "two best medians; the last column says whether the repetitions' ranges separate them.", "note");
-  doc.table(table);
-  if (!without_figures.empty())
-    doc.paragraph("Not in the verdict (no ok cell has the figure): " + joined(without_figures, "; ") + ".", "bad");
+std::string certainty_css(rs::Certainty c) {
+  return c == rs::Certainty::clear ? "good" : c == rs::Certainty::within_noise ? "warn" : "note";
 }
 
-void recommendation_section(html::Document& doc, const rs::Advice& advice) {
+// One row per ranked figure: who leads, by how much, how sure, and everyone else against the leader.
+void ranking_rows(html::Table& table, const rs::ScopeRecommendation& s, const std::vector<rs::Ranking>& rankings, bool by_host) {
+  for (const auto& r : rankings) {
+    std::vector<html::Cell> row{{s.workload}, {std::to_string(s.threads), s.threads}};
+    if (by_host) row.push_back({s.host});
+    row.push_back({r.what});
+    if (!r.not_ranked.empty()) {
+      row.insert(row.end(), {{"-"}, {"-"}, {"not ranked", std::nullopt, "", "note"}, {r.not_ranked, std::nullopt, "", "note"}});
+      table.rows.push_back(std::move(row));
+      continue;
+    }
+    const rs::Standing& lead = r.standings[0];
+    row.push_back({lead.allocator, std::nullopt, rs::text::figure_value(r, lead.spread.median)});
+    if (r.standings.size() > 1) row.push_back({fmt::format("{:.1f}%", 100 * r.margin()), r.margin()});
+    else row.push_back({"-"});
+    row.push_back({std::string(rs::certainty_name(r.certainty)), std::nullopt, "", certainty_css(r.certainty)});
+    std::vector<std::string> others;
+    for (std::size_t i = 1; i < r.standings.size(); ++i)
+      others.push_back(r.standings[i].allocator + " " + rs::text::relative_text(r.standings[i].relative));
+    row.push_back({others.empty() ? "-" : joined(others, " · ")});
+    table.rows.push_back(std::move(row));
+  }
+}
+
+html::Table ranking_table(std::string id, bool by_host, const std::string& figure_header) {
+  html::Table table{std::move(id), {{"workload"}, {"threads", true}}, {}, false, "answer"};
+  if (by_host) table.columns.push_back({"host"});
+  table.columns.insert(table.columns.end(),
+                       {{figure_header}, {"leader", false, "the best median over ok repetitions, with its value"},
+                        {"lead", true, "how much worse the runner-up's median is than the leader's"},
+                        {"how sure", false, "clear: every repetition of the leader beats every one of the runner-up; "
+                                            "within noise: their ranges overlap; one repetition: no spread"},
+                        {"the others", false, "each allocator's median against the leader's: +N% is N% worse"}});
+  return table;
+}
+
+void recommendation_section(html::Document& doc, const rs::Model& model) {
   doc.heading(2, "Recommendation", "recommendation");
+  const rs::Recommendation rec = rs::recommend(model);
+  bool by_host = std::any_of(rec.scopes.begin(), rec.scopes.end(), [](const auto& s) { return !s.host.empty(); });
+  std::size_t reps = 0;
+  for (const auto& s : rec.scopes) reps = std::max(reps, s.repetitions);
+  if (reps == 0) {
+    doc.paragraph("No recommendation: no cell finished ok.", "bad");
+    return;
+  }
+  if (reps < 2)
+    doc.paragraph("One repetition per cell: no spread to judge by, so no lead below is known to be more than noise "
+                  "(run with --reps 3).", "warn");
+  if (!rec.across.empty()) {
+    std::vector<std::pair<std::string, std::string>> facts;
+    for (const auto& a : rec.across) {
+      const auto& lead = a.standings[0];
+      std::vector<std::string> others;
+      for (std::size_t i = 1; i < a.standings.size(); ++i)
+        others.push_back(fmt::format("{} x{:.2f}", a.standings[i].allocator, a.standings[i].relative));
+      facts.emplace_back(a.what + " across the run",
+                         fmt::format("{} x{:.2f}, best in {} of {} ({} clearly): {}; then {}", lead.allocator, lead.relative,
+                                     lead.best, a.scopes, lead.clearly_best, rs::text::lead_text(a.certainty, a.margin()),
+                                     joined(others, ", ")));
+    }
+    doc.facts(facts);
+  }
+  html::Table table = ranking_table("recommendation-table", by_host, "figure");
+  for (const auto& s : rec.scopes) ranking_rows(table, s, s.headline, by_host);
+  doc.table(table);
+  doc.paragraph(
+      "Medians over ok repetitions of whole cells: peak RSS the highest phase peak, held RSS the last phase's end "
+      "RSS, RSS-idle/live (peak RSS - idle baseline) / peak live bytes. Time is, per cell, the geometric mean over "
+      "the phases that do work (or percall's benchmarks) of its time against the best median, so x1.00 is the best "
+      "everywhere (a leader at x1.40 is behind in some phases: see them below); idle phases and whole-cell rates, which the workload's schedule fixes, are left out. Across the "
+      "run: each allocator's geometric mean of its standing over the workloads and thread counts it ran.",
+      "note");
+  html::Table details = ranking_table("time-table", by_host, "phase or benchmark");
+  for (const auto& s : rec.scopes) ranking_rows(details, s, s.details, by_host);
+  if (!details.rows.empty()) {
+    doc.open_details(fmt::format("Time, phase by phase and benchmark by benchmark ({} rows)", details.rows.size()), "time");
+    doc.paragraph("ops/s of each phase that does work; percall's ns per operation of each benchmark (lower is better).", "note");
+    doc.table(details);
+    doc.close_details();
+  }
+}
+
+void advice_section(html::Document& doc, const rs::Advice& advice) {
+  doc.heading(2, "Advice for " + advice.workload, "advice");
   if (!advice.any) {
     doc.paragraph("No recommendation: no allocator ran the program successfully.", "bad");
   } else {
-    std::vector<std::pair<std::string, std::string>> picks;
-    for (const auto& line : rs::pick_lines(advice)) picks.emplace_back(line.what, line.text);
-    doc.facts(picks);
+    // advise's lines as printed, but the choice stands out: the comparisons as bullets, then the
+    // choice in bold, its reasons (indented on the terminal) under it, the setting to copy.
+    const std::vector<std::string> lines = rs::advice_lines(advice);
+    std::vector<std::string> before, reasons;
+    std::string choice, setting;
+    for (const auto& l : lines) {
+      if (l.starts_with("=> ")) choice = l.substr(3);
+      else if (choice.empty()) before.push_back(l);
+      else if (l.starts_with("setting: ")) setting = l;
+      else reasons.push_back(l.substr(l.find_first_not_of(' ')));
+    }
+    doc.bullets(before);
+    if (!choice.empty()) doc.paragraph(choice, "choice");
+    if (!reasons.empty()) doc.bullets(reasons);
+    if (!setting.empty()) doc.code(setting);
   }
   html::Table table{"advice-table", {{"allocator"}, {"ok", false, "repetitions that finished ok, of all"},
                                      {rs::text::metric_header(rs::Metric::peak_rss_bytes), true, "median [min-max] over ok repetitions, whole run"},
+                                     {rs::text::metric_header(rs::Metric::end_rss_bytes), true, "median [min-max] over ok repetitions, at the end"},
                                      {rs::text::metric_header(rs::Metric::wall_s), true, "median [min-max] over ok repetitions"},
-                                     {"trade-off", true, "peak RSS and wall time as ratios to the best medians, summed: lower is better"}},
-                    {}, true};
+                                     {"setting", false, "what runs the program this way"}},
+                    {}, true, "answer"};
   for (const auto& c : advice.candidates) {
     std::vector<html::Cell> row{{c.allocator}, {fmt::format("{}/{}", c.ok, c.cells)}};
     if (c.ok) {
       row.push_back(spread_cell(rs::Metric::peak_rss_bytes, c.peak_rss_bytes));
+      row.push_back(spread_cell(rs::Metric::end_rss_bytes, c.end_rss_bytes));
       row.push_back(spread_cell(rs::Metric::wall_s, c.wall_s));
-      row.push_back({fmt::format("{:.3f}", c.tradeoff), c.tradeoff});
     } else {
-      row.insert(row.end(), {{"-"}, {"-"}, {"-", std::nullopt, "", "bad"}});
+      row.insert(row.end(), {{"-"}, {"-"}, {"-"}});
     }
+    row.push_back({c.setting.empty() ? "(none)" : c.setting});
     table.rows.push_back(std::move(row));
   }
-  doc.paragraph(fmt::format("{} under {} allocators (allocmark advise).", advice.workload, advice.candidates.size()), "note");
   doc.table(table);
   if (!advice.failed.empty()) doc.bullets(advice.failed, "bad");
 }
@@ -266,7 +315,6 @@ void charts_section(html::Document& doc, const std::string& dir, RunReport& repo
 }
 
 void phase_section(html::Document& doc, const rs::Model& model) {
-  doc.heading(2, "Every group and phase", "phases");
   rs::Grouping grouping = model.group(rs::default_dimensions());
   html::Table table{"phase-table", {}, {}, true};
   for (rs::Dimension d : grouping.dimensions)
@@ -362,19 +410,26 @@ RunReport build_run_report(const std::string& dir, const std::string& page, cons
                   "warn");
 
   std::vector<std::pair<std::string, std::string>> anchors;
-  if (advice) anchors.emplace_back("recommendation", "Recommendation");
-  anchors.insert(anchors.end(), {{"machine", "Machine"}, {"matrix", "Matrix and command"}, {"verdict", "Verdict"},
-                                 {"charts", "Charts"}, {"phases", "Every group and phase"},
+  if (advice) anchors.emplace_back("advice", "Advice");
+  anchors.insert(anchors.end(), {{"recommendation", "Recommendation"}, {"charts", "Charts"}, {"machine", "Machine"},
+                                 {"matrix", "Matrix and command"}, {"phases", "Every group and phase"},
                                  {"failures", "Cells that did not finish ok"}});
   if (!warnings.empty()) anchors.emplace_back("warnings", "Warnings");
   doc.contents(anchors);
-  // The answer the reader came for first; the machine and matrix say what it rests on.
-  if (advice) recommendation_section(doc, *advice);
-  machine_section(doc, meta);
-  matrix_section(doc, meta);
-  verdict_section(doc, model);
+  // The answer the reader came for first; what it rests on (machine, matrix, every phase) after
+  // the charts, folded away until asked for.
+  if (advice) advice_section(doc, *advice);
+  recommendation_section(doc, model);
   charts_section(doc, dir, report);
+  doc.open_details("Machine and allocators", "machine");
+  machine_section(doc, meta);
+  doc.close_details();
+  doc.open_details("Matrix and command", "matrix");
+  matrix_section(doc, meta);
+  doc.close_details();
+  doc.open_details("Every group and phase", "phases");
   phase_section(doc, model);
+  doc.close_details();
   failures_section(doc, dir, page, model);
   if (!warnings.empty()) {
     doc.heading(2, "Warnings from reading the folder", "warnings");

@@ -1,6 +1,7 @@
-// The report of one results folder (`allocmark report DIR`): one self-contained HTML page with the
-// machine and matrix, the verdict per workload, every chart `allocmark plot` draws for the run
-// (embedded), the per-phase table and the cells that did not finish ok with their reasons.
+// The report of one results folder (`allocmark report DIR`): one self-contained HTML page that opens
+// on the recommendation (results/recommendation.h: per workload and thread count, and across the
+// run), then every chart `allocmark plot` draws for the run (embedded), then, folded, the machine,
+// the matrix and the per-phase table, and the cells that did not finish ok with their reasons.
 #pragma once
 
 #include <string>
@@ -21,8 +22,8 @@ struct RunReport {
 // Reads DIR through the results model (throws results::ResultsError for a folder that is not a
 // results folder or holds no cell) and draws its charts into a temporary folder, removed after.
 // `page` is where the page will be written: its links to the folder's files (each failed cell's
-// log) are relative to it. `advice` (allocmark advise) adds its recommendation and candidates'
-// table before the verdict.
+// log) are relative to it. `advice` (allocmark advise) adds its lines and candidates' table
+// before the recommendation.
 RunReport build_run_report(const std::string& dir, const std::string& page, const results::Advice* advice = nullptr);
 
 // Embeds the drawn charts (captioned "FILE (caption)"), lists the skipped ones with their reasons

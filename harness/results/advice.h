@@ -1,50 +1,62 @@
-// `allocmark advise`: from a folder of one program's cells under several allocators, the allocator
-// with the lowest peak RSS, the fastest, and the best trade-off, each with its margin over the
-// runner-up and its spread over repetitions. Every figure comes from the results model.
+// `allocmark advise`: from a folder of one program's cells under several allocators, what to run it
+// with, built on the recommendation (recommendation.h): the distinct backends at their defaults
+// ranked first, on peak RSS, held RSS and wall time; a variant only where it beats its own backend
+// beyond noise; then the choice against the default (glibc, what the program gets without a
+// setting): another allocator only where it is better beyond the repetitions' noise and by at least
+// kWorthChanging, else "keep the default"; and the exact setting that applies it.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "harness/results/model.h"
+#include "harness/results/recommendation.h"
 
 namespace allocmark::results {
 
+// A smaller difference is not worth changing an allocator for, however repeatable: it is within what
+// the gate tolerates between two runs of the same code (docs/gate.md).
+inline constexpr double kWorthChanging = 0.05;
+
 struct Candidate {
-  std::string allocator;
+  std::string allocator;   // the model's label
+  std::string backend;
+  std::string setting;     // what applies it: "LD_PRELOAD=... MALLOC_CONF=...", "" for plain glibc
+  bool variant = false;    // has settings of its own (an environment) on top of its backend
+  std::string base;        // a variant's plain backend among the candidates ("" if none ran)
   std::size_t ok = 0, cells = 0;  // repetitions recorded ok, of all recorded
-  Spread peak_rss_bytes, wall_s;  // over the ok repetitions (whole cell: max peak over phases, summed wall)
-  double tradeoff = 0;            // tradeoff_score against the best median of each
+  Spread peak_rss_bytes, end_rss_bytes, wall_s;  // over the ok repetitions (whole cell)
 };
 
-struct Pick {
-  std::string allocator, runner_up;
-  double value = 0, runner_up_value = 0;
-  double margin = 0;        // relative_margin(value, runner_up_value)
-  double spread = 0;        // relative_range of the winner's repetitions
-  bool has_spread = false;  // false for the trade-off, a score of medians
-  bool within_spread = false;  // the margin is smaller than either one's spread: no clear winner
+// A variant that beats its own backend beyond noise, on one figure.
+struct VariantGain {
+  std::string variant, backend, what;  // what: the figure ("held RSS (end)")
+  double gain = 0;                     // the backend's median / the variant's - 1
 };
 
 struct Advice {
   std::string workload;
   std::vector<Candidate> candidates;  // every allocator, in recorded order
   std::vector<std::string> failed;    // allocators without an ok repetition, with why
-  Pick lowest_peak_rss, fastest, tradeoff;
-  bool any = false;  // false: no allocator had an ok repetition
+  ScopeRecommendation scope;          // the recommendation's ranking of the program's cells
+  std::vector<std::string> backends;  // the plain backends that ran ok, by peak RSS
+  std::vector<VariantGain> variant_gains;
+  std::vector<std::string> variants_without_gain;  // tried, beat nothing beyond noise
+  std::string default_allocator;      // glibc when it ran, else the first backend
+  std::string choice;                 // "" : keep the default
+  std::string choice_figure;          // what the choice wins on ("held RSS (end)"), with its gain over the default
+  double choice_gain = 0;             // the default's median / the choice's - 1
+  std::vector<std::string> reasons;   // why the choice (or why nothing beats the default), each with its certainty
+  bool any = false;                   // false: no allocator had an ok repetition
+  const Candidate* candidate(const std::string& allocator) const;
 };
 
 Advice advise(const Model& model);
-std::string render_advice(const Advice& advice);
 
-// The three picks as every rendering words them: what was picked ("lowest peak RSS"), the pick, and
-// "ALLOCATOR (VALUE; 3.1 % better than B, its repetitions spread 1.2 %)" with its no-clear-winner
-// note. Empty when no allocator ran the program.
-struct PickLine {
-  std::string what;
-  const Pick* pick;
-  std::string text;
-};
-std::vector<PickLine> pick_lines(const Advice& advice);
+// The recommendation as advise prints it: the candidates' table, the backends' spread per figure,
+// the variants worth their setting, the choice with its noise caveat and the setting to apply. Every
+// line that compares says how sure it is.
+std::vector<std::string> advice_lines(const Advice& advice);
+std::string render_advice(const Advice& advice);
 
 }  // namespace allocmark::results

@@ -12,7 +12,9 @@
 #include "harness/results/machine.h"
 #include "harness/results/meta.h"
 #include "harness/results/model.h"
+#include "harness/results/recommendation.h"
 #include "harness/results/reporters/reporter.h"
+#include "harness/results/reporters/text.h"
 #include "harness/results/results_dir.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/probe.h"
@@ -176,7 +178,8 @@ std::string session_summary(const SessionOutcome& outcome, std::ostream& message
   try {
     rs::Model model = rs::Model::load({folder});
     for (const auto& w : model.warnings()) messages << "allocmark: warning: " << w << "\n";
-    text = rs::render_report(model, "table");
+    // The answer per workload, not every phase: `show` prints the full table.
+    text = rs::text::recommendation_text(rs::recommend(model), folder);
   } catch (const rs::ResultsError&) {
   }
   namespace lay = rs::layout;

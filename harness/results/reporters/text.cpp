@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 
 namespace allocmark::results::text {
@@ -118,6 +119,81 @@ TextReport text_report(const Grouping& grouping, const std::vector<Metric>& metr
     report.footnote += "workload metrics as each workload defines them (docs/workloads.md); ";
   report.footnote += "median [min-max] over repetitions.";
   return report;
+}
+
+std::string figure_value(const Ranking& r, double value) {
+  if (!r.metric) return r.figure == Figure::time ? fmt::format("x{:.2f}", value) : fmt::format("{:.1f} ns", value);
+  const std::string v = value_text(*r.metric, value);
+  switch (metric_row(*r.metric).display) {
+    case Display::mib: return v + " MiB";
+    case Display::si: return v + (*r.metric == Metric::ops_per_s ? " ops/s" : "");
+    case Display::seconds: return v + " s";
+    case Display::nanoseconds: return v + " ns";
+    case Display::ratio:
+    case Display::rate: return v;
+  }
+  return v;
+}
+
+namespace {
+// A fraction as a percentage people read at a glance: "22%", "3.4%", "<0.1%".
+std::string percent(double fraction) {
+  const double pct = 100 * fraction;
+  if (pct < 0.05) return "<0.1%";
+  return pct < 10 ? fmt::format("{:.1f}%", pct) : fmt::format("{:.0f}%", pct);
+}
+}  // namespace
+
+// Only the leader is "best": another with the same median is "tied", one a hair behind "+<0.1%".
+std::string relative_text(double relative) { return relative <= 1 ? "tied" : "+" + percent(relative - 1); }
+
+std::string lead_text(Certainty c, double margin) {
+  switch (c) {
+    case Certainty::clear: return "clear, by " + percent(margin);
+    case Certainty::within_noise: return "within noise (" + percent(margin) + ")";
+    case Certainty::one_repetition: return "one repetition (" + percent(margin) + ")";
+    case Certainty::alone: return "alone";
+    case Certainty::mixed: return "mixed: each clearly ahead somewhere (" + percent(margin) + " overall)";
+  }
+  return "";
+}
+
+std::string recommendation_text(const Recommendation& rec, const std::string& dir) {
+  std::string out = "Recommendation: medians over ok repetitions; +N%: that much worse than the leader\n";
+  std::size_t width = 0;
+  for (const auto& s : rec.scopes)
+    for (const auto& r : s.headline) width = std::max(width, r.what.size());
+  for (const auto& a : rec.across) width = std::max(width, a.what.size());
+  for (const auto& s : rec.scopes) {
+    out += fmt::format("\n{}, {} thread{}{}, {} repetition{}\n", s.workload, s.threads, s.threads == 1 ? "" : "s",
+                       s.host.empty() ? "" : " on " + s.host, s.repetitions, s.repetitions == 1 ? "" : "s");
+    if (s.headline.empty()) out += "  no ok cell: nothing to rank\n";
+    for (const auto& r : s.headline) {
+      if (!r.not_ranked.empty()) {
+        out += fmt::format("  {:<{}}  {}\n", r.what, width, r.not_ranked);
+        continue;
+      }
+      const Standing& lead = r.standings[0];
+      std::string others;
+      for (std::size_t i = 1; i < r.standings.size(); ++i)
+        others += fmt::format("{}{} {}", i > 1 ? ", " : "", r.standings[i].allocator, relative_text(r.standings[i].relative));
+      out += fmt::format("  {:<{}}  {} {}  {}{}\n", r.what, width, lead.allocator, figure_value(r, lead.spread.median),
+                         lead_text(r.certainty, r.margin()), others.empty() ? "" : "  | " + others);
+    }
+  }
+  if (!rec.across.empty()) {
+    out += fmt::format("\nAcross the run (geomean over workloads and thread counts of each allocator's standing; x1.00: best everywhere)\n");
+    for (const auto& a : rec.across) {
+      const AcrossStanding& lead = a.standings[0];
+      std::string others;
+      for (std::size_t i = 1; i < a.standings.size(); ++i)
+        others += fmt::format("{}{} x{:.2f}", i > 1 ? ", " : "", a.standings[i].allocator, a.standings[i].relative);
+      out += fmt::format("  {:<{}}  {} x{:.2f}, best in {} of {} ({} clearly)  {}  | {}\n", a.what, width, lead.allocator,
+                         lead.relative, lead.best, a.scopes, lead.clearly_best, lead_text(a.certainty, a.margin()), others);
+    }
+  }
+  out += fmt::format("\nEvery phase and figure: allocmark show {}\n", dir);
+  return out;
 }
 
 }  // namespace allocmark::results::text

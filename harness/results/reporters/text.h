@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/results/model.h"
+#include "harness/results/recommendation.h"
 
 namespace allocmark::results::text {
 
@@ -37,6 +38,19 @@ std::string spread_text(Metric m, const Spread& s);
 // The column header of a metric ("peak RSS MiB") and its footnote ("" where the header says it all).
 std::string metric_header(Metric m);
 std::string metric_note(Metric m);
+
+// A ranked figure's value with its unit, as the recommendation writes it: "136.2 MiB", "1.21",
+// "912.9k ops/s", "45.1 ns", "x1.08" (the time score: times the best's time).
+std::string figure_value(const Ranking& r, double value);
+// How much worse than the leader a standing is: "+12%", "+0.4%", "+<0.1%"; "tied" at the same median.
+std::string relative_text(double relative);
+// "clear, by 12%", "within noise (+0.4%)", "one repetition (+5%)", "alone".
+std::string lead_text(Certainty c, double margin);
+
+// The end-of-run summary on the terminal: per workload and thread count one line per headline
+// figure (the leader, its value, how sure, every other allocator relative to it), then the ranking
+// across the run, and where the full table is (`allocmark show DIR`).
+std::string recommendation_text(const Recommendation& r, const std::string& dir);
 
 // The metrics `show` has always printed: peak RSS, RSS-idle/live, ops/s.
 std::vector<Metric> default_human_metrics();

@@ -1,0 +1,284 @@
+#include "harness/results/recommendation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+namespace allocmark::results {
+
+namespace {
+
+constexpr std::string_view kNsPerOpPrefix = "ns_per_op.";
+
+bool better(double a, double b, bool lower_is_better) { return lower_is_better ? a < b : a > b; }
+
+// One figure's values per allocator, in the scope's allocator order.
+struct Values {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<double>> of;
+  void add(const std::string& allocator, double v) {
+    if (!of.count(allocator)) order.push_back(allocator);
+    of[allocator].push_back(v);
+  }
+};
+
+Ranking rank(Figure figure, std::string what, std::optional<Metric> metric, bool lower_is_better, const Values& values) {
+  Ranking r{figure, std::move(what), metric, lower_is_better, {}, Certainty::alone, ""};
+  for (const auto& allocator : values.order) r.standings.push_back({allocator, spread_of(values.of.at(allocator)), 1});
+  std::stable_sort(r.standings.begin(), r.standings.end(), [&](const Standing& a, const Standing& b) {
+    return better(a.spread.median, b.spread.median, lower_is_better);
+  });
+  if (r.standings.empty()) return r;
+  const double best = r.standings[0].spread.median;
+  for (auto& s : r.standings) {
+    double num = lower_is_better ? s.spread.median : best, den = lower_is_better ? best : s.spread.median;
+    s.relative = num > 0 && den > 0 ? num / den : 1;
+  }
+  if (r.standings.size() > 1) r.certainty = separation(r.standings[0].spread, r.standings[1].spread, lower_is_better);
+  return r;
+}
+
+double geomean(const std::vector<double>& v) {
+  double log_sum = 0;
+  for (double x : v) log_sum += std::log(x);
+  return std::exp(log_sum / static_cast<double>(v.size()));
+}
+
+// The time headline from per-item figures (phases' ops/s or benchmarks' ns/op): per cell, the
+// geometric mean over the items it has of its time relative to the item's best median.
+Ranking time_score(const std::vector<Ranking>& items, const std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>>& cells,
+                   std::string what) {
+  std::map<std::string, const Ranking*> by_item;
+  for (const auto& r : items) by_item[r.what] = &r;
+  Values scores;
+  for (const auto& [allocator, figures] : cells) {
+    std::vector<double> relative;
+    for (const auto& [item, value] : figures) {
+      auto it = by_item.find(item);
+      if (it == by_item.end() || value <= 0) continue;
+      const Ranking& r = *it->second;
+      const double best = r.standings[0].spread.median;
+      relative.push_back(r.lower_is_better ? value / best : best / value);
+    }
+    if (!relative.empty()) scores.add(allocator, geomean(relative));
+  }
+  return rank(Figure::time, std::move(what), std::nullopt, true, scores);
+}
+
+struct ScopeCells {
+  ScopeRecommendation scope;
+  std::vector<std::pair<std::string, const Cell*>> cells;  // (allocator label, ok cell)
+};
+
+void rank_scope(ScopeCells& sc, const Model& model) {
+  ScopeRecommendation& s = sc.scope;
+  Values peak, held, over_live, wall;
+  std::map<std::string, std::size_t> reps;
+  // Per phase name (or benchmark) in first-seen order: values, and whether any cell did work in it.
+  std::vector<std::string> items;
+  std::map<std::string, Values> item_values;
+  std::map<std::string, bool> item_worked;
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>> per_cell;
+  bool benchmarks = false;
+  for (const auto& [allocator, cell] : sc.cells)
+    for (const auto& p : cell->phases)
+      for (const auto& [index, v] : p.workload)
+        if (model.workload_metric_name(index).starts_with(kNsPerOpPrefix)) benchmarks = true;
+
+  for (const auto& [allocator, cell] : sc.cells) {
+    ++reps[allocator];
+    const PhaseValues whole = whole_cell(*cell);
+    if (auto v = metric_value(Metric::peak_rss_bytes, *cell, whole)) peak.add(allocator, *v);
+    if (auto v = metric_value(Metric::end_rss_bytes, *cell, whole)) held.add(allocator, *v);
+    if (auto v = metric_value(Metric::rss_above_idle_over_live, *cell, whole)) over_live.add(allocator, *v);
+    if (auto v = metric_value(Metric::wall_s, *cell, whole)) wall.add(allocator, *v);
+    std::vector<std::pair<std::string, double>> figures;
+    for (const auto& p : cell->phases) {
+      if (benchmarks) {
+        for (const auto& [index, v] : p.workload) {
+          const std::string& name = model.workload_metric_name(index);
+          if (!name.starts_with(kNsPerOpPrefix)) continue;
+          std::string item = name.substr(kNsPerOpPrefix.size());
+          if (!item_values.count(item)) items.push_back(item);
+          item_values[item].add(allocator, v);
+          item_worked[item] = true;
+          figures.emplace_back(item, v);
+        }
+        continue;
+      }
+      auto rate = metric_value(Metric::ops_per_s, *cell, p);
+      auto ops = p.get(Field::ops);
+      if (!rate) continue;
+      if (!item_values.count(p.name)) items.push_back(p.name);
+      item_values[p.name].add(allocator, *rate);
+      if (ops && *ops > 0) item_worked[p.name] = true;
+      figures.emplace_back(p.name, *rate);
+    }
+    per_cell.emplace_back(allocator, std::move(figures));
+  }
+  for (const auto& [a, n] : reps) s.repetitions = std::max(s.repetitions, n);
+
+  if (!peak.order.empty()) s.headline.push_back(rank(Figure::peak_rss, "peak RSS", Metric::peak_rss_bytes, true, peak));
+  if (!held.order.empty()) s.headline.push_back(rank(Figure::held_rss, "held RSS (end)", Metric::end_rss_bytes, true, held));
+  if (!over_live.order.empty()) {
+    Ranking r = rank(Figure::rss_over_live, "RSS-idle/live", Metric::rss_above_idle_over_live, true, over_live);
+    // Physical memory cannot hold less than the bytes that are live: a median under 1.0 means the
+    // workload asked for memory it never touched, and the ratio then ranks nothing.
+    for (const auto& st : r.standings)
+      if (st.spread.median < 1.0) {
+        r.not_ranked = fmt::format("{} at {:.2f}, under the floor of 1.0: allocations never touched, so not ranked",
+                                   st.allocator, st.spread.median);
+        break;
+      }
+    s.headline.push_back(std::move(r));
+  }
+  for (const auto& item : items) {
+    if (!item_worked[item]) continue;  // idle phases: their rate is the workload's, not the allocator's
+    if (benchmarks)
+      s.details.push_back(rank(Figure::benchmark_ns_per_op, item, std::nullopt, true, item_values[item]));
+    else
+      s.details.push_back(rank(Figure::phase_ops_per_s, item, Metric::ops_per_s, false, item_values[item]));
+  }
+  if (!s.details.empty()) {
+    const std::size_t n = s.details.size();
+    std::string what = benchmarks ? fmt::format("time (geomean of {} benchmark{}' ns/op)", n, n == 1 ? "" : "s")
+                                  : fmt::format("time (geomean of {} phase{}' ops/s)", n, n == 1 ? "" : "s");
+    s.headline.push_back(time_score(s.details, per_cell, std::move(what)));
+  } else if (!wall.order.empty()) {
+    // A program: its phase does no counted operations, so its wall time is the figure.
+    s.headline.push_back(rank(Figure::time, "wall time", Metric::wall_s, true, wall));
+  }
+}
+
+AcrossRanking across(Figure figure, const std::vector<ScopeRecommendation>& scopes) {
+  AcrossRanking out{figure, "", {}, 0, Certainty::alone};
+  std::vector<const Ranking*> rankings;
+  for (const auto& s : scopes)
+    if (const Ranking* r = s.find(figure); r && r->not_ranked.empty() && !r->standings.empty()) rankings.push_back(r);
+  out.scopes = rankings.size();
+  if (rankings.size() < 2) return out;
+  out.what = figure == Figure::time ? "time" : rankings[0]->what;
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<double>> relatives;
+  std::map<std::string, AcrossStanding> standing;
+  for (const Ranking* r : rankings)
+    for (std::size_t i = 0; i < r->standings.size(); ++i) {
+      const Standing& st = r->standings[i];
+      auto [it, fresh] = standing.try_emplace(st.allocator, AcrossStanding{st.allocator});
+      if (fresh) order.push_back(st.allocator);
+      relatives[st.allocator].push_back(st.relative);
+      ++it->second.scopes;
+      if (i == 0) {
+        ++it->second.best;
+        if (r->certainty == Certainty::clear) ++it->second.clearly_best;
+      }
+    }
+  for (const auto& a : order) {
+    AcrossStanding st = standing[a];
+    if (st.scopes != rankings.size()) continue;  // not comparable over the whole run
+    st.relative = geomean(relatives[a]);
+    out.standings.push_back(st);
+  }
+  std::stable_sort(out.standings.begin(), out.standings.end(),
+                   [](const AcrossStanding& a, const AcrossStanding& b) { return a.relative < b.relative; });
+  if (out.standings.size() < 2) return out;
+  const std::string& lead = out.standings[0].allocator;
+  const std::string& next = out.standings[1].allocator;
+  std::size_t lead_wins = 0, next_wins = 0, single = 0;
+  for (const Ranking* r : rankings) {
+    const Standing *a = nullptr, *b = nullptr;
+    for (const auto& st : r->standings) {
+      if (st.allocator == lead) a = &st;
+      if (st.allocator == next) b = &st;
+    }
+    Certainty ab = separation(a->spread, b->spread, r->lower_is_better);
+    Certainty ba = separation(b->spread, a->spread, r->lower_is_better);
+    if (ab == Certainty::one_repetition) ++single;
+    else if (ab == Certainty::clear) ++lead_wins;
+    else if (ba == Certainty::clear) ++next_wins;
+  }
+  out.certainty = single == rankings.size() ? Certainty::one_repetition
+                  : lead_wins > 0 && next_wins == 0 ? Certainty::clear
+                  : lead_wins > 0                   ? Certainty::mixed
+                                                    : Certainty::within_noise;
+  return out;
+}
+
+}  // namespace
+
+std::string_view certainty_name(Certainty c) {
+  switch (c) {
+    case Certainty::clear: return "clear";
+    case Certainty::within_noise: return "within noise";
+    case Certainty::one_repetition: return "one repetition";
+    case Certainty::alone: return "alone";
+    case Certainty::mixed: return "mixed";
+  }
+  return "";
+}
+
+std::string_view certainty_text(Certainty c) {
+  switch (c) {
+    case Certainty::clear: return "clear: every repetition of the leader is better than every one of the runner-up";
+    case Certainty::within_noise: return "within noise: the repetitions' min-max ranges overlap, so the order may be chance";
+    case Certainty::one_repetition: return "one repetition: no spread to judge by";
+    case Certainty::alone: return "alone: no other allocator has this figure";
+    case Certainty::mixed: return "mixed: each beats the other beyond noise on some workload, so the choice depends on the workload";
+  }
+  return "";
+}
+
+Certainty separation(const Spread& a, const Spread& b, bool lower_is_better) {
+  if (a.n < 2 || b.n < 2) return Certainty::one_repetition;
+  // The better one's worst repetition against the other's best.
+  const double a_worst = lower_is_better ? a.max : a.min;
+  const double b_best = lower_is_better ? b.min : b.max;
+  return better(a_worst, b_best, lower_is_better) ? Certainty::clear : Certainty::within_noise;
+}
+
+const Ranking* ScopeRecommendation::find(Figure f) const {
+  for (const auto& r : headline)
+    if (r.figure == f) return &r;
+  return nullptr;
+}
+
+Recommendation recommend(const Model& model) {
+  const Grouping grouping = model.group({Dimension::workload, Dimension::threads, Dimension::allocator});
+  auto position = [&](Dimension d) -> std::optional<std::size_t> {
+    auto it = std::find(grouping.dimensions.begin(), grouping.dimensions.end(), d);
+    if (it == grouping.dimensions.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - grouping.dimensions.begin());
+  };
+  const std::size_t workload = *position(Dimension::workload), threads = *position(Dimension::threads),
+                    allocator = *position(Dimension::allocator);
+  const auto host = position(Dimension::host);
+
+  std::vector<ScopeCells> scopes;
+  std::map<std::tuple<std::string, int, std::string>, std::size_t> index;
+  for (std::size_t i = 0; i < model.cells().size(); ++i) {
+    const Cell& cell = model.cells()[i];
+    const Group& g = grouping.groups[grouping.cell_groups[i]];
+    std::tuple<std::string, int, std::string> key{value_label(g.values[workload]), g.values[threads].get<int>(),
+                                                  host ? value_label(g.values[*host]) : ""};
+    auto [it, fresh] = index.try_emplace(key, scopes.size());
+    if (fresh) {
+      ScopeCells sc;
+      std::tie(sc.scope.workload, sc.scope.threads, sc.scope.host) = key;
+      scopes.push_back(std::move(sc));
+    }
+    if (cell.ok() && !cell.phases.empty()) scopes[it->second].cells.emplace_back(value_label(g.values[allocator]), &cell);
+  }
+  Recommendation out;
+  for (auto& sc : scopes) {
+    rank_scope(sc, model);
+    out.scopes.push_back(std::move(sc.scope));
+  }
+  for (Figure f : {Figure::peak_rss, Figure::held_rss, Figure::time})
+    if (AcrossRanking a = across(f, out.scopes); a.standings.size() > 1) out.across.push_back(std::move(a));
+  return out;
+}
+
+}  // namespace allocmark::results
