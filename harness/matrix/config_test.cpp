@@ -4,12 +4,15 @@
 
 #include <fstream>
 
+#include <unistd.h>
+
 using namespace allocmark::matrix;
 
 namespace {
 std::string write_temp(const std::string& text) {
+  // ctest runs each test in its own process, several at once: the pid keeps their files apart.
   static int n = 0;
-  std::string path = ::testing::TempDir() + "/config_test_" + std::to_string(n++) + ".toml";
+  std::string path = ::testing::TempDir() + "/config_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".toml";
   std::ofstream(path) << text;
   return path;
 }
