@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """False positives and power of the gate on real noise (docs/gate.md, docs/benchmarks.md).
 
-    ci/gate_noise.py [--metric peak_rss_bytes] RUN1 RUN2 [RUN3 RUN4 ...]
+    ci/gate_noise.py [--metric peak_rss_bytes] [--tolerance 5%] [--against BASELINE.json] RUN1 RUN2 [RUN3 ...]
 
 RUN* are independent runs of one matrix (e.g. ci/gate-matrix.toml) on one machine. Disjoint
 pairs (RUN1 vs RUN2, RUN3 vs RUN4, ...) are gated against each other: any `regressed` verdict is a
 false positive. Then each pair is gated again with the second run's byte metrics planted +10% and
 +20% (a copy of its results.jsonl with every phase's peak/end RSS scaled): the share of verdicts
-that come out `regressed` is the rule's power at that size. Standard library only; the figures
+that come out `regressed` is the rule's power at that size, over all cell-phases and over those whose
+baseline median is above 20 MiB (below that, 10% is less than one huge page). With --against, every
+run is also gated against that baseline (the committed one: ci/gate.sh's judgement, run by run,
+without its confirming rerun). Standard library only; the figures
 come from `allocmark gate --format json` (this script computes none of its own)."""
 import argparse
 import json
@@ -22,12 +25,24 @@ BYTE_METRICS = ("peak_rss_bytes", "end_rss_bytes")
 ALLOCMARK = os.environ.get("ALLOCMARK_BIN", os.path.join(os.path.dirname(__file__), "..", "build", "bin", "allocmark"))
 
 
-def gate(baseline, results, metric):
-    p = subprocess.run([ALLOCMARK, "gate", baseline, results, "--metric", metric,
-                        "--format", "json"], capture_output=True, text=True)
+LARGE_BYTES = 20 * 1024 * 1024  # issue 23's power target counts cell-phases above this
+TOLERANCE = "5%"
+
+
+def gate_json(baseline, results, metric, *extra):
+    p = subprocess.run([ALLOCMARK, "gate", baseline, results, "--metric", metric, "--tolerance", TOLERANCE,
+                        "--format", "json", *extra], capture_output=True, text=True)
     if p.returncode not in (0, 1, 2):
         sys.exit(f"gate failed: {p.stderr}")
-    return json.loads(p.stdout)["verdicts"]
+    return json.loads(p.stdout)
+
+
+def gate(baseline, results, metric):
+    return gate_json(baseline, results, metric)["verdicts"]
+
+
+def is_large(v):
+    return (v.get("baseline") or {}).get("median", 0) > LARGE_BYTES
 
 
 def planted(src, dst, factor):
@@ -46,14 +61,19 @@ def planted(src, dst, factor):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--metric", default="peak_rss_bytes")
+    ap.add_argument("--tolerance", default="5%")
+    ap.add_argument("--against", help="a baseline file to gate every run against (--allow-mismatch)")
     ap.add_argument("runs", nargs="+")
     a = ap.parse_args()
+    global TOLERANCE
+    TOLERANCE = a.tolerance
     if len(a.runs) < 2:
         sys.exit("need at least two runs")
     tmp = tempfile.mkdtemp(prefix="gate-noise-")
     pairs = list(zip(a.runs[0::2], a.runs[1::2]))
     totals = {"pairs": len(pairs), "verdicts": 0, "false_regressed": 0, "improved": 0, "not_comparable": 0}
     power = {1.10: [0, 0], 1.20: [0, 0]}
+    power_large = {1.10: [0, 0], 1.20: [0, 0]}
     for i, (before, after) in enumerate(pairs):
         base = os.path.join(tmp, f"base{i}.json")
         subprocess.run([ALLOCMARK, "baseline", before, "-o", base], check=True, capture_output=True)
@@ -73,6 +93,9 @@ def main():
                 pv = gate(base, dst, a.metric)
                 power[factor][0] += sum(v["verdict"] == "regressed" for v in pv)
                 power[factor][1] += len(pv)
+                large = [v for v in pv if is_large(v)]
+                power_large[factor][0] += sum(v["verdict"] == "regressed" for v in large)
+                power_large[factor][1] += len(large)
     print(json.dumps(totals))
     # ci/gate.sh's confirmation: against one baseline (the first run), a cell fails the gate only
     # when two consecutive later runs both flag it.
@@ -84,7 +107,17 @@ def main():
           f"confirmed by the next run: {sum(bool(c) for c in confirmed)} of {len(confirmed)} run pairs {[c for c in confirmed if c]}")
     for factor, (caught, n) in power.items():
         if n:
-            print(f"planted +{round((factor - 1) * 100)}%: {caught} of {n} verdicts regressed ({100 * caught / n:.0f}%)")
+            lc, ln = power_large[factor]
+            print(f"planted +{round((factor - 1) * 100)}%: {caught} of {n} verdicts regressed ({100 * caught / n:.0f}%); "
+                  f"above 20 MiB: {lc} of {ln} ({100 * lc / max(ln, 1):.0f}%)")
+    if a.against:
+        passed = 0
+        for r in a.runs:
+            out = gate_json(a.against, r, a.metric, "--allow-mismatch")
+            moved = [f"{v['cell']} {v['change']:+.1%}" for v in out["verdicts"] if v["verdict"] == "regressed"]
+            passed += out["exit_code"] == 0
+            print(f"against {a.against}: {os.path.basename(r)}: exit {out['exit_code']} {moved}")
+        print(f"against {a.against} at {TOLERANCE}: {passed} of {len(a.runs)} runs pass")
     shutil.rmtree(tmp)
 
 
