@@ -166,6 +166,9 @@ class Advise(TempDirTest):
         p = run(["advise", "--reps", "3", "--allocators", "glibc,jemalloc,jemalloc:bg", "--no-report", "--out", self.out,
                  "--", self.planted, mode])
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        # advise's own recommendation, once: not also the one `run` ends with.
+        self.assertNotIn("Recommendation: medians over ok repetitions", p.stdout)
+        self.assertEqual(p.stdout.count("=> "), 1, p.stdout)
         return p.stdout
 
     def test_a_backend_that_holds_less_is_recommended_with_its_setting(self):

@@ -78,6 +78,7 @@ int advise(const AdviseFlags& a) {
   f.out_dir = a.out_dir.empty() ? default_out_dir("advise-") : a.out_dir;
   f.out_given = true;
   f.command_line = command_line();
+  f.print_recommendation = false;  // advise's own, below, ranks backends first and names the setting
   // A report path that cannot be written is bad input: said before any program runs.
   const std::string report_path =
       a.no_report ? "" : a.report.empty() ? results::layout::path_in(f.out_dir, results::layout::kReport) : a.report;

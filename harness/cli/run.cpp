@@ -103,7 +103,7 @@ int run_command(const RunFlags& f) {
   if (f.retry_failed && !f.resume && !f.extend) throw mx::ConfigError("--retry-failed: needs --resume or --extend");
   if (f.discard_corrupt && !f.resume && !f.extend) throw mx::ConfigError("--discard-corrupt-lines: needs --resume or --extend");
   rn::SessionOutcome outcome = session.run();
-  std::cout << rn::session_summary(outcome, std::cerr);
+  std::cout << rn::session_summary(outcome, std::cerr, f.print_recommendation);
   if (outcome.returned_early) return kExitOk;
   if (outcome.report.interrupted) return kExitInterrupted;
   // The exit code tells the folder's state for this matrix, not only this invocation's cells.

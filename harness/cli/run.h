@@ -35,6 +35,8 @@ struct RunFlags {
   std::optional<int> cells_per_task;
   bool no_wait = false;
   std::string command_line;
+  // The recommendation at the end of the run; advise prints its own, from the same ranking, instead.
+  bool print_recommendation = true;
 };
 
 // Registers `run`'s flags on `cmd` (also on a parser of its own: `lab` reads the command it boots

@@ -165,7 +165,7 @@ SessionOutcome RunSession::run() {
   return outcome;
 }
 
-std::string session_summary(const SessionOutcome& outcome, std::ostream& messages) {
+std::string session_summary(const SessionOutcome& outcome, std::ostream& messages, bool with_recommendation) {
   if (outcome.returned_early) return *outcome.returned_early;
   const MatrixRunReport& report = outcome.report;
   const std::string& folder = outcome.folder;
@@ -179,7 +179,7 @@ std::string session_summary(const SessionOutcome& outcome, std::ostream& message
     rs::Model model = rs::Model::load({folder});
     for (const auto& w : model.warnings()) messages << "allocmark: warning: " << w << "\n";
     // The answer per workload, not every phase: `show` prints the full table.
-    text = rs::text::recommendation_text(rs::recommend(model), folder);
+    if (with_recommendation) text = rs::text::recommendation_text(rs::recommend(model), folder);
   } catch (const rs::ResultsError&) {
   }
   namespace lay = rs::layout;

@@ -53,8 +53,9 @@ class RunSession {
 nlohmann::json allocmark_identity();
 
 // What `run` prints on stdout once the session ended: the executor's words when it did not wait,
-// else the folder's table and how many cells ran. Warnings, and how to complete an interrupted
+// else the recommendation per workload (unless with_recommendation is false: advise prints its
+// own) and how many cells ran. Warnings, and how to complete an interrupted
 // run, go to `messages`.
-std::string session_summary(const SessionOutcome& outcome, std::ostream& messages);
+std::string session_summary(const SessionOutcome& outcome, std::ostream& messages, bool with_recommendation = true);
 
 }  // namespace allocmark::runner
