@@ -13,6 +13,7 @@
 #include <set>
 
 #include "harness/metrics/derived.h"
+#include "workloads/workload.h"
 
 namespace allocmark::results {
 namespace fs = std::filesystem;
@@ -683,6 +684,17 @@ std::string Model::unknown_filter_value(const CellFilter& filter) const {
                               first_unknown(filter.threads, thread_counts, "--threads")})
     if (!problem.empty()) return problem;
   return "";
+}
+
+std::string ops_per_s_not_a_speed(const std::string& workload, const nlohmann::json& params, std::string_view phase) {
+  const workloads::WorkloadInfo* info = workloads::find_workload(workload);
+  if (!info || !info->ops_per_s_not_a_speed || !params.is_object()) return "";
+  try {
+    auto texts = params.get<std::map<std::string, std::string>>();
+    return info->ops_per_s_not_a_speed(workloads::Params::typed(*info, texts), phase);
+  } catch (const std::exception&) {  // a record from before a parameter existed: nothing declared
+    return "";
+  }
 }
 
 std::vector<std::string> pooling_notes(const Grouping& grouping) {

@@ -179,6 +179,12 @@ struct Grouping {
 // One line per pooled dimension, for a reader to print: "rows pool threads 1, 2 (not in --by): ...".
 std::vector<std::string> pooling_notes(const Grouping& grouping);
 
+// Why a phase's ops/s is not the allocator's speed, as its workload declares it for the cell's
+// parameters (WorkloadInfo::ops_per_s_not_a_speed: a fixed rate or wall time); "" where it is
+// one, for unknown workloads and for records from before a parameter existed. Rankings and
+// summary.json (hence the charts) both leave such phases out through this one function.
+std::string ops_per_s_not_a_speed(const std::string& workload, const nlohmann::json& params, std::string_view phase);
+
 // Which cells a grouping counts: each list empty keeps every value; a workload or allocator is
 // matched by its plain name (size_mix, jemalloc:bg).
 struct CellFilter {

@@ -83,6 +83,7 @@ void rank_scope(ScopeCells& sc, const Model& model) {
   std::map<std::string, bool> item_worked;
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>> per_cell;
   bool benchmarks = false;
+  bool rates_left_out = false;  // some phase's ops/s is the workload's schedule, not a speed
   for (const auto& [allocator, cell] : sc.cells)
     for (const auto& p : cell->phases)
       for (const auto& [index, v] : p.workload)
@@ -112,6 +113,11 @@ void rank_scope(ScopeCells& sc, const Model& model) {
       auto rate = metric_value(Metric::ops_per_s, *cell, p);
       auto ops = p.get(Field::ops);
       if (!rate) continue;
+      const CellIdentity& id = model.identity(*cell);
+      if (!ops_per_s_not_a_speed(id.workload, id.params, p.name).empty()) {
+        rates_left_out = true;
+        continue;
+      }
       if (!item_values.count(p.name)) items.push_back(p.name);
       item_values[p.name].add(allocator, *rate);
       if (ops && *ops > 0) item_worked[p.name] = true;
@@ -144,10 +150,10 @@ void rank_scope(ScopeCells& sc, const Model& model) {
   }
   if (!s.details.empty()) {
     const std::size_t n = s.details.size();
-    std::string what = benchmarks ? fmt::format("time (geomean of {} benchmark{}' ns/op)", n, n == 1 ? "" : "s")
-                                  : fmt::format("time (geomean of {} phase{}' ops/s)", n, n == 1 ? "" : "s");
+    std::string what = benchmarks ? fmt::format("time (geomean of {} {} ns/op)", n, n == 1 ? "benchmark's" : "benchmarks'")
+                                  : fmt::format("time (geomean of {} {} ops/s)", n, n == 1 ? "phase's" : "phases'");
     s.headline.push_back(time_score(s.details, per_cell, std::move(what)));
-  } else if (!wall.order.empty()) {
+  } else if (!wall.order.empty() && !rates_left_out) {
     // A program: its phase does no counted operations, so its wall time is the figure.
     s.headline.push_back(rank(Figure::time, "wall time", Metric::wall_s, true, wall));
   }

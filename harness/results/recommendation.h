@@ -6,8 +6,9 @@
 //   - RSS above idle per live byte, unless a contender sits below its floor of 1.0 (the workload's
 //     allocations were never all touched, so the ratio ranks nothing);
 //   - time: for percall the ns/op of each benchmark (its `ns_per_op.*` workload metrics), for
-//     workloads with phases that do work the ops/s of each such phase (idle phases and whole-cell
-//     rates, which the workload's own schedule fixes, are left out), for a program its wall time.
+//     workloads with phases that do work the ops/s of each such phase (left out: idle phases,
+//     whole-cell rates, and phases whose rate the workload's own schedule fixes, as it declares
+//     them: ops_per_s_not_a_speed in model.h), for a program its wall time.
 //     The headline is one figure per cell: the geometric mean over those benchmarks or phases of
 //     its time relative to the best median (1.0: the best everywhere), so repetitions give it a
 //     spread like any measured figure.

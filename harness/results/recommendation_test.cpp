@@ -2,6 +2,8 @@
 // choice built on it, over records made here.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "harness/results/advice.h"
 #include "harness/results/recommendation.h"
 #include "harness/results/reporters/text.h"
@@ -95,6 +97,22 @@ TEST(Recommendation, TimeLeavesOutIdlePhasesAndIsTheGeomeanOfThePhasesThatWork) 
   EXPECT_EQ(time.standings[0].allocator, "b");
   EXPECT_NEAR(time.standings[0].spread.median, std::sqrt(2.0), 1e-9);
   EXPECT_NEAR(time.standings[1].spread.median, 2.0, 1e-9);
+}
+
+TEST(Recommendation, TimeLeavesOutPhasesWhoseRateTheWorkloadFixes) {
+  // rocksdb's q phases run for q_seconds beside rate-limited writers (its ops_per_s_not_a_speed):
+  // b's 10x there must not make it the time leader; a is faster where the rate is a speed.
+  std::vector<json> records;
+  for (int rep = 0; rep < 3; ++rep)
+    for (auto [allocator, load, query] : {std::tuple{"a", 2000.0, 100.0}, std::tuple{"b", 1000.0, 1000.0}})
+      records.push_back(cell(allocator, rep,
+                             json::array({phase("l.x", 100, 50, load + rep), phase("q100", 100, 50, query + rep)}), "rocksdb"));
+  const Recommendation rec = recommend(Model::from_records(records));
+  const Ranking time = headline(rec, Figure::time);
+  EXPECT_EQ(time.what, "time (geomean of 1 phase's ops/s)");
+  EXPECT_EQ(time.standings[0].allocator, "a");
+  ASSERT_EQ(rec.scopes[0].details.size(), 1u);
+  EXPECT_EQ(rec.scopes[0].details[0].what, "l.x");
 }
 
 TEST(Recommendation, RssPerLiveUnderTheFloorIsShownButNotRanked) {

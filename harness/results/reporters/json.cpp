@@ -1,7 +1,6 @@
 // JSON: summary.json, and `show --format json` (the same document for the grouping asked for).
 // Plotting code reads these figures as they are; it never recomputes one.
 #include "harness/results/reporters/reporter.h"
-#include "workloads/workload.h"
 
 namespace allocmark::results {
 namespace {
@@ -18,14 +17,7 @@ std::string ops_per_s_not_a_speed(const Grouping& grouping, const Group& g) {
   auto workload = g.identity.find("workload");
   auto params = g.identity.find("params");
   if (!phase || !phase->is_string() || workload == g.identity.end() || params == g.identity.end()) return "";
-  const workloads::WorkloadInfo* info = workloads::find_workload(workload->get<std::string>());
-  if (!info || !info->ops_per_s_not_a_speed) return "";
-  try {
-    auto texts = params->get<std::map<std::string, std::string>>();
-    return info->ops_per_s_not_a_speed(workloads::Params::typed(*info, texts), phase->get<std::string>());
-  } catch (const std::exception&) {  // a record from before a parameter existed: nothing declared
-    return "";
-  }
+  return results::ops_per_s_not_a_speed(workload->get<std::string>(), *params, phase->get<std::string>());
 }
 }  // namespace
 
