@@ -50,15 +50,13 @@ class EveryBackend(TempDirTest):
                     self.assertGreaterEqual(lat["free"]["samples"], ph["ops"] // every - THREADS, where)
                 if lat["free"]["samples"]:
                     self.check_calls(lat["free"], where)
-                self.assertGreaterEqual(c["voluntary_ctx_switches_per_mop"], 0, where)
-                self.assertAlmostEqual(c["voluntary_ctx_switches_per_mop"],
-                                       ph["voluntary_ctx_switches"] / ph["ops"] * 1e6, places=6, msg=str(where))
                 self.assertGreaterEqual(c["runqueue_wait_ns"], 0, where)
                 self.assertGreaterEqual(c["run_ns"], 0, where)
                 # The crew and the worker's main thread, at least.
                 self.assertGreaterEqual(c["runqueue_threads"], THREADS + 1, where)
-                if c["runqueue_wait_share"] is not None:
-                    self.assertTrue(0 <= c["runqueue_wait_share"] <= 1, where)
+                # Measured values only: the share and the rate per operation are the model's.
+                self.assertNotIn("runqueue_wait_share", c, where)
+                self.assertNotIn("voluntary_ctx_switches_per_mop", c, where)
             if r["backend"] in ("jemalloc", "numap"):  # their own lock counters stay beside the new figures
                 self.assertIn("num_ops", r["phases"][1]["contention"], r["allocator"])
 
@@ -74,8 +72,16 @@ class EveryBackend(TempDirTest):
             self.assertIn(name, summary["metrics"])
         churn = [g for g in summary["groups"] if g.get("phase") == "churn"]
         self.assertEqual(sorted(g["allocator"] for g in churn), sorted(BACKENDS))
+        churn_records = {r["allocator"]: next(ph for ph in r["phases"] if ph["name"] == "churn") for r in records(self.out)}
         for g in churn:
             self.assertEqual(g["metrics"]["alloc_p99_ns"]["n"], 1, g["allocator"])
+            ph = churn_records[g["allocator"]]
+            c = ph["contention"]
+            self.assertAlmostEqual(g["metrics"]["vol_ctx_switches_per_mop"]["median"],
+                                   ph["voluntary_ctx_switches"] / ph["ops"] * 1e6, places=6, msg=g["allocator"])
+            share = g["metrics"]["runqueue_wait_share"]["median"]
+            self.assertAlmostEqual(share, c["runqueue_wait_ns"] / (c["runqueue_wait_ns"] + c["run_ns"]), places=9, msg=g["allocator"])
+            self.assertTrue(0 <= share <= 1, g["allocator"])
         p = run(["plot", self.out, "--only", "contention"])
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(os.path.exists(os.path.join(self.out, "charts", "contention-size_mix.png")), p.stderr)

@@ -79,10 +79,13 @@ class AllBackends(TempDirTest):
                 self.assertGreater(ph["ops"], 0)
             # Live accounting: everything allocated was freed by the end of release.
             self.assertEqual(r["phases"][-1]["end_live_bytes"], 0)
-            self.assertGreater(r["peak_live_bytes"], 4 << 20)
-            self.assertGreater(r["peak_rss_bytes"], r["idle_rss_bytes"])
+            self.assertGreater(max(ph["peak_live_bytes"] for ph in r["phases"]), 4 << 20)
+            self.assertGreater(max(ph["peak_rss_bytes"] for ph in r["phases"]), r["idle_rss_bytes"])
             self.assertGreater(len(r["timeline"]), 0)
-            self.assertEqual(r["totals"]["ops"], sum(ph["ops"] for ph in r["phases"]))
+            # Measured values only: whole-cell figures and formulas are the results model's.
+            for derived in ("peak_rss_bytes", "peak_live_bytes", "fragmentation_ratio", "totals"):
+                self.assertNotIn(derived, r)
+            self.assertNotIn("ops_per_s", r["phases"][0])
         je = [r for r in recs if r["allocator"] == "jemalloc"]
         self.assertGreater(je[0]["alloc_stats"]["stats.active"], 0)
         self.assertGreater(je[0]["phases"][1]["alloc_stats"]["stats.active"], 0)

@@ -1,8 +1,10 @@
 // The measured figures of one phase as every producer reports them: the worker for a built-in
 // workload and the driver for a program cell. One spelling of the record's phase fields
-// (docs/results-schema.md), which the results model reads; producers add their own extras
-// (thread_cpus, maps, alloc_stats, workload_metrics) to the object this returns, and `contention`
-// from contention_record().
+// (docs/results-schema.md), which the results model reads. Only what was measured: every figure
+// computed from these (ops/s, RSS/live, shares) is the model's (harness/results/metric_table.cpp),
+// so a record never holds a second, possibly different, copy of a formula. Producers add their
+// own extras (thread_cpus, maps, alloc_stats, workload_metrics) to the object this returns, and
+// `contention` from contention_record().
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,7 +14,6 @@
 #include <string>
 
 #include "harness/metrics/proc.h"
-#include "harness/metrics/derived.h"
 
 namespace allocmark::metrics {
 
@@ -33,7 +34,6 @@ inline nlohmann::json phase_record(const PhaseFigures& f) {
   return json{{"name", f.name},
               {"wall_s", wall},
               {"ops", f.ops},
-              {"ops_per_s", results::ops_per_second(static_cast<double>(f.ops), wall)},
               {"peak_rss_bytes", maybe(f.peak_rss_bytes)},
               {"peak_rss_exact", f.peak_rss_reset && f.peak_rss_bytes.has_value()},
               {"end_rss_bytes", maybe(f.end_rss_bytes)},
@@ -74,8 +74,9 @@ inline nlohmann::json latency_record(const LatencySummary& s) {
 }
 
 // The phase's `contention` object: the native counters as they are, then `latency` (or null and
-// `latency_absent`), voluntary context switches per million operations, and run-queue wait.
-inline nlohmann::json contention_record(const PhaseContention& c, const PhaseFigures& f) {
+// `latency_absent`) and run-queue wait. Measured values only: the shares and rates over them are
+// the results model's metrics (runqueue_wait_share, vol_ctx_switches_per_mop).
+inline nlohmann::json contention_record(const PhaseContention& c) {
   using nlohmann::json;
   json out = c.native.is_object() ? c.native : json::object();
   if (c.allocs && c.frees) {
@@ -84,16 +85,12 @@ inline nlohmann::json contention_record(const PhaseContention& c, const PhaseFig
     out["latency"] = nullptr;
     out["latency_absent"] = c.latency_absent;
   }
-  auto per_mop = results::per_million_ops(static_cast<double>(f.counters.voluntary_ctx_switches), static_cast<double>(f.ops));
-  out["voluntary_ctx_switches_per_mop"] = per_mop ? json(*per_mop) : json(nullptr);
   if (c.sched) {
     out["runqueue_wait_ns"] = c.sched->wait_ns;
     out["run_ns"] = c.sched->run_ns;
     out["runqueue_threads"] = c.sched->threads;
-    auto share = results::runqueue_wait_share(static_cast<double>(c.sched->wait_ns), static_cast<double>(c.sched->run_ns));
-    out["runqueue_wait_share"] = share ? json(*share) : json(nullptr);
   } else {
-    out["runqueue_wait_ns"] = out["run_ns"] = out["runqueue_threads"] = out["runqueue_wait_share"] = nullptr;
+    out["runqueue_wait_ns"] = out["run_ns"] = out["runqueue_threads"] = nullptr;
   }
   return out;
 }

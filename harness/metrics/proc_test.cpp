@@ -152,7 +152,8 @@ TEST(PhaseRecord, OneSpellingOfThePhaseFieldsWithAbsentFiguresAsNull) {
   nlohmann::json p = allocmark::metrics::phase_record(f);
   EXPECT_EQ(p["name"], "churn");
   EXPECT_DOUBLE_EQ(p["wall_s"].get<double>(), 2.0);
-  EXPECT_DOUBLE_EQ(p["ops_per_s"].get<double>(), 250.0);
+  EXPECT_EQ(p["ops"], 500);
+  EXPECT_FALSE(p.contains("ops_per_s")) << "a rate is the results model's, from ops and wall_s";
   EXPECT_EQ(p["peak_rss_bytes"], 4096);
   EXPECT_EQ(p["peak_rss_exact"], true);
   EXPECT_TRUE(p["end_rss_bytes"].is_null());
@@ -167,6 +168,22 @@ TEST(PhaseRecord, OneSpellingOfThePhaseFieldsWithAbsentFiguresAsNull) {
 // Lines as a two-node kernel writes them (from an 8-node qemu guest and this machine, trimmed):
 // normal, transparent-huge-page (counted in 4 KiB pages), hugetlbfs (2 MiB pages), a file name
 // with an escaped space, a mapping with no resident page, and one spread over both nodes.
+TEST(PhaseRecord, ContentionHoldsTheMeasuredCountersNotTheirShares) {
+  allocmark::metrics::PhaseContention c;
+  c.native = {{"num_ops", 10}};
+  c.latency_absent = "not timed";
+  c.sched = allocmark::metrics::SchedTotals{3000, 1000, 2};
+  const nlohmann::json out = allocmark::metrics::contention_record(c);
+  EXPECT_EQ(out["num_ops"], 10);
+  EXPECT_EQ(out["run_ns"], 3000);
+  EXPECT_EQ(out["runqueue_wait_ns"], 1000);
+  EXPECT_EQ(out["runqueue_threads"], 2);
+  EXPECT_TRUE(out["latency"].is_null());
+  // runqueue_wait_share and vol_ctx_switches_per_mop are metrics of the results model.
+  EXPECT_FALSE(out.contains("runqueue_wait_share"));
+  EXPECT_FALSE(out.contains("voluntary_ctx_switches_per_mop"));
+}
+
 TEST(NumaMaps, SumsNodePagesTimesEachMappingsPageSize) {
   const std::string text =
       "55e878669000 default file=/usr/bin/cat mapped=2 N0=2 kernelpagesize_kB=4\n"

@@ -14,7 +14,6 @@ namespace {
 constexpr std::array<FieldRow, kFieldCount> kFieldTable{{
     {Field::wall_s, "wall_s", "", Fold::sum, false},
     {Field::ops, "ops", "ops", Fold::sum, false},
-    {Field::ops_per_s, "ops_per_s", "", Fold::rate, false},
     {Field::peak_rss_bytes, "peak_rss_bytes", "", Fold::max, false},
     {Field::end_rss_bytes, "end_rss_bytes", "", Fold::last, false},
     {Field::peak_live_bytes, "peak_live_bytes", "", Fold::max, false},
@@ -67,9 +66,9 @@ std::optional<double> rss_above_idle(const FieldValues& p, std::optional<double>
   return rss_above_idle_over_live(*peak, *idle, *live);
 }
 
+// Of a phase, a node or a whole cell alike: total operations over total time, never a sum of
+// rates (older records also carry each phase's ops_per_s, which is this same quotient; not read).
 std::optional<double> throughput(const FieldValues& p, std::optional<double>) {
-  // The worker records ops/s per phase; older or hand-made records may only have ops and time.
-  if (auto recorded = p.get(Field::ops_per_s)) return recorded;
   auto ops = p.get(Field::ops), wall = p.get(Field::wall_s);
   if (!ops || !wall) return std::nullopt;
   return ops_per_second(*ops, *wall);

@@ -34,7 +34,6 @@ namespace allocmark::results {
 enum class Field : std::size_t {
   wall_s,
   ops,
-  ops_per_s,
   peak_rss_bytes,
   end_rss_bytes,
   peak_live_bytes,
@@ -58,7 +57,6 @@ enum class Fold {
   sum,   // counts and times
   max,   // peaks, and call latency percentiles (the worst phase's)
   last,  // states at the phase end
-  rate,  // ops_per_s: total ops over total wall time, never a sum of rates
 };
 
 struct FieldRow {

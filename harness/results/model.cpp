@@ -61,23 +61,14 @@ namespace {
 void fold_into(FieldValues& into, const FieldValues& from) {
   for (const FieldRow& row : field_table()) {
     auto v = from.get(row.field);
-    if (!v || row.fold == Fold::rate) continue;
+    if (!v) continue;
     auto acc = into.get(row.field);
     switch (row.fold) {
       case Fold::sum: into.set(row.field, acc.value_or(0) + *v); break;
       case Fold::max: into.set(row.field, acc ? std::max(*acc, *v) : *v); break;
       case Fold::last: into.set(row.field, *v); break;
-      case Fold::rate: break;
     }
   }
-}
-
-// Not the sum of the phases' rates: total operations over total time.
-void derive_rates(FieldValues& values) {
-  for (const FieldRow& row : field_table())
-    if (row.fold == Fold::rate)
-      if (auto ops = values.get(Field::ops), wall = values.get(Field::wall_s); ops && wall)
-        values.set(row.field, ops_per_second(*ops, *wall));
 }
 
 }  // namespace
@@ -93,7 +84,6 @@ PhaseValues whole_cell(const Cell& cell) {
       else fold_into(*it, n);
     }
   }
-  derive_rates(whole);
   return whole;
 }
 

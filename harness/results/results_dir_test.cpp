@@ -41,7 +41,7 @@ std::string fresh_dir(const std::string& name) {
 json record(const std::string& key, const std::string& status = "ok") {
   return {{"key", key},      {"allocator", "glibc"}, {"backend", "glibc"}, {"workload", "size_mix"},
           {"threads", 1},    {"rep", 1},             {"status", status},   {"idle_rss_bytes", 1000},
-          {"phases", json::array({{{"name", "fill"}, {"peak_rss_bytes", 3000}, {"peak_live_bytes", 1000}, {"ops_per_s", 5.0}}})}};
+          {"phases", json::array({{{"name", "fill"}, {"peak_rss_bytes", 3000}, {"peak_live_bytes", 1000}, {"ops", 5}, {"wall_s", 1.0}}})}};
 }
 }  // namespace
 

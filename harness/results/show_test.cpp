@@ -18,7 +18,7 @@ TEST(Show, TableHasMedianSpreadAndFailures) {
     recs.push_back({{"allocator", "jemalloc"}, {"workload", "size_mix"}, {"threads", 2}, {"status", "ok"},
                     {"idle_rss_bytes", 0},
                     {"phases", json::array({{{"name", "churn"}, {"peak_rss_bytes", rep * 1048576.0},
-                                             {"peak_live_bytes", 1048576.0}, {"ops_per_s", 1000.0 * rep}}})}});
+                                             {"peak_live_bytes", 1048576.0}, {"ops", 1000.0 * rep}, {"wall_s", 1.0}}})}});
   recs.push_back({{"allocator", "bad"}, {"workload", "size_mix"}, {"threads", 2}, {"status", "crashed"},
                   {"error", "killed by signal 11"}, {"phases", json::array()}});
   std::string t = render_report(Model::from_records(recs), "table");

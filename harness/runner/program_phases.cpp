@@ -44,7 +44,7 @@ json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& en
   c.latency_absent = "program cell: its allocation calls happen inside the program, which allocmark does not instrument";
   if (sched_now) c.sched = sched_now->since(sched_at_begin_);
   json phase = metrics::phase_record(f);
-  phase["contention"] = metrics::contention_record(c, f);
+  phase["contention"] = metrics::contention_record(c);
   json nodes = json::array();
   for (int id : node_ids_) {
     json bytes = !resident_by_node.is_array() ? json(nullptr)

@@ -1,9 +1,5 @@
 #include "harness/runner/record.h"
 
-#include <algorithm>
-#include <optional>
-
-#include "harness/metrics/derived.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::runner {
@@ -73,32 +69,6 @@ json RecordBuilder::finish(const json& timeline, uint64_t sampled_peak_rss, doub
   record["phases"] = phases_;
   record["timeline"] = timeline;
   record["sampled_peak_rss_bytes"] = sampled_peak_rss;
-  uint64_t peak_rss = 0;
-  // Absent (null) for a workload that cannot count live bytes, rather than a made-up 0.
-  std::optional<int64_t> peak_live;
-  for (const auto& p : phases_) {
-    if (p.contains("peak_rss_bytes") && p["peak_rss_bytes"].is_number())
-      peak_rss = std::max<uint64_t>(peak_rss, p["peak_rss_bytes"].get<uint64_t>());
-    if (p.contains("peak_live_bytes") && p["peak_live_bytes"].is_number())
-      peak_live = std::max<int64_t>(peak_live.value_or(0), p["peak_live_bytes"].get<int64_t>());
-  }
-  if (!phases_.empty()) {
-    json totals = json::object();
-    for (const char* k : {"wall_s", "ops", "minor_faults", "major_faults", "voluntary_ctx_switches",
-                          "involuntary_ctx_switches", "user_s", "sys_s"}) {
-      double sum = 0;
-      for (const auto& p : phases_) sum += p.value(k, 0.0);
-      totals[k] = sum;
-    }
-    totals["ops_per_s"] = results::ops_per_second(totals["ops"].get<double>(), totals["wall_s"].get<double>());
-    record["totals"] = totals;
-  }
-  record["peak_rss_bytes"] = phases_.empty() ? json(nullptr) : json(peak_rss);
-  record["peak_live_bytes"] = peak_live ? json(*peak_live) : json(nullptr);
-  if (peak_live && record.contains("idle_rss_bytes") && record["idle_rss_bytes"].is_number())
-    if (auto ratio = results::rss_above_idle_over_live(static_cast<double>(peak_rss), record["idle_rss_bytes"].get<double>(),
-                                                       static_cast<double>(*peak_live)))
-      record["fragmentation_ratio"] = *ratio;
   record["alloc_stats"] = done_.is_null() ? json::object() : done_.value("alloc_stats", json::object());
   if (!done_.is_null() && done_.contains("contention")) record["contention"] = done_["contention"];
   record["wall_s"] = wall_s;

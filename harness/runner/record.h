@@ -1,4 +1,5 @@
-// Builds one results.jsonl record from the cell, the worker's events and the parent's timeline.
+// Builds one results.jsonl record from the cell, the worker's events and the parent's timeline:
+// what was measured, never a figure computed from it (those are the results model's metrics).
 // Pure: unit-tested on recorded event streams. The status comes from classify() (status.h).
 #pragma once
 

@@ -57,7 +57,7 @@ class PhaseContentionProbe {
     workloads::call_latency::take(slots_);
   }
 
-  nlohmann::json record(const metrics::PhaseFigures& figures) const {
+  nlohmann::json record() const {
     metrics::PhaseContention c;
     if (api_) c.native = counter_delta(api_->read_contention(), native_before_);
     c.latency_every = every_;
@@ -69,7 +69,7 @@ class PhaseContentionProbe {
     }
     c.latency_absent = latency_absent_;
     if (sched_ok_) c.sched = sched_end_.since(sched_begin_);
-    return metrics::contention_record(c, figures);
+    return metrics::contention_record(c);
   }
 
   // The phase's timed calls slot by slot, for the per-node figures; null when calls are not timed.

@@ -286,7 +286,7 @@ int measure_cell(const json& spec) {
     phase["maps"] = metrics::summarize_maps();
     if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;
     if (api) phase["alloc_stats"] = api->read_stats();
-    phase["contention"] = contention.record(f);
+    phase["contention"] = contention.record();
     report({{"event", "phase_end"}, {"phase", phase}});
   }
   workload->teardown();

@@ -78,13 +78,16 @@ std::unique_ptr<Reporter> make_csv_reporter() { return std::make_unique<CsvRepor
 
 std::string cells_csv(const Model& model) {
   // The documented column order of summary.csv; only ever extended at the end. Each column is a
-  // field as the record names it (field_table).
-  static const std::vector<Field> phase_fields{Field::wall_s,         Field::ops,           Field::ops_per_s,
-                                               Field::peak_rss_bytes, Field::end_rss_bytes, Field::peak_live_bytes,
-                                               Field::minor_faults,   Field::voluntary_ctx_switches,
-                                               Field::involuntary_ctx_switches, Field::user_s, Field::sys_s};
+  // field as the record names it (field_table), but ops_per_s: a metric, under its own name.
+  struct Column {
+    std::optional<Field> field;  // else the metric ops_per_s
+  };
+  static const std::vector<Column> phase_columns{
+      {Field::wall_s}, {Field::ops}, {std::nullopt}, {Field::peak_rss_bytes}, {Field::end_rss_bytes}, {Field::peak_live_bytes},
+      {Field::minor_faults}, {Field::voluntary_ctx_switches}, {Field::involuntary_ctx_switches}, {Field::user_s}, {Field::sys_s}};
   std::vector<std::string> header{"allocator", "backend", "workload", "threads", "rep", "status", "phase"};
-  for (Field field : phase_fields) header.emplace_back(field_table()[static_cast<std::size_t>(field)].phase_path);
+  for (const Column& c : phase_columns)
+    header.emplace_back(c.field ? field_table()[static_cast<std::size_t>(*c.field)].phase_path : metric_row(Metric::ops_per_s).name);
   for (const char* h : {"idle_rss_bytes", "rss_above_idle_over_live", "library", "error"}) header.emplace_back(h);
   std::string out = row(header);
   for (const Cell& cell : model.cells()) {
@@ -95,7 +98,8 @@ std::string cells_csv(const Model& model) {
     for (const auto& phase : phases) {
       std::vector<std::string> fields{id.allocator, id.backend, id.workload, std::to_string(cell.threads),
                                       std::to_string(cell.rep), cell.status, phase.name};
-      for (Field field : phase_fields) fields.push_back(number(phase.get(field)));
+      for (const Column& c : phase_columns)
+        fields.push_back(number(c.field ? phase.get(*c.field) : metric_value(Metric::ops_per_s, cell, phase)));
       fields.push_back(number(cell.idle_rss_bytes));
       fields.push_back(number(metric_value(Metric::rss_above_idle_over_live, cell, phase)));
       fields.push_back(cell.library.value_or(""));
