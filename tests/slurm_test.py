@@ -238,6 +238,13 @@ class SlurmExecutor(ClusterTest):
         p = run(["run"] + SLOW + ["-o", out, "--resume"])
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("still runs cells of", p.stderr)
+        # merge makes the same check, in the same words: a merged copy would miss the cells to come.
+        merged = self.path("merged")
+        p = run(["merge", out, self.path("other"), "-o", merged])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("still runs cells of", p.stderr)
+        self.assertIn("then merge it", p.stderr)
+        self.assertFalse(os.path.exists(merged))
 
 
 class Merging(ClusterTest):

@@ -30,7 +30,7 @@
 #include "harness/results/reporters/reporter.h"
 #include "harness/results/results_dir.h"
 #include "harness/results/safe_text.h"
-#include "harness/runner/slurm_queue.h"
+#include "harness/runner/executor_choice.h"
 
 namespace allocmark::cli {
 namespace {
@@ -42,18 +42,11 @@ namespace rn = allocmark::runner;
 
 using MergeError = matrix::ConfigError;  // bad input: exit 2
 
+// The checks every command that must not act on a partial folder makes: a run holding its lock
+// here, and its Slurm array still running.
 void refuse_if_in_use(const std::string& dir) {
   rs::refuse_folder_being_written(dir, "merge it when that run has finished");
-  std::set<long> jobs = rn::slurm_jobs_of(dir);
-  if (jobs.empty()) return;
-  try {
-    if (!rn::slurm_active_tasks(jobs).empty())
-      throw MergeError(dir + " has Slurm tasks still running (`allocmark status " + dir + "`); merge it when they have finished");
-  } catch (const MergeError&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::cerr << "allocmark: warning: " << dir << ": cannot tell whether its Slurm jobs still run (" << e.what() << ")\n";
-  }
+  rn::refuse_while_cells_run_elsewhere(dir, "merge it", &std::cerr);
 }
 
 struct Source {
@@ -84,17 +77,20 @@ Source read_source(const std::string& dir) {
     std::ifstream p(part, std::ios::binary);
     texts.emplace_back(part, std::string((std::istreambuf_iterator<char>(p)), std::istreambuf_iterator<char>()));
   }
-  std::map<std::string, std::size_t> by_key;  // origin + key -> index in records
+  std::map<std::string, std::pair<std::size_t, rs::RecordIdentity>> by_slot;  // -> index in records, its identity
   for (const auto& [where, text] : texts) {
     json r = json::parse(text, nullptr, false);
-    if (r.is_discarded() || !r.is_object() || !r.contains("key") || !r["key"].is_string())
+    if (!rs::record_identity_of(r))
       throw MergeError(where + ": not a valid record; repair the folder (`allocmark run ... --resume` names and handles damaged lines) before merging it");
-    if (!r.contains("host") || !r["host"].is_string()) r["host"] = host;
-    if (!r.contains("origin") || !r["origin"].is_string()) r["origin"] = s.folder;
-    const std::string id = r["origin"].get<std::string>() + '\n' + r["key"].get<std::string>();
-    auto [it, fresh] = by_key.try_emplace(id, s.records.size());
+    if (!r.contains(rs::kRecordHost) || !r[rs::kRecordHost].is_string()) r[rs::kRecordHost] = host;
+    if (!r.contains(rs::kRecordOrigin) || !r[rs::kRecordOrigin].is_string()) r[rs::kRecordOrigin] = s.folder;
+    const rs::RecordIdentity id = *rs::record_identity_of(r);
+    auto [it, fresh] = by_slot.try_emplace(id.slot(), s.records.size(), id);
     if (fresh) s.records.push_back(std::move(r));
-    else if (r.value("attempt", 1) > s.records[it->second].value("attempt", 1)) s.records[it->second] = std::move(r);
+    else if (rs::versus(id, it->second.second) == rs::RecordVersus::supersedes) {
+      s.records[it->second.first] = std::move(r);
+      it->second.second = id;
+    }
   }
   if (s.records.empty()) throw MergeError(dir + " holds no finished cell");
   return s;
@@ -122,7 +118,7 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
   // one repetition: kept once, never pooled with itself. One cell of one origin with two different
   // records is a later attempt (kept) or a conflict (refused).
   std::set<std::string> records_seen;
-  std::map<std::string, std::size_t> by_origin_key;  // origin + key -> index in kept
+  std::map<std::string, std::size_t> by_slot;  // RecordIdentity::slot -> index in kept
   std::vector<json> kept;
   std::size_t repeated = 0;
   for (const auto& s : sources) {
@@ -142,23 +138,25 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
     }
     std::size_t cells = 0;
     for (const auto& r : s.records) {
-      if (!records_seen.insert(rs::record_identity(r)).second) {
+      if (!records_seen.insert(rs::record_copy_identity(r)).second) {
         ++repeated;
         continue;
       }
       ++cells;
-      const std::string id = r["origin"].get<std::string>() + '\n' + r["key"].get<std::string>();
-      auto [at, fresh] = by_origin_key.try_emplace(id, kept.size());
+      const rs::RecordIdentity id = *rs::record_identity_of(r);
+      auto [at, fresh] = by_slot.try_emplace(id.slot(), kept.size());
       if (fresh) {
         kept.push_back(r);
         continue;
       }
-      const int attempt = r.value("attempt", 1), kept_attempt = kept[at->second].value("attempt", 1);
-      if (attempt == kept_attempt)
-        throw MergeError(fmt::format("{} holds cell {} of {} (attempt {}) that an earlier folder holds too with other "
-                                     "figures; one of them was edited: merge the folders it came from instead",
-                                     s.folder, r["key"].get<std::string>(), r["origin"].get<std::string>(), attempt));
-      if (attempt > kept_attempt) kept[at->second] = r;  // a retry of that run's cell, as within one folder
+      switch (rs::versus(id, *rs::record_identity_of(kept[at->second]))) {
+        case rs::RecordVersus::duplicate:
+          throw MergeError(fmt::format("{} holds cell {} of {} (attempt {}) that an earlier folder holds too with other "
+                                       "figures; one of them was edited: merge the folders it came from instead",
+                                       s.folder, id.key, id.origin, id.attempt));
+        case rs::RecordVersus::supersedes: kept[at->second] = r; break;  // a retry of that run's cell, as within one folder
+        case rs::RecordVersus::superseded: break;
+      }
     }
     json entry{{"folder", s.folder}, {"cells", cells}};
     namespace m = rs::meta;

@@ -188,6 +188,26 @@ TEST(Settings, EveryRowIsAFileKeyAFlagAndAFieldOfTheRecordedMatrix) {
   EXPECT_EQ(matrix_differences(p.as_json(), p.as_json()), "");
 }
 
+TEST(Settings, ACellDescriptionCarriesEverySettingACellUses) {
+  // What the Slurm executor writes for each task and `allocmark cell` reads back: the cell's own
+  // settings (keep_data, data_root: a Slurm task keeps a database when asked, under the folder's
+  // data/) as the run chose them, not their defaults.
+  Settings s;
+  s.keep_data = true;
+  s.data_root = "/results/run1/data";
+  s.timeout_s = 42;
+  s.sample_ms = 7;
+  s.latency_every = 16;
+  s.node_figures = false;
+  const nlohmann::json described = settings_json(s, kCellSpec);
+  for (const auto& row : setting_rows())
+    if (row.scope & kCellSpec) EXPECT_TRUE(described.contains(row.key)) << row.key;
+  const Settings back = settings_from_json(described, kCellSpec, "cell.json: settings");
+  EXPECT_TRUE(back.keep_data);
+  EXPECT_EQ(back.data_root, "/results/run1/data");
+  EXPECT_EQ(settings_json(back, kCellSpec), described);
+}
+
 TEST(Settings, OneMessageFormNamesWhereAndWhatIsExpected) {
   const SettingRow& sample = *find_setting("sample_ms");
   try {

@@ -291,22 +291,12 @@ std::size_t Model::intern_workload_metric(const std::string& name) {
   return it->second;
 }
 
-std::string record_identity(const json& record) {
-  if (auto id = record.find("record_id"); id != record.end() && id->is_string()) return "record_id " + id->get<std::string>();
-  std::string content = "content";
-  if (record.is_object())
-    for (const auto& [field, value] : record.items())
-      if (field != "origin" && field != "host")
-        content += '\n' + field + '=' + value.dump(-1, ' ', false, json::error_handler_t::replace);
-  return content;
-}
-
 void Model::add_record(const json& record, const std::string& file, std::size_t line) {
   // One record read twice is one repetition, not two: a copy of a folder read with it, a merged
   // folder read with one of its sources. Within a folder it is a duplicate line, or a part file
   // the driver gathered but had not removed yet (skipped silently below as well).
   const std::size_t folder = folders_seen_.size();
-  if (auto [first, fresh] = records_read_.try_emplace(fnv1a(record_identity(record)), FirstRead{folder, line}); !fresh) {
+  if (auto [first, fresh] = records_read_.try_emplace(fnv1a(record_copy_identity(record)), FirstRead{folder, line}); !fresh) {
     if (first->second.folder != folder) ++records_in_other_folders_;
     else if (!reading_parts_) duplicates_.emplace_back(line, first->second.line);
     return;
@@ -317,14 +307,14 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
   id.allocator = r.required_string("allocator");
   id.workload = r.required_string("workload");
   cell.threads = static_cast<int>(r.required_integer("threads"));
-  cell.status = r.required_string("status");
+  cell.status = r.required_string(kRecordStatus);
   id.backend = r.optional_string("backend").value_or("");
   id.params = r.optional_object("params");
   id.env = r.optional_object("env");
   id.preload = r.optional_string("preload").value_or("");
   id.host = r.optional_string("host").value_or(default_host_);
   cell.rep = static_cast<int>(r.optional_integer("rep").value_or(0));
-  cell.attempt = static_cast<int>(r.optional_integer("attempt").value_or(1));
+  cell.attempt = static_cast<int>(r.optional_integer(kRecordAttempt).value_or(1));
   cell.error = r.optional_string("error");
   cell.library = r.optional_string("library");
   cell.allocator_version = r.optional_string("allocator_version");
@@ -333,7 +323,7 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
   cell.stdout_checksum = r.optional_string("stdout_checksum");
   // Records always carry a key; one written by hand may not. It gets one of the same shape, but
   // without the driver's key nothing says two records are the same cell: each is taken as its own.
-  auto key = r.optional_string("key");
+  auto key = r.optional_string(kRecordKey);
   cell.key = key.value_or(fmt::format("{}/{}/t{}/r{}/{}", id.allocator, id.workload, cell.threads, cell.rep,
                                       fnv1a_hex(id.preload + '\n' + id.env.dump() + '\n' + id.params.dump(), 10)));
   cell.identity = intern(std::move(id));
@@ -345,23 +335,25 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
     return;
   }
 
-  // A merged folder holds the same cells from several runs; each record names the folder it came
-  // from (`origin`), and attempts supersede each other only within one origin.
-  auto [seen, first] = seen_.try_emplace(r.optional_string("origin").value_or("") + '\n' + cell.key,
-                                         Seen{cells_.size(), cell.attempt, line});
+  // A merged folder holds the same cells from several runs; attempts supersede each other only
+  // within one origin (RecordIdentity::slot).
+  const RecordIdentity identity{cell.key, r.optional_string(kRecordOrigin).value_or(""), cell.attempt, cell.status};
+  auto [seen, first] = seen_.try_emplace(identity.slot(), Seen{cells_.size(), identity, line});
   if (first) {
     cells_.push_back(std::move(cell));
     return;
   }
-  if (cell.attempt > seen->second.attempt) {
-    // A retry: it takes the place (and so the position in reports) of the earlier attempt.
-    seen->second.attempt = cell.attempt;
-    seen->second.line = line;
-    cells_[seen->second.cell] = std::move(cell);
-  } else if (cell.attempt == seen->second.attempt && !reading_parts_) {
-    duplicates_.emplace_back(line, seen->second.line);
+  switch (versus(identity, seen->second.identity)) {
+    case RecordVersus::supersedes:  // a retry: it takes the place (and the position in reports) of the earlier attempt
+      seen->second.identity = identity;
+      seen->second.line = line;
+      cells_[seen->second.cell] = std::move(cell);
+      break;
+    case RecordVersus::duplicate:
+      if (!reading_parts_) duplicates_.emplace_back(line, seen->second.line);
+      break;
+    case RecordVersus::superseded: break;  // after a higher attempt: nothing to say
   }
-  // A lower attempt after a higher one was superseded already: nothing to say.
 }
 
 void Model::add_line(std::string_view text, const std::string& file, std::size_t line, bool unterminated) {

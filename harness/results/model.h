@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "harness/results/metric_table.h"
+#include "harness/results/record_identity.h"
 #include "harness/results/results_dir.h"  // ResultsError
 
 namespace allocmark::results {
@@ -209,11 +210,6 @@ struct LoadOptions {
   bool own_folder = false;
 };
 
-// What makes two records the same record wherever they are read (a copied folder, a folder merged
-// with a merge of itself): its record_id; for records from before ids, its content without
-// `origin` and `host`, the fields merge adds.
-std::string record_identity(const nlohmann::json& record);
-
 // "DIR: a run is writing this folder (pid N): K of M cells finished ..." when a run holds DIR's
 // lock now (K: cells recorded so far, M: the run's planned cells from DIR/cells.json), else "".
 // Readers say it (stderr, or the page's banner) so a partial answer is not taken for a whole one.
@@ -277,14 +273,14 @@ class Model {
   // reset for every file.
   struct Seen {
     std::size_t cell;
-    int attempt;
+    RecordIdentity identity;  // of the record kept
     std::size_t line;
   };
   std::unordered_map<std::string, Seen> seen_;
   std::vector<std::pair<std::size_t, std::size_t>> duplicates_;  // (line, line of the record kept)
   bool reading_parts_ = false;  // a folder's parts/ files: see add_folder
 
-  // Every record read so far by record_identity() (hashed: a few words per record), with the folder
+  // Every record read so far by record_copy_identity() (hashed: a few words per record), with the folder
   // (index in folders_seen_) and line it was first read from: the same record read again is
   // counted once wherever it appears.
   struct FirstRead {

@@ -345,12 +345,30 @@ TEST(Reading, RecordIdentityIsTheIdElseTheContentWithoutOriginAndHost) {
   json moved = r;
   moved["origin"] = "/elsewhere";
   moved["host"] = "h2";
-  EXPECT_EQ(record_identity(r), record_identity(moved));
+  EXPECT_EQ(record_copy_identity(r), record_copy_identity(moved));
   moved["rep"] = 2;
-  EXPECT_NE(record_identity(r), record_identity(moved));
+  EXPECT_NE(record_copy_identity(r), record_copy_identity(moved));
   r["record_id"] = "abc";
   moved["record_id"] = "abc";
-  EXPECT_EQ(record_identity(r), record_identity(moved));
+  EXPECT_EQ(record_copy_identity(r), record_copy_identity(moved));
+}
+
+TEST(Reading, OneRuleSaysWhichRecordOfACellCounts) {
+  EXPECT_FALSE(record_identity_of(json{{"status", "ok"}})) << "no key: not a record the driver wrote";
+  EXPECT_FALSE(record_identity_of(json{{"key", 3}}));
+  EXPECT_FALSE(record_identity_of(json{{"key", "k"}, {"attempt", "2"}}));
+  EXPECT_FALSE(record_identity_of(json{{"key", "k"}, {"attempt", 0}}));
+  const RecordIdentity first = *record_identity_of(json{{"key", "k"}, {"status", "failed"}});
+  EXPECT_EQ(first.attempt, 1);
+  EXPECT_EQ(first.status, "failed");
+  const RecordIdentity retry = *record_identity_of(json{{"key", "k"}, {"attempt", 2}, {"status", "ok"}});
+  EXPECT_EQ(versus(retry, first), RecordVersus::supersedes);
+  EXPECT_EQ(versus(first, retry), RecordVersus::superseded);
+  EXPECT_EQ(versus(first, first), RecordVersus::duplicate);
+  // In a merged folder the same cell of two runs is two repetitions, never one attempt of the other.
+  const RecordIdentity elsewhere = *record_identity_of(json{{"key", "k"}, {"attempt", 2}, {"origin", "/b"}});
+  EXPECT_NE(elsewhere.slot(), retry.slot());
+  EXPECT_EQ(retry.slot(), first.slot());
 }
 
 // A run holding the folder's lock (here this test, through another descriptor): every reader is

@@ -122,12 +122,13 @@ void ResultsDir::gather_parts() {
   std::size_t gathered = 0;
   for_each_part(folder_, [&](const Folder& sub, const std::string& name) {
     json record = json::parse(sub.read_file(name).value_or(""), nullptr, false);
-    if (record.is_discarded() || !record.is_object() || !record.contains("key") || !record["key"].is_string()) {
+    const std::optional<RecordIdentity> id = record_identity_of(record);
+    if (!id) {
       notes_.push_back(sub.path_of(name) + " is not a valid record; left where it is");
       return;
     }
-    auto it = recorded_.find(record["key"].get<std::string>());
-    if (it == recorded_.end() || it->second.attempt < record.value("attempt", 1)) {
+    auto it = recorded_.find(id->key);
+    if (it == recorded_.end() || versus(*id, it->second.identity) == RecordVersus::supersedes) {
       append(record);
       ++gathered;
     }
@@ -193,8 +194,8 @@ void ResultsDir::scan(bool discard_corrupt) {
     const bool has_newline = raw[n - 1] == '\n';
     offset += static_cast<std::size_t>(n);
     line.assign(raw, static_cast<std::size_t>(n) - (has_newline ? 1 : 0));
-    json rec = json::parse(line, nullptr, false);
-    const bool valid = !rec.is_discarded() && rec.is_object() && rec.contains("key") && rec["key"].is_string();
+    const std::optional<RecordIdentity> id = record_identity_of(json::parse(line, nullptr, false));
+    const bool valid = id.has_value();
     if (!valid && !has_newline) {  // the driver died mid-write: the only kind of damage resume repairs itself
       cut_short = true;
       break;
@@ -206,12 +207,13 @@ void ResultsDir::scan(bool discard_corrupt) {
     }
     kept += line + "\n";
     good_end = offset;
-    const std::string key = rec["key"];
-    const int attempt = rec.value("attempt", 1);
-    auto [it, fresh] = recorded_.try_emplace(key, RecordedCell{rec.value("status", "?"), attempt, number});
+    auto [it, fresh] = recorded_.try_emplace(id->key, RecordedCell{*id, number});
     if (!fresh) {
-      if (attempt > it->second.attempt) it->second = {rec.value("status", "?"), attempt, number};
-      else if (attempt == it->second.attempt) same_attempt[key].push_back(number);
+      switch (versus(*id, it->second.identity)) {
+        case RecordVersus::supersedes: it->second = {*id, number}; break;
+        case RecordVersus::duplicate: same_attempt[id->key].push_back(number); break;
+        case RecordVersus::superseded: break;
+      }
     }
   }
   std::free(raw);
@@ -264,8 +266,7 @@ void ResultsDir::append(const json& record) {
     throw ResultsError("write to " + jsonl + " failed: " + std::strerror(err) + " (the partial line was removed)");
   }
   ::close(fd);
-  RecordedCell cell{record.value("status", "?"), record.value("attempt", 1), 0};
-  recorded_[record.value("key", "")] = cell;
+  if (std::optional<RecordIdentity> id = record_identity_of(record)) recorded_[id->key] = RecordedCell{*id, 0};
 }
 
 json ResultsDir::read_meta() const {

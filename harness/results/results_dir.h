@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness/results/folder.h"
+#include "harness/results/record_identity.h"
 
 namespace allocmark::results {
 
@@ -26,9 +27,8 @@ struct OpenOptions {
 
 // One cell already in results.jsonl (the highest attempt of its key).
 struct RecordedCell {
-  std::string status;
-  int attempt = 1;
-  std::size_t line = 0;  // 1-based line in results.jsonl
+  RecordIdentity identity;  // the attempt that counts
+  std::size_t line = 0;       // 1-based line in results.jsonl
 };
 
 // The folder a run writes. Opening it takes an exclusive lock (flock on DIR/.allocmark.lock) held

@@ -171,7 +171,7 @@ TEST(ResultsDir, PartsAreGatheredOnceAndRemoved) {
   ASSERT_EQ(recs.size(), 3u);  // a, b, a's attempt 2; a's attempt 1 not twice
   EXPECT_EQ(recs[1]["key"], "b");
   EXPECT_EQ(recs[2].value("attempt", 1), 2);
-  EXPECT_EQ(dir.recorded().at("a").attempt, 2);
+  EXPECT_EQ(dir.recorded().at("a").identity.attempt, 2);
   EXPECT_TRUE(part_files(d).empty());
   EXPECT_TRUE(fs::exists(d + "/parts/s1/3.json.tmp.99"));
 }

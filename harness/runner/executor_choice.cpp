@@ -32,14 +32,17 @@ std::unique_ptr<Executor> ExecutorChoice::make(const CellSettings& settings, con
                              std::filesystem::absolute(folder).lexically_normal().string(), messages, run_id, folder});
 }
 
-void refuse_while_cells_run_elsewhere(const std::string& folder) {
+void refuse_while_cells_run_elsewhere(const std::string& folder, const std::string& remedy, std::ostream* unknown_queue) {
   std::set<long> jobs = slurm_jobs_of(folder);
   if (jobs.empty()) return;
   std::vector<SlurmTask> active;
   try {
     active = slurm_active_tasks(jobs);
   } catch (const std::exception& e) {
-    throw matrix::ConfigError(folder + " has cells submitted to Slurm, and whether they still run cannot be told (" + e.what() + ")");
+    const std::string why = folder + " has cells submitted to Slurm, and whether they still run cannot be told (" + e.what() + ")";
+    if (!unknown_queue) throw matrix::ConfigError(why);
+    *unknown_queue << "allocmark: warning: " << why << "; taken as finished\n";
+    return;
   }
   if (active.empty()) return;
   std::set<long> running;
@@ -47,8 +50,8 @@ void refuse_while_cells_run_elsewhere(const std::string& folder) {
   std::string ids;
   for (long id : running) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
   throw matrix::ConfigError(fmt::format("Slurm job {} still runs cells of {} ({} tasks left); wait for it (`allocmark status {}`) "
-                                        "or scancel it, then run again with --resume",
-                                        ids, folder, active.size(), folder));
+                                        "or scancel it, then {}",
+                                        ids, folder, active.size(), folder, remedy));
 }
 
 }  // namespace allocmark::runner

@@ -39,8 +39,12 @@ class ExecutorChoice {
   std::vector<std::string> sbatch_args_;
 };
 
-// Refuses (matrix::ConfigError) a folder into which no cell may be added now, whatever the
-// executor: one whose Slurm array still runs, since its cells would run twice.
-void refuse_while_cells_run_elsewhere(const std::string& folder);
+// Refuses (matrix::ConfigError) a folder whose Slurm array still runs: no cell may be added to it
+// (they would run twice) and no reader may take it as whole (merge). "Slurm job J still runs cells
+// of DIR (N tasks left); wait for it (`allocmark status DIR`) or scancel it, then REMEDY". Where
+// squeue cannot be asked (a laptop with a copy of the folder), it refuses too, unless
+// `unknown_queue` is given: then that stream gets a warning and the folder is taken as finished.
+void refuse_while_cells_run_elsewhere(const std::string& folder, const std::string& remedy,
+                                      std::ostream* unknown_queue = nullptr);
 
 }  // namespace allocmark::runner

@@ -78,7 +78,7 @@ std::string random_id() {
 
 void stamp_record_ids(nlohmann::json& record, const std::string& run_id) {
   if (!record.contains("run_id")) record["run_id"] = run_id.empty() ? random_id() : run_id;
-  if (!record.contains("record_id")) record["record_id"] = random_id();
+  if (!record.contains(results::kRecordId)) record[results::kRecordId] = random_id();
 }
 
 std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::ResultsDir& dir, bool retry_failed) {
@@ -88,8 +88,8 @@ std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::Resul
     const std::string key = cell.key();
     int attempt = 1;
     if (auto it = dir.recorded().find(key); it != dir.recorded().end()) {
-      if (!retry_failed || it->second.status == "ok") continue;
-      attempt = it->second.attempt + 1;
+      if (!retry_failed || it->second.identity.status == "ok") continue;
+      attempt = it->second.identity.attempt + 1;
     }
     jobs.push_back({cell, i + 1, dir.path() + "/" + results::layout::cell_files(key, attempt).log, attempt});
   }
@@ -136,7 +136,7 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
   };
   events.finished = [&](const CellJob& job, const nlohmann::json& record) {
     nlohmann::json stored = record;
-    stored["attempt"] = job.attempt;
+    stored[results::kRecordAttempt] = job.attempt;
     stamp_record_ids(stored, run_id);
     try {
       dir.append(stored);
@@ -180,7 +180,7 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
   }
   report.interrupted = g_interrupted.load();
   for (const auto& cell : plan.cells)
-    if (auto it = dir.recorded().find(cell.key()); it != dir.recorded().end() && it->second.status != "ok")
+    if (auto it = dir.recorded().find(cell.key()); it != dir.recorded().end() && it->second.identity.status != "ok")
       ++report.not_ok_in_folder;
   return report;
 }

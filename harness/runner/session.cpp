@@ -106,7 +106,7 @@ SessionOutcome RunSession::run() {
   const SessionOptions& o = options_;
   rs::ResultsDir dir(o.out_dir, {o.resume, o.extend, o.discard_corrupt, o.command});
   for (const auto& n : dir.notes()) std::cerr << "allocmark: " << dir.path() << ": " << n << "\n";
-  if (dir.had_results()) refuse_while_cells_run_elsewhere(dir.path());
+  if (dir.had_results()) refuse_while_cells_run_elsewhere(dir.path(), "run again with --resume");
   json machine = rs::machine_info();
   // Every record this invocation writes carries its id, and so does its entry in meta.json's runs.
   const std::string run_id = random_id();

@@ -1,0 +1,49 @@
+// Which cell a results.jsonl record is, which attempt, where it came from, and the one rule by which
+// a record of a cell supersedes another: the one reading of those fields for every reader (the
+// results model, ResultsDir's resume bookkeeping, merge, status) and the names every writer uses
+// (runner/record.cpp, the matrix runner, merge). The figures a record carries are read by the
+// model's field table (metric_table.h); docs/results-schema.md says what each field means.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace allocmark::results {
+
+inline constexpr const char* kRecordKey = "key";              // allocator/workload/tT/rR/hash of what was run
+inline constexpr const char* kRecordAttempt = "attempt";      // 1, or 2 and up for a --retry-failed rerun
+inline constexpr const char* kRecordOrigin = "origin";        // merged folders: the folder it was recorded in
+inline constexpr const char* kRecordHost = "host";            // the machine it ran on
+inline constexpr const char* kRecordStatus = "status";        // ok, failed, crashed, timeout
+inline constexpr const char* kRecordId = "record_id";   // this record's own id (copies are one record)
+
+struct RecordIdentity {
+  std::string key;
+  std::string origin;  // "" in the folder it was recorded in
+  int attempt = 1;
+  std::string status = "?";
+
+  // Records compete for one cell when they have the same key and origin: attempts supersede each
+  // other within one run's folder, never across the folders of a merge.
+  std::string slot() const { return origin + '\n' + key; }
+};
+
+// The identity of a record as the driver writes it; nullopt when it has no string key or an
+// attempt that is not a positive integer (not a record the driver wrote).
+std::optional<RecordIdentity> record_identity_of(const nlohmann::json& record);
+
+// How a later-read record of the same slot stands against the one kept so far: a higher attempt
+// takes its place; the same attempt twice is a duplicate (the first read stays); a lower attempt
+// was superseded already.
+enum class RecordVersus { supersedes, duplicate, superseded };
+RecordVersus versus(const RecordIdentity& later, const RecordIdentity& kept);
+
+// What makes two copies of a record one record wherever they are read (a copied folder, a folder
+// merged with a merge of itself): its record_id; for records from before ids, its content without
+// `origin` and `host`, the fields merge adds.
+std::string record_copy_identity(const nlohmann::json& record);
+
+}  // namespace allocmark::results
