@@ -197,7 +197,7 @@ RunSummary summarize_run(const std::string& dir) {
   run.commit = meta.value("allocmark", json::object()).value("git_commit", "");
   run.settings = measurement_settings(meta.value("matrix", json::object()));
   std::map<std::tuple<std::string, std::string, int, std::string>, std::size_t> index;
-  auto cell_for = [&](const rs::Cell& c, const std::string& phase) -> GateCell& {
+  auto cell_for = [&](const rs::CellResult& c, const std::string& phase) -> GateCell& {
     const auto& id = model.identity(c);
     auto key = std::make_tuple(id.allocator, id.workload, c.threads, phase);
     auto [it, fresh] = index.try_emplace(key, run.cells.size());

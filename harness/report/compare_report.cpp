@@ -22,9 +22,9 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
-html::Cell spread_cell(const results::Spread& s, const std::string& metric) {
-  if (s.n == 0) return html::Cell("-");
-  return html::Cell(gate::spread_text(s, metric), s.median);
+html::TableCell spread_cell(const results::Spread& s, const std::string& metric) {
+  if (s.n == 0) return html::TableCell("-");
+  return html::TableCell(gate::spread_text(s, metric), s.median);
 }
 
 void changes_table(html::Document& doc, const compare::Comparison& c) {
@@ -38,11 +38,11 @@ void changes_table(html::Document& doc, const compare::Comparison& c) {
   for (const auto& ch : c.changes) {
     const auto& v = ch.judged;
     const bool both = v.before.n && v.after.n;
-    t.rows.push_back({html::Cell(ch.direction, {}, {}, ch.direction == "worse" ? "bad" : ch.direction == "better" ? "good" : ""),
-                      html::Cell(v.cell), html::Cell(v.metric), spread_cell(v.before, v.metric), spread_cell(v.after, v.metric),
-                      both ? html::Cell(fmt::format("{:+.1f}%", 100 * v.change), v.change) : html::Cell("-"),
-                      both ? html::Cell(fmt::format("{:+.1f}% .. {:+.1f}%", 100 * ch.low, 100 * ch.high), ch.low) : html::Cell("-"),
-                      v.p < 1 ? html::Cell(fmt::format("{:.3f}", v.p), v.p) : html::Cell("-"), html::Cell(v.reason)});
+    t.rows.push_back({html::TableCell(ch.direction, {}, {}, ch.direction == "worse" ? "bad" : ch.direction == "better" ? "good" : ""),
+                      html::TableCell(v.cell), html::TableCell(v.metric), spread_cell(v.before, v.metric), spread_cell(v.after, v.metric),
+                      both ? html::TableCell(fmt::format("{:+.1f}%", 100 * v.change), v.change) : html::TableCell("-"),
+                      both ? html::TableCell(fmt::format("{:+.1f}% .. {:+.1f}%", 100 * ch.low, 100 * ch.high), ch.low) : html::TableCell("-"),
+                      v.p < 1 ? html::TableCell(fmt::format("{:.3f}", v.p), v.p) : html::TableCell("-"), html::TableCell(v.reason)});
   }
   doc.table(t);
 }

@@ -210,7 +210,7 @@ void Document::table(const Table& table) {
   for (const auto& row : table.rows) {
     body_ += "<tr>";
     for (std::size_t i = 0; i < row.size(); ++i) {
-      const Cell& cell = row[i];
+      const TableCell& cell = row[i];
       std::string css = cell.css_class;
       if (i < table.columns.size() && table.columns[i].numeric) css += css.empty() ? "num" : " num";
       std::string sort;

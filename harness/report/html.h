@@ -31,8 +31,8 @@ std::string data_uri(std::string_view mime, std::string_view bytes);
 // folder named "a#b" or "50%" still links to itself.
 std::string path_href(std::string_view path);
 
-struct Cell {
-  Cell(std::string text = {}, std::optional<double> sort_key = {}, std::string detail = {}, std::string css_class = {})
+struct TableCell {
+  TableCell(std::string text = {}, std::optional<double> sort_key = {}, std::string detail = {}, std::string css_class = {})
       : text(std::move(text)), sort_key(sort_key), detail(std::move(detail)), css_class(std::move(css_class)) {}
   std::string text;
   // What a click on the column header sorts by; without one the text is compared (natural order:
@@ -54,7 +54,7 @@ struct Column {
 struct Table {
   std::string id;  // the element id; tests and anchors find the table by it
   std::vector<Column> columns;
-  std::vector<std::vector<Cell>> rows;
+  std::vector<std::vector<TableCell>> rows;
   bool sortable = false;  // headers sort the rows on click (ascending, then descending)
   std::string css_class;  // "answer": cells wrap so the table fits a narrow window
 };

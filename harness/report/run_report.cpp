@@ -159,7 +159,7 @@ std::string page_value(rs::Metric m, double v) {
   return rs::metric_row(m).display == rs::Display::nanoseconds ? fmt::format("{:.0f}", v) : rs::text::value_text(m, v);
 }
 
-html::Cell spread_cell(rs::Metric m, const rs::Spread& s) {
+html::TableCell spread_cell(rs::Metric m, const rs::Spread& s) {
   if (s.n == 0) return {"-", std::nullopt, "", ""};
   std::string detail;
   if (s.n > 1 && s.min != s.max) detail = fmt::format("[{}-{}]", page_value(m, s.min), page_value(m, s.max));
@@ -179,7 +179,7 @@ std::string certainty_css(rs::Certainty c) {
 // One row per ranked figure: who leads, by how much, how sure, and everyone else against the leader.
 void ranking_rows(html::Table& table, const rs::ScopeRecommendation& s, const std::vector<rs::Ranking>& rankings, bool by_host) {
   for (const auto& r : rankings) {
-    std::vector<html::Cell> row{{s.workload}, {std::to_string(s.threads), s.threads}};
+    std::vector<html::TableCell> row{{s.workload}, {std::to_string(s.threads), s.threads}};
     if (by_host) row.push_back({s.host});
     row.push_back({r.what});
     if (!r.not_ranked.empty()) {
@@ -287,7 +287,7 @@ void advice_section(html::Document& doc, const rs::Advice& advice) {
                                      {"setting", false, "what runs the program this way"}},
                     {}, true, "answer"};
   for (const auto& c : advice.candidates) {
-    std::vector<html::Cell> row{{c.allocator}, {fmt::format("{}/{}", c.ok, c.cells)}};
+    std::vector<html::TableCell> row{{c.allocator}, {fmt::format("{}/{}", c.ok, c.cells)}};
     if (c.ok) {
       row.push_back(spread_cell(rs::Metric::peak_rss_bytes, c.peak_rss_bytes));
       row.push_back(spread_cell(rs::Metric::end_rss_bytes, c.end_rss_bytes));
@@ -324,9 +324,9 @@ void phase_section(html::Document& doc, const rs::Model& model) {
   for (rs::Metric m : kPhaseMetrics)
     table.columns.push_back({rs::text::metric_header(m), true, "median [min-max] over ok repetitions"});
   for (const auto& g : grouping.groups) {
-    std::vector<html::Cell> row;
+    std::vector<html::TableCell> row;
     for (const auto& v : g.values) {
-      html::Cell c{rs::value_label(v)};
+      html::TableCell c{rs::value_label(v)};
       if (v.is_number()) c.sort_key = v.get<double>();
       row.push_back(c);
     }
@@ -358,7 +358,7 @@ void failures_section(html::Document& doc, const std::string& dir, const std::st
     const std::string log = rs::layout::cell_files(cell.key, cell.attempt).log;
     const fs::path log_path = fs::absolute(fs::path(dir) / log).lexically_normal();
     std::error_code ec;
-    html::Cell log_cell{"-"};
+    html::TableCell log_cell{"-"};
     if (fs::is_regular_file(fs::symlink_status(log_path, ec))) {
       log_cell.text = log;
       log_cell.href = html::path_href(log_path.lexically_relative(page_dir).string());

@@ -44,7 +44,7 @@ Spread spread_of(std::vector<double> v) {
 // ---------------------------------------------------------------------------------------------
 // Metrics
 
-std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues& phase) {
+std::optional<double> metric_value(Metric m, const CellResult& cell, const PhaseValues& phase) {
   return metric_row(m).formula(phase, cell.idle_rss_bytes);
 }
 
@@ -73,7 +73,7 @@ void fold_into(FieldValues& into, const FieldValues& from) {
 
 }  // namespace
 
-PhaseValues whole_cell(const Cell& cell) {
+PhaseValues whole_cell(const CellResult& cell) {
   PhaseValues whole;
   whole.name = std::string(kCellPhase);
   for (const auto& p : cell.phases) {
@@ -302,7 +302,7 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
     return;
   }
   RecordReader r(record, file, line);
-  Cell cell;
+  CellResult cell;
   CellIdentity id;
   id.allocator = r.required_string("allocator");
   id.workload = r.required_string("workload");
@@ -656,7 +656,7 @@ std::string first_unknown(const std::vector<T>& wanted, const std::set<T>& prese
 std::string Model::unknown_filter_value(const CellFilter& filter) const {
   std::set<std::string> workload_names, allocator_names;
   std::set<int> thread_counts;
-  for (const Cell& cell : cells_) {
+  for (const CellResult& cell : cells_) {
     workload_names.insert(identities_[cell.identity].workload);
     allocator_names.insert(identities_[cell.identity].allocator);
     thread_counts.insert(cell.threads);
@@ -717,7 +717,7 @@ Grouping Model::group(const std::vector<Dimension>& by, const CellFilter& filter
     return it->second;
   };
 
-  auto kept = [&](const Cell& cell) {
+  auto kept = [&](const CellResult& cell) {
     const CellIdentity& id = identities_[cell.identity];
     auto in = [](const auto& list, const auto& v) { return list.empty() || std::find(list.begin(), list.end(), v) != list.end(); };
     return in(filter.workloads, id.workload) && in(filter.allocators, id.allocator) && in(filter.threads, cell.threads);
@@ -730,7 +730,7 @@ Grouping Model::group(const std::vector<Dimension>& by, const CellFilter& filter
   std::map<std::vector<long long>, std::size_t> index;
   std::size_t last_builder = 0;
   std::vector<std::size_t> cell_groups(cells_.size(), Grouping::kNoGroup);
-  auto builder_for = [&](const Cell& cell, const std::string& phase, long long node = -1) -> GroupBuilder& {
+  auto builder_for = [&](const CellResult& cell, const std::string& phase, long long node = -1) -> GroupBuilder& {
     const CellIdentity& id = identities_[cell.identity];
     std::vector<long long> key;
     for (Dimension d : by) switch (d) {
@@ -749,7 +749,7 @@ Grouping Model::group(const std::vector<Dimension>& by, const CellFilter& filter
     last_builder = it->second;
     return builders[it->second];
   };
-  auto count_cell = [&](GroupBuilder& b, const Cell& cell) {
+  auto count_cell = [&](GroupBuilder& b, const CellResult& cell) {
     const CellIdentity& id = identities_[cell.identity];
     const long long checked[3] = {static_cast<long long>(workload_slot[cell.identity]), cell.threads,
                                   static_cast<long long>(allocator_slot[cell.identity])};
@@ -771,14 +771,14 @@ Grouping Model::group(const std::vector<Dimension>& by, const CellFilter& filter
     if (cell.library) b.identity.add("library", json(*cell.library));
     if (cell.allocator_version) b.identity.add("allocator_version", json(*cell.allocator_version));
   };
-  auto add_samples = [&](GroupBuilder& b, const Cell& cell, const PhaseValues& phase) {
+  auto add_samples = [&](GroupBuilder& b, const CellResult& cell, const PhaseValues& phase) {
     for (const auto& m : metric_table())
       if (auto v = metric_value(m.metric, cell, phase)) b.samples[static_cast<std::size_t>(m.metric)].push_back(*v);
     for (const auto& [index, v] : phase.workload) b.workload_samples[index].push_back(v);
   };
 
   // One row's worth of a phase (or whole cell): itself, or with the node dimension one row per node.
-  auto add_phase = [&](const Cell& cell, const PhaseValues& phase) {
+  auto add_phase = [&](const CellResult& cell, const PhaseValues& phase) {
     if (!by_node || phase.nodes.empty()) {
       GroupBuilder& b = builder_for(cell, phase.name);
       count_cell(b, cell);
@@ -792,7 +792,7 @@ Grouping Model::group(const std::vector<Dimension>& by, const CellFilter& filter
     }
   };
   for (std::size_t i = 0; i < cells_.size(); ++i) {
-    const Cell& cell = cells_[i];
+    const CellResult& cell = cells_[i];
     if (!kept(cell)) continue;
     // A cell that is not ok contributes its status and error, never its partial measurements.
     if (!by_phase) {

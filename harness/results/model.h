@@ -76,7 +76,7 @@ struct CellIdentity {
   std::string host;  // the record's host, else its folder's meta.json machine.host, else ""
 };
 
-struct Cell {
+struct CellResult {
   std::string key;  // the record's key (synthesised from its fields for records without one)
   int attempt = 1;
   int rep = 0;
@@ -101,12 +101,12 @@ struct Cell {
 
 // The value of a metric for one phase of a cell (nullopt where the record has no such figure): its
 // row's formula.
-std::optional<double> metric_value(Metric m, const Cell& cell, const PhaseValues& phase);
+std::optional<double> metric_value(Metric m, const CellResult& cell, const PhaseValues& phase);
 
 // The cell's phases folded into one, for groupings without the phase dimension, each field by its
 // row's Fold (metric_table.h): peaks and call latency percentiles the maxima over the phases, end
 // RSS the last phase's, ops/s total ops over total wall time, the rest summed. Nodes the same way.
-PhaseValues whole_cell(const Cell& cell);
+PhaseValues whole_cell(const CellResult& cell);
 
 // ---------------------------------------------------------------------------------------------
 // Grouping.
@@ -230,9 +230,9 @@ class Model {
   // records themselves).
   static Model from_records(const std::vector<nlohmann::json>& records, const std::string& source = "(records)");
 
-  const std::vector<Cell>& cells() const { return cells_; }
+  const std::vector<CellResult>& cells() const { return cells_; }
   const CellIdentity& identity(std::size_t index) const { return identities_[index]; }
-  const CellIdentity& identity(const Cell& cell) const { return identities_[cell.identity]; }
+  const CellIdentity& identity(const CellResult& cell) const { return identities_[cell.identity]; }
   const std::string& workload_metric_name(std::size_t index) const { return workload_metric_names_[index]; }
   // Corrupt or cut-short lines, duplicates, repeated folders and records; in the order found.
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -258,7 +258,7 @@ class Model {
   std::size_t intern(CellIdentity identity);
   std::size_t intern_workload_metric(const std::string& name);
 
-  std::vector<Cell> cells_;
+  std::vector<CellResult> cells_;
   std::vector<CellIdentity> identities_;
   std::unordered_map<std::string, std::size_t> identity_index_;
   std::vector<std::string> workload_metric_names_;

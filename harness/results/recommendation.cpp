@@ -70,7 +70,7 @@ Ranking time_score(const std::vector<Ranking>& items, const std::vector<std::pai
 
 struct ScopeCells {
   ScopeRecommendation scope;
-  std::vector<std::pair<std::string, const Cell*>> cells;  // (allocator label, ok cell)
+  std::vector<std::pair<std::string, const CellResult*>> cells;  // (allocator label, ok cell)
 };
 
 void rank_scope(ScopeCells& sc, const Model& model) {
@@ -265,7 +265,7 @@ Recommendation recommend(const Model& model) {
   std::vector<ScopeCells> scopes;
   std::map<std::tuple<std::string, int, std::string>, std::size_t> index;
   for (std::size_t i = 0; i < model.cells().size(); ++i) {
-    const Cell& cell = model.cells()[i];
+    const CellResult& cell = model.cells()[i];
     const Group& g = grouping.groups[grouping.cell_groups[i]];
     std::tuple<std::string, int, std::string> key{value_label(g.values[workload]), g.values[threads].get<int>(),
                                                   host ? value_label(g.values[*host]) : ""};

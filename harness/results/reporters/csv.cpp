@@ -90,7 +90,7 @@ std::string cells_csv(const Model& model) {
     header.emplace_back(c.field ? field_table()[static_cast<std::size_t>(*c.field)].phase_path : metric_row(Metric::ops_per_s).name);
   for (const char* h : {"idle_rss_bytes", "rss_above_idle_over_live", "library", "error"}) header.emplace_back(h);
   std::string out = row(header);
-  for (const Cell& cell : model.cells()) {
+  for (const CellResult& cell : model.cells()) {
     const CellIdentity& id = model.identity(cell);
     // A cell without phases still gets its row: its status and error are the point.
     std::vector<PhaseValues> no_phase(1);

@@ -45,14 +45,14 @@ std::string chart_timelines(const Model& model, const Grouping& grouping) {
   // file -> (line -> cell index), so each file is read once, in order.
   std::map<std::pair<std::string, bool>, std::map<std::size_t, std::size_t>> wanted;
   for (std::size_t i = 0; i < model.cells().size(); ++i) {
-    const Cell& c = model.cells()[i];
+    const CellResult& c = model.cells()[i];
     if (c.ok() && !c.phases.empty()) wanted[{c.file, c.whole_file}][c.line] = i;
   }
   std::map<std::size_t, std::string> lines;  // by cell index: the model's (file) order
   for (const auto& [source, cells] : wanted) {
     auto records = read_records(source.first, source.second, cells);
     for (const auto& [line, index] : cells) {
-      const Cell& cell = model.cells()[index];
+      const CellResult& cell = model.cells()[index];
       const nlohmann::json& record = records[line];
       const Group& group = grouping.groups[grouping.cell_groups[index]];
       nlohmann::json out = nlohmann::json::object();
