@@ -145,8 +145,9 @@ void Os::sleep_unless(const std::uint32_t* word, std::uint32_t expected, long ms
 
 void Os::wake(const std::uint32_t* word) { ::syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0); }
 
-void write_stderr(const char* s) {
-  std::size_t n = ::strlen(s);
+void write_stderr(const char* s) { write_stderr(s, ::strlen(s)); }
+
+void write_stderr(const char* s, std::size_t n) {
   while (n > 0) {
     ssize_t w = ::write(2, s, n);
     if (w < 0 && errno == EINTR) continue;

@@ -91,6 +91,7 @@ constexpr std::size_t kPage = 4096;
 
 // Allocation-free stderr output for messages from inside malloc.
 void write_stderr(const char* s);
+void write_stderr(const char* s, std::size_t n);  // n bytes of s
 void write_stderr_u64(std::uint64_t v);
 [[noreturn]] void fatal(const char* message);
 
