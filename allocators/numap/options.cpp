@@ -70,16 +70,13 @@ void write_expected(const OptionInfo& info) {
 }
 
 // Every warning is one line, "numap: NUMAP_<name>='<value>': <problem>; <what numap does instead>",
-// begun here (`len` bytes of name; no value: no "='...'")...
+// begun here (`len` bytes of name)...
 void warning_begin(const char* name, std::size_t len, const char* value) {
   write_stderr("numap: NUMAP_");
   write_stderr(name, len);
-  if (value != nullptr) {
-    write_stderr("='");
-    write_stderr(value);
-    write_stderr("'");
-  }
-  write_stderr(": ");
+  write_stderr("='");
+  write_stderr(value);
+  write_stderr("': ");
 }
 
 // ... and ended here with `instead` and then option `use`'s value in o (kCount: none), counted in
@@ -249,7 +246,7 @@ Options options_from_env() {
     for (std::size_t i = 0; i < kCount; ++i)
       if (strlen(kTable[i].name) == len && strncmp(kTable[i].name, n, len) == 0) known = true;
     if (!known) {
-      warning_begin(n, len, eq ? eq + 1 : nullptr);
+      warning_begin(n, len, eq ? eq + 1 : "");
       write_stderr("not a numap option (NUMAP_PRINT_OPTIONS=1 lists them)");
       warning_end(&o, "ignored", kCount);
     }
@@ -257,9 +254,13 @@ Options options_from_env() {
   return o;
 }
 
-void option_fallback(Options* o, OptionIndex option, const char* problem) {
+void option_fallback(Options* o, OptionIndex option, const Options& asked, const char* problem) {
   const std::size_t i = static_cast<std::size_t>(option);
-  warning_begin(kTable[i].name, strlen(kTable[i].name), nullptr);
+  write_stderr("numap: NUMAP_");
+  write_stderr(kTable[i].name);
+  write_stderr("=");
+  write_value(asked, i);
+  write_stderr(": ");
   write_stderr(problem);
   warning_end(o, "using ", i);
 }

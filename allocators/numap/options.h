@@ -100,10 +100,10 @@ bool parse_size(const char* text, std::uint64_t* out);
 Options options_from_env();
 
 // A setting numap cannot use as given after all (the arena's reservation refused at this
-// NUMAP_CLASS_SPAN): the caller has put what numap uses instead into `o`; this writes the one
-// warning line "numap: NUMAP_<NAME>: <problem>; using <that value>" and counts it, or under
-// NUMAP_STRICT=1 says so and aborts, as options_from_env does for the environment's values.
-void option_fallback(Options* o, OptionIndex option, const char* problem);
+// NUMAP_CLASS_SPAN): `asked` holds the value tried, `o` what numap uses instead; writes the one
+// warning line "numap: NUMAP_<NAME>=<asked's value>: <problem>; using <o's value>" and counts it
+// in o->warnings, or under NUMAP_STRICT=1 says so and aborts, as options_from_env does.
+void option_fallback(Options* o, OptionIndex option, const Options& asked, const char* problem);
 
 // The value of option `index` in `o`, for printing and numap_option().
 long long option_value(const Options& o, std::size_t index, const char** text);

@@ -107,14 +107,15 @@ TEST(NumapOptions, UnknownNamesAndBadValuesWarnOnceAndKeepTheDefault) {
 }
 
 // A setting found unusable after the environment was read (the arena's reservation refused at
-// this span): the same one line and count, with the value used instead.
+// this span): the same one line and count, with the value tried and the value used instead.
 TEST(NumapOptions, FallbackIsOneWarningWithTheValueUsed) {
+  const Options asked;
   Options o;
   o.class_span = 1ull << 30;
   testing::internal::CaptureStderr();
-  option_fallback(&o, OptionIndex::CLASS_SPAN, "cannot reserve the arena");
+  option_fallback(&o, OptionIndex::CLASS_SPAN, asked, "cannot reserve the arena");
   EXPECT_EQ(testing::internal::GetCapturedStderr(),
-            "numap: NUMAP_CLASS_SPAN: cannot reserve the arena; using 1073741824\n");
+            "numap: NUMAP_CLASS_SPAN=17179869184: cannot reserve the arena; using 1073741824\n");
   EXPECT_EQ(o.warnings, 1u);
 }
 
@@ -130,8 +131,9 @@ TEST(NumapOptionsDeathTest, StrictAbortsNamingTheVariable) {
               testing::KilledBySignal(SIGABRT), "NUMAP_CLASS_SPAN='3G': expected a power of two");
   Options o;
   o.strict = true;
-  EXPECT_EXIT(option_fallback(&o, OptionIndex::CLASS_SPAN, "cannot reserve the arena"), testing::KilledBySignal(SIGABRT),
-              "numap: NUMAP_CLASS_SPAN: cannot reserve the arena; NUMAP_STRICT=1: aborting");
+  EXPECT_EXIT(option_fallback(&o, OptionIndex::CLASS_SPAN, Options{}, "cannot reserve the arena"),
+              testing::KilledBySignal(SIGABRT),
+              "numap: NUMAP_CLASS_SPAN=17179869184: cannot reserve the arena; NUMAP_STRICT=1: aborting");
 }
 
 TEST(NumapOptionsDeathTest, PrintOptionsListsEveryOption) {
