@@ -66,6 +66,23 @@ want stderr_has "^numap: exit pid=[0-9]+ .* option_warnings=0( |\$)"
 check "no warning and option_warnings=0 without a bad variable"
 shell=/bin/sh
 
+# stderr a pipe whose reader is gone (closed before the program starts): numap's warning must not
+# kill the program with SIGPIPE; its own output is still written.
+rc=$(/usr/bin/python3 - "$lib" "$work/out" <<'PY'
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+with open(sys.argv[2], "wb") as out:
+    p = subprocess.run(["/bin/sh", "-c", "echo ok"], stdout=out, stderr=w,
+                       env={"PATH": os.environ["PATH"], "LD_PRELOAD": sys.argv[1], "NUMAP_LIB": "x"})
+print(p.returncode if p.returncode >= 0 else 128 - p.returncode)
+PY
+)
+: >"$work/err"
+want status 0
+want output ok
+check "the warning into a broken stderr pipe: no SIGPIPE, exit 0, output intact"
+
 # NUMAP_STRICT=1: the abort, opt-in, naming the variable (134 = 128 + SIGABRT), before any output.
 run NUMAP_STRICT=1 NUMAP_LIB=x
 want status 134
