@@ -512,6 +512,28 @@ TEST_F(HeapTest, ThreadExitReturnsCachedObjects) {
   EXPECT_GT(s.tcache_misses, 0u);
 }
 
+// A process that used up its pthread keys (PTHREAD_KEYS_MAX) leaves numap none to return a
+// thread's cache at its exit: no thread caches then, and no other component's key written (an
+// uncreated key variable is 0, the key someone else holds). A fresh process (the death test's),
+// where numap has made no key yet.
+TEST_F(HeapTest, NoPthreadKeyLeftMeansNoThreadCaches) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(({
+                pthread_key_t k;
+                while (pthread_key_create(&k, nullptr) == 0) {
+                }
+                void* const key0 = pthread_getspecific(0);
+                make_single(0);
+                std::vector<void*> v;
+                for (int i = 0; i < 100; ++i) v.push_back(heap.malloc(64));
+                for (void* p : v) heap.free(p);
+                const bool cached = thread_cache_tls()->owner == &heap;
+                const bool served = stats().allocs >= 100 && stats().in_use_bytes == 0;
+                _exit(!cached && pthread_getspecific(0) == key0 && served ? 0 : 1);
+              }),
+              ::testing::ExitedWithCode(0), "");
+}
+
 // Both ways of guarding a thread's page cache against a purging thread: the owner's plain
 // flag with the purger's membarrier (the default where the kernel has it), and the owner's
 // compare-exchange where membarrier is refused.
