@@ -43,7 +43,8 @@
   X(tcache_hits, heap, 0, 1)            \
   X(transfer_batches, stats, 0, 1)      \
   X(split_allocs, heap, 0, 1)           \
-  X(numa_enabled, stats, 0, 1)
+  X(numa_enabled, stats, 0, 1)          \
+  X(option_warnings, stats, 1, 1)
 
 // NUMAP_WHEN(flag, code): code when flag is 1. NUMAP_COUNTED_BY(owner, counted_by, code): code
 // when the row's counted_by is owner (heap or os).

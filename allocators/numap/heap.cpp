@@ -24,6 +24,24 @@ constexpr std::uint64_t kTwoMiB = 2 << 20;
 __thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
 
 bool Heap::init(const Options& options, const Topology& topology, Os* os) {
+  // About (1 + page classes) x NUMAP_CLASS_SPAN of address space per node (1.1 TiB at 16 GiB): a
+  // limit the host runs under must not kill it at its first malloc while a smaller span fits.
+  std::size_t rows = 0;
+  const OptionInfo& span_row = option_table(&rows)[static_cast<std::size_t>(OptionIndex::CLASS_SPAN)];
+  const std::uint64_t smallest = static_cast<std::uint64_t>(span_row.min);
+  Options o = options;
+  while (!init_at(o, topology, os)) {
+    if (o.class_span / 2 < smallest) return false;
+    o.class_span /= 2;
+  }
+  if (o.class_span != options.class_span)
+    option_fallback(&opt_, OptionIndex::CLASS_SPAN, options,
+                    "cannot reserve the arena at this span (an address-space limit, ulimit -v, or "
+                    "vm.overcommit_memory=2)");
+  return true;
+}
+
+bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
   opt_ = options;
   topo_ = topology;
   os_ = os;

@@ -61,7 +61,10 @@ struct alignas(4096) NodePart {
 
 class Heap {
  public:
-  // Reserves the arena and metadata; false (errno set) when the reservation fails.
+  // Reserves the arena and metadata at options.class_span, else (an address-space limit, ulimit -v,
+  // or vm.overcommit_memory=2) at the largest smaller span that fits, with one warning
+  // (option_fallback: options().class_span and option_warnings say so); false (errno set) when
+  // even NUMAP_CLASS_SPAN's smallest value does not fit.
   bool init(const Options& options, const Topology& topology, Os* os);
   // Unmaps everything (tests only; every pointer becomes invalid).
   void destroy();
@@ -132,6 +135,7 @@ class Heap {
   };
 
   // ---- layout, locating, the API (heap.cpp) ----
+  bool init_at(const Options& options, const Topology& topology, Os* os);  // init at options.class_span
   Where locate(const void* p) const;
   // The arena's span a pointer falls in (node x slots + slot), and its node (a shift, and a
   // division only with several nodes).

@@ -12,6 +12,7 @@ namespace numap {
 namespace {
 
 pthread_key_t cache_key;
+bool cache_key_made = false;
 pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
 void cache_destructor(void* arg) {
@@ -22,7 +23,7 @@ void cache_destructor(void* arg) {
   tc->state = CacheState::kDead;
 }
 
-void make_cache_key() { pthread_key_create(&cache_key, cache_destructor); }
+void make_cache_key() { cache_key_made = pthread_key_create(&cache_key, cache_destructor) == 0; }
 
 }  // namespace
 
@@ -30,6 +31,11 @@ ThreadCache* Heap::cache() {
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this) return tc;
   if (!opt_.tcache || tc->state == CacheState::kDead) return nullptr;
+  // Without a key (the process used up PTHREAD_KEYS_MAX) a thread's exit could not return its cache,
+  // which would stay registered after its thread is gone; cache_key (0) would be another
+  // component's key. No thread caches then: every call takes the central paths.
+  pthread_once(&cache_key_once, make_cache_key);
+  if (!cache_key_made) return nullptr;
   if (tc->owner != nullptr) tc->owner->flush_cache(tc);
   tc->owner = this;
   tc->state = CacheState::kLive;
@@ -54,7 +60,6 @@ ThreadCache* Heap::cache() {
     tc->pages[c].limit = static_cast<std::uint32_t>(limit > kPageCacheDepth ? kPageCacheDepth : limit);
   }
   registry_.add(tc);
-  pthread_once(&cache_key_once, make_cache_key);
   pthread_setspecific(cache_key, tc);
   return tc;
 }

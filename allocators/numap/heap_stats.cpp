@@ -22,6 +22,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
     };
     s.numa_enabled = numa_;
     s.capacity_bytes = opt_.capacity;
+    s.option_warnings = opt_.warnings;
     s.mapped_bytes = budget_.mapped();
 #define NUMAP_COPY_COUNTER(name, counted_by, exit_line, alloc_stats)                 \
   NUMAP_COUNTED_BY(heap, counted_by, s.name = counters_.name.load(std::memory_order_relaxed);) \

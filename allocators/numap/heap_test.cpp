@@ -39,13 +39,16 @@ struct FakeOs {
   static inline int cpu = 0;
   static inline std::vector<Bound> bound;
   static inline bool fail_reserve = false;
+  static inline std::size_t reserve_limit = 0;  // larger reservations fail (an address-space limit); 0 = none
   static inline bool fail_advise = false;
   static inline bool fail_bind_home = false;
   static inline bool fail_prefer = false;
   static inline int advises = 0;
   static inline std::vector<Advice> huge_advice;
   static inline std::map<std::string, std::string> files;  // path -> recorded text
-  static void* reserve(std::size_t b) { return fail_reserve ? nullptr : real_os().reserve(b); }
+  static void* reserve(std::size_t b) {
+    return fail_reserve || (reserve_limit != 0 && b > reserve_limit) ? nullptr : real_os().reserve(b);
+  }
   static int unmap(void* p, std::size_t b) { return real_os().unmap(p, b); }
   static int advise_free(void* p, std::size_t b) {
     ++advises;
@@ -92,6 +95,7 @@ struct FakeOs {
     cpu = 0;
     bound.clear();
     fail_reserve = fail_advise = fail_bind_home = fail_prefer = no_membarrier = false;
+    reserve_limit = 0;
     advises = 0;
     huge_advice.clear();
     files.clear();
@@ -413,6 +417,43 @@ TEST_F(HeapTest, FailingMadviseKeepsPagesCharged) {
   EXPECT_GE(heap.purge(), 1u << 20);
 }
 
+// An address-space limit (ulimit -v) that refuses the arena at NUMAP_CLASS_SPAN (16 GiB: over a TiB
+// per node) must not kill the program: the largest smaller span that fits, one warning counted in
+// option_warnings, a heap that serves. Below the smallest span the heap cannot exist.
+TEST_F(HeapTest, ArenaRefusedAtTheSpanTakesTheLargestSmallerOne) {
+  Topology t;
+  topology_single(&t, 0);
+  const Options asked;
+  // 1 GiB spans: 1 + 60 page classes up to 256 MiB, 62 GiB with the alignment slack; 2 GiB: 132 GiB.
+  FakeOs::reserve_limit = 64ull << 30;
+  ::testing::internal::CaptureStderr();
+  const bool ok = heap.init(asked, t, &os);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(ok);
+  heap_ready = true;
+  EXPECT_EQ(heap.options().class_span, 1ull << 30);
+  EXPECT_EQ(stats().option_warnings, 1u);
+  EXPECT_EQ(stats().version, static_cast<std::uint32_t>(NUMAP_STATS_VERSION));
+  EXPECT_EQ(err, "numap: NUMAP_CLASS_SPAN=17179869184: cannot reserve the arena at this span (an address-space "
+                 "limit, ulimit -v, or vm.overcommit_memory=2); using 1073741824\n");
+  void* p = heap.malloc(300ull << 20);  // above the smaller largest class: a huge allocation
+  void* q = heap.malloc(100);
+  ASSERT_NE(p, nullptr);
+  ASSERT_NE(q, nullptr);
+  memset(p, 1, 300ull << 20);
+  heap.free(p);
+  heap.free(q);
+}
+
+TEST_F(HeapTest, ArenaRefusedAtEverySpanFailsInit) {
+  Topology t;
+  topology_single(&t, 0);
+  FakeOs::reserve_limit = 1ull << 30;  // the smallest span (256 MiB) needs 13 GiB
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(heap.init(Options{}, t, &os));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");  // the caller says why (the preloaded library aborts)
+}
+
 TEST_F(HeapTest, FailingMmapIsEnomem) {
   FakeOs::fail_reserve = true;
   Topology t;
@@ -469,6 +510,28 @@ TEST_F(HeapTest, ThreadExitReturnsCachedObjects) {
   Stats s = stats();
   EXPECT_GT(s.tcache_hits, 0u);
   EXPECT_GT(s.tcache_misses, 0u);
+}
+
+// A process that used up its pthread keys (PTHREAD_KEYS_MAX) leaves numap none to return a
+// thread's cache at its exit: no thread caches then, and no other component's key written (an
+// uncreated key variable is 0, the key someone else holds). A fresh process (the death test's),
+// where numap has made no key yet.
+TEST_F(HeapTest, NoPthreadKeyLeftMeansNoThreadCaches) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(({
+                pthread_key_t k;
+                while (pthread_key_create(&k, nullptr) == 0) {
+                }
+                void* const key0 = pthread_getspecific(0);
+                make_single(0);
+                std::vector<void*> v;
+                for (int i = 0; i < 100; ++i) v.push_back(heap.malloc(64));
+                for (void* p : v) heap.free(p);
+                const bool cached = thread_cache_tls()->owner == &heap;
+                const bool served = stats().allocs >= 100 && stats().in_use_bytes == 0;
+                _exit(!cached && pthread_getspecific(0) == key0 && served ? 0 : 1);
+              }),
+              ::testing::ExitedWithCode(0), "");
 }
 
 // Both ways of guarding a thread's page cache against a purging thread: the owner's plain

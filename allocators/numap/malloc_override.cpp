@@ -60,12 +60,11 @@ __attribute__((noinline)) Heap* init_heap() {
   Os* os = new (os_storage) Os(real_os());
   topology_detect(&g_topology, g_options.sysfs_root, os->policy_nodes(), 0);
   Heap* h = new (heap_storage) Heap();
-  if (!h->init(g_options, g_topology, os)) {
-    write_stderr("numap: cannot reserve the arena (");
-    write_stderr_u64(static_cast<std::uint64_t>(g_options.class_span >> 20));
-    write_stderr(" MiB per node and class); lower NUMAP_CLASS_SPAN\n");
-    ::abort();
-  }
+  // A smaller span than NUMAP_CLASS_SPAN's is one warning (Heap::init); not even the smallest: the
+  // heap cannot exist, and nothing could serve this first malloc or any after it.
+  if (!h->init(g_options, g_topology, os))
+    fatal("cannot reserve the arena even at the smallest NUMAP_CLASS_SPAN (an address-space limit, ulimit -v, "
+          "or vm.overcommit_memory=2): nothing to allocate from");
   g_heap = h;
   g_state.store(2, std::memory_order_release);
   if (g_options.next_below == 0) g_direct.store(h, std::memory_order_release);

@@ -1,6 +1,8 @@
 // Layer 1, options: ONE table, read once from NUMAP_<NAME> environment variables (sizes take K, M,
 // G or T suffixes, powers of 1024), like mimalloc's options.c. NUMAP_PRINT_OPTIONS=1 prints the
-// effective values to stderr. A bad value is a message on stderr and abort(): never a silent default.
+// effective values to stderr. A bad value or an unknown NUMAP_* name never kills the host program:
+// it is one warning line on stderr and the default (counted: numap_stats' option_warnings), as
+// glibc, jemalloc and mimalloc do; never a silent default. NUMAP_STRICT=1 (tests, CI) aborts instead.
 #pragma once
 
 #include <cstddef>
@@ -58,13 +60,25 @@ inline constexpr const char* kBeyondLimitNames[] = {"purge", "fail", nullptr};
     "free resident bytes a node may always keep, whatever FREE_PERCENT says")                                   \
   X(LARGE_CACHE_BYTES, large_cache_bytes, std::uint64_t, kSize, 8 << 20, 0, 1ll << 40, nullptr,                 \
     "chunks of 320 KiB-4 MiB all threads together may keep in their caches, per node (one per class and "      \
-    "thread; free pages for FREE_PERCENT); 0 = none")
+    "thread; free pages for FREE_PERCENT); 0 = none")                                                           \
+  X(STRICT, strict, bool, kBool, false, 0, 1, nullptr,                                                          \
+    "abort() on an unknown NUMAP_* name or a value numap cannot use, instead of a warning and the default")
+
+// Each row's index in the table (numap_option's order): OptionIndex::CLASS_SPAN.
+enum class OptionIndex : std::size_t {
+#define NUMAP_OPTION_INDEX(name, member, type, kind, def, min, max, choices, help) name,
+  NUMAP_OPTIONS(NUMAP_OPTION_INDEX)
+#undef NUMAP_OPTION_INDEX
+};
 
 // The effective values. Tests build one by hand; the preloaded library fills it from the environment.
 struct Options {
 #define NUMAP_OPTION_MEMBER(name, member, type, kind, def, min, max, choices, help) type member = def;
   NUMAP_OPTIONS(NUMAP_OPTION_MEMBER)
 #undef NUMAP_OPTION_MEMBER
+  // Not an option: how many NUMAP_* settings numap warned about and replaced (numap_stats'
+  // option_warnings).
+  std::uint32_t warnings = 0;
 };
 
 struct OptionInfo {
@@ -81,8 +95,15 @@ const OptionInfo* option_table(std::size_t* count);
 // Parses "123", "64K", "1g", "16M"; false on anything else or overflow.
 bool parse_size(const char* text, std::uint64_t* out);
 
-// Reads the environment (getenv only; no allocation). Aborts with a message on a bad value.
+// Reads the environment (getenv only; no allocation). An unknown NUMAP_* name or a bad value is
+// one warning line, ignored (the default stays); NUMAP_STRICT=1 (read first) aborts instead.
 Options options_from_env();
+
+// A setting numap cannot use as given after all (the arena's reservation refused at this
+// NUMAP_CLASS_SPAN): `asked` holds the value tried, `o` what numap uses instead; writes the one
+// warning line "numap: NUMAP_<NAME>=<asked's value>: <problem>; using <o's value>" and counts it
+// in o->warnings, or under NUMAP_STRICT=1 says so and aborts, as options_from_env does.
+void option_fallback(Options* o, OptionIndex option, const Options& asked, const char* problem);
 
 // The value of option `index` in `o`, for printing and numap_option().
 long long option_value(const Options& o, std::size_t index, const char** text);

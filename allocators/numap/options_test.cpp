@@ -1,7 +1,10 @@
 #include "allocators/numap/options.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+
+#include <string>
 
 namespace numap {
 namespace {
@@ -31,6 +34,8 @@ TEST(NumapOptions, DefaultsWithoutEnvironment) {
   EXPECT_EQ(o.class_span, 16ull << 30);
   EXPECT_EQ(o.numa, -1);
   EXPECT_TRUE(o.tcache);
+  EXPECT_FALSE(o.strict);
+  EXPECT_EQ(o.warnings, 0u);
 }
 
 TEST(NumapOptions, ReadsEveryKindFromEnvironment) {
@@ -50,23 +55,85 @@ TEST(NumapOptions, ReadsEveryKindFromEnvironment) {
   EXPECT_EQ(o.beyond_limit, BeyondLimit::kFail);
   EXPECT_TRUE(o.thp);
   EXPECT_EQ(o.free_refresh_ms, 250);
+  EXPECT_EQ(o.warnings, 0u);
   const char* text = nullptr;
   EXPECT_EQ(option_value(o, 0, &text), 512ll << 20);
   option_value(o, 7, &text);
   EXPECT_STREQ(text, "fail");
 }
 
-// A bad value is a clear message and abort, never a silent default.
-TEST(NumapOptionsDeathTest, BadValuesAbortWithAMessage) {
+// A harmless variable in a shell must not kill every program started from it: an unknown name or a
+// bad value is one line (name, value, what is expected, what is used instead), the default stays,
+// and the count reaches numap_stats. Never a silent default.
+TEST(NumapOptions, UnknownNamesAndBadValuesWarnOnceAndKeepTheDefault) {
+  const char* bad[][2] = {{"NUMAP_STRICT", "yes"},          {"NUMAP_CAPACITY", "12X"},   {"NUMAP_CLASS_SPAN", "3G"},
+                          {"NUMAP_DECAY_MS", "banana"},     {"NUMAP_NUMA", "7"},         {"NUMAP_BEYOND_LIMIT", "maybe"},
+                          {"NUMAP_THP", "yes"},             {"NUMAP_SYSFS_ROOT", "sys"}, {"NUMAP_FREE_REFRESH_MS", "-5"},
+                          {"NUMAP_LIB", "x"}};
+  for (auto& kv : bad) setenv(kv[0], kv[1], 1);
+  setenv("NUMAP_DISTANCE_LIMIT", "16", 1);  // a good value beside them is still read
+  testing::internal::CaptureStderr();
+  const Options o = options_from_env();
+  const std::string err = testing::internal::GetCapturedStderr();
+  for (auto& kv : bad) unsetenv(kv[0]);
+  unsetenv("NUMAP_DISTANCE_LIMIT");
+
+  const Options d;
+  EXPECT_FALSE(o.strict);
+  EXPECT_EQ(o.capacity, d.capacity);
+  EXPECT_EQ(o.class_span, d.class_span);
+  EXPECT_EQ(o.decay_ms, d.decay_ms);
+  EXPECT_EQ(o.numa, d.numa);
+  EXPECT_EQ(o.beyond_limit, d.beyond_limit);
+  EXPECT_EQ(o.thp, d.thp);
+  EXPECT_STREQ(o.sysfs_root, d.sysfs_root);
+  EXPECT_EQ(o.free_refresh_ms, d.free_refresh_ms);
+  EXPECT_EQ(o.distance_limit, 16);
+  EXPECT_EQ(o.warnings, 10u);
+  // NUMAP_STRICT is read first, then the table's order, then the unknown names.
+  EXPECT_EQ(err,
+            "numap: NUMAP_STRICT='yes': expected 0, 1, true or false; using the default 0\n"
+            "numap: NUMAP_CAPACITY='12X': expected a size from 0 to 1125899906842624 bytes (digits, optional K, M, "
+            "G or T suffix); using the default 0\n"
+            "numap: NUMAP_CLASS_SPAN='3G': expected a power of two from 268435456 to 1099511627776 bytes (digits, "
+            "optional K, M, G or T suffix); using the default 17179869184\n"
+            "numap: NUMAP_DECAY_MS='banana': expected an integer from 0 to 3600000; using the default 1000\n"
+            "numap: NUMAP_NUMA='7': expected an integer from -1 to 1; using the default -1\n"
+            "numap: NUMAP_BEYOND_LIMIT='maybe': expected one of purge|fail; using the default purge\n"
+            "numap: NUMAP_THP='yes': expected 0, 1, true or false; using the default 0\n"
+            "numap: NUMAP_SYSFS_ROOT='sys': expected an absolute path; using the default /sys\n"
+            "numap: NUMAP_FREE_REFRESH_MS='-5': expected an integer from 0 to 60000; using the default 100\n"
+            "numap: NUMAP_LIB='x': not a numap option (NUMAP_PRINT_OPTIONS=1 lists them); ignored\n");
+}
+
+// A setting found unusable after the environment was read (the arena's reservation refused at
+// this span): the same one line and count, with the value tried and the value used instead.
+TEST(NumapOptions, FallbackIsOneWarningWithTheValueUsed) {
+  const Options asked;
+  Options o;
+  o.class_span = 1ull << 30;
+  testing::internal::CaptureStderr();
+  option_fallback(&o, OptionIndex::CLASS_SPAN, asked, "cannot reserve the arena");
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "numap: NUMAP_CLASS_SPAN=17179869184: cannot reserve the arena; using 1073741824\n");
+  EXPECT_EQ(o.warnings, 1u);
+}
+
+// NUMAP_STRICT=1 (tests, CI): the same line says so, and the process aborts.
+TEST(NumapOptionsDeathTest, StrictAbortsNamingTheVariable) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(({ setenv("NUMAP_CAPACITY", "12X", 1); options_from_env(); }),
-               "NUMAP_CAPACITY='12X': not a size");
-  EXPECT_DEATH(({ setenv("NUMAP_NUMA", "7", 1); options_from_env(); }), "NUMAP_NUMA='7': out of range");
-  EXPECT_DEATH(({ setenv("NUMAP_BEYOND_LIMIT", "maybe", 1); options_from_env(); }), "expected one of purge\\|fail");
-  EXPECT_DEATH(({ setenv("NUMAP_CLASS_SPAN", "3G", 1); options_from_env(); }), "not a power of two");
-  EXPECT_DEATH(({ setenv("NUMAP_FREE_REFRESH_MS", "-5", 1); options_from_env(); }),
-               "NUMAP_FREE_REFRESH_MS='-5': out of range");
-  EXPECT_DEATH(({ setenv("NUMAP_CAPACTIY", "1G", 1); options_from_env(); }), "unknown option NUMAP_CAPACTIY");
+  EXPECT_EXIT(({ setenv("NUMAP_STRICT", "1", 1); setenv("NUMAP_LIB", "x", 1); options_from_env(); }),
+              testing::KilledBySignal(SIGABRT), "numap: NUMAP_LIB='x': not a numap option .*; NUMAP_STRICT=1: aborting");
+  EXPECT_EXIT(({ setenv("NUMAP_STRICT", "true", 1); setenv("NUMAP_DECAY_MS", "banana", 1); options_from_env(); }),
+              testing::KilledBySignal(SIGABRT),
+              "numap: NUMAP_DECAY_MS='banana': expected an integer from 0 to 3600000; NUMAP_STRICT=1: aborting");
+  EXPECT_EXIT(({ setenv("NUMAP_STRICT", "1", 1); setenv("NUMAP_CLASS_SPAN", "3G", 1); options_from_env(); }),
+              testing::KilledBySignal(SIGABRT), "NUMAP_CLASS_SPAN='3G': expected a power of two");
+  Options o;
+  o.strict = true;
+  EXPECT_EXIT(option_fallback(&o, OptionIndex::CLASS_SPAN, Options{}, "cannot reserve the arena"),
+              testing::KilledBySignal(SIGABRT),
+              "numap: NUMAP_CLASS_SPAN=17179869184: cannot reserve the arena; NUMAP_STRICT=1: aborting");
 }
 
 TEST(NumapOptionsDeathTest, PrintOptionsListsEveryOption) {
@@ -74,7 +141,7 @@ TEST(NumapOptionsDeathTest, PrintOptionsListsEveryOption) {
   Options o;
   o.capacity = 1 << 20;
   EXPECT_EXIT(({ print_options(o); exit(0); }), ::testing::ExitedWithCode(0),
-              "NUMAP_CAPACITY=1048576(.|\n)*NUMAP_BEYOND_LIMIT=purge(.|\n)*NUMAP_PRINT_OPTIONS=0");
+              "NUMAP_CAPACITY=1048576(.|\n)*NUMAP_BEYOND_LIMIT=purge(.|\n)*NUMAP_PRINT_OPTIONS=0(.|\n)*NUMAP_STRICT=0");
 }
 
 }  // namespace

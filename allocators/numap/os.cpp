@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -145,15 +147,35 @@ void Os::sleep_unless(const std::uint32_t* word, std::uint32_t expected, long ms
 
 void Os::wake(const std::uint32_t* word) { ::syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0); }
 
-void write_stderr(const char* s) {
-  std::size_t n = ::strlen(s);
+void write_stderr(const char* s) { write_stderr(s, ::strlen(s)); }
+
+void write_stderr(const char* s, std::size_t n) {
+  // numap's message must not kill the host: SIGPIPE (stderr a pipe whose reader is gone) is
+  // blocked around the write, and the one this write raised is taken back unless one was already
+  // pending; errno is the caller's again after.
+  const int saved_errno = errno;
+  sigset_t pipe_only, old, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  const bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+  bool broken = false;
   while (n > 0) {
     ssize_t w = ::write(2, s, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
+    if (w <= 0) {
+      broken = w < 0 && errno == EPIPE;
+      break;
+    }
     s += w;
     n -= static_cast<std::size_t>(w);
   }
+  if (broken && !was_pending) {
+    const timespec now{0, 0};
+    ::sigtimedwait(&pipe_only, nullptr, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = saved_errno;
 }
 
 void write_stderr_u64(std::uint64_t v) {

@@ -89,8 +89,10 @@ class Os {
 
 constexpr std::size_t kPage = 4096;
 
-// Allocation-free stderr output for messages from inside malloc.
+// Allocation-free stderr output for messages from inside malloc; never raises SIGPIPE in the host
+// and leaves errno as it was.
 void write_stderr(const char* s);
+void write_stderr(const char* s, std::size_t n);  // n bytes of s
 void write_stderr_u64(std::uint64_t v);
 [[noreturn]] void fatal(const char* message);
 

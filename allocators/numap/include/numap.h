@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 4
+#define NUMAP_STATS_VERSION 5
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -82,6 +82,10 @@ struct numap_stats {
   uint64_t limited_bytes;      /* free resident bytes advised away at once because a node's free pages
                                   exceeded NUMAP_FREE_PERCENT of its in-use bytes (and NUMAP_FREE_FLOOR) */
   uint64_t transfer_batches;   /* small-object batches a thread cache's overflow parked and a refill took whole */
+  /* Version 5. */
+  uint64_t option_warnings;    /* NUMAP_* settings numap could not use as given (an unknown name, a bad value,
+                                  a NUMAP_CLASS_SPAN the arena could not be reserved at): each one warning
+                                  line on stderr, the default (or a smaller span) used instead */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
