@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <utility>
 
 #include "allocators/native_api.h"
 
@@ -25,6 +26,11 @@ struct Backend {
   std::vector<std::string> env_names;
   std::vector<std::string> env_prefixes;
   const NativeApi* native = nullptr;   // the worker's reader of its own API; null: none (generic)
+  // Set in every process of this backend (unless the variant sets it) so that a setting the
+  // allocator cannot use stops it rather than running on defaults: a typo in a variant then fails
+  // the run's preload probe (exit 2, the allocator's own message) before any cell runs. Not part
+  // of the variant's environment (the cell key, the record's `env`).
+  std::vector<std::pair<std::string, std::string>> strict_env;
 };
 
 const std::vector<const Backend*>& backends();

@@ -11,11 +11,10 @@ KIND = "contention"
 # (kind, metric prefix, axis label)
 TAILS = (("malloc", "alloc", "malloc latency (ns, log)"),
          ("free", "free", "free latency (ns, log)"))
-# Plain panels: (metric in summary.json, axis label, scale to the axis unit, bar label format)
-RATES = (("vol_ctx_switches_per_mop", "voluntary ctx switches per Mop", 1.0, style.si_text),
-         ("runqueue_wait_share", "run-queue wait (% of runnable time)", 100.0, "%.2g%%"))
-LOCKS = (("lock_wait_s", "lock wait (ms, summed over threads)", 1e3, "%.3g"),
-         ("contended_share", "contended acquisitions (% of all)", 100.0, "%.2g%%"))
+# Plain panels: metrics in summary.json, each labelled, scaled and written as its row of the metric
+# table says (data.Run.axis).
+RATES = ("vol_ctx_switches_per_mop", "runqueue_wait_share")
+LOCKS = ("lock_wait_s", "contended_share")
 
 
 def _category(g):
@@ -66,14 +65,13 @@ def _tail_panel(ax, groups, allocs, backends, prefix, label, category=_category)
     ax.set_ylabel(label)
 
 
-def _plain_panel(ax, groups, allocs, backends, metric, label, scale, text):
-    cats, values = _values(groups, metric, scale)
+def _plain_panel(ax, groups, allocs, backends, axis):
+    cats, values = _values(groups, axis.name, axis.scale)
     if not values:
-        return _empty(ax, metric)
-    shown = text if callable(text) else (lambda v: text % v)
-    bars.grouped(ax, cats, allocs, values, backends, lambda c, a: shown(values[(c, a)][0]) if (c, a) in values else "")
-    ax.set_ylabel(label)
-    if callable(text):
+        return _empty(ax, axis.name)
+    bars.grouped(ax, cats, allocs, values, backends, lambda c, a: axis.text(values[(c, a)][0]) if (c, a) in values else "")
+    ax.set_ylabel(axis.label)
+    if axis.si:
         style.si_axis(ax)
 
 
@@ -149,7 +147,7 @@ def warnings_of(groups, cpus):
 def draw(run, opts, out_dir, fmt):
     groups = run.ok_groups()
     node_paths, skipped = _draw_nodes(run, out_dir, fmt)
-    names = [p + "_p999_ns" for _, p, _ in TAILS] + [m for m, *_ in RATES] + [m for m, *_ in LOCKS]
+    names = [p + "_p999_ns" for _, p, _ in TAILS] + list(RATES) + list(LOCKS)
     # Phases without operations (idle) made no calls to time, and their few runnable moments say nothing.
     shown = [g for g in groups if any(data.metric(g, m) for m in names) and (data.metric(g, "ops_per_s") or (0,))[0] > 0]
     if not shown:
@@ -167,9 +165,9 @@ def draw(run, opts, out_dir, fmt):
 def _workload_figure(run, out_dir, fmt, wl, wg, allocs, backends, cpus):
     """One workload: a panel per figure (malloc and free latency, sleeps, run-queue wait, lock
     counters where some allocator keeps them), wrapped into rows at the capped width."""
-    with_locks = any(data.metric(g, m) for g in wg for m, *_ in LOCKS)
-    panels = [("tail",) + t for t in TAILS] + [("plain",) + r for r in RATES] + \
-        ([("plain",) + l for l in LOCKS] if with_locks else [])
+    with_locks = any(data.metric(g, m) for g in wg for m in LOCKS)
+    panels = [("tail",) + t for t in TAILS] + [("plain", m) for m in RATES] + \
+        ([("plain", m) for m in LOCKS] if with_locks else [])
     # A figure no group of this workload has (call latency where the calls happen inside a library
     # allocmark does not instrument, or are timed by the workload itself) is named in the caption,
     # not drawn as an empty panel.
@@ -192,8 +190,9 @@ def _workload_figure(run, out_dir, fmt, wl, wg, allocs, backends, cpus):
             _tail_panel(ax, wg, allocs, backends, panel[2], panel[3])
             title = "%s call latency" % panel[1]
         else:
-            _plain_panel(ax, wg, allocs, backends, *panel[1:])
-            title = panel[2]
+            axis = run.axis(panel[1])
+            _plain_panel(ax, wg, allocs, backends, axis)
+            title = axis.label
         if not ax.axison:
             continue
         ax.set_xlabel("phase, threads")

@@ -57,7 +57,7 @@ def _figure(run, out_dir, fmt, wl, wg, live, backends):
             r = ratio.get((phase, alloc))
             return "x%.2f" % r[0] if r else ""
 
-        where = bars.grouped(ax, part, allocs, values, backends, label, scale=1 / (1024.0 * 1024.0))
+        where = bars.grouped(ax, part, allocs, values, backends, label, scale=run.axis("peak_rss_bytes").scale)
         first = True
         for (phase, alloc), (x, w) in where.items():
             for peak_live, idle in live.get((wl, t, alloc, phase), []):
@@ -65,7 +65,7 @@ def _figure(run, out_dir, fmt, wl, wg, live, backends):
                 ax.hlines(style.mib(floor), x - w * 0.46, x + w * 0.46, colors="black", linewidth=1.2,
                           label=floor_label if first else None)
                 first = False
-        ax.set_ylabel("peak RSS (MiB)")
+        ax.set_ylabel(run.axis("peak_rss_bytes").label)
         ax.set_xlabel("phase")
         ax.set_title("%d thread%s%s" % (t, "" if t == 1 else "s", "" if len(parts) == 1 else
                                         ", phases %d-%d of %d" % (phases.index(part[0]) + 1, phases.index(part[-1]) + 1,

@@ -63,7 +63,7 @@ def draw(run, opts, out_dir, fmt):
                             ha="right", va="top" if ax is top else "bottom", fontsize=7, color="#a0522d")
             top.set_title("phase %s" % phase, fontsize=9)
             style.tag(top, workload=wl, phase=phase)
-            top.set_ylabel("ops/s (median, min-max)")
+            top.set_ylabel("%s (median, min-max)" % run.axis("ops_per_s").label)
             style.si_axis(top)
             bottom.set_ylabel("parallel efficiency (1 = linear)")
             bottom.axhline(1.0, color="black", linewidth=0.6)

@@ -6,9 +6,7 @@ import data
 import style
 
 KIND = "variants"
-METRICS = (("peak_rss_bytes", "peak RSS (MiB)", 1 / (1024.0 * 1024.0)),
-           ("rss_above_idle_over_live", "(peak RSS - idle) / live (x)", 1.0),
-           ("ops_per_s", "ops/s", 1.0))
+METRICS = ("peak_rss_bytes", "rss_above_idle_over_live", "ops_per_s")  # labelled by summary.json's metric table
 
 
 def draw(run, opts, out_dir, fmt):
@@ -35,15 +33,16 @@ def draw(run, opts, out_dir, fmt):
         for row, (wl, t) in enumerate(combos):
             cg = [g for g in fg if g["workload"] == wl and g["threads"] == t]
             phases = run.ordered("phase", cg)
-            for col, (name, label, scale) in enumerate(METRICS):
+            for col, name in enumerate(METRICS):
+                axis = run.axis(name)
                 ax = axes[row][col]
                 values = {(g["phase"], g["allocator"]): data.metric(g, name) for g in cg if data.metric(g, name)}
                 if not values:
                     ax.text(0.5, 0.5, "no %s" % name, transform=ax.transAxes, ha="center")
                     continue
-                bars.grouped(ax, phases, members, values, backends, scale=scale)
-                ax.set_ylabel(label)
-                if name == "ops_per_s":
+                bars.grouped(ax, phases, members, values, backends, scale=axis.scale)
+                ax.set_ylabel(axis.label)
+                if axis.si:
                     style.si_axis(ax)
                 ax.set_title("%s, %d thread%s" % (wl, t, "" if t == 1 else "s"), fontsize=8.5)
                 ax.margins(y=0.1)

@@ -64,6 +64,10 @@ class Run:
         self._cells = None
 
     # ---- summary.json ----
+    def axis(self, name):
+        """How metric `name` is labelled and scaled on an axis: its row of summary.json's metric table."""
+        return Axis(name, (self.summary.get("metrics") or {}).get(name))
+
     def ok_groups(self):
         """Groups of measured phases (not the "(cell)" groups of failed cells)."""
         return [g for g in self.groups if g.get("phase") != "(cell)" and g.get("metrics")]
@@ -142,6 +146,34 @@ class Run:
                     out.setdefault((c.get("workload"), c.get("threads"), c.get("allocator"), style.short(p.get("name"))),
                                    []).append((p["peak_live_bytes"], c.get("idle_rss_bytes")))
         return out
+
+
+# How each display of the metric table (summary.json "metrics"[NAME]["display"]) is drawn: the
+# scale from the metric's unit to the axis's and how a bar's value is written.
+_DISPLAYS = {
+    "mib": (1 / (1024.0 * 1024.0), "%.1f"),
+    "ratio": (1.0, "%.2f"),
+    "si": (1.0, style.si_text),
+    "rate": (1.0, style.si_text),
+    "percent": (100.0, "%.2g%%"),
+    "nanoseconds": (1.0, style.si_text),
+    "seconds": (1.0, "%.3g"),
+}
+
+
+class Axis:
+    """A metric as a chart draws it, from summary.json's metric table (the C++ metric table's row):
+    `label` its heading ("peak RSS MiB"), `scale` from its unit to the axis's, `text(v)` a bar's
+    value on the axis's scale, `si` whether ticks take k/M/G."""
+
+    def __init__(self, name, row):
+        row = row if isinstance(row, dict) else {}
+        self.name = name
+        self.label = (row.get("label") or name) + (" (%)" if row.get("display") == "percent" else "")
+        self.description = row.get("description") or ""
+        self.scale, fmt = _DISPLAYS.get(row.get("display"), (1.0, "%.3g"))
+        self.text = fmt if callable(fmt) else (lambda v, f=fmt: f % v)
+        self.si = row.get("display") in ("si", "nanoseconds")
 
 
 def metric(group, name):

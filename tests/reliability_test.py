@@ -246,6 +246,23 @@ class BadInput(TempDir):
         self.assert_usage_error(["run", "-a", "glibc", "-w", "arena_churn", "--set", "arena_churn.big_chance=nan",
                                  "--out", self.out], "big_chance", "finite")
 
+    def test_a_numap_setting_numap_cannot_use_stops_the_run_before_any_cell(self):
+        # Preloaded into someone's program, numap warns and keeps its default; in a benchmark the
+        # run says so and runs nothing (NUMAP_STRICT=1 in every numap process, the probe's too).
+        for key, value, needle in [("NUMAP_DECAY_MSS", "5", "NUMAP_DECAY_MSS"), ("NUMAP_DECAY_MS", "banana", "NUMAP_DECAY_MS='banana'")]:
+            m = os.path.join(self.tmp, "numap.toml")
+            with open(m, "w") as f:
+                f.write(f'[allocators.n]\nbackend = "numap"\nenv = {{ {key} = "{value}" }}\n'
+                        '[matrix]\nallocators = ["n"]\nworkloads = ["size_mix"]\n')
+            p = self.assert_usage_error(["run", m, "--out", self.out], "allocator 'n'", needle)
+        # The variant may still say what it wants: numap's own default leniency, on purpose.
+        with open(m, "w") as f:
+            f.write('[allocators.n]\nbackend = "numap"\nenv = { NUMAP_STRICT = "0", NUMAP_DECAY_MSS = "5" }\n'
+                    '[matrix]\nallocators = ["n"]\nworkloads = ["size_mix"]\nthreads = [1]\nreps = 1\n')
+        p = run(["run", m, "--out", self.out] + SMALL)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(records(self.out)[0]["alloc_stats"]["option_warnings"], 1)
+
     def test_bad_numbers_in_a_matrix_file_point_at_their_position(self):
         for text, needle in [("[matrix]\ntimeout_s = nan\n", "m.toml:2:13"), ("[matrix]\nreps = 100000000000\n", "m.toml:2:8"),
                              ("[matrix]\ntimeout_s = inf\n", "finite")]:

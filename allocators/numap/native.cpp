@@ -113,6 +113,8 @@ const Backend kNumapBackend{
     "numap", "in-tree NUMA-aware mmap size-class allocator (allocators/numap)",
     {"libnumap.so", ALLOCMARK_NUMAP_LIBRARY}, "numap_stats", "(built in this tree: make numap)",
     {}, {"NUMAP_"},  // allocators/numap/options.cpp: one options table, NUMAP_<NAME>
-    &kNumapApi};
+    &kNumapApi,
+    // A host program gets a warning and the default for a bad NUMAP_* setting; a benchmark must not.
+    {{"NUMAP_STRICT", "1"}}};
 
 }  // namespace allocmark::allocators

@@ -117,7 +117,7 @@ constexpr std::array<MetricRow, kMetricCount> kMetricTable{{
      measured<F::peak_live_bytes>, kLower, D::mib, "peak live MiB", 24, "", false, 0, false},
     {M::contended_share, "contended_share", "", "ratio",
      "share of allocator lock acquisitions that had to wait (contention num_wait / num_ops)",
-     of_two<F::lock_waits, F::lock_ops, contended_share>, kLower, D::ratio, "contended", 20,
+     of_two<F::lock_waits, F::lock_ops, contended_share>, kLower, D::percent, "contended", 20,
      "contended: share of allocator lock acquisitions that waited (jemalloc, numap)", false, 0, false},
     {M::numa_resident_bytes, "numa_resident_bytes", "", "bytes",
      "resident bytes at the phase end from /proc/PID/numa_maps (per node with --by ...,node)", measured<F::numa_resident_bytes>,
@@ -155,7 +155,7 @@ constexpr std::array<MetricRow, kMetricCount> kMetricTable{{
      ns_as_seconds<F::runqueue_wait_ns>, kLower, D::seconds, "runqueue wait s", 24, "", false, 0, false},
     {M::runqueue_wait_share, "runqueue_wait_share", "", "ratio",
      "run-queue wait / (run-queue wait + time on a CPU) of the process's threads",
-     of_two<F::runqueue_wait_ns, F::run_ns, runqueue_wait_share>, kLower, D::ratio, "runqueue share", 20,
+     of_two<F::runqueue_wait_ns, F::run_ns, runqueue_wait_share>, kLower, D::percent, "runqueue share", 20,
      "runqueue share: run-queue wait / (wait + on-CPU time) of the threads", false, 0, false},
 }};
 
@@ -191,6 +191,7 @@ std::string_view display_name(Display d) {
     case Display::ratio: return "ratio";
     case Display::si: return "si";
     case Display::rate: return "rate";
+    case Display::percent: return "percent";
     case Display::nanoseconds: return "nanoseconds";
     case Display::seconds: return "seconds";
   }

@@ -116,6 +116,7 @@ enum class Display {
   ratio,        // two decimals
   si,           // counts and rates with k/M/G
   rate,         // often below one: three significant digits
+  percent,      // a share of a whole (0..1) written as a percentage, two significant digits
   nanoseconds,  // ns, switching to us/ms/s
   seconds,      // three significant digits below a second
 };

@@ -18,6 +18,9 @@ std::vector<std::string> worker_environment(const matrix::ResolvedAllocator& all
     if (!strip(*e)) env.emplace_back(*e);
   if (!allocator.library.empty()) env.push_back("LD_PRELOAD=" + allocator.library);
   for (const auto& [k, v] : allocator.env) env.push_back(k + "=" + v);
+  if (const allocators::Backend* backend = allocators::find_backend(allocator.backend))
+    for (const auto& [k, v] : backend->strict_env)
+      if (!allocator.env.count(k)) env.push_back(k + "=" + v);
   return env;
 }
 

@@ -24,6 +24,9 @@ std::string si(double v) {
 // Rates that are often below one (events per million operations): three significant digits.
 std::string rate(double v) { return v < 1000 ? fmt::format("{:.3g}", v) : si(v); }
 
+// Shares from a few per million to all: "3.4%", "0.003%".
+std::string share(double v) { return v == 0 ? "0%" : fmt::format("{:.2g}%", 100 * v); }
+
 // Call latencies from nanoseconds to seconds.
 std::string nanoseconds(double v) {
   if (v >= 1e9) return fmt::format("{:.2f}s", v / 1e9);
@@ -49,6 +52,7 @@ Format display_format(Display d) {
     case Display::ratio: return ratio;
     case Display::si: return si;
     case Display::rate: return rate;
+    case Display::percent: return share;
     case Display::nanoseconds: return nanoseconds;
     case Display::seconds: return seconds;
   }
@@ -130,7 +134,8 @@ std::string figure_value(const Ranking& r, double value) {
     case Display::seconds: return v + " s";
     case Display::nanoseconds: return v + " ns";
     case Display::ratio:
-    case Display::rate: return v;
+    case Display::rate:
+    case Display::percent: return v;
   }
   return v;
 }
