@@ -7,9 +7,8 @@ import bars
 import style
 
 KIND = "placement"
-# (metric in node_groups, axis label, scale to the axis unit, bar label format)
-PANELS = (("numa_resident_bytes", "resident at phase end (MiB)", 1.0 / (1 << 20), "%.0f"),
-          ("local_fraction", "sampled blocks on the allocating\nthread's node (%)", 100.0, "%.0f"))
+# Metrics in node_groups, labelled and scaled by summary.json's metric table (data.Run.axis).
+PANELS = ("numa_resident_bytes", "local_fraction")
 MAX_COLUMNS = 4
 
 
@@ -38,23 +37,24 @@ def draw(run, opts, out_dir, fmt):
     fig, axes = plt.subplots(len(rows), cols, squeeze=False,
                              figsize=(style.width(1.2 + cols * max(3.0, 0.5 + 0.22 * len(nodes) * len(allocs))),
                                       1.4 + 2.5 * len(rows)))
-    for r, (wl, t, (metric, label, scale, text), phases) in enumerate(rows):
+    for r, (wl, t, metric, phases) in enumerate(rows):
+        axis = run.axis(metric)
         for c in range(cols):
             ax = axes[r][c]
             if c >= len(phases):
                 ax.set_visible(False)
                 continue
             pg = [g for g in groups if g["workload"] == wl and g["threads"] == t and g["phase"] == phases[c]]
-            cats, values = bars.values_of(pg, metric, lambda g: "n%s" % g["node"], scale)
+            cats, values = bars.values_of(pg, metric, lambda g: "n%s" % g["node"], axis.scale)
             if not values:
                 bars.empty_panel(ax, metric)
                 continue
             bars.grouped(ax, cats, allocs, values, backends,
-                         lambda cat, a: text % values[(cat, a)][0] if (cat, a) in values else "")
+                         lambda cat, a: axis.text(values[(cat, a)][0]) if (cat, a) in values else "")
             ax.set_title("%s, %dT, %s" % (wl, t, phases[c]), fontsize=9)
             ax.set_xlabel("node")
             if c == 0:
-                ax.set_ylabel(label)
+                ax.set_ylabel(axis.label)
             ax.margins(y=0.2)
             if metric == "local_fraction":
                 ax.set_ylim(0, 118)

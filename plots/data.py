@@ -155,7 +155,7 @@ _DISPLAYS = {
     "ratio": (1.0, "%.2f"),
     "si": (1.0, style.si_text),
     "rate": (1.0, style.si_text),
-    "percent": (100.0, "%.2g%%"),
+    "percent": (100.0, style.percent_text),
     "nanoseconds": (1.0, style.si_text),
     "seconds": (1.0, "%.3g"),
 }

@@ -258,6 +258,13 @@ def _log_ticks(ax):
         (ax.yaxis if axis == "y" else ax.xaxis).set_major_locator(LogLocator(base=10, subs=subs))
 
 
+def percent_text(pct):
+    """A percentage as a share is read: 100%, 74%, 3.4%, 0.003% (as `show` writes a percent display)."""
+    if pct == 0:
+        return "0%"
+    return ("%.0f%%" if abs(pct) >= 10 else "%.1f%%" if abs(pct) >= 1 else "%.2g%%") % pct
+
+
 def si_text(v):
     """A number in three significant digits with k/M/G (0.05, 1, 250, 1.5k, 20M)."""
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):

@@ -125,7 +125,7 @@ constexpr std::array<MetricRow, kMetricCount> kMetricTable{{
      false, 1, true},
     {M::local_fraction, "local_fraction", "", "ratio",
      "share of sampled blocks whose page is on the allocating thread's node (move_pages after the phase)",
-     of_two<F::local_blocks, F::sampled_blocks, local_fraction>, kHigher, D::ratio, "local", 20,
+     of_two<F::local_blocks, F::sampled_blocks, local_fraction>, kHigher, D::percent, "local", 20,
      "local: share of sampled blocks whose page is on the allocating thread's node", false, 2, true},
     {M::node_threads, "node_threads", "", "count", "worker threads that ended the phase on the node (--by ...,node)",
      measured<F::node_threads>, kLower, D::si, "threads on node", 16, "", false, 3, true},

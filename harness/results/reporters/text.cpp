@@ -24,8 +24,12 @@ std::string si(double v) {
 // Rates that are often below one (events per million operations): three significant digits.
 std::string rate(double v) { return v < 1000 ? fmt::format("{:.3g}", v) : si(v); }
 
-// Shares from a few per million to all: "3.4%", "0.003%".
-std::string share(double v) { return v == 0 ? "0%" : fmt::format("{:.2g}%", 100 * v); }
+// Shares from a few per million to all: "100%", "74%", "3.4%", "0.003%".
+std::string share(double v) {
+  const double pct = 100 * v;
+  if (pct == 0) return "0%";
+  return pct >= 10 ? fmt::format("{:.0f}%", pct) : pct >= 1 ? fmt::format("{:.1f}%", pct) : fmt::format("{:.2g}%", pct);
+}
 
 // Call latencies from nanoseconds to seconds.
 std::string nanoseconds(double v) {
