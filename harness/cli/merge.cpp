@@ -1,204 +1,22 @@
-// `allocmark merge DIR... -o OUT`: several results folders (runs on other hosts or clusters) become
-// one folder that every reader takes as it takes a single run. Each record keeps its host (from the
-// record, else its folder's meta.json) and gains `origin`, the folder it came from, so attempts
-// supersede each other only within their own run and the same cell run twice stays two cells. The
-// model's identity includes the host, so cells of different machines are never pooled; meta.json
-// keeps every host's machine description (`machines`) and each source's description (`merged_from`).
-// A record that two sources both hold (a copied folder, a merged folder and one of its sources:
-// the same record_id, or the same content for records from before ids) is kept once and said, so
-// merging a folder with itself never makes repetitions out of nothing.
-//
-// Refused (exit 2, nothing written): an existing non-empty OUT, a folder given twice or holding a
-// run in progress, invalid lines, and one host described differently by two folders (its cells
-// would pool across machines that differ).
+// `allocmark merge DIR... -o OUT`: several results folders made one (harness/runner/merge.h says
+// how and what it refuses); this file parses its flags and says what it did.
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <map>
-#include <set>
 
 #include "harness/cli/common.h"
-#include "harness/runner/session.h"
-#include "harness/results/folder_layout.h"
-#include "harness/results/machine.h"
-#include "harness/results/meta.h"
-#include "harness/results/model.h"
-#include "harness/results/reporters/reporter.h"
-#include "harness/results/results_dir.h"
-#include "harness/results/safe_text.h"
-#include "harness/runner/executor_choice.h"
+#include "harness/runner/merge.h"
 
 namespace allocmark::cli {
 namespace {
 
-namespace fs = std::filesystem;
-using nlohmann::json;
-namespace rs = allocmark::results;
-namespace rn = allocmark::runner;
-
-using MergeError = matrix::ConfigError;  // bad input: exit 2
-
-// The checks every command that must not act on a partial folder makes: a run holding its lock
-// here, and its Slurm array still running.
-void refuse_if_in_use(const std::string& dir) {
-  rs::refuse_folder_being_written(dir, "merge it when that run has finished");
-  rn::refuse_while_cells_run_elsewhere(dir, "merge it", &std::cerr);
-}
-
-struct Source {
-  std::string folder;  // canonical
-  json meta;
-  std::vector<json> records;  // the winning attempt of each key, in file order
-};
-
-Source read_source(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw MergeError(dir + ": no such results folder");
-  Source s;
-  s.folder = fs::canonical(dir, ec).string();
-  const rs::meta::Recorded meta = rs::meta::read(dir);
-  rs::check_readable_file(rs::layout::path_in(dir, rs::layout::kResults));
-  if (!meta.ok()) throw MergeError(meta.path + ": missing or not valid JSON");
-  s.meta = meta.value;
-  refuse_if_in_use(dir);
-  const std::string host = rs::meta::host(s.meta);
-
-  std::vector<std::pair<std::string, std::string>> texts;  // (where, line)
-  const std::string results = rs::layout::path_in(dir, rs::layout::kResults);
-  std::ifstream in(results, std::ios::binary);
-  std::string line;
-  for (std::size_t n = 1; std::getline(in, line); ++n)
-    if (line.find_first_not_of(" \t\r") != std::string::npos) texts.emplace_back(fmt::format("{}:{}", results, n), line);
-  for (const auto& part : rs::part_files(dir)) {
-    std::ifstream p(part, std::ios::binary);
-    texts.emplace_back(part, std::string((std::istreambuf_iterator<char>(p)), std::istreambuf_iterator<char>()));
-  }
-  std::map<std::string, std::pair<std::size_t, rs::RecordIdentity>> by_slot;  // -> index in records, its identity
-  for (const auto& [where, text] : texts) {
-    json r = json::parse(text, nullptr, false);
-    if (!rs::record_identity_of(r))
-      throw MergeError(where + ": not a valid record; repair the folder (`allocmark run ... --resume` names and handles damaged lines) before merging it");
-    if (!r.contains(rs::kRecordHost) || !r[rs::kRecordHost].is_string()) r[rs::kRecordHost] = host;
-    if (!r.contains(rs::kRecordOrigin) || !r[rs::kRecordOrigin].is_string()) r[rs::kRecordOrigin] = s.folder;
-    const rs::RecordIdentity id = *rs::record_identity_of(r);
-    auto [it, fresh] = by_slot.try_emplace(id.slot(), s.records.size(), id);
-    if (fresh) s.records.push_back(std::move(r));
-    else if (rs::versus(id, it->second.second) == rs::RecordVersus::supersedes) {
-      s.records[it->second.first] = std::move(r);
-      it->second.second = id;
-    }
-  }
-  if (s.records.empty()) throw MergeError(dir + " holds no finished cell");
-  return s;
-}
-
 int merge(const std::vector<std::string>& dirs, const std::string& out) {
-  if (dirs.size() < 2) throw MergeError("merge: give at least two results folders");
-  if (out.empty()) throw MergeError("-o: the merged folder's name is empty");
-  std::error_code ec;
-  if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
-    throw MergeError(out + " already exists; merge into a new folder");
-
-  std::vector<Source> sources;
-  std::set<std::string> seen_folders;
-  for (const auto& d : dirs) {
-    Source s = read_source(d);
-    if (!seen_folders.insert(s.folder).second) throw MergeError(d + " is given twice");
-    sources.push_back(std::move(s));
-  }
-
-  std::map<std::string, json> machines;
-  std::map<std::string, std::string> described_by;
-  json merged_from = json::array(), allocators = json::array(), records_out;
-  // The same record in two sources (a copy of a folder, a merged folder and one of its sources) is
-  // one repetition: kept once, never pooled with itself. One cell of one origin with two different
-  // records is a later attempt (kept) or a conflict (refused).
-  std::set<std::string> records_seen;
-  std::map<std::string, std::size_t> by_slot;  // RecordIdentity::slot -> index in kept
-  std::vector<json> kept;
-  std::size_t repeated = 0;
-  for (const auto& s : sources) {
-    for (const auto& [host, machine] : rs::meta::machines(s.meta)) {
-      auto [it, fresh] = machines.try_emplace(host, machine);
-      if (!fresh)
-        if (auto diff = rs::machine_differences(it->second, machine); !diff.empty())
-          throw MergeError(fmt::format("host {} is described differently by {} and {} ({}); its cells would pool across "
-                                       "machines that differ: merge those folders separately",
-                                       host, described_by[host], s.folder, diff));
-      described_by.try_emplace(host, s.folder);
-    }
-    for (const auto& a : s.meta.value(rs::meta::kAllocators, json::array())) {
-      bool known = false;
-      for (const auto& b : allocators) known = known || b == a;
-      if (!known) allocators.push_back(a);
-    }
-    std::size_t cells = 0;
-    for (const auto& r : s.records) {
-      if (!records_seen.insert(rs::record_copy_identity(r)).second) {
-        ++repeated;
-        continue;
-      }
-      ++cells;
-      const rs::RecordIdentity id = *rs::record_identity_of(r);
-      auto [at, fresh] = by_slot.try_emplace(id.slot(), kept.size());
-      if (fresh) {
-        kept.push_back(r);
-        continue;
-      }
-      switch (rs::versus(id, *rs::record_identity_of(kept[at->second]))) {
-        case rs::RecordVersus::duplicate:
-          throw MergeError(fmt::format("{} holds cell {} of {} (attempt {}) that an earlier folder holds too with other "
-                                       "figures; one of them was edited: merge the folders it came from instead",
-                                       s.folder, id.key, id.origin, id.attempt));
-        case rs::RecordVersus::supersedes: kept[at->second] = r; break;  // a retry of that run's cell, as within one folder
-        case rs::RecordVersus::superseded: break;
-      }
-    }
-    json entry{{"folder", s.folder}, {"cells", cells}};
-    namespace m = rs::meta;
-    for (const char* field : {m::kAllocmark, m::kMachine, m::kMachines, m::kMatrix, m::kMatrixFile, m::kRuns, m::kStarted, m::kStrippedEnvironment})
-      if (s.meta.contains(field)) entry[field] = s.meta[field];
-    merged_from.push_back(entry);
-  }
-  std::string lines;
-  for (const auto& r : kept) lines += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-
-  namespace m = rs::meta;
-  json meta{{m::kAllocmark, runner::allocmark_identity()},
-            {m::kMergedFrom, merged_from},
-            {m::kMachines, machines},
-            {m::kAllocators, allocators},
-            {m::kStarted, std::time(nullptr)},
-            {m::kRuns, json::array({{{"mode", "merge"}, {"command", command_line()}, {"started", std::time(nullptr)}}})}};
-  // One machine: the folder reads like a run on it (the gate's fingerprint, plots' captions).
-  if (machines.size() == 1) meta[m::kMachine] = machines.begin()->second;
-  if (!sources.empty() && sources[0].meta.contains(m::kBackends)) meta[m::kBackends] = sources[0].meta[m::kBackends];
-
-  // All or nothing: built beside OUT and renamed into place.
-  const fs::path target = fs::absolute(out).lexically_normal();
-  const std::string tmp = target.string() + ".merging." + std::to_string(::getpid());
-  fs::create_directories(target.parent_path(), ec);
-  fs::remove_all(tmp, ec);
-  try {
-    fs::create_directories(tmp);
-    rs::write_file_atomically(rs::layout::path_in(tmp, rs::layout::kResults), lines);
-    rs::write_file_atomically(rs::layout::path_in(tmp, rs::layout::kMeta), meta.dump(2) + "\n");
-    rs::write_summaries(tmp);
-    if (fs::exists(target)) fs::remove(target);  // the empty folder checked above
-    fs::rename(tmp, target);
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
-  }
-  if (repeated)
-    std::cerr << fmt::format("allocmark: {} record{} appear{} in more than one folder; counted once\n", repeated,
-                             repeated == 1 ? "" : "s", repeated == 1 ? "s" : "");
-  std::cout << fmt::format("merged {} cells from {} folders ({} host{}) into {}\n", kept.size(), sources.size(), machines.size(),
-                           machines.size() == 1 ? "" : "s", out);
+  const runner::MergeOutcome m = runner::merge_folders(dirs, out, command_line());
+  if (m.repeated)
+    std::cerr << fmt::format("allocmark: {} record{} appear{} in more than one folder; counted once\n", m.repeated,
+                             m.repeated == 1 ? "" : "s", m.repeated == 1 ? "s" : "");
+  std::cout << fmt::format("merged {} cells from {} folders ({} host{}) into {}\n", m.cells, m.folders, m.hosts,
+                           m.hosts == 1 ? "" : "s", out);
   return kExitOk;
 }
 
