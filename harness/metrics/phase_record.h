@@ -25,6 +25,8 @@ struct PhaseFigures {
   bool peak_rss_reset = false;  // VmHWM was reset at the phase start, so the peak is the phase's own
   std::optional<int64_t> start_live_bytes, peak_live_bytes, end_live_bytes;  // absent: not counted
   TaskCounters counters;        // what the phase added (faults, CPU time, context switches)
+  std::optional<uint64_t> anon_huge_bytes;  // the process's AnonHugePages at the phase end; absent: unread
+  std::optional<ThpEvents> thp_events;      // the system's THP events during the phase; absent: unread
 };
 
 inline nlohmann::json phase_record(const PhaseFigures& f) {
@@ -46,6 +48,12 @@ inline nlohmann::json phase_record(const PhaseFigures& f) {
               {"involuntary_ctx_switches", f.counters.involuntary_ctx_switches},
               {"user_s", f.counters.user_s},
               {"sys_s", f.counters.sys_s},
+              {"anon_huge_bytes", maybe(f.anon_huge_bytes)},
+              {"thp_events", f.thp_events ? json{{"fault_alloc", f.thp_events->fault_alloc},
+                                                 {"fault_fallback", f.thp_events->fault_fallback},
+                                                 {"collapse_alloc", f.thp_events->collapse_alloc},
+                                                 {"split_page", f.thp_events->split_page}}
+                                          : json(nullptr)},
               {"t_begin_ns", f.begin_ns},
               {"t_end_ns", f.end_ns}};
 }

@@ -149,6 +149,46 @@ bool read_mem_status(pid_t pid, MemStatus& out) {
   return true;
 }
 
+bool read_anon_huge_bytes(pid_t pid, uint64_t& bytes) {
+  char path[64];
+  char buf[4096];
+  proc_path(path, sizeof path, pid, "smaps_rollup");
+  if (read_small_file(path, buf, sizeof buf) <= 0) return false;
+  uint64_t kib = 0;
+  if (!parse_status_kib(buf, "AnonHugePages", kib)) return false;
+  bytes = kib * 1024;
+  return true;
+}
+
+bool parse_vmstat_value(const char* text, const char* key, uint64_t& value) {
+  const std::size_t key_len = std::strlen(key);
+  for (const char* line = text; line && *line; line = std::strchr(line, '\n') ? std::strchr(line, '\n') + 1 : nullptr) {
+    if (std::strncmp(line, key, key_len) == 0 && line[key_len] == ' ') {
+      char* end = nullptr;
+      unsigned long long v = std::strtoull(line + key_len + 1, &end, 10);
+      if (end == line + key_len + 1) return false;
+      value = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool read_thp_events(ThpEvents& out) {
+  char buf[16384];  // /proc/vmstat is about 6 KiB on Debian 12's kernels
+  if (read_small_file("/proc/vmstat", buf, sizeof buf) <= 0) return false;
+  return parse_vmstat_value(buf, "thp_fault_alloc", out.fault_alloc) &&
+         parse_vmstat_value(buf, "thp_fault_fallback", out.fault_fallback) &&
+         parse_vmstat_value(buf, "thp_collapse_alloc", out.collapse_alloc) &&
+         parse_vmstat_value(buf, "thp_split_page", out.split_page);
+}
+
+ThpEvents thp_events_since(const ThpEvents& now, const ThpEvents& before) {
+  auto d = [](uint64_t a, uint64_t b) { return a >= b ? a - b : 0; };
+  return {d(now.fault_alloc, before.fault_alloc), d(now.fault_fallback, before.fault_fallback),
+          d(now.collapse_alloc, before.collapse_alloc), d(now.split_page, before.split_page)};
+}
+
 bool reset_peak_rss(pid_t pid) {
   char path[64];
   proc_path(path, sizeof path, pid, "clear_refs");

@@ -19,6 +19,25 @@ struct MemStatus {
 
 // Reads /proc/<pid>/status (pid 0: self). False if the file or a field is missing.
 bool read_mem_status(pid_t pid, MemStatus& out);
+// Anonymous memory the process holds in transparent huge pages (AnonHugePages of
+// /proc/<pid>/smaps_rollup, pid 0: self). The kernel walks the page tables to say it (about
+// 10-12 ms per GiB resident in small pages, 0.07 ms in huge pages: docs/benchmarks.md "Huge-page
+// readings"), so it is read at phase edges only, after the phase's other figures.
+bool read_anon_huge_bytes(pid_t pid, uint64_t& bytes);
+
+// The system's transparent-huge-page events (/proc/vmstat), counted since boot for every process:
+// a phase's figure is the difference of two readings, system-wide.
+struct ThpEvents {
+  uint64_t fault_alloc = 0;     // thp_fault_alloc: a fault served by a huge page
+  uint64_t fault_fallback = 0;  // thp_fault_fallback: one that wanted a huge page and got 4 KiB pages
+  uint64_t collapse_alloc = 0;  // thp_collapse_alloc: khugepaged made 512 pages one
+  uint64_t split_page = 0;      // thp_split_page: a huge page split back (a partial unmap or advice)
+};
+bool read_thp_events(ThpEvents& out);
+ThpEvents thp_events_since(const ThpEvents& now, const ThpEvents& before);
+// "key value" lines of /proc/vmstat; for tests and read_thp_events.
+bool parse_vmstat_value(const char* text, const char* key, uint64_t& value);
+
 // Resets the kernel's RSS high-water mark of this process to its current RSS (clear_refs 5).
 // False where the kernel refuses (then VmHWM keeps its value since process start).
 bool reset_peak_rss(pid_t pid = 0);

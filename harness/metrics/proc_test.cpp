@@ -168,6 +168,29 @@ TEST(PhaseRecord, OneSpellingOfThePhaseFieldsWithAbsentFiguresAsNull) {
 // Lines as a two-node kernel writes them (from an 8-node qemu guest and this machine, trimmed):
 // normal, transparent-huge-page (counted in 4 KiB pages), hugetlbfs (2 MiB pages), a file name
 // with an escaped space, a mapping with no resident page, and one spread over both nodes.
+TEST(ProcParse, VmstatValuesByWholeName) {
+  const char* text = "nr_free_pages 10\nthp_fault_alloc 23431\nthp_fault_alloc_x 9\nthp_split_page 0\n";
+  uint64_t v = 7;
+  EXPECT_TRUE(parse_vmstat_value(text, "thp_fault_alloc", v));
+  EXPECT_EQ(v, 23431u);
+  EXPECT_TRUE(parse_vmstat_value(text, "thp_split_page", v));
+  EXPECT_EQ(v, 0u);
+  EXPECT_FALSE(parse_vmstat_value(text, "thp_collapse_alloc", v));
+  EXPECT_FALSE(parse_vmstat_value(text, "thp_fault", v)) << "a prefix is not the name";
+}
+
+TEST(ProcRead, HugePagesOfThisProcessAndTheSystemsThpEvents) {
+  uint64_t huge = 1;
+  ASSERT_TRUE(read_anon_huge_bytes(0, huge));
+  EXPECT_EQ(huge % (2u << 20), 0u) << "whole 2 MiB pages";
+  ThpEvents a, b;
+  ASSERT_TRUE(read_thp_events(a));
+  ASSERT_TRUE(read_thp_events(b));
+  EXPECT_GE(b.fault_alloc, a.fault_alloc);
+  EXPECT_EQ(thp_events_since(b, a).fault_alloc, b.fault_alloc - a.fault_alloc);
+  EXPECT_EQ(thp_events_since(a, b).fault_alloc, 0u) << "never below zero";
+}
+
 TEST(PhaseRecord, ContentionHoldsTheMeasuredCountersNotTheirShares) {
   allocmark::metrics::PhaseContention c;
   c.native = {{"num_ops", 10}};

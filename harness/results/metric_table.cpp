@@ -44,6 +44,13 @@ constexpr std::array<FieldRow, kFieldCount> kFieldTable{{
     // schedstat of the process's threads.
     {Field::runqueue_wait_ns, "contention.runqueue_wait_ns", "", Fold::sum, false},
     {Field::run_ns, "contention.run_ns", "", Fold::sum, false},
+    // Transparent huge pages: the process's at the phase end (smaps_rollup) and the system's
+    // events during it (/proc/vmstat, every process's).
+    {Field::anon_huge_bytes, "anon_huge_bytes", "", Fold::last, false},
+    {Field::thp_fault_alloc, "thp_events.fault_alloc", "", Fold::sum, false},
+    {Field::thp_fault_fallback, "thp_events.fault_fallback", "", Fold::sum, false},
+    {Field::thp_collapse_alloc, "thp_events.collapse_alloc", "", Fold::sum, false},
+    {Field::thp_split_page, "thp_events.split_page", "", Fold::sum, false},
 }};
 
 // A metric that is one field as recorded.
@@ -157,6 +164,23 @@ constexpr std::array<MetricRow, kMetricCount> kMetricTable{{
      "run-queue wait / (run-queue wait + time on a CPU) of the process's threads",
      of_two<F::runqueue_wait_ns, F::run_ns, runqueue_wait_share>, kLower, D::percent, "runqueue share", 20,
      "runqueue share: run-queue wait / (wait + on-CPU time) of the threads", false, 0, false},
+    {M::anon_huge_bytes, "anon_huge_bytes", "", "bytes",
+     "anonymous memory in transparent huge pages at the phase end (AnonHugePages of /proc/PID/smaps_rollup)",
+     measured<F::anon_huge_bytes>, kLower, D::mib, "huge MiB", 20,
+     "huge MiB: anonymous memory in transparent huge pages at the phase end (part of end RSS)", false, 0, false},
+    {M::thp_fault_alloc, "thp_fault_alloc", "", "count",
+     "page faults served by a huge page during the phase, system-wide (/proc/vmstat thp_fault_alloc)",
+     measured<F::thp_fault_alloc>, kLower, D::si, "THP faults", 20, "THP faults, fallbacks, collapses, splits: system-wide",
+     false, 0, false},
+    {M::thp_fault_fallback, "thp_fault_fallback", "", "count",
+     "faults that wanted a huge page and got small pages, system-wide (/proc/vmstat thp_fault_fallback)",
+     measured<F::thp_fault_fallback>, kLower, D::si, "THP fallbacks", 20, "", false, 0, false},
+    {M::thp_collapse_alloc, "thp_collapse_alloc", "", "count",
+     "small pages khugepaged collapsed into a huge page, system-wide (/proc/vmstat thp_collapse_alloc)",
+     measured<F::thp_collapse_alloc>, kLower, D::si, "THP collapses", 20, "", false, 0, false},
+    {M::thp_split_page, "thp_split_page", "", "count",
+     "huge pages split back into small pages, system-wide (/proc/vmstat thp_split_page)",
+     measured<F::thp_split_page>, kLower, D::si, "THP splits", 20, "", false, 0, false},
 }};
 
 // The enums index the tables: a row out of place is a compile error, not a wrong figure.

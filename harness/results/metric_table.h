@@ -48,6 +48,11 @@ enum class Field : std::size_t {
   ALLOCMARK_CALL_LATENCIES(ALLOCMARK_ENUMERATOR)
   runqueue_wait_ns,
   run_ns,
+  anon_huge_bytes,
+  thp_fault_alloc,
+  thp_fault_fallback,
+  thp_collapse_alloc,
+  thp_split_page,
   kCount
 };
 inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::kCount);
@@ -103,6 +108,11 @@ enum class Metric : std::size_t {
   vol_ctx_switches_per_mop,
   runqueue_wait_s,
   runqueue_wait_share,
+  anon_huge_bytes,
+  thp_fault_alloc,
+  thp_fault_fallback,
+  thp_collapse_alloc,
+  thp_split_page,
   kCount
 };
 inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::kCount);

@@ -25,10 +25,20 @@ bool valid_phase_name(const std::string& name) {
 }  // namespace
 
 ProgramPhases::ProgramPhases(pid_t pid, int64_t start_ns, std::vector<int> node_ids)
-    : pid_(pid), node_ids_(std::move(node_ids)), begin_ns_(start_ns) {}
+    : pid_(pid), node_ids_(std::move(node_ids)), begin_ns_(start_ns) {
+  if (metrics::ThpEvents t; metrics::read_thp_events(t)) thp_at_begin_ = t;
+}
+
+namespace {
+std::optional<metrics::ThpEvents> thp_events_now() {
+  metrics::ThpEvents t;
+  return metrics::read_thp_events(t) ? std::optional(t) : std::nullopt;
+}
+}  // namespace
 
 // `resident_by_node`: bytes by node number (a list), or null when numa_maps could not be read.
 json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& end_rss, bool exact,
+                                std::optional<uint64_t> anon_huge, const std::optional<metrics::ThpEvents>& thp_now,
                                 const metrics::TaskCounters& now, const metrics::SchedSnapshot* sched_now,
                                 const json& resident_by_node) const {
   auto bytes = [](const json& v) { return v.is_number() ? std::optional<uint64_t>(v.get<uint64_t>()) : std::nullopt; };
@@ -40,6 +50,8 @@ json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& en
   f.end_rss_bytes = bytes(end_rss);
   f.peak_rss_reset = exact;
   f.counters = metrics::counters_since(now, at_begin_);  // a program counts no operations or live bytes
+  f.anon_huge_bytes = anon_huge;
+  if (thp_now && thp_at_begin_) f.thp_events = metrics::thp_events_since(*thp_now, *thp_at_begin_);
   metrics::PhaseContention c;
   c.latency_absent = "program cell: its allocation calls happen inside the program, which allocmark does not instrument";
   if (sched_now) c.sched = sched_now->since(sched_at_begin_);
@@ -64,8 +76,14 @@ json ProgramPhases::close_phase(const std::string& next, int64_t now_ns) {
   const bool sched_ok = !ended_ && sched_now_.read(pid_);
   metrics::NodeResidency residency;
   const json by_node = !ended_ && metrics::read_numa_maps(pid_, residency) ? json(metrics::residency_list(residency)) : json(nullptr);
-  json ev = read_ok ? phase_event(now_ns, mem.hwm_bytes, mem.rss_bytes, reset_ok_, now, sched_ok ? &sched_now_ : nullptr, by_node)
-                    : phase_event(now_ns, nullptr, nullptr, false, at_begin_, nullptr, by_node);
+  uint64_t huge = 0;
+  const std::optional<uint64_t> anon_huge =
+      !ended_ && metrics::read_anon_huge_bytes(pid_, huge) ? std::optional<uint64_t>(huge) : std::nullopt;
+  const std::optional<metrics::ThpEvents> thp_now = thp_events_now();
+  json ev = read_ok ? phase_event(now_ns, mem.hwm_bytes, mem.rss_bytes, reset_ok_, anon_huge, thp_now, now,
+                                  sched_ok ? &sched_now_ : nullptr, by_node)
+                    : phase_event(now_ns, nullptr, nullptr, false, anon_huge, thp_now, at_begin_, nullptr, by_node);
+  thp_at_begin_ = thp_now;
   reset_ok_ = read_ok && metrics::reset_peak_rss(pid_);
   if (read_ok) at_begin_ = now;
   if (sched_ok) std::swap(sched_at_begin_, sched_now_);
@@ -121,7 +139,8 @@ json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t
   const bool exact = !peak.is_null();
   if (peak.is_null() && sampled_peak > 0) peak = sampled_peak;
   // The program has gone, and its threads' scheduler figures with it: the last phase has none.
-  return phase_event(t_end, peak, end_rss, reset_ok_ && exact, total, nullptr,
+  // The program has exited: its huge pages are gone with it (the last phase has none).
+  return phase_event(t_end, peak, end_rss, reset_ok_ && exact, std::nullopt, thp_events_now(), total, nullptr,
                      reported ? exit_event.value("numa_resident_bytes", json()) : json());
 }
 

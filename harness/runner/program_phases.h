@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -49,7 +50,10 @@ class ProgramPhases {
 
  private:
   nlohmann::json close_phase(const std::string& next, int64_t now_ns);
+  // `anon_huge`: the program's AnonHugePages now (absent once it has exited); `thp_now`: the
+  // system's THP events now.
   nlohmann::json phase_event(int64_t end_ns, const nlohmann::json& peak, const nlohmann::json& end_rss, bool exact,
+                             std::optional<uint64_t> anon_huge, const std::optional<metrics::ThpEvents>& thp_now,
                              const metrics::TaskCounters& now, const metrics::SchedSnapshot* sched_now,
                              const nlohmann::json& resident_by_node) const;
 
@@ -61,6 +65,7 @@ class ProgramPhases {
   int64_t begin_ns_;
   bool reset_ok_ = true;  // the high-water mark of the current phase started at its beginning
   metrics::TaskCounters at_begin_{};
+  std::optional<metrics::ThpEvents> thp_at_begin_;  // the system's THP events at the phase start
   // The program's threads at the current phase's start (empty at spawn: every thread is new).
   metrics::SchedSnapshot sched_at_begin_, sched_now_;
   std::string partial_;

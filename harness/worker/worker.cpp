@@ -245,6 +245,8 @@ int measure_cell(const json& spec) {
     live.reset_peak();
     int64_t live_start = live.current();
     contention.begin();
+    metrics::ThpEvents thp0{}, thp1{};
+    const bool thp_ok = metrics::read_thp_events(thp0);
     getrusage(RUSAGE_SELF, &ru0);
     bool exact = metrics::reset_peak_rss();
     int64_t t0 = now_ns();
@@ -252,7 +254,12 @@ int measure_cell(const json& spec) {
     int64_t t1 = now_ns();
     getrusage(RUSAGE_SELF, &ru1);
     bool read_ok = metrics::read_mem_status(0, end);
+    const bool thp_end_ok = thp_ok && metrics::read_thp_events(thp1);
     contention.end();
+    // After the phase's scheduler figures: the kernel walks every page table to count huge pages
+    // (about 10 ms per GiB of small pages here), which is the worker's time, not the phase's.
+    uint64_t anon_huge = 0;
+    const bool huge_ok = metrics::read_anon_huge_bytes(0, anon_huge);
 
     metrics::PhaseFigures f;
     f.name = phases[i];
@@ -270,6 +277,8 @@ int measure_cell(const json& spec) {
       f.end_live_bytes = live.current();
     }
     f.counters = metrics::counters_since(metrics::counters_of(ru1), metrics::counters_of(ru0));
+    if (huge_ok) f.anon_huge_bytes = anon_huge;
+    if (thp_end_ok) f.thp_events = metrics::thp_events_since(thp1, thp0);
     json phase = metrics::phase_record(f);
     phase["thread_cpus"] = crew.last_cpus();
     json thread_nodes = json::array();
