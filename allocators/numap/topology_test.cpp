@@ -4,13 +4,19 @@
 
 #include "allocators/numap/tests/topology_support.h"
 
+#include <errno.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "allocators/numap/os.h"
 
 namespace numap {
 namespace {
@@ -82,6 +88,35 @@ TEST(NumapTopology, MemoryIsStrictlyBoundWhenANodeWithMemoryIsNotAllowed) {
   Topology one;
   topology_single(&one, 1ull << 30);
   EXPECT_FALSE(one.mem_bound());
+}
+
+// The real get_mempolicy (os.cpp): MPOL_BIND, also with the mode flags the kernel reports with it
+// (numactl --membind=0 --balancing sets MPOL_F_NUMA_BALANCING), is a binding; MPOL_PREFERRED and
+// the default are not. Set in a thread of its own (the policy is per thread).
+TEST(NumapTopology, PolicyNodesReadsABindingAndItsModeFlags) {
+  constexpr int kDefault = 0, kPreferred = 1, kBind = 2, kStatic = 1 << 15, kBalancing = 1 << 13;
+  std::string skipped;
+  std::thread([&] {
+    auto under = [&](int mode, unsigned long mask) -> long long {
+      if (syscall(SYS_set_mempolicy, mode, mode == kDefault ? nullptr : &mask, mode == kDefault ? 0 : 64) != 0)
+        return -errno;
+      return static_cast<long long>(real_os().policy_nodes());
+    };
+    const long long bind = under(kBind, 1);
+    if (bind < 0) {
+      skipped = "set_mempolicy(MPOL_BIND) refused: errno " + std::to_string(-bind);
+      return;
+    }
+    EXPECT_EQ(bind, 1);
+    EXPECT_EQ(under(kBind | kStatic, 1), 1);
+    const long long balancing = under(kBind | kBalancing, 1);
+    if (balancing != -EINVAL) {  // the flag needs Linux 5.12
+      EXPECT_EQ(balancing, 1);
+    }
+    EXPECT_EQ(under(kPreferred, 1), 0);
+    EXPECT_EQ(under(kDefault, 0), 0);
+  }).join();
+  if (!skipped.empty()) GTEST_SKIP() << skipped;
 }
 
 TEST(NumapTopology, ParsesKernelLists) {
