@@ -125,7 +125,7 @@ class HeapTest : public ::testing::Test {
     Topology t = testing::load_config("seed-8node");
     for (int i = 0; i < t.count; ++i) t.capacity[i] = node_cap;
     t.allowed = allowed;
-    Options o;
+    Options o = numa_options;
     o.class_span = 1ull << 30;
     o.distance_limit = limit;
     o.beyond_limit = beyond;
@@ -215,6 +215,7 @@ class HeapTest : public ::testing::Test {
   Os os{kFakeOps};
   Heap heap;
   bool heap_ready = false;
+  Options numa_options;  // what make_numa and make_kernel start from (a test may set fields first)
 };
 
 constexpr std::size_t kChunk = 256 << 10;  // a power-of-two page class
@@ -1092,6 +1093,115 @@ TEST_F(HeapTest, OneUsableNodeTurnsNumaOff) {
   make_kernel(std::vector<std::uint64_t>(8, 4 * kMiB), 0, 1u << 6);
   EXPECT_FALSE(heap.numa());
   EXPECT_TRUE(FakeOs::bound.empty());
+}
+
+TEST_F(HeapTest, StrictBindingToOneNodeIsACapacity) {
+  // numactl --membind=0: one usable node, so NUMA placement is off (no mbind: the process's policy
+  // places every page), but the kernel OOM-kills past node 0's memory. Node 0 has 4 MiB + 256 KiB
+  // free, 64 pages (256 KiB) of watermarks: a capacity of 4 MiB; the other nodes' 64 MiB are not
+  // the process's.
+  std::vector<std::uint64_t> free_bytes(8, 64 * kMiB);
+  free_bytes[0] = 4 * kMiB + 256 * 1024;
+  make_kernel(free_bytes, 64, 1);
+  ASSERT_FALSE(heap.numa());
+  EXPECT_TRUE(FakeOs::bound.empty());
+  Stats s = stats();
+  EXPECT_EQ(s.nodes, 1u);
+  EXPECT_EQ(s.node[0].capacity_bytes, 4 * kMiB);
+  std::vector<void*> keep = touched(16, kChunk);  // the whole room
+  for (void* p : keep) ASSERT_NE(p, nullptr);
+  // Past it every path fails with ENOMEM (a page class, a huge mapping, a new slab), leaving
+  // nothing charged, instead of the kernel killing the process.
+  errno = 0;
+  EXPECT_EQ(heap.malloc(kChunk), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  errno = 0;
+  EXPECT_EQ(heap.malloc(heap.max_class() + 1), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  errno = 0;
+  EXPECT_EQ(heap.malloc(64), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  EXPECT_EQ(heap.mapped_bytes(), 4 * kMiB);
+  s = stats();
+  EXPECT_EQ(s.enomem, 3u);
+  EXPECT_EQ(s.advised_bytes, 0u);  // the purges before each failure found nothing free
+  // Four chunks freed (resident, free in their Slot): a 1 MiB chunk, another class, purges them
+  // first and fits.
+  for (int i = 0; i < 4; ++i) {
+    heap.free(keep.back());
+    keep.pop_back();
+  }
+  void* big = heap.malloc(kMiB);
+  ASSERT_NE(big, nullptr);
+  memset(big, 2, kMiB);
+  s = stats();
+  EXPECT_EQ(s.advised_bytes, kMiB);
+  EXPECT_EQ(s.enomem, 3u);
+  EXPECT_EQ(heap.mapped_bytes(), 4 * kMiB);
+  keep.push_back(big);
+  // The room is re-read as every capacity is: another process frees 2 MiB of node 0 (numap's own
+  // 4 MiB are gone from MemFree), and after FREE_REFRESH_MS numap may use them.
+  set_free(0, 2 * kMiB + 256 * 1024);
+  FakeOs::now += 100;
+  for (int i = 0; i < 8; ++i) {
+    keep.push_back(heap.malloc(kChunk));
+    ASSERT_NE(keep.back(), nullptr) << i;
+  }
+  EXPECT_EQ(stats().node[0].capacity_bytes, 6 * kMiB);
+  errno = 0;
+  EXPECT_EQ(heap.malloc(kChunk), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  for (void* p : keep) heap.free(p);
+}
+
+TEST_F(HeapTest, NoCapacityWithoutAStrictBindingOrWithTheOptionOff) {
+  std::vector<std::uint64_t> free_bytes(8, 64 * kMiB);
+  free_bytes[0] = 4 * kMiB + 256 * 1024;
+  auto fills_8_mib = [&] {
+    EXPECT_EQ(stats().node[0].capacity_bytes, 0u);  // unlimited
+    std::vector<void*> keep;
+    for (int i = 0; i < 32; ++i) {
+      keep.push_back(heap.malloc(kChunk));
+      EXPECT_NE(keep.back(), nullptr) << i;
+    }
+    for (void* p : keep) heap.free(p);
+    heap.destroy();
+    heap_ready = false;
+    FakeOs::reset();
+  };
+  // Bound to node 0, NUMAP_BIND_CAPACITY=0: as before, the kernel decides.
+  numa_options.bind_capacity = false;
+  make_kernel(free_bytes, 64, 1);
+  ASSERT_FALSE(heap.numa());
+  fills_8_mib();
+  // Not bound (every node allowed), NUMA off by NUMAP_NUMA=0: unchanged, no capacity.
+  numa_options.bind_capacity = true;
+  numa_options.numa = 0;
+  make_kernel(free_bytes, 64);
+  ASSERT_FALSE(heap.numa());
+  fills_8_mib();
+}
+
+TEST_F(HeapTest, StrictBindingToTwoNodesFailsPastBothWithNothingElsewhere) {
+  // numactl --membind=0,1 (NUMA on): each bound node's capacity, fallback among them only, then
+  // ENOMEM; the same per-node capacity as the one-node case above.
+  std::vector<std::uint64_t> free_bytes(8, 64 * kMiB);
+  free_bytes[0] = free_bytes[1] = kMiB + 256 * 1024;
+  make_kernel(free_bytes, 64, 0b11);
+  ASSERT_TRUE(heap.numa());
+  std::vector<void*> keep = touched(8, kChunk);
+  for (void* p : keep) ASSERT_NE(p, nullptr);
+  errno = 0;
+  EXPECT_EQ(heap.malloc(kChunk), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  errno = 0;
+  EXPECT_EQ(heap.malloc(heap.max_class() + 1), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  const Stats s = stats();
+  EXPECT_EQ(s.node[0].mapped_bytes, kMiB);
+  EXPECT_EQ(s.node[1].mapped_bytes, kMiB);
+  for (int n = 2; n < 8; ++n) EXPECT_EQ(s.node[n].mapped_bytes, 0u) << n;
+  for (void* p : keep) heap.free(p);
 }
 
 }  // namespace

@@ -12,22 +12,38 @@ void NodeBudget::init(const Options* opt, const Topology* topo, Os* os, bool num
   numa_ = numa;
   nparts_ = parts;
   capacity_ = opt->capacity;
+  // With NUMA off (one bound node, or NUMAP_NUMA=0) the kernel still OOM-kills past the bound
+  // nodes' memory: the one part spans them, so their room is its capacity, as a node's is with NUMA.
+  bound_nodes_ = !numa && opt->bind_capacity && topo->mem_bound() ? topo->allowed : 0;
 }
 
 void NodeBudget::attach(int part, NodeCharge* node) {
   node_[part] = node;
-  // Without the kernel's count (unreadable, or FREE_REFRESH_MS=0): the option, else MemTotal.
-  const std::uint64_t fixed = opt_->node_capacity != 0 ? opt_->node_capacity : numa_ ? topo_->capacity[part] : 0;
+  // Without the kernel's count (unreadable, or FREE_REFRESH_MS=0): the option, else MemTotal of
+  // its nodes (none, or one unknown: no limit).
+  std::uint64_t total = 0;
+  for (std::uint64_t m = kernel_nodes(part); m != 0; m &= m - 1) {
+    const std::uint64_t bytes = topo_->capacity[__builtin_ctzll(m)];
+    if (bytes == 0) {
+      total = 0;
+      break;
+    }
+    total += bytes;
+  }
+  const std::uint64_t fixed = opt_->node_capacity != 0 ? opt_->node_capacity : total;
   node->capacity.store(fixed != 0 ? fixed : kUnlimited, std::memory_order_relaxed);
 }
 
 void NodeBudget::follow_kernel() {
-  kernel_limits_ = numa_ && opt_->free_refresh_ms > 0;
+  kernel_limits_ = (numa_ || bound_nodes_ != 0) && opt_->free_refresh_ms > 0;
   if (!kernel_limits_) return;
   ZoneinfoReader zones;
   if (os_->read_lines("/proc/zoneinfo", ZoneinfoReader::line, &zones))
     for (int i = 0; i < nparts_; ++i)
-      if (topo_->os_node[i] < kMaxNodes) node_[i]->watermark = zones.high_pages[topo_->os_node[i]] * kPage;
+      for (std::uint64_t m = kernel_nodes(i); m != 0; m &= m - 1) {
+        const int os_node = topo_->os_node[__builtin_ctzll(m)];
+        if (os_node < kMaxNodes) node_[i]->watermark += zones.high_pages[os_node] * kPage;
+      }
 }
 
 void NodeBudget::refresh(std::uint32_t now, bool force) {
@@ -35,22 +51,29 @@ void NodeBudget::refresh(std::uint32_t now, bool force) {
   // One thread per period reads; the others go on with the capacities they have.
   if (!refresh_pacer_.claim(now, static_cast<std::uint32_t>(opt_->free_refresh_ms), force)) return;
   for (int i = 0; i < nparts_; ++i) {
-    if (!(topo_->allowed & (1ull << i))) continue;
-    char path[512];
-    node_path(path, sizeof path, opt_->sysfs_root, topo_->os_node[i], "meminfo");
-    struct Free {
-      std::uint64_t kb = 0;
-      bool found = false;
-    } free_kb;
-    os_->read_lines(path, [](void* ctx, const char* line) {
-      auto* f = static_cast<Free*>(ctx);
-      if (!f->found) f->found = meminfo_free_kb(line, &f->kb);
-    }, &free_kb);
-    if (!free_kb.found) continue;  // keep the previous capacity
+    const std::uint64_t nodes = kernel_nodes(i) & topo_->allowed;
+    if (nodes == 0) continue;
+    std::uint64_t free_bytes = 0;
+    bool read = true;
+    for (std::uint64_t m = nodes; m != 0 && read; m &= m - 1) {
+      char path[512];
+      node_path(path, sizeof path, opt_->sysfs_root, topo_->os_node[__builtin_ctzll(m)], "meminfo");
+      struct Free {
+        std::uint64_t kb = 0;
+        bool found = false;
+      } free_kb;
+      os_->read_lines(path, [](void* ctx, const char* line) {
+        auto* f = static_cast<Free*>(ctx);
+        if (!f->found) f->found = meminfo_free_kb(line, &f->kb);
+      }, &free_kb);
+      read = free_kb.found;
+      free_bytes += free_kb.kb * 1024;
+    }
+    if (!read) continue;  // a file unreadable: keep the previous capacity
     NodeCharge& nc = *node_[i];
     // The kernel's MemFree already excludes numap's resident pages on the node: what numap may
     // have charged there is what it has plus what the kernel can still give.
-    std::uint64_t cap = nc.mapped.load(std::memory_order_relaxed) + headroom_bytes(free_kb.kb * 1024, nc.watermark);
+    std::uint64_t cap = nc.mapped.load(std::memory_order_relaxed) + headroom_bytes(free_bytes, nc.watermark);
     if (opt_->node_capacity != 0 && opt_->node_capacity < cap) cap = opt_->node_capacity;
     nc.capacity.store(cap, std::memory_order_relaxed);
   }

@@ -19,12 +19,12 @@ constexpr std::uint64_t kUnlimited = ~std::uint64_t{0};
 
 enum class Charge { kOk, kNodeFull, kGlobalFull };
 
-// One node's share of the budget.
+// One node's share of the budget (with NUMA off, the one part's: every node it spans).
 struct NodeCharge {
   // Bytes this node may have charged (kUnlimited: no limit): NUMAP_NODE_CAPACITY capped by what
   // the kernel can give here (charged now + MemFree - watermarks), re-read on the slow path.
   std::atomic<std::uint64_t> capacity{kUnlimited};
-  std::uint64_t watermark = 0;  // bytes: the node's zones' high watermarks (/proc/zoneinfo)
+  std::uint64_t watermark = 0;  // bytes: its nodes' zones' high watermarks (/proc/zoneinfo)
   std::atomic<std::uint64_t> mapped{0}, fallback_in{0};
 };
 
@@ -34,8 +34,9 @@ class NodeBudget {
   void init(const Options* opt, const Topology* topo, Os* os, bool numa, int parts);
   // Node `part`'s share (in its NodePart), with its fixed capacity: the option, else MemTotal.
   void attach(int part, NodeCharge* node);
-  // After every node is attached: with NUMA, capacities follow the kernel's free memory (the
-  // zones' watermarks read now; the caller then refreshes with `force`).
+  // After every node is attached: with NUMA, or with NUMA off under a strict binding
+  // (BIND_CAPACITY), capacities follow the kernel's free memory (the zones' watermarks read now;
+  // the caller then refreshes with `force`).
   void follow_kernel();
   // Whether they do: the caller reads the clock for refresh() only then (every slow path asks).
   bool follows_kernel() const { return kernel_limits_; }
@@ -62,6 +63,10 @@ class NodeBudget {
   std::uint64_t headroom(int part) const;
   std::uint64_t mapped() const { return total_mapped_.load(std::memory_order_relaxed); }
   const NodeCharge& node(int part) const { return *node_[part]; }
+  // The topology's nodes whose memory is partition `part`'s capacity (a mask): with NUMA the
+  // partition's own node; with NUMA off, the nodes a strict binding (Topology::mem_bound) allows,
+  // when BIND_CAPACITY; else none (no capacity but the options).
+  std::uint64_t kernel_nodes(int part) const { return numa_ ? 1ull << part : bound_nodes_; }
   // Allocations placed on another node at NUMA distance d.
   std::uint64_t fallbacks_at(int d) const { return fallback_by_distance_[d].load(std::memory_order_relaxed); }
 
@@ -75,6 +80,7 @@ class NodeBudget {
   NodeCharge* node_[kMaxNodes] = {};
   std::atomic<std::uint64_t> total_mapped_{0};
   std::atomic<std::uint64_t> fallback_by_distance_[256] = {};
+  std::uint64_t bound_nodes_ = 0;  // NUMA off: the strictly bound nodes the one part spans (kernel_nodes)
   bool kernel_limits_ = false;  // capacities follow the kernel's free memory
   Pacer refresh_pacer_;         // capacities re-read at most once per FREE_REFRESH_MS
 };

@@ -62,7 +62,10 @@ inline constexpr const char* kBeyondLimitNames[] = {"purge", "fail", nullptr};
     "chunks of 320 KiB-4 MiB all threads together may keep in their caches, per node (one per class and "      \
     "thread; free pages for FREE_PERCENT); 0 = none")                                                           \
   X(STRICT, strict, bool, kBool, false, 0, 1, nullptr,                                                          \
-    "abort() on an unknown NUMAP_* name or a value numap cannot use, instead of a warning and the default")
+    "abort() on an unknown NUMAP_* name or a value numap cannot use, instead of a warning and the default") \
+  X(BIND_CAPACITY, bind_capacity, bool, kBool, true, 0, 1, nullptr,                                             \
+    "memory strictly bound (MPOL_BIND, cpuset mems) with NUMA placement off: the bound nodes' free memory "     \
+    "less watermarks is a capacity (ENOMEM past it, not the kernel's OOM kill); 0 = none")
 
 // Each row's index in the table (numap_option's order): OptionIndex::CLASS_SPAN.
 enum class OptionIndex : std::size_t {

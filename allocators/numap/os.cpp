@@ -20,6 +20,10 @@ namespace {
 // <numaif.h> constants, spelled out so numap does not link libnuma (its constructor mallocs).
 constexpr int kMpolPreferred = 1;
 constexpr int kMpolBind = 2;
+// Mode flags get_mempolicy reports with the mode: MPOL_F_STATIC_NODES, MPOL_F_NUMA_BALANCING
+// (`numactl --membind=N --balancing`). MPOL_F_RELATIVE_NODES is not stripped: its mask is relative
+// to the cpuset, not kernel node numbers (the cpuset's mems still bound the process).
+constexpr int kMpolAbsoluteFlags = (1 << 15) | (1 << 13);
 #ifndef SYS_set_mempolicy_home_node
 #define SYS_set_mempolicy_home_node 450  // the same number on every architecture (Linux 5.17)
 #endif
@@ -56,7 +60,7 @@ std::uint64_t real_policy_nodes() {
   int mode = 0;
   unsigned long mask[kMaskWords] = {};
   if (::syscall(SYS_get_mempolicy, &mode, mask, 64 * kMaskWords + 1, nullptr, 0) != 0) return 0;
-  return mode == kMpolBind ? mask[0] : 0;
+  return (mode & ~kMpolAbsoluteFlags) == kMpolBind ? mask[0] : 0;
 }
 
 int real_membarrier(int cmd) { return static_cast<int>(::syscall(SYS_membarrier, cmd, 0, 0)); }

@@ -26,7 +26,8 @@ struct OsOps {
   int (*bind_home)(void* p, std::size_t bytes, int os_node, std::uint64_t mask);
   int (*prefer)(void* p, std::size_t bytes, int os_node);    // mbind(MPOL_PREFERRED): older kernels
   int (*current_cpu)();                                      // getcpu; -1 when unknown
-  // Nodes the memory policy binds the process to (MPOL_BIND), as a mask; 0 = not bound / unknown.
+  // Nodes the memory policy binds the process to (MPOL_BIND, also with MPOL_F_STATIC_NODES or
+  // MPOL_F_NUMA_BALANCING), as a mask; 0 = not bound (MPOL_PREFERRED(_MANY) falls back) / unknown.
   std::uint64_t (*policy_nodes)();
   // Milliseconds of a monotonic clock (CLOCK_MONOTONIC_COARSE: a vDSO read, no system call);
   // tests inject a clock they move by hand to check decay by age.

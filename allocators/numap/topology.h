@@ -24,6 +24,14 @@ struct Topology {
   std::int16_t cpu_node[kMaxCpus] = {};    // cpu -> partition, -1 unknown
 
   int allowed_count() const { return __builtin_popcountll(allowed); }
+  // Memory strictly bound: a node with memory (MemTotal known) that the process may not use
+  // (MPOL_BIND, or the cpuset's mems, as `allowed` says). The kernel then OOM-kills rather than
+  // place a page outside the allowed nodes; unbound (or nodes without memory left out) is false.
+  bool mem_bound() const {
+    for (int i = 0; i < count; ++i)
+      if (!(allowed & (1ull << i)) && capacity[i] != 0) return true;
+    return false;
+  }
   int node_of_cpu(int cpu) const { return cpu >= 0 && cpu < kMaxCpus && cpu_node[cpu] >= 0 ? cpu_node[cpu] : 0; }
 };
 

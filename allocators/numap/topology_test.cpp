@@ -4,13 +4,19 @@
 
 #include "allocators/numap/tests/topology_support.h"
 
+#include <errno.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "allocators/numap/os.h"
 
 namespace numap {
 namespace {
@@ -66,6 +72,53 @@ TEST(NumapTopology, NumaSwitchesOffOnOneNodeOrABoundProcess) {
   EXPECT_FALSE(numa_enabled(t, -1));
 }
 
+TEST(NumapTopology, MemoryIsStrictlyBoundWhenANodeWithMemoryIsNotAllowed) {
+  Topology t = testing::load_config("seed-8node");
+  EXPECT_FALSE(t.mem_bound());
+  t.bound = true;  // CPUs of one node (numactl -N 0): memory still falls back, not a strict binding
+  EXPECT_FALSE(t.mem_bound());
+  t.allowed = 1;  // numactl --membind=0, or a cpuset's mems
+  EXPECT_TRUE(t.mem_bound());
+  t.allowed = 0b11;
+  EXPECT_TRUE(t.mem_bound());
+  // Nodes without memory (CPUs only) left out of the cpuset's mems are no binding.
+  t.allowed = 0x0f;
+  for (int i = 4; i < 8; ++i) t.capacity[i] = 0;
+  EXPECT_FALSE(t.mem_bound());
+  Topology one;
+  topology_single(&one, 1ull << 30);
+  EXPECT_FALSE(one.mem_bound());
+}
+
+// The real get_mempolicy (os.cpp): MPOL_BIND, also with the mode flags the kernel reports with it
+// (numactl --membind=0 --balancing sets MPOL_F_NUMA_BALANCING), is a binding; MPOL_PREFERRED and
+// the default are not. Set in a thread of its own (the policy is per thread).
+TEST(NumapTopology, PolicyNodesReadsABindingAndItsModeFlags) {
+  constexpr int kDefault = 0, kPreferred = 1, kBind = 2, kStatic = 1 << 15, kBalancing = 1 << 13;
+  std::string skipped;
+  std::thread([&] {
+    auto under = [&](int mode, unsigned long mask) -> long long {
+      if (syscall(SYS_set_mempolicy, mode, mode == kDefault ? nullptr : &mask, mode == kDefault ? 0 : 64) != 0)
+        return -errno;
+      return static_cast<long long>(real_os().policy_nodes());
+    };
+    const long long bind = under(kBind, 1);
+    if (bind < 0) {
+      skipped = "set_mempolicy(MPOL_BIND) refused: errno " + std::to_string(-bind);
+      return;
+    }
+    EXPECT_EQ(bind, 1);
+    EXPECT_EQ(under(kBind | kStatic, 1), 1);
+    const long long balancing = under(kBind | kBalancing, 1);
+    if (balancing != -EINVAL) {  // the flag needs Linux 5.12
+      EXPECT_EQ(balancing, 1);
+    }
+    EXPECT_EQ(under(kPreferred, 1), 0);
+    EXPECT_EQ(under(kDefault, 0), 0);
+  }).join();
+  if (!skipped.empty()) GTEST_SKIP() << skipped;
+}
+
 TEST(NumapTopology, ParsesKernelLists) {
   std::uint64_t m[2];
   EXPECT_TRUE(parse_cpulist("0-3,8,10-11\n", m, 2));
@@ -113,16 +166,20 @@ TEST(NumapTopology, ReadsAFakeSysfsTree) {
   EXPECT_EQ(order(t, 5, nullptr, 16), (std::vector<int>{5, 4, 6, 7}));
   EXPECT_TRUE(numa_enabled(t, -1));
 
-  // Mems_allowed of one node: NUMA mode off.
+  EXPECT_FALSE(t.mem_bound());
+
+  // Mems_allowed of one node: NUMA mode off, memory strictly bound.
   ASSERT_TRUE(topology_from_sysfs(&t, root.c_str(), 1ull << 6, nullptr, 0));
   EXPECT_EQ(t.allowed, 1ull << 6);
   EXPECT_FALSE(numa_enabled(t, -1));
+  EXPECT_TRUE(t.mem_bound());
 
   // CPU affinity inside node 2 only (numactl -N 2): bound, NUMA mode off.
   std::uint64_t cpus[16] = {0xF00};
   ASSERT_TRUE(topology_from_sysfs(&t, root.c_str(), 0, cpus, 16));
   EXPECT_TRUE(t.bound);
   EXPECT_FALSE(numa_enabled(t, -1));
+  EXPECT_FALSE(t.mem_bound());
   std::filesystem::remove_all(root);
 }
 

@@ -2,9 +2,10 @@
 // sizes (1 KiB .. 4 MiB, then beyond the capacity) and checks against the KERNEL's figures (VmRSS,
 // VmHWM from /proc/self/status, not numap's counters) that RSS never exceeds the baseline plus the
 // capacity plus numap's documented metadata bound (allocators/numap/README.md), that requests
-// which cannot fit fail with ENOMEM, and that the process keeps working afterwards. With
-// NUMAP_DECAY_MS > 0 it also checks that, idle after the last free, decay advised the freed pages
-// away: numap's decay counter moved and the kernel's VmRSS dropped by most of them.
+// which cannot fit fail with ENOMEM (operator new: std::bad_alloc), and that the process keeps
+// working afterwards. With NUMAP_DECAY_MS > 0 it also checks that, idle after the last free, decay
+// advised the freed pages away: numap's decay counter moved and the kernel's VmRSS dropped by most
+// of them.
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -104,6 +106,19 @@ int main() {
   void* too_big = malloc(cap + (1 << 20));
   if (too_big != nullptr || errno != ENOMEM) {
     fprintf(stderr, "malloc(capacity + 1 MiB) did not fail with ENOMEM\n");
+    ++failures;
+  }
+  // operator new there (numap's, throwing through this program's libstdc++): std::bad_alloc.
+  bool threw = false;
+  try {
+    char* q = new char[cap + (1 << 20)];
+    asm volatile("" : : "r"(q) : "memory");  // not elided
+    delete[] q;
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  if (!threw) {
+    fprintf(stderr, "new char[capacity + 1 MiB] did not throw std::bad_alloc\n");
     ++failures;
   }
   for (auto& [p, n] : live) free(p);

@@ -13,6 +13,14 @@
 //             RSS stays small (numap's metadata is MADV_NOHUGEPAGE)
 //   limit     NUMAP_DISTANCE_LIMIT=16 NUMAP_BEYOND_LIMIT=fail (re-executed): a thread on CPU 0
 //             fills nodes 0-3 and then gets a clean ENOMEM, nothing placed at distance 32
+//   bind      under set_mempolicy(MPOL_BIND, {0}) (as numactl --membind=0; re-executed, so numap
+//             starts under it with NUMA placement off), a thread on CPU 0 allocates and touches
+//             4 MiB blocks past node 0's free memory: malloc returns NULL with ENOMEM after most of
+//             it, operator new throws std::bad_alloc, every page is on node 0, and once 32 MiB are
+//             freed a 16 MiB block (another class: numap purges its free pages first) succeeds; the
+//             program is not killed. Then, as a contrast (recorded on an INFO line, not asserted),
+//             the same loop under glibc (re-executed without the preload, named glibc-contrast):
+//             the kernel OOM-kills it
 // Scenarios that need numap to start under another policy or option re-execute this program
 // (numap reads both at its first allocation, before main).
 //
@@ -26,7 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +44,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,17 +75,21 @@ void pin(int cpu) {
   }
 }
 
+// Allocation-free (open/read into the stack): the bind scenario reads it when malloc fails.
 std::uint64_t node_free(int node) {
-  const std::string path = "/sys/devices/system/node/node" + std::to_string(node) + "/meminfo";
-  FILE* f = fopen(path.c_str(), "r");
-  char line[256];
-  std::uint64_t kb = 0;
-  while (f != nullptr && fgets(line, sizeof line, f) != nullptr) {
-    const char* m = strstr(line, "MemFree:");
-    if (m != nullptr) kb = strtoull(m + 8, nullptr, 10);
+  char path[96];
+  snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", node);
+  char buf[8192];
+  std::size_t got = 0;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n;
+    while (got + 1 < sizeof buf && (n = read(fd, buf + got, sizeof buf - 1 - got)) > 0) got += static_cast<std::size_t>(n);
+    close(fd);
   }
-  if (f != nullptr) fclose(f);
-  return kb * 1024;
+  buf[got] = '\0';
+  const char* m = strstr(buf, "MemFree:");
+  return m != nullptr ? strtoull(m + 8, nullptr, 10) * 1024 : 0;
 }
 
 // Adds the bytes of [p, p+n) per node, sampling one page in `stride` (the node of each page from
@@ -303,6 +318,117 @@ void limit() {
   run_child("limit", "limit-child");
 }
 
+// bind: numap's side (the preloaded child under MPOL_BIND {0}).
+void bind_child() {
+  pin(0);
+  const std::uint64_t advised_at_start = stats().advised_bytes;
+  const std::uint64_t free0 = node_free(0);
+  const std::uint64_t most = free0 + 256 * kMiB;
+  std::uint64_t per_node[kNodes] = {};
+  // Room for every block before the node fills: after ENOMEM a small allocation may fail too.
+  std::vector<char*> keep;
+  keep.reserve(most / (4 * kMiB) + 1);
+  int err = 0;
+  for (std::uint64_t done = 0; done < most; done += 4 * kMiB) {
+    char* p = static_cast<char*>(malloc(4 * kMiB));
+    if (p == nullptr) {
+      err = errno;
+      break;
+    }
+    memset(p, 6, 4 * kMiB);
+    count_nodes(p, 4 * kMiB, 64 * 1024, per_node);
+    keep.push_back(p);
+  }
+  const std::uint64_t free_at_enomem = node_free(0);
+  bool threw = false;
+  if (err == ENOMEM) {
+    try {
+      char* q = new char[4 * kMiB];
+      asm volatile("" : : "r"(q) : "memory");  // not elided
+      delete[] q;
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+  }
+  // The program reacts (a cache shrinks): 32 MiB freed, and a 16 MiB block, a class none of them
+  // can serve, gets their pages once numap has purged (advised away) them.
+  for (int i = 0; i < 8 && !keep.empty(); ++i) {
+    free(keep.back());
+    keep.pop_back();
+  }
+  char* again = static_cast<char*>(malloc(16 * kMiB));
+  if (again != nullptr) memset(again, 7, 16 * kMiB);
+  const struct numap_stats s = stats();
+  std::uint64_t allocated = 0, elsewhere = 0;
+  for (int i = 0; i < kNodes; ++i) (i == 0 ? allocated : elsewhere) += per_node[i];
+  const std::uint64_t advised = s.advised_bytes - advised_at_start;
+  const bool ok = err == ENOMEM && threw && elsewhere == 0 && allocated >= free0 / 4 * 3 && again != nullptr &&
+                  advised >= 16 * kMiB && s.numa_enabled == 0 && s.node[0].capacity_bytes != 0;
+  free(again);
+  for (char* p : keep) free(p);  // before the report allocates
+  report(ok, "bind", std::string("MPOL_BIND {0} from CPU 0, node0 free at start ") + std::to_string(free0 / kMiB) +
+                         "M: " + (err == ENOMEM ? "ENOMEM" : err != 0 ? strerror(err) : "no failure") + " after " +
+                         std::to_string(allocated / kMiB) + "M (node0 free then " + std::to_string(free_at_enomem / kMiB) +
+                         "M, numap capacity " + std::to_string(s.node[0].capacity_bytes / kMiB) + "M):" + histogram(per_node) +
+                         "; operator new " + (threw ? "threw bad_alloc" : "did not throw") + "; 16M after freeing 32M " +
+                         (again != nullptr ? "ok" : "failed") + " (advised " + std::to_string(advised / kMiB) +
+                         "M); numa_enabled=" + std::to_string(s.numa_enabled));
+}
+
+// bind's contrast: the same loop under glibc; to `fd` it writes node 0's free MiB at its start, then
+// its progress (MiB touched) as it goes.
+void bind_glibc(int fd) {
+  prctl(PR_SET_NAME, "glibc-contrast");
+  pin(0);
+  const std::uint64_t free0 = node_free(0);
+  const std::uint64_t most = free0 + 256 * kMiB;
+  const std::uint64_t free_mib = free0 / kMiB;
+  if (write(fd, &free_mib, sizeof free_mib) != sizeof free_mib) _exit(1);
+  std::uint64_t done = 0;
+  for (; done < most; done += 4 * kMiB) {
+    char* p = static_cast<char*>(malloc(4 * kMiB));
+    if (p == nullptr) break;
+    memset(p, 6, 4 * kMiB);
+    const std::uint64_t mib = (done + 4 * kMiB) / kMiB;
+    if (write(fd, &mib, sizeof mib) != sizeof mib) break;
+  }
+  _exit(done >= most ? 0 : 1);
+}
+
+void bind() {
+  unsigned long mask = 1;
+  if (syscall(SYS_set_mempolicy, 2 /* MPOL_BIND */, &mask, 64, nullptr, 0) != 0) {
+    report(false, "bind", std::string("set_mempolicy: ") + strerror(errno));
+    return;
+  }
+  run_child("bind", "bind-child");
+  int fds[2];
+  if (pipe(fds) != 0) return;
+  fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    unsetenv("LD_PRELOAD");
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", fds[1]);
+    execl("/proc/self/exe", "numap_numa_probe", "bind-glibc", fd, static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  std::uint64_t mib = 0, free0 = 0, last = 0;
+  if (read(fds[0], &free0, sizeof free0) != sizeof free0) free0 = 0;
+  while (read(fds[0], &mib, sizeof mib) == sizeof mib) last = mib;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                              : "exit " + std::to_string(WEXITSTATUS(status));
+  printf("INFO bind: glibc under the same MPOL_BIND {0} (the contrast, not asserted), node0 free at start %lluM: %s "
+         "after %lluM touched\n",
+         static_cast<unsigned long long>(free0), how.c_str(), static_cast<unsigned long long>(last));
+  fflush(stdout);
+}
+
 std::uint64_t status_kib(const char* file, const char* key) {
   FILE* f = fopen(file, "r");
   char line[256];
@@ -398,7 +524,7 @@ int run_then(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "--preload") == 0) return run_then(argc, argv);
   if (argc < 2) {
-    fprintf(stderr, "usage: numap_numa_probe overflow|huge|membind|metadata|limit\n");
+    fprintf(stderr, "usage: numap_numa_probe overflow|huge|membind|metadata|limit|bind\n");
     return 2;
   }
   const std::string what = argv[1];
@@ -410,6 +536,9 @@ int main(int argc, char** argv) {
   else if (what == "metadata-child") metadata_child();
   else if (what == "limit") limit();
   else if (what == "limit-child") limit_child();
+  else if (what == "bind") bind();
+  else if (what == "bind-child") bind_child();
+  else if (what == "bind-glibc" && argc >= 3) bind_glibc(atoi(argv[2]));
   else {
     fprintf(stderr, "numap_numa_probe: unknown scenario '%s'\n", what.c_str());
     return 2;
