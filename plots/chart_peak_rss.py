@@ -19,6 +19,9 @@ def chunks(phases, allocs):
     return [phases[i:i + size] for i in range(0, len(phases), size)]
 
 
+HUGE_LABEL = "in huge pages (phase end)"
+
+
 def draw(run, opts, out_dir, fmt):
     files, skipped = [], []
     groups = [g for g in run.ok_groups() if data.metric(g, "peak_rss_bytes")]
@@ -44,6 +47,7 @@ def _figure(run, out_dir, fmt, wl, wg, live, backends):
     floor_label = ("floor: idle RSS + peak live requested bytes (each repetition)" if with_idle
                    else "peak live requested bytes (each repetition)")
     below = []  # (phase, threads, allocator, ratio) where RSS above idle is under the live bytes
+    drew_huge = False
     for row, (t, part) in enumerate(panels):
         ax = axes[row][0]
         tg = [g for g in wg if g["threads"] == t and g["phase"] in part]
@@ -58,6 +62,16 @@ def _figure(run, out_dir, fmt, wl, wg, live, backends):
             return "x%.2f" % r[0] if r else ""
 
         where = bars.grouped(ax, part, allocs, values, backends, label, scale=run.axis("peak_rss_bytes").scale)
+        # What of it is in transparent huge pages (at the phase end): hatched inside the bar, where any.
+        huge = {(g["phase"], g["allocator"]): data.metric(g, "anon_huge_bytes") for g in tg}
+        first_huge = True
+        for key, (x, w) in where.items():
+            h = huge.get(key)
+            if h and h[0] > 0:
+                ax.bar([x], [h[0] * run.axis("anon_huge_bytes").scale], w * 0.6, color="none", edgecolor="#222222",
+                       hatch="////", linewidth=0.6, label=HUGE_LABEL if first_huge else None)
+                first_huge = False
+                drew_huge = True
         first = True
         for (phase, alloc), (x, w) in where.items():
             for peak_live, idle in live.get((wl, t, alloc, phase), []):
@@ -89,6 +103,8 @@ def _figure(run, out_dir, fmt, wl, wg, live, backends):
     fig.suptitle("%s: how much RSS does each allocator hold at peak, above the live set?" % wl, fontsize=11)
     note = ("bars: median exact peak RSS per phase, whiskers min-max over repetitions; black ticks: %s; label: "
             "(peak RSS - idle RSS) / peak live, median (x1.00 is the floor)" % floor_label)
+    if drew_huge:
+        note += "; hatched: anonymous memory in transparent huge pages at the phase end (AnonHugePages), median"
     style.tag_figure(fig, below_floor=[{"phase": p, "threads": t, "allocator": a, "ratio": r} for p, t, a, r in below])
     path = "%s/peak_rss-%s.%s" % (out_dir, style.safe_name(wl), fmt)
     return style.finish(fig, run.meta, path, fmt, note)
