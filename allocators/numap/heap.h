@@ -41,7 +41,11 @@ constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident ch
 // threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), above which it unmaps every freed block.
 constexpr std::uint64_t kGiveBackAtOnce = 32ull << 20;
 
-// Page-aligned, so that each node's part of the metadata can be bound to that node.
+// Page-aligned, so that each node's part of the metadata can be bound to that node. Never
+// constructed as a whole: the metadata reservation's fresh pages are zero, which is what every
+// member but `charge` and `free_limit` (constructed by Heap::init) starts as (heap_test checks it),
+// and constructing it would write all of its nine pages on every node at start. Its Slots are
+// initialised on first use (Heap::ready_slot).
 struct alignas(4096) NodePart {
   Slot slots[1 + kMaxPageClasses];
   Central central[kSmallClasses];
@@ -154,11 +158,30 @@ class Heap {
   // The paths behind the thread caches' hits (out of line: their frames cost the hits nothing).
   __attribute__((noinline)) void* page_malloc_uncached(std::size_t n);
   __attribute__((noinline)) void free_uncached(void* p);
-  void for_each_lock(void (*fn)(Lock&));
 
   BindResult bind_part(void* p, std::uint64_t bytes, int part) {
     return os_->bind(p, static_cast<std::size_t>(bytes), topo_.os_node[part], allowed_os_);
   }
+  // Slot `slot` of `part` by address arithmetic (valid before the Slot is initialised).
+  char* slot_base(int part, int slot) const {
+    return arena_ + (static_cast<std::uint64_t>(part) * static_cast<std::uint64_t>(nslots_) +
+                     static_cast<std::uint64_t>(slot)) * span_;
+  }
+  static std::uint64_t slot_chunk(int slot) { return slot == kSlabSlot ? kSlabBytes : page_class_size(slot - 1); }
+  std::uint32_t slot_grain(int slot) const {
+    return opt_.thp && slot_chunk(slot) % (std::uint64_t{2} << 20) == 0 ? (2u << 20) / kPage : 1;
+  }
+  // The Slot, initialised if this is its first use: a class or node never used touches no page of
+  // its metadata (the pages were bound to their node at init, so they fault in there).
+  Slot& ready_slot(int part, int slot) {
+    Slot& sl = part_[part].slots[slot];
+    if (__builtin_expect(!sl.ready(), 0)) init_slot(part, slot);
+    return sl;
+  }
+  __attribute__((noinline)) void init_slot(int part, int slot);
+  // The locks fork_prepare takes (and fork_parent/child release): those of the initialised Slots
+  // and of the Centrals of nodes whose slab Slot is (no other is ever taken), then the huge table's.
+  void for_each_used_lock(void (*fn)(Lock&));
 
   // ---- chunk store (heap_chunks.cpp) ----
   // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
@@ -271,6 +294,9 @@ class Heap {
   char* meta_ = nullptr;
   std::uint64_t meta_bytes_ = 0;
   NodePart* part_ = nullptr;
+  std::uint64_t part_meta_bytes_ = 0;  // each node's slab headers, class bytes and Slot metadata, after the NodeParts
+  std::uint64_t slot_meta_off_[1 + kMaxPageClasses] = {};  // each Slot's metadata within its node's share
+  Lock slot_init_lock_;  // init_slot; held across fork (no Slot becomes ready meanwhile)
   HugeAllocations huge_;
   NodeBudget budget_;
   HeapCounters counters_;

@@ -80,10 +80,12 @@ void* Heap::refill(ThreadCache* tc, int cls) {
   std::uint32_t got = 0;
   for (int attempt = 0; attempt < 2 && got == 0; ++attempt) {
     Central& c = part_[node].central[cls];
-    {
+    // A node whose slab Slot is not initialised has no slab and no parked batch: its Central's
+    // lock is not taken (nor its page touched), which lets a fork skip it (for_each_used_lock).
+    if (part_[node].slots[kSlabSlot].ready()) {
       LockGuard g(c.lock);
       if (tc != nullptr) got = c.transfer.take(&head, size);  // a whole batch another overflow left
-      if (got == 0) got = c.pop(part_[node].slots[kSlabSlot].base(), kSlabBytes, part_[node].slab_meta, &head, want);
+      if (got == 0) got = c.pop(slot_base(node, kSlabSlot), kSlabBytes, part_[node].slab_meta, &head, want);
       if (got != 0) {
         c.allocs.fetch_add(got, std::memory_order_relaxed);
         c.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
@@ -135,11 +137,11 @@ void Heap::recheck_node(ThreadCache* tc) {
 }
 
 void Heap::set_home(ThreadCache* tc) {
-  const Slot& slabs = part_[tc->node].slots[kSlabSlot];
-  tc->slab_base = reinterpret_cast<std::uintptr_t>(slabs.base());
+  // By address arithmetic: the node's Slots may not be initialised yet.
+  tc->slab_base = reinterpret_cast<std::uintptr_t>(slot_base(tc->node, kSlabSlot));
   tc->slab_class = part_[tc->node].slab_class;
-  tc->slab_span = slabs.chunk() * slabs.nchunks();
-  tc->page_base = reinterpret_cast<std::uintptr_t>(part_[tc->node].slots[1].base());
+  tc->slab_span = span_ / kSlabBytes * kSlabBytes;
+  tc->page_base = reinterpret_cast<std::uintptr_t>(slot_base(tc->node, 1));
   tc->page_span = static_cast<std::uint64_t>(npage_ < kPageCacheClasses ? npage_ : kPageCacheClasses) * span_;
 }
 
@@ -237,6 +239,7 @@ bool Heap::transfer_put(CacheList* list, int cls, int part, std::uint32_t n) {
 
 void Heap::drain_transfers() {
   for (int p = 0; p < nparts_; ++p) {
+    if (!part_[p].slots[kSlabSlot].ready()) continue;  // no slab yet: nothing parked (see refill)
     for (int cls = 0; cls < kSmallClasses; ++cls) {
       Central& c = part_[p].central[cls];
       CacheList taken[kTransferBatches];
