@@ -40,6 +40,8 @@ bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
   topo_ = topology;
   os_ = os;
   epoch_ms_ = os_->now_ms();
+  given_back_.store(false, std::memory_order_relaxed);  // (tests init a destroyed heap again)
+  decay_start_due_.store(false, std::memory_order_relaxed);
   decay_period_ = static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
   asym_guard_ = os_->register_barrier();
   numa_ = numa_enabled(topo_, opt_.numa);
@@ -214,6 +216,11 @@ void Heap::free_slow(void* p) {
 }
 
 void Heap::free_uncached(void* p) {
+  free_central(p);
+  start_decay_thread();  // no lock held; the first chunk given back to a Slot may have been this one
+}
+
+__attribute__((always_inline)) inline void Heap::free_central(void* p) {
   ThreadCache* tc;
   if (p == nullptr) return;
   if (!in_arena(p)) {

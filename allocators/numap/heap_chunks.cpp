@@ -101,7 +101,10 @@ void Heap::chunk_free(int part, int slot, std::uint64_t index) {
     resident = 0;
   }
   sl.give(index, tick());
-  if (resident != 0) note_freed(part, resident);
+  if (resident != 0) {
+    note_given_back();
+    note_freed(part, resident);
+  }
 }
 
 bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes) {

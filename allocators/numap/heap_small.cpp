@@ -18,9 +18,13 @@ pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 void cache_destructor(void* arg) {
   auto* tc = static_cast<ThreadCache*>(arg);
   tc->slab_span = tc->page_span = 0;  // later frees (other TLS destructors) take the slow path
-  if (tc->owner != nullptr) tc->owner->flush_cache(tc);
+  Heap* heap = tc->owner;
+  if (heap != nullptr) heap->flush_cache(tc);
   tc->owner = nullptr;
   tc->state = CacheState::kDead;
+  // What the cache held may be the first pages given back: the decay thread's start (which
+  // allocates) once this cache is gone, so nothing it allocates lands in a dead cache.
+  if (heap != nullptr) heap->start_decay_thread();
 }
 
 void make_cache_key() { cache_key_made = pthread_key_create(&cache_key, cache_destructor) == 0; }

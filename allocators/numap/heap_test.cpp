@@ -3,6 +3,7 @@
 #include "allocators/numap/heap.h"
 #include "allocators/numap/tests/topology_support.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -717,7 +718,7 @@ TEST_F(HeapTest, DecayZeroNeverAdvises) {
 
 TEST_F(HeapTest, BackgroundThreadDecaysWithoutAllocations) {
   make_decay(40, true, 0);
-  for (void* p : touched(4, 1 << 20)) heap.free(p);  // the first slow path starts the thread
+  for (void* p : touched(4, 1 << 20)) heap.free(p);  // the first chunk given back starts the thread
   FakeOs::now += 100;  // past the decay time; the program makes no call from here on
   for (int i = 0; i < 2000 && stats().decay_bytes == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(stats().decay_bytes, 4u << 20);
@@ -1117,6 +1118,15 @@ std::size_t written_pages(const void* p, std::size_t bytes) {
   return n;
 }
 
+// Threads of this process (/proc/self/task).
+int threads() {
+  DIR* d = opendir("/proc/self/task");
+  int n = 0;
+  for (dirent* e; d != nullptr && (e = readdir(d)) != nullptr;) n += e->d_name[0] != '.';
+  if (d != nullptr) closedir(d);
+  return n;
+}
+
 // Heap::init leaves the NodeParts unconstructed on the fresh (zero) metadata pages: that is only
 // right while a default NodePart is all zero bytes, but for the two members init constructs.
 TEST(NodePartTest, StartsAsZeroBytesButForItsChargeAndFreeLimit) {
@@ -1187,6 +1197,30 @@ TEST_F(HeapTest, MetadataIsWrittenOnlyWhereFirstUsed) {
   for (int i : {1, 2, 4, 5, 6, 7}) EXPECT_LE(node_part(i), 1u) << "node " << i;
   heap.free(small);
   heap.free(page);
+}
+
+// The background decay thread starts when a resident chunk is first given back to a Slot (there
+// is nothing to decay before): allocations alone, or frees into a thread cache, start none.
+TEST_F(HeapTest, DecayThreadStartsWhenAPageIsFirstGivenBack) {
+  Options o;
+  o.decay_ms = 40;
+  make_with(o);  // thread caches on
+  const int before = threads();
+  void* p = heap.malloc(1 << 20);
+  memset(p, 1, 1 << 20);
+  heap.free(heap.malloc(64));
+  heap.free(p);  // into the thread's cache (a 1 MiB chunk within LARGE_CACHE_BYTES)
+  EXPECT_EQ(threads(), before);
+  heap.destroy();
+  heap_ready = false;
+
+  make_decay(40, true, 0);  // no thread caches: every free reaches the Slots
+  std::vector<void*> held = touched(4, 1 << 20);
+  EXPECT_EQ(threads(), before);
+  heap.free(held[0]);
+  EXPECT_EQ(threads(), before + 1);
+  for (std::size_t i = 1; i < held.size(); ++i) heap.free(held[i]);
+  EXPECT_EQ(threads(), before + 1);
 }
 
 }  // namespace
