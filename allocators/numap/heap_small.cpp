@@ -68,6 +68,19 @@ ThreadCache* Heap::cache() {
   return tc;
 }
 
+namespace {
+
+// The first batch a (node, class) hands out takes at most a page of objects: the links written
+// into them are what a first allocation touches of its fresh slab (one page, not up to 16 KiB
+// for 64 B objects); every later refill takes half a limit. Under the Central's lock.
+std::uint32_t first_batch(const Central& c, std::uint32_t size, std::uint32_t want) {
+  if (__builtin_expect(c.allocs.load(std::memory_order_relaxed) != 0, 1)) return want;
+  const std::uint32_t page = size < kPage ? static_cast<std::uint32_t>(kPage / size) : 1;
+  return want < page ? want : page;
+}
+
+}  // namespace
+
 void* Heap::refill(ThreadCache* tc, int cls) {
   int node;
   std::uint32_t want = 1;
@@ -89,7 +102,8 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     if (part_[node].slots[kSlabSlot].ready()) {
       LockGuard g(c.lock);
       if (tc != nullptr) got = c.transfer.take(&head, size);  // a whole batch another overflow left
-      if (got == 0) got = c.pop(slot_base(node, kSlabSlot), kSlabBytes, part_[node].slab_meta, &head, want);
+      if (got == 0)
+        got = c.pop(slot_base(node, kSlabSlot), kSlabBytes, part_[node].slab_meta, &head, first_batch(c, size, want));
       if (got != 0) {
         c.allocs.fetch_add(got, std::memory_order_relaxed);
         c.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
@@ -110,7 +124,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     Central& c2 = np.central[cls];
     LockGuard g(c2.lock);
     central_link(&c2, s);
-    got = c2.pop(np.slots[kSlabSlot].base(), kSlabBytes, np.slab_meta, &head, want);
+    got = c2.pop(np.slots[kSlabSlot].base(), kSlabBytes, np.slab_meta, &head, first_batch(c2, size, want));
     c2.allocs.fetch_add(got, std::memory_order_relaxed);
     c2.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
   }
