@@ -15,12 +15,6 @@
 #include "allocators/numap/heap_internal.h"
 
 namespace numap {
-namespace {
-
-constexpr std::uint64_t kTwoMiB = 2 << 20;
-
-}  // namespace
-
 __thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
 
 bool Heap::init(const Options& options, const Topology& topology, Os* os) {
@@ -46,6 +40,8 @@ bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
   topo_ = topology;
   os_ = os;
   epoch_ms_ = os_->now_ms();
+  given_back_.store(false, std::memory_order_relaxed);  // (tests init a destroyed heap again)
+  decay_start_due_.store(false, std::memory_order_relaxed);
   decay_period_ = static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
   asym_guard_ = os_->register_barrier();
   numa_ = numa_enabled(topo_, opt_.numa);
@@ -75,10 +71,11 @@ bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
   const std::uint64_t slab_chunks = span_ / kSlabBytes;
   std::uint64_t per_part = round_up(slab_chunks * sizeof(SlabMeta), 64) + round_up(slab_chunks, 64);
   for (int s = 0; s < nslots_; ++s) {
-    const std::uint64_t chunk = s == kSlabSlot ? kSlabBytes : page_class_size(s - 1);
-    per_part += round_up(Slot::metadata_bytes(span_ / chunk), 64);
+    slot_meta_off_[s] = per_part;
+    per_part += round_up(Slot::metadata_bytes(span_ / slot_chunk(s)), 64);
   }
   per_part = round_up(per_part, kPage);
+  part_meta_bytes_ = per_part;
   const std::uint64_t parts_bytes = sizeof(NodePart) * static_cast<std::uint64_t>(nparts_);
   meta_bytes_ = round_up(parts_bytes + per_part * static_cast<std::uint64_t>(nparts_) + HugeAllocations::metadata_bytes(), kPage);
   meta_ = static_cast<char*>(os_->reserve(meta_bytes_));
@@ -97,21 +94,19 @@ bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
       bind_part(&part_[i], sizeof(NodePart), i);
       bind_part(m, per_part, i);
     }
-    NodePart* part = new (&part_[i]) NodePart();
+    // Not constructed (see NodePart): only the members whose start is not zero bytes, on the page
+    // the budget writes at once anyway; the Slots wait for their first use (init_slot).
+    NodePart* part = &part_[i];
+    new (&part->charge) NodeCharge();
+    new (&part->free_limit) FreeLimit();
     char* region = m;
     m += per_part;
     part->slab_meta = reinterpret_cast<SlabMeta*>(region);
     region += round_up(slab_chunks * sizeof(SlabMeta), 64);
     part->slab_class = reinterpret_cast<std::uint8_t*>(region);
-    region += round_up(slab_chunks, 64);
     char* base = arena_ + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(nslots_) * span_;
-    for (int s = 0; s < nslots_; ++s) {
-      const std::uint64_t chunk = s == kSlabSlot ? kSlabBytes : page_class_size(s - 1);
-      const std::uint32_t grain = opt_.thp && chunk % kTwoMiB == 0 ? kTwoMiB / kPage : 1;
-      part->slots[s].init(base + static_cast<std::uint64_t>(s) * span_, chunk, span_ / chunk, grain, region);
-      region += round_up(Slot::metadata_bytes(span_ / chunk), 64);
-      if (grain > 1) os_->advise_huge(base + static_cast<std::uint64_t>(s) * span_, span_, true);
-    }
+    for (int s = 0; s < nslots_; ++s)
+      if (slot_grain(s) > 1) os_->advise_huge(base + static_cast<std::uint64_t>(s) * span_, span_, true);
     budget_.attach(i, &part->charge);
     // Bound before first touch: every page of the partition faults in on its node.
     if (numa_) bind_part(base, static_cast<std::uint64_t>(nslots_) * span_, i);
@@ -123,6 +118,16 @@ bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
   return true;
 }
 
+void Heap::init_slot(int part, int slot) {
+  // Rare (once per node and class): one lock for all, held across a fork.
+  LockGuard g(slot_init_lock_);
+  Slot& sl = part_[part].slots[slot];
+  if (sl.ready()) return;
+  char* meta = meta_ + sizeof(NodePart) * static_cast<std::uint64_t>(nparts_) +
+               part_meta_bytes_ * static_cast<std::uint64_t>(part) + slot_meta_off_[slot];
+  const std::uint64_t chunk = slot_chunk(slot);
+  sl.init(slot_base(part, slot), chunk, span_ / chunk, slot_grain(slot), meta);
+}
 
 void Heap::destroy() {
   decay_thread_.stop();
@@ -211,6 +216,11 @@ void Heap::free_slow(void* p) {
 }
 
 void Heap::free_uncached(void* p) {
+  free_central(p);
+  start_decay_thread();  // no lock held; the first chunk given back to a Slot may have been this one
+}
+
+__attribute__((always_inline)) inline void Heap::free_central(void* p) {
   ThreadCache* tc;
   if (p == nullptr) return;
   if (!in_arena(p)) {
@@ -329,19 +339,35 @@ void* Heap::memalign(std::size_t align, std::size_t n) {
 }
 
 
-void Heap::for_each_lock(void (*fn)(Lock&)) {
-  fn(registry_.lock());  // first: purge takes it before Slot locks
+void Heap::for_each_used_lock(void (*fn)(Lock&)) {
+  // Locks of Slots not yet initialised are never taken, nor those of the Centrals of a node whose
+  // slab Slot is not (refill checks it first): skipped, so a fork writes no page of a node or
+  // class never used. slot_init_lock_ is held around this, so the set cannot change meanwhile.
   for (int p = 0; p < nparts_; ++p) {
-    for (int s = 0; s < nslots_; ++s) fn(part_[p].slots[s].lock);
-    for (int c = 0; c < kSmallClasses; ++c) fn(part_[p].central[c].lock);
+    for (int s = 0; s < nslots_; ++s)
+      if (part_[p].slots[s].ready()) fn(part_[p].slots[s].lock);
+    if (part_[p].slots[kSlabSlot].ready())
+      for (int c = 0; c < kSmallClasses; ++c) fn(part_[p].central[c].lock);
   }
   fn(huge_.lock());
 }
 
-void Heap::fork_prepare() { for_each_lock([](Lock& l) { l.lock(); }); }
-void Heap::fork_parent() { for_each_lock([](Lock& l) { l.unlock(); }); }
+// Order: the registry first (purge takes it before Slot locks), then slot_init_lock_ (taken with
+// no other lock held), then the others.
+void Heap::fork_prepare() {
+  registry_.lock().lock();
+  slot_init_lock_.lock();
+  for_each_used_lock([](Lock& l) { l.lock(); });
+}
+void Heap::fork_parent() {
+  for_each_used_lock([](Lock& l) { l.unlock(); });
+  slot_init_lock_.unlock();
+  registry_.lock().unlock();
+}
 void Heap::fork_child() {
-  for_each_lock([](Lock& l) { l.reset(); });
+  for_each_used_lock([](Lock& l) { l.reset(); });
+  slot_init_lock_.reset();
+  registry_.lock().reset();
   for (int p = 0; p < nparts_; ++p) part_[p].free_limit.forget_applier();
   // The child is a new process for membarrier: register it again (or fall back to the try-lock
   // while it is still single-threaded).

@@ -41,7 +41,11 @@ constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident ch
 // threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), above which it unmaps every freed block.
 constexpr std::uint64_t kGiveBackAtOnce = 32ull << 20;
 
-// Page-aligned, so that each node's part of the metadata can be bound to that node.
+// Page-aligned, so that each node's part of the metadata can be bound to that node. Never
+// constructed as a whole: the metadata reservation's fresh pages are zero, which is what every
+// member but `charge` and `free_limit` (constructed by Heap::init) starts as (heap_test checks it),
+// and constructing it would write all of its nine pages on every node at start. Its Slots are
+// initialised on first use (Heap::ready_slot).
 struct alignas(4096) NodePart {
   Slot slots[1 + kMaxPageClasses];
   Central central[kSmallClasses];
@@ -106,6 +110,11 @@ class Heap {
 
   // Returns the thread cache's objects to the Centrals (thread exit, or a cache changing heaps).
   void flush_cache(ThreadCache* tc);
+  // Starts the background decay thread when it has work (note_given_back) and is wanted; the
+  // caller holds no numap lock (a thread's exit calls it once its cache is gone).
+  void start_decay_thread() {
+    if (__builtin_expect(decay_start_due_.load(std::memory_order_relaxed), 0)) launch_decay_thread();
+  }
 
   const Options& options() const { return opt_; }
   const Topology& topology() const { return topo_; }
@@ -154,11 +163,31 @@ class Heap {
   // The paths behind the thread caches' hits (out of line: their frames cost the hits nothing).
   __attribute__((noinline)) void* page_malloc_uncached(std::size_t n);
   __attribute__((noinline)) void free_uncached(void* p);
-  void for_each_lock(void (*fn)(Lock&));
+  void free_central(void* p);  // free_uncached's work, before the decay thread's start check
 
   BindResult bind_part(void* p, std::uint64_t bytes, int part) {
     return os_->bind(p, static_cast<std::size_t>(bytes), topo_.os_node[part], allowed_os_);
   }
+  // Slot `slot` of `part` by address arithmetic (valid before the Slot is initialised).
+  char* slot_base(int part, int slot) const {
+    return arena_ + (static_cast<std::uint64_t>(part) * static_cast<std::uint64_t>(nslots_) +
+                     static_cast<std::uint64_t>(slot)) * span_;
+  }
+  static std::uint64_t slot_chunk(int slot) { return slot == kSlabSlot ? kSlabBytes : page_class_size(slot - 1); }
+  std::uint32_t slot_grain(int slot) const {
+    return opt_.thp && slot_chunk(slot) % (std::uint64_t{2} << 20) == 0 ? (2u << 20) / kPage : 1;
+  }
+  // The Slot, initialised if this is its first use: a class or node never used touches no page of
+  // its metadata (the pages were bound to their node at init, so they fault in there).
+  Slot& ready_slot(int part, int slot) {
+    Slot& sl = part_[part].slots[slot];
+    if (__builtin_expect(!sl.ready(), 0)) init_slot(part, slot);
+    return sl;
+  }
+  __attribute__((noinline)) void init_slot(int part, int slot);
+  // The locks fork_prepare takes (and fork_parent/child release): those of the initialised Slots
+  // and of the Centrals of nodes whose slab Slot is (no other is ever taken), then the huge table's.
+  void for_each_used_lock(void (*fn)(Lock&));
 
   // ---- chunk store (heap_chunks.cpp) ----
   // Takes a chunk of slot `slot` on `node` or a fallback node with at least `bytes` charged;
@@ -224,9 +253,23 @@ class Heap {
   void on_slow_path() {
     refresh_capacity(false);
     if (opt_.decay_ms > 0) {
-      if (opt_.decay_thread) decay_thread_.start(decay_pass, this, decay_period_);
+      start_decay_thread();
       maybe_decay();
     }
+  }
+  // The background thread has work once a resident chunk is free in a Slot (decay ages nothing
+  // else): note_given_back() marks that, start_decay_thread() starts the thread then, from the
+  // places that hold no lock (the allocation slow path, the end of a slow free, a purge, a thread's
+  // exit; starting a thread allocates). A program that never gives a page back has no extra thread.
+  void note_given_back() {
+    if (__builtin_expect(!given_back_.load(std::memory_order_relaxed), 0)) {
+      given_back_.store(true, std::memory_order_relaxed);
+      if (opt_.decay_ms > 0 && opt_.decay_thread) decay_start_due_.store(true, std::memory_order_relaxed);
+    }
+  }
+  __attribute__((noinline)) void launch_decay_thread() {
+    decay_start_due_.store(false, std::memory_order_relaxed);
+    decay_thread_.start(decay_pass, this, decay_period_);  // once: it checks its own state
   }
   static void decay_pass(void* heap) { static_cast<Heap*>(heap)->maybe_decay(); }
   // Milliseconds since init, wrapping at 2^32 (chunk ages are compared wrap-safe).
@@ -271,6 +314,11 @@ class Heap {
   char* meta_ = nullptr;
   std::uint64_t meta_bytes_ = 0;
   NodePart* part_ = nullptr;
+  std::uint64_t part_meta_bytes_ = 0;  // each node's slab headers, class bytes and Slot metadata, after the NodeParts
+  std::uint64_t slot_meta_off_[1 + kMaxPageClasses] = {};  // each Slot's metadata within its node's share
+  Lock slot_init_lock_;  // init_slot; held across fork (no Slot becomes ready meanwhile)
+  std::atomic<bool> given_back_{false};  // a resident chunk went back to a Slot (note_given_back)
+  std::atomic<bool> decay_start_due_{false};  // ... and the background thread is wanted, not yet started
   HugeAllocations huge_;
   NodeBudget budget_;
   HeapCounters counters_;

@@ -36,7 +36,9 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
           if (i >= 0) slot = s2;
         }
       }
-      Slot& sl = part_[m].slots[slot];
+      // A borrowed chunk's Slot had a free mapped chunk, so it is initialised; the slot's own may
+      // not be yet.
+      Slot& sl = ready_slot(m, slot);
       const std::uint64_t need = round_up(pages_for(bytes), sl.grain_pages());
       if (i < 0) i = sl.take();
       if (i < 0) continue;
@@ -64,7 +66,7 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
       return sl.address(static_cast<std::uint64_t>(i));
     }
     if (pass == 1) break;
-    const std::uint64_t need = round_up(pages_for(bytes), part_[0].slots[slot0].grain_pages());
+    const std::uint64_t need = round_up(pages_for(bytes), slot_grain(slot0));
     if (global_full) {
       if (purge(need * kPage) == 0) break;
     } else if (node_full) {
@@ -99,7 +101,10 @@ void Heap::chunk_free(int part, int slot, std::uint64_t index) {
     resident = 0;
   }
   sl.give(index, tick());
-  if (resident != 0) note_freed(part, resident);
+  if (resident != 0) {
+    note_given_back();
+    note_freed(part, resident);
+  }
 }
 
 bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes) {

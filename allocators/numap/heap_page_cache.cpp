@@ -155,6 +155,7 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit) 
     sl.frees.fetch_add(static_cast<std::uint64_t>(k), std::memory_order_relaxed);
     sl.in_use_bytes.fetch_sub(static_cast<std::uint64_t>(k) * sl.chunk(), std::memory_order_relaxed);
     sl.give_batch(idx, k, tick());
+    if (resident != 0) note_given_back();
     if (limit) note_freed(w0.part, resident);
   }
   for (std::uint32_t j = 0; j < keep; ++j) {

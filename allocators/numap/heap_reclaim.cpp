@@ -14,7 +14,9 @@ std::size_t Heap::purge(std::uint64_t want, int only_part) {
   drain_transfers();  // parked batches keep their slabs from emptying
   // Cached page chunks are charged but not free in their Slots: return every thread's first.
   flush_all_page_caches();
-  return purge_pages(want, only_part, -1, false, 0);
+  const std::size_t got = purge_pages(want, only_part, -1, false, 0);
+  start_decay_thread();  // what the flushes gave back and a partial purge left (no lock is held)
+  return got;
 }
 
 std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by,

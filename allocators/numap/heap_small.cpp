@@ -18,9 +18,13 @@ pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 void cache_destructor(void* arg) {
   auto* tc = static_cast<ThreadCache*>(arg);
   tc->slab_span = tc->page_span = 0;  // later frees (other TLS destructors) take the slow path
-  if (tc->owner != nullptr) tc->owner->flush_cache(tc);
+  Heap* heap = tc->owner;
+  if (heap != nullptr) heap->flush_cache(tc);
   tc->owner = nullptr;
   tc->state = CacheState::kDead;
+  // What the cache held may be the first pages given back: the decay thread's start (which
+  // allocates) once this cache is gone, so nothing it allocates lands in a dead cache.
+  if (heap != nullptr) heap->start_decay_thread();
 }
 
 void make_cache_key() { cache_key_made = pthread_key_create(&cache_key, cache_destructor) == 0; }
@@ -64,6 +68,19 @@ ThreadCache* Heap::cache() {
   return tc;
 }
 
+namespace {
+
+// The first batch a (node, class) hands out takes at most a page of objects: the links written
+// into them are what a first allocation touches of its fresh slab (one page, not up to 16 KiB
+// for 64 B objects); every later refill takes half a limit. Under the Central's lock.
+std::uint32_t first_batch(const Central& c, std::uint32_t size, std::uint32_t want) {
+  if (__builtin_expect(c.allocs.load(std::memory_order_relaxed) != 0, 1)) return want;
+  const std::uint32_t page = size < kPage ? static_cast<std::uint32_t>(kPage / size) : 1;
+  return want < page ? want : page;
+}
+
+}  // namespace
+
 void* Heap::refill(ThreadCache* tc, int cls) {
   int node;
   std::uint32_t want = 1;
@@ -80,10 +97,13 @@ void* Heap::refill(ThreadCache* tc, int cls) {
   std::uint32_t got = 0;
   for (int attempt = 0; attempt < 2 && got == 0; ++attempt) {
     Central& c = part_[node].central[cls];
-    {
+    // A node whose slab Slot is not initialised has no slab and no parked batch: its Central's
+    // lock is not taken (nor its page touched), which lets a fork skip it (for_each_used_lock).
+    if (part_[node].slots[kSlabSlot].ready()) {
       LockGuard g(c.lock);
       if (tc != nullptr) got = c.transfer.take(&head, size);  // a whole batch another overflow left
-      if (got == 0) got = c.pop(part_[node].slots[kSlabSlot].base(), kSlabBytes, part_[node].slab_meta, &head, want);
+      if (got == 0)
+        got = c.pop(slot_base(node, kSlabSlot), kSlabBytes, part_[node].slab_meta, &head, first_batch(c, size, want));
       if (got != 0) {
         c.allocs.fetch_add(got, std::memory_order_relaxed);
         c.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
@@ -104,7 +124,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     Central& c2 = np.central[cls];
     LockGuard g(c2.lock);
     central_link(&c2, s);
-    got = c2.pop(np.slots[kSlabSlot].base(), kSlabBytes, np.slab_meta, &head, want);
+    got = c2.pop(np.slots[kSlabSlot].base(), kSlabBytes, np.slab_meta, &head, first_batch(c2, size, want));
     c2.allocs.fetch_add(got, std::memory_order_relaxed);
     c2.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
   }
@@ -135,11 +155,11 @@ void Heap::recheck_node(ThreadCache* tc) {
 }
 
 void Heap::set_home(ThreadCache* tc) {
-  const Slot& slabs = part_[tc->node].slots[kSlabSlot];
-  tc->slab_base = reinterpret_cast<std::uintptr_t>(slabs.base());
+  // By address arithmetic: the node's Slots may not be initialised yet.
+  tc->slab_base = reinterpret_cast<std::uintptr_t>(slot_base(tc->node, kSlabSlot));
   tc->slab_class = part_[tc->node].slab_class;
-  tc->slab_span = slabs.chunk() * slabs.nchunks();
-  tc->page_base = reinterpret_cast<std::uintptr_t>(part_[tc->node].slots[1].base());
+  tc->slab_span = span_ / kSlabBytes * kSlabBytes;
+  tc->page_base = reinterpret_cast<std::uintptr_t>(slot_base(tc->node, 1));
   tc->page_span = static_cast<std::uint64_t>(npage_ < kPageCacheClasses ? npage_ : kPageCacheClasses) * span_;
 }
 
@@ -237,6 +257,7 @@ bool Heap::transfer_put(CacheList* list, int cls, int part, std::uint32_t n) {
 
 void Heap::drain_transfers() {
   for (int p = 0; p < nparts_; ++p) {
+    if (!part_[p].slots[kSlabSlot].ready()) continue;  // no slab yet: nothing parked (see refill)
     for (int cls = 0; cls < kSmallClasses; ++cls) {
       Central& c = part_[p].central[cls];
       CacheList taken[kTransferBatches];

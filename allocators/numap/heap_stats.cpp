@@ -86,7 +86,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
       if (k >= max_classes || classes == nullptr) continue;
       Slot& sl = np.slots[si];
       classes[k] = numap_class_stats{static_cast<std::uint32_t>(p), static_cast<std::uint32_t>(kSmallClasses + si),
-                                     sl.chunk(), si == kSlabSlot ? 2u : 1u, 0,
+                                     slot_chunk(si), si == kSlabSlot ? 2u : 1u, 0,
                                      sl.in_use_bytes.load(), sl.mapped_bytes.load(), sl.advised_bytes.load(),
                                      sl.allocs.load(), sl.frees.load(),
                                      sl.lock.acquisitions(), sl.lock.contended(), sl.lock.wait_ns()};

@@ -3,7 +3,9 @@
 #include "allocators/numap/heap.h"
 #include "allocators/numap/tests/topology_support.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -717,7 +719,7 @@ TEST_F(HeapTest, DecayZeroNeverAdvises) {
 
 TEST_F(HeapTest, BackgroundThreadDecaysWithoutAllocations) {
   make_decay(40, true, 0);
-  for (void* p : touched(4, 1 << 20)) heap.free(p);  // the first slow path starts the thread
+  for (void* p : touched(4, 1 << 20)) heap.free(p);  // the first chunk given back starts the thread
   FakeOs::now += 100;  // past the decay time; the program makes no call from here on
   for (int i = 0; i < 2000 && stats().decay_bytes == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(stats().decay_bytes, 4u << 20);
@@ -893,6 +895,133 @@ TEST_F(HeapTest, ForkedChildOfAMultithreadedParentAllocates) {
   }
   stop = true;
   busy.join();
+}
+
+// ---- start-up footprint (issue 24, target 3) ----
+
+// Pages of [p, p + bytes) this process has written: present and exclusively mapped in
+// /proc/self/pagemap (bits 63 and 56). Reading an untouched page maps the shared zero page, which
+// is neither, and is not counted in RSS either.
+std::size_t written_pages(const void* p, std::size_t bytes) {
+  const int fd = open("/proc/self/pagemap", O_RDONLY);
+  EXPECT_GE(fd, 0);
+  if (fd < 0) return ~std::size_t{0};
+  const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(p) / kPage;
+  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + bytes + kPage - 1) / kPage;
+  std::size_t n = 0;
+  std::uint64_t e[512];
+  for (std::uintptr_t pg = first; pg < end; pg += 512) {
+    const std::size_t k = end - pg < 512 ? end - pg : 512;
+    if (pread(fd, e, k * 8, static_cast<off_t>(pg * 8)) != static_cast<ssize_t>(k * 8)) break;
+    for (std::size_t i = 0; i < k; ++i) n += (e[i] >> 63 & 1) && (e[i] >> 56 & 1);
+  }
+  close(fd);
+  return n;
+}
+
+// Threads of this process (/proc/self/task).
+int threads() {
+  DIR* d = opendir("/proc/self/task");
+  int n = 0;
+  for (dirent* e; d != nullptr && (e = readdir(d)) != nullptr;) n += e->d_name[0] != '.';
+  if (d != nullptr) closedir(d);
+  return n;
+}
+
+// Heap::init leaves the NodeParts unconstructed on the fresh (zero) metadata pages: that is only
+// right while a default NodePart is all zero bytes, but for the two members init constructs.
+TEST(NodePartTest, StartsAsZeroBytesButForItsChargeAndFreeLimit) {
+  alignas(4096) static unsigned char buf[sizeof(NodePart)];
+  memset(buf, 0, sizeof buf);
+  NodePart* np = new (buf) NodePart;
+  memset(static_cast<void*>(&np->charge), 0, sizeof np->charge);
+  memset(static_cast<void*>(&np->free_limit), 0, sizeof np->free_limit);
+  std::size_t nonzero = 0, first = 0;
+  for (std::size_t i = sizeof buf; i-- > 0;)
+    if (buf[i] != 0) {
+      ++nonzero;
+      first = i;
+    }
+  EXPECT_EQ(nonzero, 0u) << "first non-zero byte at offset " << first << " of NodePart";
+}
+
+// Metadata is written where it is first used, nowhere else: at init one page per node (its
+// NodeCharge, which the budget writes), a first small allocation on node 0 a handful of that
+// node's pages (its slab Slot and Central, one slab header and class byte, one word of the slab
+// bitmap and one extent), no page of any other node, class or the huge table.
+TEST_F(HeapTest, MetadataIsWrittenOnlyWhereFirstUsed) {
+  Topology t = testing::load_config("seed-8node");
+  for (int i = 0; i < t.count; ++i) t.capacity[i] = 1ull << 30;
+  t.allowed = 0xff;
+  Options o;
+  o.class_span = 1ull << 30;  // thread caches on, as the preloaded library runs
+  ASSERT_TRUE(heap.init(o, t, &os));
+  heap_ready = true;
+  ASSERT_EQ(heap.parts(), 8);
+  const char* meta = heap.metadata();
+  auto node_part = [&](int i) { return written_pages(meta + i * sizeof(NodePart), sizeof(NodePart)); };
+  const std::size_t at_init = written_pages(meta, heap.metadata_bytes());
+  EXPECT_LE(at_init, 8u);  // before: every NodePart whole and a page of nearly every Slot's bitmaps (~430)
+  for (int i = 0; i < 8; ++i) EXPECT_LE(node_part(i), 1u) << "node " << i;
+
+  FakeOs::cpu = 0;
+  void* small = heap.malloc(64);
+  ASSERT_NE(small, nullptr);
+  const std::size_t after_small = written_pages(meta, heap.metadata_bytes());
+  EXPECT_LE(after_small - at_init, 7u);
+  FakeOs::cpu = 3;
+  void* page = heap.malloc(1 << 20);  // node 3, one page class: its Slot, a bitmap word, an extent
+  ASSERT_NE(page, nullptr);
+  EXPECT_LE(written_pages(meta, heap.metadata_bytes()) - after_small, 4u);
+  for (int i : {1, 2, 4, 5, 6, 7}) EXPECT_LE(node_part(i), 1u) << "node " << i;
+
+  // A fork takes only the locks of what was used (Slots initialised, the Centrals of a node with
+  // slabs: node 0's 40, on five pages) and writes no page of the other nodes; the child can
+  // allocate on every node.
+  const std::size_t before_fork = written_pages(meta, heap.metadata_bytes());
+  heap.fork_prepare();
+  pid_t pid = fork();
+  if (pid == 0) {
+    heap.fork_child();
+    for (int cpu = 0; cpu < 8; ++cpu) {
+      FakeOs::cpu = cpu;
+      heap.free(heap.malloc(100));
+      heap.free(heap.malloc(300 << 10));
+    }
+    _exit(0);
+  }
+  heap.fork_parent();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_LE(written_pages(meta, heap.metadata_bytes()) - before_fork, 5u);
+  for (int i : {1, 2, 4, 5, 6, 7}) EXPECT_LE(node_part(i), 1u) << "node " << i;
+  heap.free(small);
+  heap.free(page);
+}
+
+// The background decay thread starts when a resident chunk is first given back to a Slot (there
+// is nothing to decay before): allocations alone, or frees into a thread cache, start none.
+TEST_F(HeapTest, DecayThreadStartsWhenAPageIsFirstGivenBack) {
+  Options o;
+  o.decay_ms = 40;
+  make_with(o);  // thread caches on
+  const int before = threads();
+  void* p = heap.malloc(1 << 20);
+  memset(p, 1, 1 << 20);
+  heap.free(heap.malloc(64));
+  heap.free(p);  // into the thread's cache (a 1 MiB chunk within LARGE_CACHE_BYTES)
+  EXPECT_EQ(threads(), before);
+  heap.destroy();
+  heap_ready = false;
+
+  make_decay(40, true, 0);  // no thread caches: every free reaches the Slots
+  std::vector<void*> held = touched(4, 1 << 20);
+  EXPECT_EQ(threads(), before);
+  heap.free(held[0]);
+  EXPECT_EQ(threads(), before + 1);
+  for (std::size_t i = 1; i < held.size(); ++i) heap.free(held[i]);
+  EXPECT_EQ(threads(), before + 1);
 }
 
 }  // namespace

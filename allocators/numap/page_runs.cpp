@@ -31,16 +31,19 @@ void Slot::init(char* base, std::uint64_t chunk, std::uint64_t nchunks, std::uin
   fm_sum_ = full_sum_ + s;
   extent_ = reinterpret_cast<std::uint32_t*>(fm_sum_ + s);
   freed_at_ = reinterpret_cast<std::uint32_t*>(reinterpret_cast<char*>(extent_) + round8(nchunks * 4));
-  // Bits past the end are permanently "allocated", so no search ever returns them.
-  if (nchunks % 64 != 0) {
-    alloc_[nwords_ - 1] = ~std::uint64_t{0} << (nchunks % 64);
-  }
+  // Bits past the end stay free in the bitmap (writing them would touch a page of every class's
+  // metadata at start); take_locked never returns an index at or past nchunks.
+  ready_.store(1, std::memory_order_release);
 }
 
 void Slot::refresh(std::uint64_t w) {
   const std::uint64_t bit = std::uint64_t{1} << (w % 64);
-  if (alloc_[w] == ~std::uint64_t{0}) full_sum_[w / 64] |= bit; else full_sum_[w / 64] &= ~bit;
-  if (~alloc_[w] & mapped_[w]) fm_sum_[w / 64] |= bit; else fm_sum_[w / 64] &= ~bit;
+  const std::uint64_t full = alloc_[w] == ~std::uint64_t{0} ? bit : 0;
+  const std::uint64_t fm = (~alloc_[w] & mapped_[w]) != 0 ? bit : 0;
+  // Stored only when a bit changes: a summary page is first written when a word first fills or
+  // first holds a free mapped chunk, not on the first take.
+  if ((full_sum_[w / 64] & bit) != full) full_sum_[w / 64] ^= bit;
+  if ((fm_sum_[w / 64] & bit) != fm) fm_sum_[w / 64] ^= bit;
 }
 
 std::int64_t Slot::take() {
@@ -100,6 +103,9 @@ std::int64_t Slot::take_locked() {
     // Lowest free chunk; prefer one that is not mapped (a mapped one would have been found above
     // unless free_mapped_ is 0, in which case none is).
     std::uint64_t b = static_cast<std::uint64_t>(__builtin_ctzll(~alloc_[w]));
+    // The last word's bits past the end read as free: the lowest free chunk being one of them
+    // means every real chunk is taken.
+    if (w * 64 + b >= nchunks_) return -1;
     alloc_[w] |= std::uint64_t{1} << b;
     if (mapped_[w] & (std::uint64_t{1} << b)) {  // cannot happen while free_mapped_ == 0; kept exact
       mapped_[w] &= ~(std::uint64_t{1} << b);

@@ -42,9 +42,14 @@ struct PurgeRun {
 
 class Slot {
  public:
-  // `meta` must point to metadata_bytes(nchunks) zeroed bytes (lazily touched is fine).
+  // `meta` must point to metadata_bytes(nchunks) zeroed bytes (lazily touched is fine: init
+  // writes none of them, and the first take writes one word of `alloc`).
   static std::size_t metadata_bytes(std::uint64_t nchunks);
+  // A Slot is all zero bytes until init (the heap leaves the Slots of fresh metadata pages
+  // unconstructed and initialises each on its first use, so an unused class touches no page):
+  // ready() is false until then and take() must not be called before.
   void init(char* base, std::uint64_t chunk, std::uint64_t nchunks, std::uint32_t grain_pages, void* meta);
+  bool ready() const { return ready_.load(std::memory_order_acquire) != 0; }
 
   // Takes a free chunk, a mapped one if any (its extent tells how much is already charged);
   // -1 when the slot is full. Locks inside.
@@ -96,7 +101,8 @@ class Slot {
   char* base_ = nullptr;
   std::uint64_t chunk_ = 0, nchunks_ = 0, nwords_ = 0;
   ChunkDivider divider_;
-  std::uint32_t grain_ = 1;
+  std::uint32_t grain_ = 0;  // set by init (zero: the state of an untouched Slot)
+  std::atomic<std::uint32_t> ready_{0};  // init done (release), so other threads may take
   std::uint64_t* alloc_ = nullptr;
   std::uint64_t* mapped_ = nullptr;
   std::uint64_t* full_sum_ = nullptr;  // bit w: alloc word w is all ones (no free chunk)
