@@ -213,6 +213,12 @@ class HeapTest : public ::testing::Test {
     heap.stats(&s, nullptr, 0);
     return s;
   }
+  // malloc(bytes) fails, with ENOMEM.
+  void expect_enomem(std::size_t bytes) {
+    errno = 0;
+    EXPECT_EQ(heap.malloc(bytes), nullptr) << bytes;
+    EXPECT_EQ(errno, ENOMEM) << bytes;
+  }
 
   Os os{kFakeOps};
   Heap heap;
@@ -1241,15 +1247,9 @@ TEST_F(HeapTest, StrictBindingToOneNodeIsACapacity) {
   for (void* p : keep) ASSERT_NE(p, nullptr);
   // Past it every path fails with ENOMEM (a page class, a huge mapping, a new slab), leaving
   // nothing charged, instead of the kernel killing the process.
-  errno = 0;
-  EXPECT_EQ(heap.malloc(kChunk), nullptr);
-  EXPECT_EQ(errno, ENOMEM);
-  errno = 0;
-  EXPECT_EQ(heap.malloc(heap.max_class() + 1), nullptr);
-  EXPECT_EQ(errno, ENOMEM);
-  errno = 0;
-  EXPECT_EQ(heap.malloc(64), nullptr);
-  EXPECT_EQ(errno, ENOMEM);
+  expect_enomem(kChunk);
+  expect_enomem(heap.max_class() + 1);
+  expect_enomem(64);
   EXPECT_EQ(heap.mapped_bytes(), 4 * kMiB);
   s = stats();
   EXPECT_EQ(s.enomem, 3u);
@@ -1277,9 +1277,7 @@ TEST_F(HeapTest, StrictBindingToOneNodeIsACapacity) {
     ASSERT_NE(keep.back(), nullptr) << i;
   }
   EXPECT_EQ(stats().node[0].capacity_bytes, 6 * kMiB);
-  errno = 0;
-  EXPECT_EQ(heap.malloc(kChunk), nullptr);
-  EXPECT_EQ(errno, ENOMEM);
+  expect_enomem(kChunk);
   for (void* p : keep) heap.free(p);
 }
 
@@ -1320,12 +1318,8 @@ TEST_F(HeapTest, StrictBindingToTwoNodesFailsPastBothWithNothingElsewhere) {
   ASSERT_TRUE(heap.numa());
   std::vector<void*> keep = touched(8, kChunk);
   for (void* p : keep) ASSERT_NE(p, nullptr);
-  errno = 0;
-  EXPECT_EQ(heap.malloc(kChunk), nullptr);
-  EXPECT_EQ(errno, ENOMEM);
-  errno = 0;
-  EXPECT_EQ(heap.malloc(heap.max_class() + 1), nullptr);
-  EXPECT_EQ(errno, ENOMEM);
+  expect_enomem(kChunk);
+  expect_enomem(heap.max_class() + 1);
   const Stats s = stats();
   EXPECT_EQ(s.node[0].mapped_bytes, kMiB);
   EXPECT_EQ(s.node[1].mapped_bytes, kMiB);

@@ -42,19 +42,24 @@ const long kPageSize = ::sysconf(_SC_PAGESIZE);
 
 }  // namespace
 
-bool parse_status_kib(const char* text, const char* key, uint64_t& kib) {
-  std::size_t key_len = std::strlen(key);
+namespace {
+// The number after "KEY" + `separator` at the start of a line of `text`.
+bool parse_keyed_number(const char* text, const char* key, char separator, uint64_t& value) {
+  const std::size_t key_len = std::strlen(key);
   for (const char* line = text; line && *line; line = std::strchr(line, '\n') ? std::strchr(line, '\n') + 1 : nullptr) {
-    if (std::strncmp(line, key, key_len) == 0 && line[key_len] == ':') {
+    if (std::strncmp(line, key, key_len) == 0 && line[key_len] == separator) {
       char* end = nullptr;
-      unsigned long long value = std::strtoull(line + key_len + 1, &end, 10);
+      unsigned long long v = std::strtoull(line + key_len + 1, &end, 10);
       if (end == line + key_len + 1) return false;
-      kib = value;
+      value = v;
       return true;
     }
   }
   return false;
 }
+}  // namespace
+
+bool parse_status_kib(const char* text, const char* key, uint64_t& kib) { return parse_keyed_number(text, key, ':', kib); }
 
 bool parse_statm_resident_pages(const char* text, uint64_t& pages) {
   char* end = nullptr;
@@ -160,19 +165,7 @@ bool read_anon_huge_bytes(pid_t pid, uint64_t& bytes) {
   return true;
 }
 
-bool parse_vmstat_value(const char* text, const char* key, uint64_t& value) {
-  const std::size_t key_len = std::strlen(key);
-  for (const char* line = text; line && *line; line = std::strchr(line, '\n') ? std::strchr(line, '\n') + 1 : nullptr) {
-    if (std::strncmp(line, key, key_len) == 0 && line[key_len] == ' ') {
-      char* end = nullptr;
-      unsigned long long v = std::strtoull(line + key_len + 1, &end, 10);
-      if (end == line + key_len + 1) return false;
-      value = v;
-      return true;
-    }
-  }
-  return false;
-}
+bool parse_vmstat_value(const char* text, const char* key, uint64_t& value) { return parse_keyed_number(text, key, ' ', value); }
 
 bool read_thp_events(ThpEvents& out) {
   char buf[16384];  // /proc/vmstat is about 6 KiB on Debian 12's kernels

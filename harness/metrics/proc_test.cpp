@@ -165,9 +165,6 @@ TEST(PhaseRecord, OneSpellingOfThePhaseFieldsWithAbsentFiguresAsNull) {
   EXPECT_EQ(allocmark::metrics::phase_record(f)["peak_rss_exact"], false);  // no reading, nothing exact
 }
 
-// Lines as a two-node kernel writes them (from an 8-node qemu guest and this machine, trimmed):
-// normal, transparent-huge-page (counted in 4 KiB pages), hugetlbfs (2 MiB pages), a file name
-// with an escaped space, a mapping with no resident page, and one spread over both nodes.
 TEST(ProcParse, VmstatValuesByWholeName) {
   const char* text = "nr_free_pages 10\nthp_fault_alloc 23431\nthp_fault_alloc_x 9\nthp_split_page 0\n";
   uint64_t v = 7;
@@ -207,6 +204,9 @@ TEST(PhaseRecord, ContentionHoldsTheMeasuredCountersNotTheirShares) {
   EXPECT_FALSE(out.contains("voluntary_ctx_switches_per_mop"));
 }
 
+// Lines as a two-node kernel writes them (from an 8-node qemu guest and this machine, trimmed):
+// normal, transparent-huge-page (counted in 4 KiB pages), hugetlbfs (2 MiB pages), a file name
+// with an escaped space, a mapping with no resident page, and one spread over both nodes.
 TEST(NumaMaps, SumsNodePagesTimesEachMappingsPageSize) {
   const std::string text =
       "55e878669000 default file=/usr/bin/cat mapped=2 N0=2 kernelpagesize_kB=4\n"
