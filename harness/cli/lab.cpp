@@ -1,27 +1,21 @@
 // `allocmark lab --topology FILE -- run ARGS...`: the run in a virtual machine booted with that NUMA
 // topology (harness/lab/), so placement, per-node memory and fallback meet a real multi-node kernel
 // on a machine that has one node. The guest's command is checked here with `run`'s own flags and
-// plan before anything boots: a typo costs a second, not a boot.
+// plan before anything boots: a typo costs a second, not a boot. What the guest needs carried is
+// the lab's decision (lab/request.h); this file parses and prints.
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <set>
-#include <sstream>
 
 #include "harness/cli/common.h"
 #include "harness/cli/run.h"
 #include "harness/lab/guest.h"
+#include "harness/lab/request.h"
 #include "harness/lab/runner.h"
 #include "harness/matrix/config.h"
-#include "harness/matrix/program.h"
 #include "harness/results/folder_layout.h"
-#include "harness/runner/process.h"
-#include "units/units.h"
 
 namespace allocmark::cli {
 namespace {
@@ -29,19 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace mx = allocmark::matrix;
 
-struct LabFlags {
-  std::string topology_file;
-  std::optional<std::string> memory_per_node;
-  double timeout_s = 1200;
-  std::string accel = "tcg";
-  std::string thp;
-  std::string kernel;
-  std::string out_dir;
-  bool keep_work = false;
-  std::string under;
-  std::vector<std::string> carry;
-  std::vector<std::string> command;
-};
+using LabFlags = allocmark::lab::LabArgs;
 
 // The guest's `run` flags, parsed and checked as `allocmark run` would, minus what the lab owns.
 mx::Plan check_guest_run(const std::vector<std::string>& command, std::string& matrix_path) {
@@ -66,119 +48,18 @@ mx::Plan check_guest_run(const std::vector<std::string>& command, std::string& m
   return make_run_plan(flags, matrix_path);
 }
 
-// A program named for the guest (--under's, exec's): looked up on PATH as the shell would, absolute.
-std::string resolve_program(const std::string& word, const std::string& flag) {
-  std::string program = word;
-  if (program.find('/') == std::string::npos) {
-    auto found = runner::find_on_path(program);
-    if (!found) throw mx::ConfigError(flag + ": " + program + " is not on PATH");
-    program = *found;
-  }
-  if (::access(program.c_str(), X_OK) != 0 || fs::is_directory(program))
-    throw mx::ConfigError(flag + ": " + program + " is not an executable file");
-  return fs::absolute(program).lexically_normal().string();
-}
-
-// The interpreter a `#!` script names ("" for anything else); `#!/usr/bin/env NAME` names NAME on PATH.
-std::string script_interpreter(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string line;
-  if (!std::getline(in, line) || line.rfind("#!", 0) != 0) return "";
-  std::istringstream words(line.substr(2));
-  std::string interpreter, first_argument;
-  words >> interpreter >> first_argument;
-  if (fs::path(interpreter).filename() == "env" && !first_argument.empty() && first_argument[0] != '-')
-    return resolve_program(first_argument, "lab: the interpreter of " + path);
-  return interpreter.empty() ? "" : resolve_program(interpreter, "lab: the interpreter of " + path);
-}
-
-// What a program cell needs in the guest, at the same paths: its executable with its shared
-// libraries (a script's interpreter too), its cwd folder whole and its input file. What the
-// program itself starts is not known here: a shell's commands find the carried files, then
-// busybox's applets (after the host's PATH), and --carry adds the rest.
-void carry_programs(const mx::Plan& plan, allocmark::lab::LabRequest& request) {
-  std::set<std::string> seen;
-  for (const auto& c : plan.cells) {
-    if (!mx::is_program(c.workload) || !seen.insert(c.workload).second) continue;
-    const mx::ProgramDef def = mx::program_from_params(c.workload, c.params);
-    const std::string executable = mx::program_executable(def);
-    request.carry_elves.push_back(executable);
-    if (std::string interpreter = script_interpreter(executable); !interpreter.empty()) request.carry_elves.push_back(interpreter);
-    if (!def.cwd.empty()) {
-      const std::string cwd = fs::absolute(def.cwd).lexically_normal().string();
-      request.carry_folders.push_back(cwd);
-      request.make_folders.push_back(cwd);
-    }
-    if (!def.input.empty()) request.carry_files.push_back(mx::program_input(def));
-  }
-}
-
 int run_lab_command(const LabFlags& f) {
   namespace lab = allocmark::lab;
-  lab::LabRequest request;
-  request.topology = topology::load_topology_file(f.topology_file);
-  request.topology_file = f.topology_file;
-  if (f.memory_per_node) {
-    try {
-      request.vm.memory_per_node = units::parse_bytes(*f.memory_per_node);
-    } catch (const std::exception& e) {
-      throw mx::ConfigError("--memory-per-node: " + std::string(e.what()));
-    }
-  }
-  if (!(f.timeout_s > 0)) throw mx::ConfigError(fmt::format("--timeout: must be positive, not {}", f.timeout_s));
-  request.vm.accel = f.accel == "kvm" ? lab::Accel::kKvm : lab::Accel::kTcg;
-  request.accel_auto = f.accel == "auto";
-  request.vm.thp = f.thp;
-  request.vm.kernel = f.kernel;
-  // The command line qemu would get, built now so a topology qemu cannot express fails before anything else.
-  (void)lab::qemu_command(request.topology, request.vm);
-
-  request.timeout_s = f.timeout_s;
-  const std::string verb = f.command.front();
-  if (verb == "run") {
-    std::string matrix_path;
-    mx::Plan plan = check_guest_run(f.command, matrix_path);
-    request.program = fs::read_symlink("/proc/self/exe").string();
-    request.guest_args = f.command;
-    request.carry_elves.push_back(worker_path());
-    request.carry_elves.push_back(ALLOCMARK_PRELOAD_REPORT_LIBRARY);
-    for (const auto& a : plan.allocators)
-      if (!a.library.empty()) request.carry_elves.push_back(a.library);
-    for (const auto& c : plan.cells)
-      if (c.workload == "rocksdb") {
-        request.carry_elves.push_back(ALLOCMARK_ROCKSDB_MODULE);
-        break;
-      }
-    carry_programs(plan, request);
-    if (!matrix_path.empty()) request.carry_files.push_back(fs::absolute(matrix_path).string());
-    request.carry_folders.push_back(mx::config_dir());
-    if (const char* dir = std::getenv("ALLOCMARK_CONFIG_DIR"); dir && *dir) request.guest_env.emplace_back("ALLOCMARK_CONFIG_DIR", dir);
-  } else if (verb == "exec") {
-    // Any program on the real multi-node kernel (numap's probes, numactl --hardware): its output
-    // is forwarded, its exit code returned, and what it writes to $ALLOCMARK_LAB_OUT comes back.
-    if (f.command.size() < 2) throw mx::ConfigError("lab: `exec` needs a program: -- exec PROGRAM ARGS...");
-    request.program = resolve_program(f.command[1], "lab: exec");
-    request.guest_args.assign(f.command.begin() + 2, f.command.end());
-    request.allocmark_run = false;
-  } else {
-    throw mx::ConfigError("lab: the command for the guest must be `run ...` or `exec PROGRAM ARGS...` (after --), e.g. "
-                          "`allocmark lab --topology configs/topologies/seed-8node.toml -- run -w size_mix -a glibc,numap`");
-  }
-  if (!f.under.empty()) {
-    request.guest_prefix = mx::command_words(f.under, "--under");
-    request.guest_prefix.front() = resolve_program(request.guest_prefix.front(), "--under");
-    request.carry_elves.push_back(request.guest_prefix.front());
-  }
-  for (const auto& path : f.carry) {
-    std::error_code ec;
-    if (!fs::exists(path, ec)) throw mx::ConfigError("--carry: " + path + " does not exist");
-    const std::string absolute = fs::absolute(path).lexically_normal().string();
-    (fs::is_directory(path, ec) ? request.carry_folders : request.carry_elves).push_back(absolute);
-    request.carry_extra.push_back(absolute);
-  }
-  request.out_dir = f.out_dir.empty() ? default_out_dir("lab-") : f.out_dir;
-  request.host_command = command_line();
-  request.keep_work = f.keep_work;
+  const lab::LabRequest request = lab::lab_request(
+      f,
+      [&] {
+        lab::GuestRun run;
+        run.plan = check_guest_run(f.command, run.matrix_path);
+        run.driver = fs::read_symlink("/proc/self/exe").string();
+        run.worker = worker_path();
+        return run;
+      },
+      default_out_dir("lab-"), command_line());
 
   lab::LabOutcome outcome;
   try {
