@@ -27,7 +27,7 @@ if [ "${1:-}" = "--update" ]; then
   echo "ci/gate.sh: $baseline rewritten; review \`git diff $baseline\` and commit it"
   exit 0
 fi
-# The default 5% band: without arena_churn (whose peaks follow how a burst of threads overlaps on
-# the CPU) the matrix passed it in 19 of 19 runs on two CPU models against this baseline, and it
+# The default 5% band: without arena_churn (whose glibc peaks follow which arena a new thread
+# takes, by timing) the matrix passed it in 19 of 19 runs on two CPU models against this baseline, and it
 # catches a planted +10% on every cell-phase above 20 MiB (docs/gate.md, "False positives and power").
 build/bin/allocmark gate "$baseline" "$out" --metric peak_rss_bytes --confirm --allow-mismatch --format markdown

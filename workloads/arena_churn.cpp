@@ -85,6 +85,7 @@ ArenaChurn::ArenaChurn(const Params& p, int threads, const WorkloadEnv& env)
       long_min_(p.real("long_lived_min")),
       long_max_(p.real("long_lived_max")),
       idle_ms_(p.integer("idle_ms")),
+      waves_(p.text("schedule") == "waves"),
       env_(env),
       slots_(new Slot[pool_]) {
   // Pool threads inherit their creator's affinity, and the worker pins each crew thread to one
@@ -101,17 +102,27 @@ ArenaChurn::ArenaChurn(const Params& p, int threads, const WorkloadEnv& env)
     s.owner = this;
     s.rng = Rng(static_cast<uint64_t>(seed) * 1000003 + static_cast<uint64_t>(j));
     s.request.reserve(static_cast<std::size_t>(allocs_max_) + 1);
+    s.evicted.reserve(static_cast<std::size_t>(allocs_max_));
     s.long_lived.assign(long_cap, Obj{});
     s.handover.reserve(static_cast<std::size_t>(p.integer("handover_capacity")));
   }
   // The pool's threads allocate most of this workload's memory: each pool position gets a
   // sampling slot, so their call latencies and blocks count on their node (call_latency.h).
   call_latency::reserve_pool_slots(pool_);
+  for (std::size_t phase : {kBurst, kSteady}) {
+    auto active = static_cast<unsigned>(active_slots(phase));
+    pthread_barrier_init(&allocated_[phase], nullptr, active);
+    pthread_barrier_init(&drained_[phase], nullptr, active + static_cast<unsigned>(threads_));
+  }
 }
 
 ArenaChurn::~ArenaChurn() {
   teardown();
   pthread_attr_destroy(&attr_);
+  for (std::size_t phase : {kBurst, kSteady}) {
+    pthread_barrier_destroy(&allocated_[phase]);
+    pthread_barrier_destroy(&drained_[phase]);
+  }
 }
 
 const std::vector<std::string>& ArenaChurn::phases() const {
@@ -135,9 +146,9 @@ void* ArenaChurn::allocate(Slot& s, std::size_t size) {
 void ArenaChurn::keep_long(Slot& s, Obj o) {
   Obj& place = s.long_lived[s.ll_head];
   if (s.ll_count == s.long_lived.size()) {
-    // Usually allocated by an earlier thread of this slot, so freed by another thread than made it.
-    workloads::release(place.ptr);
-    s.live.add(-static_cast<int64_t>(place.size));
+    // Usually allocated by an earlier thread of this slot, so freed by another thread than made
+    // it; freed with the request's own objects, so a wave's allocations are only allocations.
+    s.evicted.push_back(place);
     s.ll_bytes -= static_cast<int64_t>(place.size);
   } else {
     ++s.ll_count;
@@ -148,14 +159,15 @@ void ArenaChurn::keep_long(Slot& s, Obj o) {
   ++s.counters.long_lived_made;
 }
 
-void ArenaChurn::request(Slot& s) {
+void ArenaChurn::allocate_request(Slot& s) {
   Rng& rng = s.rng;
   int64_t n = allocs_min_ + static_cast<int64_t>(rng.below(static_cast<uint64_t>(allocs_max_ - allocs_min_ + 1)));
-  double remote = between(rng, remote_min_, remote_max_);
+  s.remote = between(rng, remote_min_, remote_max_);
   double keep = s.long_lived.empty() ? 0.0 : between(rng, long_min_, long_max_);
   int64_t big_at = rng.uniform() < big_chance_ ? static_cast<int64_t>(rng.below(static_cast<uint64_t>(n))) : -1;
   mix(s.trace, static_cast<uint64_t>(n));
   s.request.clear();
+  s.evicted.clear();
   for (int64_t i = 0; i < n; ++i) {
     std::size_t size = draw_size(rng, obj_min_, obj_max_);
     Obj o{allocate(s, size), size};
@@ -176,8 +188,12 @@ void ArenaChurn::request(Slot& s) {
       mix(s.trace, big * 4 + 2);
     }
   }
+}
+
+void ArenaChurn::free_request(Slot& s) {
+  Rng& rng = s.rng;
   for (const Obj& o : s.request) {
-    if (rng.uniform() < remote) {
+    if (rng.uniform() < s.remote) {
       // A full ring makes the thread wait rather than free the object itself, so the share of
       // remote frees stays what the seed sequence says.
       while (!s.handover.push(o)) {
@@ -191,20 +207,47 @@ void ArenaChurn::request(Slot& s) {
       s.live.add(-static_cast<int64_t>(o.size));
     }
   }
+  for (const Obj& o : s.evicted) {
+    workloads::release(o.ptr);
+    s.live.add(-static_cast<int64_t>(o.size));
+  }
   s.request.clear();
+  s.evicted.clear();
   ++s.counters.requests;
 }
 
+void ArenaChurn::wait(pthread_barrier_t& barrier) {
+  int rc = pthread_barrier_wait(&barrier);
+  if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD) {
+    std::fprintf(stderr, "arena_churn: pthread_barrier_wait failed: %s\n", std::strerror(rc));
+    std::abort();
+  }
+}
+
+// Under schedule=waves the pool's requests run in waves: in wave w every active slot's thread
+// serves its w-th request of the phase. All of a wave's allocations happen before any of its
+// frees (the `allocated` barrier) and the crew frees every handed-over object before the next
+// wave starts (`drained`), so the live set at every moment is set by the schedule, not by how the
+// OS interleaved 8 x cores threads: the phase's peak live bytes are the same in every run. Inside
+// a wave the slots' threads still allocate, free and hand over at the same time, so arenas are
+// created and contended as in the seed's burst. schedule=free leaves the threads unsynchronised.
 void ArenaChurn::serve(Slot& s) {
-  for (int64_t r = 0; r < s.life; ++r) request(s);
-  s.live.flush();
+  for (int64_t r = 0; r < s.life; ++r) {
+    if (waves_ && s.wave > 0) wait(drained_[s.phase]);
+    allocate_request(s);
+    s.live.flush();
+    if (waves_) wait(allocated_[s.phase]);
+    free_request(s);
+    s.live.flush();
+    ++s.wave;
+    s.waves_freed.store(s.wave, std::memory_order_release);
+  }
 }
 
 void* ArenaChurn::pool_main(void* arg) {
   auto* s = static_cast<Slot*>(arg);
   call_latency::bind_pool_thread(static_cast<int>(s - s->owner->slots_.get()));
   s->owner->serve(*s);
-  s->finished.store(true, std::memory_order_release);
   return nullptr;
 }
 
@@ -212,8 +255,8 @@ void ArenaChurn::spawn(Slot& s, ThreadContext& ctx) {
   s.life = std::min<int64_t>(s.requests_left,
                              life_min_ + static_cast<int64_t>(s.rng.below(static_cast<uint64_t>(life_max_ - life_min_ + 1))));
   s.requests_left -= s.life;
+  s.wave_end = s.wave + s.life;
   s.live = ctx.live.sibling();
-  s.finished.store(false, std::memory_order_relaxed);
   int rc = pthread_create(&s.thread, &attr_, &ArenaChurn::pool_main, &s);
   if (rc != 0) {
     std::fprintf(stderr, "arena_churn: pthread_create failed: %s\n", std::strerror(rc));
@@ -242,32 +285,35 @@ int ArenaChurn::active_slots(std::size_t phase) const {
 
 uint64_t ArenaChurn::run_pool(std::size_t phase, ThreadContext& ctx) {
   const int active = active_slots(phase);
+  const int64_t waves = requests_[phase];
   for (int j = ctx.index; j < active; j += ctx.threads) {
-    slots_[j].requests_left = requests_[phase];
-    if (requests_[phase] > 0) spawn(slots_[j], ctx);
+    Slot& s = slots_[j];
+    s.requests_left = waves;
+    s.phase = phase;
+    s.wave = 0;
+    s.waves_freed.store(0, std::memory_order_relaxed);
+    if (waves > 0) spawn(s, ctx);
   }
   uint64_t ops = 0;
-  for (;;) {
-    bool progress = false, busy = false;
+  for (int64_t w = 1; w <= waves; ++w) {
+    // The crew is the pool's finalizer: it frees what its slots hand over while their threads
+    // free their own share of wave w, and all of it before wave w + 1 allocates.
     for (int j = ctx.index; j < active; j += ctx.threads) {
       Slot& s = slots_[j];
-      progress |= drain(s, ctx);
-      if (s.running && s.finished.load(std::memory_order_acquire)) {
+      while (s.waves_freed.load(std::memory_order_acquire) < w)
+        if (!drain(s, ctx)) sleep_us(100);
+      drain(s, ctx);
+      if (s.wave_end == w) {
+        // Thread churn: the pool replaces a thread that left with a new one.
         pthread_join(s.thread, nullptr);
         s.running = false;
         ops += static_cast<uint64_t>(s.life);
-        progress = true;
-        // Thread churn: the pool replaces a thread that left with a new one.
         if (s.requests_left > 0) spawn(s, ctx);
       }
-      busy |= s.running;
     }
-    if (!busy) break;
-    // The crew thread is the pool's finalizer: it frees in batches, a little behind the requests.
-    if (!progress) sleep_us(100);
+    ctx.live.flush();
+    if (waves_ && w < waves) wait(drained_[phase]);
   }
-  // Every thread was joined, so whatever it handed over is in the rings now.
-  for (int j = ctx.index; j < active; j += ctx.threads) drain(slots_[j], ctx);
   return ops;
 }
 
@@ -383,6 +429,9 @@ static const bool registered = register_workload({
          "objects a slot's threads may leave waiting for the freeing thread; a full ring makes them wait"},
         {"idle_ms", ParamType::Int, "2000", "30000", "length of the idle phase, ms"},
         {"scale", ParamType::Float, "1", "1", "multiplies request counts and the long-lived set"},
+        {"schedule", ParamType::String, "waves", "waves",
+         "waves: every slot's n-th request allocates before any frees and handovers are freed before the next, so "
+         "the live set follows the schedule; free: the threads run unsynchronised"},
     },
     [](const Params& p, int threads, const WorkloadEnv& env) { return std::make_unique<ArenaChurn>(p, threads, env); },
     [](const Params& p) -> std::string {
@@ -408,6 +457,7 @@ static const bool registered = register_workload({
       if (p.integer("handover_capacity") < 1) return "handover_capacity must be >= 1";
       if (p.integer("idle_ms") < 0) return "idle_ms must be >= 0";
       if (!(p.real("scale") > 0)) return "scale must be > 0";
+      if (p.text("schedule") != "waves" && p.text("schedule") != "free") return "schedule must be waves or free";
       return "";
     },
 });

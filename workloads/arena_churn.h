@@ -45,15 +45,20 @@ class ArenaChurn final : public Workload {
     ArenaChurn* owner = nullptr;
     Rng rng;
     std::vector<Obj> request;     // this request's short-lived objects (capacity fixed up front)
+    std::vector<Obj> evicted;     // long-lived objects this request replaced, freed with its own
     std::vector<Obj> long_lived;  // FIFO ring: the oldest long-lived object goes when it is full
     std::size_t ll_head = 0, ll_count = 0;
     int64_t ll_bytes = 0;
     SpscRing<Obj> handover;  // objects the slot's threads leave for the crew thread to free
     int64_t requests_left = 0;  // in the current phase, not yet given to a thread
+    double remote = 0;          // the current request's share of objects freed by the crew
     int64_t life = 0;           // requests the running thread serves before it exits
+    std::size_t phase = 0;      // the phase the running thread serves
+    int64_t wave = 0;           // the wave of the running thread's next request
+    std::atomic<int64_t> waves_freed{0};  // waves whose frees the slot's threads have made
     pthread_t thread{};
     bool running = false;
-    std::atomic<bool> finished{false};
+    int64_t wave_end = 0;       // the wave after the running thread's last request
     LiveBytes::Local live;  // the running pool thread's accounting
     Counters counters;
     uint64_t trace = 0;
@@ -61,9 +66,11 @@ class ArenaChurn final : public Workload {
 
   static void* pool_main(void* slot);
   void serve(Slot& s);
-  void request(Slot& s);
+  void allocate_request(Slot& s);
+  void free_request(Slot& s);
   void* allocate(Slot& s, std::size_t size);
   void keep_long(Slot& s, Obj o);
+  void wait(pthread_barrier_t& barrier);
   void spawn(Slot& s, ThreadContext& ctx);
   bool drain(Slot& s, ThreadContext& ctx);
   uint64_t run_pool(std::size_t phase, ThreadContext& ctx);
@@ -80,8 +87,12 @@ class ArenaChurn final : public Workload {
   double big_chance_;
   double remote_min_, remote_max_, long_min_, long_max_;
   int64_t idle_ms_;
+  bool waves_;
   WorkloadEnv env_;
   pthread_attr_t attr_;
+  // Per pool phase (burst, steady): `allocated` releases a wave's frees once every active slot
+  // has allocated its request; `drained` releases the next wave once the crew freed every handover.
+  pthread_barrier_t allocated_[2], drained_[2];
   std::unique_ptr<Slot[]> slots_;
   Counters reported_;  // totals at the end of the previous phase
   uint64_t idle_rss_start_ = 0, idle_rss_end_ = 0;

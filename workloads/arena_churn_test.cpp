@@ -11,8 +11,9 @@
 using namespace allocmark::workloads;
 
 namespace {
-std::map<std::string, std::string> small(int64_t seed = 1, int pool = 4) {
+std::map<std::string, std::string> small(int64_t seed = 1, int pool = 4, const std::string& schedule = "waves") {
   return {{"pool_threads", std::to_string(pool)},
+          {"schedule", schedule},
           {"burst_requests", "30"},
           {"steady_requests", "20"},
           {"thread_life_min", "3"},
@@ -32,13 +33,20 @@ void on_own_thread(Body body) {
   std::thread(body).join();
 }
 
-Params small_params(int64_t seed = 1, int pool = 4) { return test_support::preset("arena_churn", "quick", small(seed, pool)); }
+Params small_params(int64_t seed = 1, int pool = 4, const std::string& schedule = "waves") {
+  return test_support::preset("arena_churn", "quick", small(seed, pool, schedule));
+}
 
 struct Trace {
   std::vector<int64_t> live_after;
+  std::vector<int64_t> peak_live;
   std::vector<uint64_t> ops;
   uint64_t digest;
-  bool operator==(const Trace& o) const { return live_after == o.live_after && ops == o.ops && digest == o.digest; }
+  bool operator==(const Trace& o) const { return live_after == o.live_after && peak_live == o.peak_live && ops == o.ops && digest == o.digest; }
+  friend void PrintTo(const Trace& t, std::ostream* os) {
+    *os << "live_after " << testing::PrintToString(t.live_after) << " peak_live " << testing::PrintToString(t.peak_live)
+        << " ops " << testing::PrintToString(t.ops) << " digest " << t.digest;
+  }
 };
 
 Trace run(int64_t seed, int pool, int threads) {
@@ -48,6 +56,7 @@ Trace run(int64_t seed, int pool, int threads) {
     LiveBytes live(threads);
     for (const auto& o : test_support::run_all_phases(w, live, threads)) {
       r.live_after.push_back(o.live_after);
+      r.peak_live.push_back(o.peak_live);
       r.ops.push_back(o.ops);
     }
     r.digest = w.trace_digest();
@@ -66,17 +75,17 @@ TEST(ArenaChurn, PhasesInDocumentedOrder) {
 
 TEST(ArenaChurn, LiveIsExactlyTheLongLivedSetAfterEveryPhase) {
   on_own_thread([] {
-    for (int pool : {1, 5}) {
+    for (auto [pool, schedule] : std::vector<std::pair<int, std::string>>{{1, "waves"}, {5, "waves"}, {5, "free"}}) {
       for (int threads : {1, 2, 3}) {
-        ArenaChurn w(small_params(1, pool), threads, WorkloadEnv{});
+        ArenaChurn w(small_params(1, pool, schedule), threads, WorkloadEnv{});
         LiveBytes live(threads);
         std::vector<int64_t> held;
         auto outcome = test_support::run_all_phases(w, live, threads, [&](std::size_t) { held.push_back(w.long_lived_bytes()); });
         ASSERT_EQ(outcome.size(), 3u);
         for (std::size_t ph = 0; ph < outcome.size(); ++ph) {
           // Request objects are all freed and every handover drained: only long-lived objects remain.
-          EXPECT_EQ(outcome[ph].live_after, held[ph]) << pool << " " << threads << " " << ph;
-          EXPECT_GT(outcome[ph].live_after, 0) << pool << " " << threads << " " << ph;
+          EXPECT_EQ(outcome[ph].live_after, held[ph]) << pool << " " << schedule << " " << threads << " " << ph;
+          EXPECT_GT(outcome[ph].live_after, 0) << pool << " " << schedule << " " << threads << " " << ph;
         }
         // The requests held far more than the long-lived set at some point.
         EXPECT_GT(outcome[0].peak_live, outcome[0].live_after);
@@ -128,12 +137,16 @@ TEST(ArenaChurn, ThreadsChurnAndObjectsCrossThreads) {
 }
 
 TEST(ArenaChurn, SameSeedSameSequence) {
-  // Slots carry their own generators, so the digest and the live figures do not depend on how
-  // the pool's threads were scheduled or how many crew threads managed them.
+  // Slots carry their own generators and requests run in waves, so the digest and the live
+  // figures, peaks included, do not depend on how the pool's threads were scheduled or how many
+  // crew threads managed them.
   Trace a = run(3, 4, 2);
   EXPECT_EQ(a, run(3, 4, 2));
   EXPECT_EQ(a, run(3, 4, 1));
   EXPECT_EQ(a, run(3, 4, 3));
+  // More slots than CPUs, as at the default 8 per core: the peak still follows the schedule.
+  Trace many = run(5, 12, 2);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(many, run(5, 12, 1 + i));
   Trace b = run(4, 4, 2);
   EXPECT_NE(a.digest, b.digest);
   EXPECT_NE(a.live_after, b.live_after);
@@ -152,7 +165,7 @@ TEST(ArenaChurn, RejectsBadParameters) {
   EXPECT_EQ(info->validate(small_params()), "");
   for (auto [name, value] : std::vector<std::pair<std::string, std::string>>{
            {"allocs_min", "0"}, {"thread_life_max", "2"}, {"remote_max", "0.1"}, {"long_lived_min", "1.5"},
-           {"steady_active", "0"}, {"scale", "0"}, {"big_min", "16M"}, {"pool_threads", "-1"}}) {
+           {"steady_active", "0"}, {"scale", "0"}, {"schedule", "lockstep"}, {"big_min", "16M"}, {"pool_threads", "-1"}}) {
     auto o = small();
     o[name] = value;
     EXPECT_NE(info->validate(test_support::preset("arena_churn", "quick", o)), "") << name;
