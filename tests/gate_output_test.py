@@ -218,6 +218,9 @@ class ArgumentStyle(FixtureTest):
         p = run(["gate", base])
         self.assertEqual(p.returncode, 2)
         self.assertIn("results", p.stderr)
+        p = run(["gate", base, FIXTURE, "--baseline", base])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--baseline and baseline: both given; give it once, as baseline", p.stderr)
         p = run(["gate", FIXTURE, base])  # swapped: said, not misread
         self.assertEqual(p.returncode, 2)
         self.assertIn("RESULTS (--results) %s: a file; RESULTS takes the results folder to judge and comes second (`gate BASELINE RESULTS`)" % base, p.stderr)
@@ -249,6 +252,10 @@ class ArgumentStyle(FixtureTest):
         self.assertRegex(run(["baseline", "--help"]).stdout, r"-o,--out TEXT REQUIRED\s+the baseline file it writes")
         gate_help = run(["gate", "--help"]).stdout
         self.assertRegex(gate_help, r"Usage: .*gate \[OPTIONS\] baseline results")
+        # Each input is listed once: the old flags work but are not a second spelling in the help.
+        self.assertEqual(len(re.findall(r"^\s+baseline TEXT REQUIRED", gate_help, re.M)), 1, gate_help)
+        self.assertNotIn("--baseline", gate_help)
+        self.assertNotIn("--results", gate_help)
         self.assertIn("print the verdicts", gate_help)
         with open(os.path.join(HERE, "..", "configs", "quick.toml"), "rb") as f:
             quick_reps = tomllib.load(f)["matrix"]["reps"]

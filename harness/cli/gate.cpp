@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include "harness/cli/common.h"
@@ -102,9 +104,26 @@ Subcommand add_gate_command(CLI::App& app) {
   auto f = std::make_shared<Flags>();
   auto* cmd = app.add_subcommand("gate", "judge a results folder against a baseline and print the verdicts (--format): exit 0 "
                                          "pass, 1 regressed or missing, 2 not comparable");
-  // Positional like `compare BEFORE AFTER` and `baseline DIR`; the flags of earlier versions still work.
-  cmd->add_option("baseline,--baseline", f->baseline, "the baseline file (`allocmark baseline DIR -o FILE` writes it)")->required();
-  cmd->add_option("results,--results", f->results, "the results folder to judge")->required();
+  // Positional like `compare BEFORE AFTER` and `baseline DIR`. The flags of earlier versions still
+  // work, hidden from --help: each hands its value to its positional, so the positional's
+  // requirement, help line and usage are the only ones. The flags are declared first because
+  // CLI11 runs callbacks in declaration order, before it checks requirements.
+  auto positionals = std::make_shared<std::map<std::string, CLI::Option*>>();
+  for (const char* flag : {"--baseline", "--results"}) {
+    cmd->add_option_function<std::string>(flag,
+                                          [positionals, flag = std::string(flag)](const std::string& value) {
+                                            CLI::Option* positional = positionals->at(flag);
+                                            if (positional->count() > 0)
+                                              throw CLI::ValidationError(flag + " and " + positional->get_name() +
+                                                                         ": both given; give it once, as " +
+                                                                         positional->get_name());
+                                            positional->add_result(value);
+                                          })
+        ->group("");
+  }
+  (*positionals)["--baseline"] =
+      cmd->add_option("baseline", f->baseline, "the baseline file (`allocmark baseline DIR -o FILE` writes it)")->required();
+  (*positionals)["--results"] = cmd->add_option("results", f->results, "the results folder to judge")->required();
   const std::string default_metric(results::metric_row(results::Metric::peak_rss_bytes).name);
   cmd->add_option("--metric", f->metrics_raw,
                   results::metric_names(results::gated_metrics()) + " (comma separated; default " + default_metric + ")");
