@@ -66,5 +66,60 @@ class PerPhase(TempDirTest):
         self.assertIn("huge MiB", p.stdout)
 
 
+class ThpAxis(TempDirTest):
+    """The thp axis (issue 25): `never` per cell by PR_SET_THP_DISABLE, the machine's own mode as
+    it is, anything else refused before a cell runs."""
+
+    def test_never_cells_get_no_huge_pages_where_the_machines_mode_gives_them(self):
+        mode = thp_mode()
+        # A machine without THP for madvised memory cannot show the difference this test is about.
+        self.assertIn(mode, ("madvise", "always"), "this test needs THP madvise or always, the machine has " + mode)
+        path = os.path.join(self.tmp, "thp.toml")
+        with open(path, "w") as f:
+            f.write(MATRIX.replace('reps = 1', 'reps = 1\nthp = ["never", "%s"]' % mode))
+        p = run(["run", path, "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        by = {r["allocator"]: r for r in records(self.out)}
+        self.assertEqual(sorted(by), sorted(a + "@thp=" + m for a in ("glibc", "jemalloc:thp") for m in ("never", mode)))
+        for name, r in by.items():
+            wanted = name.split("@thp=")[1]
+            self.assertEqual(r["thp"], {"mode": wanted, "how": "prctl" if wanted == "never" else "machine"}, name)
+        never = by["jemalloc:thp@thp=never"]
+        asked = by["jemalloc:thp@thp=" + mode]
+        # jemalloc with thp:always madvises its extents MADV_HUGEPAGE: huge pages under the
+        # machine's mode, none at all in a process whose THP is disabled.
+        self.assertGreaterEqual(max(ph["anon_huge_bytes"] for ph in asked["phases"]), 8 << 20)
+        for ph in never["phases"] + by["glibc@thp=never"]["phases"]:
+            self.assertEqual(ph["anon_huge_bytes"], 0, ph["name"])
+        # The two modes are two rows wherever results are read.
+        p = run(["show", self.out, "--metric", "anon_huge_bytes"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("jemalloc:thp@thp=never", p.stdout)
+        self.assertIn("jemalloc:thp@thp=" + mode, p.stdout)
+
+    def test_a_program_cell_inherits_never(self):
+        p = run(["run", "-a", "glibc", "--thp", "never", "--program", "status=grep THP_enabled /proc/self/status",
+                 "-r", "1", "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        (r,) = records(self.out)
+        self.assertEqual(r["status"], "ok", r.get("error"))
+        self.assertEqual(r["thp"], {"mode": "never", "how": "prctl"})
+        logs = os.path.join(self.out, "logs")
+        out = [n for n in os.listdir(logs) if n.endswith(".stdout")]
+        with open(os.path.join(logs, out[0])) as f:
+            self.assertRegex(f.read(), r"THP_enabled:\s+0")
+
+    def test_a_mode_the_machine_is_not_in_is_refused_before_anything_runs(self):
+        other = next(m for m in ("always", "madvise") if m != thp_mode())
+        p = run(["run", "-a", "glibc", "-w", "size_mix", "--thp", "never," + other, "--out", self.out])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--thp: %s: the transparent huge pages of this machine" % other, p.stderr)
+        self.assertIn("allocmark lab", p.stderr)
+        self.assertFalse(os.path.exists(self.out))
+        p = run(["run", "-a", "glibc", "-w", "size_mix", "--thp", "sometimes", "--out", self.out])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("'sometimes' is not a transparent huge page mode (valid: never, madvise, always)", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

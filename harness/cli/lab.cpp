@@ -26,7 +26,7 @@ namespace mx = allocmark::matrix;
 using LabFlags = allocmark::lab::LabArgs;
 
 // The guest's `run` flags, parsed and checked as `allocmark run` would, minus what the lab owns.
-mx::Plan check_guest_run(const std::vector<std::string>& command, std::string& matrix_path) {
+mx::Plan check_guest_run(const std::vector<std::string>& command, const std::string& guest_thp, std::string& matrix_path) {
   CLI::App parser{"allocmark run (in the lab's guest)", "run"};
   RunFlags flags;
   add_run_flags(&parser, flags);
@@ -45,7 +45,10 @@ mx::Plan check_guest_run(const std::vector<std::string>& command, std::string& m
   refuse(flags.dry_run, "--dry-run: check the matrix with `allocmark run --dry-run` here, nothing needs a guest");
   refuse(flags.executor != "local" || !flags.slurm_opts.empty() || flags.cells_per_task || flags.no_wait,
          "--executor slurm and its flags: the guest runs cells itself");
-  return make_run_plan(flags, matrix_path);
+  // The guest's mode is the lab's --thp (the guest kernel's default when not named, which is not known here).
+  return make_run_plan(flags, matrix_path, guest_thp,
+                       guest_thp.empty() ? "the lab's guest (its kernel's default: name it with lab --thp MODE)"
+                                         : "the lab's guest (lab --thp " + guest_thp + ")");
 }
 
 int run_lab_command(const LabFlags& f) {
@@ -54,7 +57,7 @@ int run_lab_command(const LabFlags& f) {
       f,
       [&] {
         lab::GuestRun run;
-        run.plan = check_guest_run(f.command, run.matrix_path);
+        run.plan = check_guest_run(f.command, f.thp, run.matrix_path);
         run.driver = fs::read_symlink("/proc/self/exe").string();
         run.worker = worker_path();
         return run;

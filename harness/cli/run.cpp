@@ -46,7 +46,8 @@ std::vector<int> parse_threads(const std::vector<std::string>& raw) {
 
 }  // namespace
 
-mx::Plan make_run_plan(const RunFlags& f, std::string& matrix_path) {
+mx::Plan make_run_plan(const RunFlags& f, std::string& matrix_path, std::optional<std::string> cells_machine_thp,
+                       const std::string& cells_machine) {
   bool axis_flags = !f.allocators_raw.empty() || !f.workloads_raw.empty() || !f.threads_raw.empty() || !f.programs.empty();
   std::optional<mx::MatrixFile> file;
   matrix_path = f.matrix_path;
@@ -62,11 +63,14 @@ mx::Plan make_run_plan(const RunFlags& f, std::string& matrix_path) {
   if (!f.allocators_raw.empty()) o.allocators = split_commas(f.allocators_raw, "--allocators");
   if (!f.workloads_raw.empty()) o.workloads = split_commas(f.workloads_raw, "--workloads");
   if (!f.threads_raw.empty()) o.threads = parse_threads(f.threads_raw);
+  if (!f.thp_raw.empty()) o.thp = split_commas(f.thp_raw, "--thp");
   static_cast<mx::SettingChoices&>(o) = setting_choices(f.settings);
   if (f.no_pin && o.pin && *o.pin != "none") throw mx::ConfigError("--no-pin and --pin " + *o.pin + ": choose one (--no-pin is --pin none)");
   if (f.no_pin) o.pin = "none";
   o.sets = f.sets;
   o.programs = f.programs;
+  o.cells_machine_thp = std::move(cells_machine_thp);
+  o.cells_machine = cells_machine;
   return mx::build_plan(file, load_variants(), o);
 }
 
@@ -158,6 +162,9 @@ void add_run_flags(CLI::App* run_cmd, RunFlags& f) {
                                                                     help_value(nlohmann::json(plain->threads)));
   run_cmd->add_option("--threads,-t", f.threads_raw,
                       "thread counts, comma separated (default 1,2, or the matrix file's threads" + plain_threads + ")");
+  run_cmd->add_option("--thp", f.thp_raw,
+                      "transparent huge page modes to cross every allocator with, comma separated (never: per cell, by "
+                      "PR_SET_THP_DISABLE; madvise or always: only the machine's own mode; default: the machine's, no axis)");
   run_cmd->add_option("--program", f.programs,
                       "run your own program as a cell's workload: NAME='COMMAND ARGS' (repeatable; docs/programs.md)");
   run_cmd->add_option("--set", f.sets, "override a workload parameter: workload.param=value (repeatable)");

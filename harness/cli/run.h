@@ -25,7 +25,7 @@ matrix::SettingChoices setting_choices(const SettingTexts& texts);
 
 struct RunFlags {
   std::string matrix_path;
-  std::vector<std::string> allocators_raw, workloads_raw, threads_raw, sets, programs;
+  std::vector<std::string> allocators_raw, workloads_raw, threads_raw, thp_raw, sets, programs;
   SettingTexts settings;  // the settings table's flags, as given
   std::string out_dir;
   bool out_given = false;
@@ -44,7 +44,10 @@ struct RunFlags {
 void add_run_flags(CLI::App* cmd, RunFlags& f);
 // The plan the flags describe, every name, library and parameter checked (ConfigError otherwise);
 // `matrix_path` is the matrix file read, "" for none.
-matrix::Plan make_run_plan(const RunFlags& f, std::string& matrix_path);
+// `cells_machine_thp`: the THP mode of the machine the cells will run on when it is not this one
+// (the lab's guest), with `cells_machine` naming it in messages.
+matrix::Plan make_run_plan(const RunFlags& f, std::string& matrix_path, std::optional<std::string> cells_machine_thp = {},
+                           const std::string& cells_machine = "");
 // Runs the matrix the flags describe into a results folder and prints its table; returns the exit code.
 int run_command(const RunFlags& f);
 // results/<prefix><date-time>

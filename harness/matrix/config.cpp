@@ -82,7 +82,7 @@ nlohmann::json toml_value(const std::string& path, const toml::node& node, const
 }
 
 void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFile& out) {
-  std::set<std::string> keys{"allocators", "workloads", "threads", "pin_threads"};
+  std::set<std::string> keys{"allocators", "workloads", "threads", "thp", "pin_threads"};
   for (const auto& row : setting_rows())
     if (row.scope & kMatrixKey) keys.insert(row.key);
   reject_unknown_keys(path, t, "[matrix]", keys);
@@ -92,6 +92,10 @@ void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFil
     const auto* arr = n->as_array();
     if (!arr) fail(path, *n, "'threads' must be a list of integers");
     for (const auto& item : *arr) out.threads.push_back(number<int>(path, item, "threads", 1, kMaxThreads));
+  }
+  if (auto n = t.get("thp")) {
+    out.thp = string_list(path, *n, "thp");
+    out.thp_origin = where(path, *n);
   }
   if (auto n = t.get("pin_threads")) {
     if (!n->is_boolean()) fail(path, *n, "'pin_threads' must be true or false");

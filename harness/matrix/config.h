@@ -41,6 +41,8 @@ struct MatrixFile : SettingChoices {
   std::string path;
   std::vector<std::string> allocators, workloads;
   std::vector<int> threads;
+  std::vector<std::string> thp;  // the thp axis: never, madvise, always
+  std::string thp_origin;        // where [matrix] thp is
   // [params.<workload>] key = value, values kept as text and checked against the workload's specs.
   std::map<std::string, std::map<std::string, Located>> params;
   std::map<std::string, std::string> params_origin;  // workload -> where its [params.*] table is

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "allocators/backends.h"
+#include "harness/metrics/proc.h"
 #include "workloads/workload.h"
 
 namespace allocmark::matrix {
@@ -103,8 +104,16 @@ void dedupe(std::vector<T>& values, const char* axis, std::vector<std::string>& 
 
 }  // namespace
 
+const std::vector<std::string>& thp_modes() {
+  static const std::vector<std::string> modes{"always", "madvise", "never"};
+  return modes;
+}
+
+std::string thp_obtained_by(const std::string& mode) { return mode == "never" ? "prctl" : "machine"; }
+
 std::string Cell::key() const {
   std::string identity = allocator.library + "\n";
+  if (!allocator.thp.empty()) identity += "thp=" + allocator.thp + "\n";
   for (const auto& [k, v] : allocator.env) identity += k + "=" + v + "\n";
   for (const auto& [k, v] : params) identity += k + "=" + v + "\n";
   return allocator.name + "/" + workload + "/t" + std::to_string(threads) + "/r" + std::to_string(rep) + "/" +
@@ -224,6 +233,40 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   }
 
   if (plan.allocators.empty()) throw ConfigError(allocator_ctx + ": none of these allocators is installed (ci/setup.sh installs them)");
+
+  // The thp axis: every allocator once per mode, named for it (jemalloc@thp=never), so each pair
+  // is its own row everywhere results are read. Only `never` can be set for one process; the
+  // machine's own mode runs as it is, any other one needs a machine (or the lab's guest) in it.
+  if (flags.thp || (file && !file->thp.empty())) {
+    std::vector<std::string> modes = flags.thp ? *flags.thp : file->thp;
+    const std::string ctx = flags.thp ? "--thp" : file->thp_origin + ": 'thp'";
+    if (modes.empty()) throw ConfigError(ctx + ": no mode named (never, madvise, always)");
+    dedupe(modes, "thp", plan.notes);
+    const std::string machine = flags.cells_machine_thp ? *flags.cells_machine_thp : metrics::thp_enabled_mode();
+    const std::string machine_name =
+        flags.cells_machine_thp ? flags.cells_machine : "this machine (/sys/kernel/mm/transparent_hugepage/enabled)";
+    for (const auto& m : modes) {
+      if (std::find(thp_modes().begin(), thp_modes().end(), m) == thp_modes().end())
+        throw ConfigError(ctx + ": '" + m + "' is not a transparent huge page mode (valid: never, madvise, always)");
+      if (m != "never" && m != machine)
+        throw ConfigError(fmt::format(
+            "{}: {}: the transparent huge pages of {} are {}, and only 'never' can be set for one cell; run the {} cells "
+            "where it is the kernel's mode, e.g. in the lab: `allocmark lab --topology configs/topologies/two-node.toml "
+            "--thp {} -- run ... --thp {}`",
+            ctx, m, machine_name, machine.empty() ? "not known" : "'" + machine + "'", m, m, m));
+    }
+    std::vector<ResolvedAllocator> crossed;
+    for (const auto& a : plan.allocators)
+      for (const auto& m : modes) {
+        ResolvedAllocator with = a;
+        with.thp = m;
+        with.name = a.name + kThpNameMark + m;
+        with.description += (with.description.empty() ? "" : "; ") + std::string("transparent huge pages ") + m +
+                            (m == "never" ? " (PR_SET_THP_DISABLE for the cell's process)" : " (the machine's mode)");
+        crossed.push_back(std::move(with));
+      }
+    plan.allocators = std::move(crossed);
+  }
 
   // Programs: the file's [programs.*] and --program; a matrix that names programs runs only them
   // unless it also names workloads.
@@ -352,7 +395,7 @@ std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::j
 
 nlohmann::json cell_to_json(const Cell& c) {
   return {{"allocator", {{"name", c.allocator.name}, {"backend", c.allocator.backend}, {"library", c.allocator.library},
-                         {"env", c.allocator.env}, {"description", c.allocator.description}}},
+                         {"env", c.allocator.env}, {"description", c.allocator.description}, {"thp", c.allocator.thp}}},
           {"workload", c.workload}, {"threads", c.threads}, {"rep", c.rep}, {"params", c.params}};
 }
 
@@ -405,6 +448,9 @@ Cell cell_from_json(const nlohmann::json& j) {
   c.allocator.library = cell_text(a, "cell.allocator", "library", false);
   c.allocator.env = cell_texts(a, "cell.allocator", "env", false);
   c.allocator.description = cell_text(a, "cell.allocator", "description", false);
+  c.allocator.thp = cell_text(a, "cell.allocator", "thp", false);
+  if (!c.allocator.thp.empty() && std::find(thp_modes().begin(), thp_modes().end(), c.allocator.thp) == thp_modes().end())
+    throw ConfigError("cell.allocator.thp: '" + c.allocator.thp + "' is not a transparent huge page mode (valid: never, madvise, always)");
   c.workload = cell_text(j, "cell", "workload");
   c.threads = cell_count(j, "cell", "threads");
   c.rep = cell_count(j, "cell", "rep");
@@ -419,8 +465,10 @@ Cell cell_from_json(const nlohmann::json& j) {
 nlohmann::json Plan::as_json() const {
   nlohmann::json j = settings_json(settings, kMatrixKey);
   j["notes"] = notes;
-  for (const auto& a : allocators)
+  for (const auto& a : allocators) {
     j["allocators"].push_back({{"name", a.name}, {"backend", a.backend}, {"library", a.library}, {"env", a.env}});
+    if (!a.thp.empty()) j["allocators"].back()["thp"] = a.thp;
+  }
   std::set<std::string> wl_seen;
   std::set<int> th_seen;
   for (const auto& c : cells) {

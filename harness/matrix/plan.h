@@ -20,6 +20,11 @@ namespace allocmark::matrix {
 struct Overrides : SettingChoices {
   std::optional<std::vector<std::string>> allocators, workloads;
   std::optional<std::vector<int>> threads;
+  std::optional<std::vector<std::string>> thp;  // --thp
+  // The THP mode of the machine the cells run on when it is not this one (the lab's guest: its
+  // --thp, "" when not named), and how to name it in a message.
+  std::optional<std::string> cells_machine_thp;
+  std::string cells_machine;
   std::vector<std::string> sets;  // "workload.param=value"
   std::vector<std::string> programs;  // "NAME=COMMAND ARGS" (--program)
 };
@@ -30,7 +35,19 @@ struct ResolvedAllocator {
   std::map<std::string, std::string> env;
   std::string description;
   bool user_library = false;  // named by path in a config rather than found on the system
+  // The transparent-huge-page mode the cell's process runs under, from the thp axis: "" for the
+  // machine's as it is (no axis); "never" is set per process (PR_SET_THP_DISABLE before exec,
+  // inherited by what the process starts); "madvise" or "always" must be the machine's own mode
+  // (another one runs in the lab: `allocmark lab --thp MODE`). On the axis the allocator's name
+  // says it: "jemalloc@thp=never" (kThpNameMark).
+  std::string thp;
 };
+
+inline constexpr const char* kThpNameMark = "@thp=";
+// The modes the thp axis takes, in the kernel's order.
+const std::vector<std::string>& thp_modes();
+// How a cell gets its mode ("prctl" for never, "machine" for the machine's own), for its record.
+std::string thp_obtained_by(const std::string& mode);
 
 struct Cell {
   ResolvedAllocator allocator;

@@ -42,6 +42,54 @@ TEST(Plan, ExpandsRepsOutermostAndAllocatorsInnermost) {
   EXPECT_EQ(p.cells[0].allocator.library, "");
 }
 
+TEST(Plan, ThpAxisCrossesEveryAllocatorOnceAMode) {
+  Overrides o = axes({"glibc", "jemalloc:bg"}, {"size_mix"}, {1});
+  o.reps = 1;
+  o.thp = std::vector<std::string>{"never", "never"};
+  // The lab's guest stands in for "the machine" so the test does not depend on this one's mode.
+  o.cells_machine_thp = "madvise";
+  o.cells_machine = "the guest";
+  o.thp->push_back("madvise");
+  Plan p = build_plan(std::nullopt, variants(), o);
+  ASSERT_EQ(p.allocators.size(), 4u);
+  EXPECT_EQ(p.allocators[0].name, "glibc@thp=never");
+  EXPECT_EQ(p.allocators[1].name, "glibc@thp=madvise");
+  EXPECT_EQ(p.allocators[3].name, "jemalloc:bg@thp=madvise");
+  EXPECT_EQ(p.allocators[3].thp, "madvise");
+  EXPECT_EQ(p.allocators[3].env.at("MALLOC_CONF"), "background_thread:true");  // the variant's settings stay
+  ASSERT_EQ(p.cells.size(), 4u);
+  EXPECT_NE(p.cells[0].key(), p.cells[1].key());
+  EXPECT_EQ(p.notes, std::vector<std::string>{"thp never is named twice; it runs once"});
+  // A cell description carries the mode to `allocmark cell` (a Slurm task) and back.
+  EXPECT_EQ(cell_from_json(cell_to_json(p.cells[0])).allocator.thp, "never");
+  EXPECT_EQ(cell_from_json(cell_to_json(p.cells[0])).key(), p.cells[0].key());
+  nlohmann::json bad = cell_to_json(p.cells[0]);
+  bad["allocator"]["thp"] = "sometimes";
+  EXPECT_THROW(cell_from_json(bad), ConfigError);
+  EXPECT_EQ(p.as_json()["allocators"][1]["thp"], "madvise");
+
+  // Only `never` can be set per cell: another mode than the machine's is refused, naming the way.
+  o.thp = std::vector<std::string>{"always"};
+  std::string e = error_of(std::nullopt, o);
+  EXPECT_NE(e.find("--thp: always: the transparent huge pages of the guest are 'madvise'"), std::string::npos) << e;
+  EXPECT_NE(e.find("allocmark lab --topology configs/topologies/two-node.toml --thp always"), std::string::npos) << e;
+  o.thp = std::vector<std::string>{"bogus"};
+  EXPECT_NE(error_of(std::nullopt, o).find("'bogus' is not a transparent huge page mode"), std::string::npos);
+  MatrixFile f;
+  f.path = "m.toml";
+  f.thp = {"never", "always"};
+  f.thp_origin = "m.toml:3:1";
+  o.thp.reset();
+  e = error_of(f, o);
+  EXPECT_NE(e.find("m.toml:3:1: 'thp': always:"), std::string::npos) << e;
+  // Without the axis nothing changes: names, keys and descriptions are as before.
+  o.cells_machine_thp.reset();
+  Plan plain = build_plan(std::nullopt, variants(), axes({"glibc"}, {"size_mix"}, {1}));
+  EXPECT_EQ(plain.allocators[0].name, "glibc");
+  EXPECT_EQ(plain.allocators[0].thp, "");
+  EXPECT_FALSE(plain.as_json()["allocators"][0].contains("thp"));
+}
+
 TEST(Plan, SizePresetThenFileThenSetOverride) {
   Overrides o = axes({"glibc"}, {"size_mix"}, {1});
   EXPECT_EQ(build_plan(std::nullopt, variants(), o).cells[0].params.at("live_mib"), "64");

@@ -167,6 +167,29 @@ bool read_anon_huge_bytes(pid_t pid, uint64_t& bytes) {
 
 bool parse_vmstat_value(const char* text, const char* key, uint64_t& value) { return parse_keyed_number(text, key, ' ', value); }
 
+std::string bracketed_choice(const std::string& text) {
+  auto open = text.find('['), close = text.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) return text;
+  return text.substr(open + 1, close - open - 1);
+}
+
+namespace {
+std::string sysfs_choice(const char* path) {
+  char buf[256];
+  ssize_t n = 0;
+  if (int fd = ::open(path, O_RDONLY | O_CLOEXEC); fd >= 0) {
+    n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+  }
+  std::string text(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text.empty() ? "" : bracketed_choice(text);
+}
+}  // namespace
+
+std::string thp_enabled_mode() { return sysfs_choice("/sys/kernel/mm/transparent_hugepage/enabled"); }
+std::string thp_defrag_mode() { return sysfs_choice("/sys/kernel/mm/transparent_hugepage/defrag"); }
+
 bool read_thp_events(ThpEvents& out) {
   char buf[16384];  // /proc/vmstat is about 6 KiB on Debian 12's kernels
   if (read_small_file("/proc/vmstat", buf, sizeof buf) <= 0) return false;

@@ -35,6 +35,13 @@ struct ThpEvents {
 };
 bool read_thp_events(ThpEvents& out);
 ThpEvents thp_events_since(const ThpEvents& now, const ThpEvents& before);
+// The machine's transparent-huge-page modes, the bracketed word of
+// /sys/kernel/mm/transparent_hugepage/{enabled,defrag} ("always [madvise] never" -> "madvise");
+// "" where the kernel has no THP. For the driver (a plan, meta.json), never at a phase edge.
+std::string thp_enabled_mode();
+std::string thp_defrag_mode();
+// The bracketed word of such a line; the text itself when it has none.
+std::string bracketed_choice(const std::string& text);
 // "key value" lines of /proc/vmstat; for tests and read_thp_events.
 bool parse_vmstat_value(const char* text, const char* key, uint64_t& value);
 

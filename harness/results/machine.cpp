@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include "harness/metrics/proc.h"
+
 namespace allocmark::results {
 namespace {
 
@@ -21,13 +23,6 @@ std::string read_trimmed(const std::string& path) {
   std::string s = ss.str();
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
-}
-
-// "always [madvise] never" -> "madvise"
-std::string bracketed(const std::string& text) {
-  auto open = text.find('['), close = text.find(']');
-  if (open == std::string::npos || close == std::string::npos) return text;
-  return text.substr(open + 1, close - open - 1);
 }
 
 std::string cpu_model() {
@@ -55,8 +50,8 @@ nlohmann::json machine_info() {
   j["cpus_usable"] = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
   j["memory_bytes"] = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   j["page_size"] = sysconf(_SC_PAGESIZE);
-  j["thp_enabled"] = bracketed(read_trimmed("/sys/kernel/mm/transparent_hugepage/enabled"));
-  j["thp_defrag"] = bracketed(read_trimmed("/sys/kernel/mm/transparent_hugepage/defrag"));
+  j["thp_enabled"] = metrics::thp_enabled_mode();
+  j["thp_defrag"] = metrics::thp_defrag_mode();
   j["overcommit_memory"] = read_trimmed("/proc/sys/vm/overcommit_memory");
   j["glibc_version"] = gnu_get_libc_version();
   nlohmann::json numa;

@@ -1,6 +1,8 @@
 #include "harness/runner/environment.h"
 
 #include "allocators/backends.h"
+#include "harness/metrics/proc.h"
+#include "harness/runner/process.h"
 
 extern char** environ;
 
@@ -11,6 +13,18 @@ bool strip(const std::string& entry) {
   return allocators::is_allocator_env(entry.substr(0, entry.find('=')));
 }
 }  // namespace
+
+void apply_thp_mode(const matrix::ResolvedAllocator& allocator, SpawnOptions& options) {
+  if (allocator.thp.empty()) return;
+  if (allocator.thp == "never") {
+    options.thp_disable = true;
+    return;
+  }
+  const std::string here = metrics::thp_enabled_mode();
+  if (here != allocator.thp)
+    options.refuse = "this cell runs under transparent huge pages '" + allocator.thp + "', but this host's mode is '" + here +
+                     "' (/sys/kernel/mm/transparent_hugepage/enabled); only 'never' is set per cell";
+}
 
 std::vector<std::string> worker_environment(const matrix::ResolvedAllocator& allocator) {
   std::vector<std::string> env;

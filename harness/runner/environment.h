@@ -11,6 +11,11 @@ namespace allocmark::runner {
 
 std::vector<std::string> worker_environment(const matrix::ResolvedAllocator& allocator);
 
+// The cell's transparent-huge-page mode (the thp axis) as spawn options: `never` disables THP for
+// its process; the machine's own mode needs nothing; another mode (a host whose mode differs from
+// the one the plan was checked on: a Slurm node) makes the cell fail, saying both.
+void apply_thp_mode(const matrix::ResolvedAllocator& allocator, struct SpawnOptions& options);
+
 // NAME=value entries of the driver's environment that worker_environment() leaves out.
 std::vector<std::string> stripped_environment();
 

@@ -29,10 +29,10 @@ extern char** environ;
 namespace allocmark::runner {
 
 Spawned spawn_worker(const std::string& worker, const std::vector<std::string>& args,
-                     const std::vector<std::string>& env, const std::string& log_path) {
+                     const std::vector<std::string>& env, const std::string& log_path, const SpawnOptions& options) {
   std::vector<std::string> argv{worker};
   argv.insert(argv.end(), args.begin(), args.end());
-  return spawn_process(argv, env, log_path, {});
+  return spawn_process(argv, env, log_path, options);
 }
 
 namespace {
@@ -116,6 +116,13 @@ Spawned spawn_process(const std::vector<std::string>& args, const std::vector<st
       (void)!::write(2, msg, n);
       ::_exit(127);
     };
+    if (!options.refuse.empty()) {
+      (void)!::write(2, "allocmark: ", 11);
+      (void)!::write(2, options.refuse.data(), options.refuse.size());
+      (void)!::write(2, "\n", 1);
+      ::_exit(127);
+    }
+    if (options.thp_disable && ::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0) refuse("cannot disable transparent huge pages");
     if (!options.cpus.empty() && ::sched_setaffinity(0, sizeof cpus, &cpus) != 0) refuse("cannot set the CPU affinity");
     if (!options.membind.empty() && ::syscall(SYS_set_mempolicy, MPOL_BIND, node_mask.data(), node_mask.size() * kBits) != 0)
       refuse("cannot bind the memory policy");

@@ -26,12 +26,14 @@ struct SpawnOptions {
   bool search_path = false; // argv[0] is looked up on PATH (execvp rules)
   std::vector<int> cpus;     // the child's CPU affinity before exec; empty: inherited
   std::vector<int> membind;  // nodes its memory policy binds to (MPOL_BIND); empty: inherited
+  bool thp_disable = false;  // PR_SET_THP_DISABLE before exec (kept across exec and by its children)
+  std::string refuse;        // not "": the child prints this to its log and exits 127 instead of exec
 };
 
 // Everything is built before fork: the child only sets up descriptors and execs. Throws
 // std::runtime_error when the pipe, the log file or the fork cannot be made.
 Spawned spawn_worker(const std::string& worker, const std::vector<std::string>& args,
-                     const std::vector<std::string>& env, const std::string& log_path);
+                     const std::vector<std::string>& env, const std::string& log_path, const SpawnOptions& options = {});
 // argv[0] is the program. Throws std::runtime_error like spawn_worker, also for the stdin and stdout files.
 Spawned spawn_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                       const std::string& log_path, const SpawnOptions& options);

@@ -53,6 +53,7 @@ Spawned spawn_program(const matrix::Cell& cell, const placement::Placement& wher
   options.search_path = argv[0].find('/') == std::string::npos;
   if (where.spec.kind != placement::PinSpec::Kind::none) options.cpus = where.candidate_cpus;
   options.membind = where.membind;
+  apply_thp_mode(cell.allocator, options);
   return spawn_process(argv, env, log_path, options);
 }
 

@@ -33,6 +33,10 @@ RecordBuilder::RecordBuilder(const matrix::Cell& cell, std::string log_path, int
       {"status", "failed"},               {"error", nullptr},                  {"library", nullptr},
       {"log", std::move(log_path)},
   });
+  // The thp axis' mode, and how the cell got it: "prctl" (never, set for its process) or
+  // "machine" (the kernel's own mode). Cells off the axis ran under meta.json's machine.thp_enabled.
+  if (!cell.allocator.thp.empty())
+    record_["thp"] = {{"mode", cell.allocator.thp}, {"how", matrix::thp_obtained_by(cell.allocator.thp)}};
 }
 
 void RecordBuilder::annotate(const json& fields) {

@@ -45,8 +45,10 @@ class WorkerLauncher : public CellLauncher {
         throw std::runtime_error(std::string("cannot create the data folder: ") + e.what());
       }
     }
+    SpawnOptions options;
+    apply_thp_mode(cell_.allocator, options);
     return spawn_worker(settings_.worker_path, {"--cell", worker_spec(cell_, settings_, data_dir_).dump()},
-                        worker_environment(cell_.allocator), log_path_);
+                        worker_environment(cell_.allocator), log_path_, options);
   }
 
   void take_event(const json& event, RecordBuilder& builder) override { builder.on_event(event); }

@@ -2,6 +2,8 @@
 // min-max spread, each group's failures beneath it, a footnote on what the figures are.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "harness/results/reporters/reporter.h"
 #include "harness/results/reporters/text.h"
 #include "harness/results/safe_text.h"
@@ -15,6 +17,14 @@ class TableReporter : public Reporter {
 
   std::string render(const Model&, const Grouping& grouping, const std::vector<Metric>& metrics) const override {
     text::TextReport report = text::text_report(grouping, metrics);
+    // A name column is as wide as its longest name (allocator names grow with variants and the thp
+    // axis: jemalloc:thpalways@thp=madvise), so the columns after it stay aligned.
+    for (std::size_t i = 0; i < report.columns.size(); ++i) {
+      text::Column& c = report.columns[i];
+      if (c.right_aligned) continue;
+      for (const auto& row : report.rows)
+        if (i < row.cells.size()) c.width = std::max(c.width, terminal_line(row.cells[i]).size());
+    }
     // Every text may come from a record (names, statuses, errors): shown, never obeyed by the terminal.
     auto line = [&](const std::vector<std::string>& cells, const std::string& status) {
       std::string out;
