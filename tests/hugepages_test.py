@@ -65,6 +65,33 @@ class PerPhase(TempDirTest):
         p = run(["show", self.out, "--metric", "anon_huge_bytes"])
         self.assertIn("huge MiB", p.stdout)
 
+    def test_the_gate_judges_huge_pages(self):
+        # One allocator name, its setting changed between two runs: thp:always madvises its
+        # extents, so its phases go from no huge page to many; the gate's huge-page metric says so.
+        self.assertIn(thp_mode(), ("madvise", "always"))
+        runs = {}
+        for name, conf in (("before", "thp:never"), ("after", "thp:always")):
+            path = os.path.join(self.tmp, name + ".toml")
+            with open(path, "w") as f:
+                f.write(MATRIX.replace('allocators = ["glibc", "jemalloc:thp"]', 'allocators = ["jemalloc:thp"]')
+                        .replace("thp:always", conf).replace("reps = 1", "reps = 3"))
+            runs[name] = os.path.join(self.tmp, name)
+            p = run(["run", path, "--out", runs[name]])
+            self.assertEqual(p.returncode, 0, p.stderr)
+        base = os.path.join(self.tmp, "base.json")
+        p = run(["baseline", runs["before"], "-o", base])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(base) as f:
+            for cell in json.load(f)["cells"]:
+                self.assertEqual(cell["values"]["anon_huge_bytes"], [0, 0, 0], cell["phase"])
+        p = run(["gate", base, runs["after"], "--metric", "anon_huge_bytes", "--format", "json"])
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        verdicts = {v["phase"]: v for v in json.loads(p.stdout)["verdicts"]}
+        self.assertEqual(verdicts["build"]["verdict"], "regressed")
+        self.assertEqual(verdicts["build"]["baseline"]["median"], 0)
+        p = run(["gate", base, runs["before"], "--metric", "anon_huge_bytes"])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
 
 class ThpAxis(TempDirTest):
     """The thp axis (issue 25): `never` per cell by PR_SET_THP_DISABLE, the machine's own mode as

@@ -24,7 +24,7 @@ Subcommand add_compare_command(CLI::App& app) {
   cmd->add_option("before", f->before, "the first results folder (e.g. before an allocator upgrade)")->required();
   cmd->add_option("after", f->after, "the second results folder")->required();
   cmd->add_option("--metric", f->metrics_raw,
-                  results::metric_names(results::gated_metrics()) + " (comma separated; default all four)");
+                  results::metric_names(results::gated_metrics()) + " (comma separated; default all of them)");
   cmd->add_option("--format", f->format,
                   "how stdout gives the comparison: table (a terminal; the summary line last), markdown (a pull-request "
                   "comment: the summary line first, unmoved figures folded) or json (default table)");

@@ -117,7 +117,10 @@ struct BaselineReader {
 std::string value_problem(const GateMetric& metric, double v) {
   if (!std::isfinite(v)) return fmt::format("{} is not a finite number", v);
   if (metric.bytes()) {
-    if (v <= 0) return fmt::format("{} is not a {}: expected bytes above 0 (a running process holds memory)", v, metric.name);
+    // A process may hold no huge page at all; it always holds some memory.
+    if (metric.metric == rs::Metric::anon_huge_bytes ? v < 0 : v <= 0)
+      return fmt::format("{} is not a {}: expected bytes {}", v, metric.name,
+                         metric.metric == rs::Metric::anon_huge_bytes ? "of 0 or more" : "above 0 (a running process holds memory)");
     if (v > kMaxBytes) return fmt::format("{} is not a {}: more bytes than a 57-bit address space holds", v, metric.name);
   } else if (metric.metric == rs::Metric::ops_per_s) {
     if (v < 0) return fmt::format("{} is not an ops_per_s: expected 0 or more operations a second", v);

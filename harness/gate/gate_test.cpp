@@ -84,6 +84,20 @@ TEST(Rule, LessThanAHugePageIsNotAMemoryRegression) {
   EXPECT_NE(v.reason.find("huge page"), std::string::npos);
 }
 
+TEST(Rule, HugePagesFromNoneAreJudgedByTheAbsoluteFloor) {
+  const std::string huge = "anon_huge_bytes";
+  // A phase that held no huge page and now holds 100 MiB of them moved beyond every band.
+  Verdict v = one(run_with(huge, {0, 0, 0}), run_with(huge, mib({100, 102, 104})), huge);
+  EXPECT_EQ(v.verdict, "regressed") << v.reason;
+  EXPECT_EQ(one(run_with(huge, {0, 0, 0}), run_with(huge, {0, 0, 0}), huge).verdict, "pass");
+  // Less than one huge page more is not a memory regression, from none or not.
+  v = one(run_with(huge, {0, 0, 0}), run_with(huge, mib({1, 1, 1})), huge);
+  EXPECT_EQ(v.verdict, "pass");
+  EXPECT_NE(v.reason.find("huge page"), std::string::npos) << v.reason;
+  EXPECT_EQ(one(run_with(huge, mib({100, 102, 104})), run_with(huge, {0, 0, 0}), huge).verdict, "improved");
+  EXPECT_EQ(one(run_with(huge, mib({100, 102, 104})), run_with(huge, mib({130, 132, 134})), huge).verdict, "regressed");
+}
+
 TEST(Rule, ThroughputRegressesDownwardAndImprovesUpward) {
   EXPECT_EQ(one(run_with("ops_per_s", {100, 101, 102}), run_with("ops_per_s", {80, 81, 82}), "ops_per_s").verdict, "regressed");
   EXPECT_EQ(one(run_with("ops_per_s", {100, 101, 102}), run_with("ops_per_s", {120, 121, 122}), "ops_per_s").verdict, "improved");
@@ -207,6 +221,11 @@ std::string one_cell_baseline(const std::string& values, const std::string& extr
 
 TEST(Baseline, AbsurdValuesAreRefusedNamingTheCellAndMetric) {
   EXPECT_EQ(baseline_refusal(one_cell_baseline(R"({"peak_rss": [1e8, 1.1e8, 1.2e8], "ops_per_s": [0, 0, 0]})")), "");
+  // A process may hold no huge page; it never holds a negative number of them.
+  EXPECT_EQ(baseline_refusal(one_cell_baseline(R"({"peak_rss": [1e8, 1e8, 1e8], "anon_huge_bytes": [0, 0, 0]})")), "");
+  EXPECT_NE(baseline_refusal(one_cell_baseline(R"({"peak_rss": [1e8, 1e8, 1e8], "anon_huge_bytes": [0, -1, 0]})")).find(
+                "is not a anon_huge_bytes: expected bytes of 0 or more"),
+            std::string::npos);
   for (const char* values : {R"({"peak_rss": [1e8, 0, 1e8]})", R"({"peak_rss": [1e8, -5, 1e8]})",
                              R"({"peak_rss": [1e308, 1e8, 1e8]})", R"({"ops_per_s": [-1, 2, 3]})",
                              R"({"ops_per_s": [1e300, 2, 3]})", R"({"end_rss": [0, 0, 0]})"}) {

@@ -60,7 +60,10 @@ Verdict judge_metric(const GateCell& b, const GateCell& a, const GateMetric& m, 
     return v;
   }
   v.band = std::max(rule.tolerance, rule.mad_factor * relative_mad);
-  const bool up = v.change > v.band, down = v.change < -v.band;
+  // A byte figure the baseline never had (no huge page before) has no relative change: any growth
+  // past the absolute floor of one huge page is beyond every band.
+  const bool from_zero = m.bytes() && scale == 0;
+  const bool up = from_zero ? v.after.median > 0 : v.change > v.band, down = !from_zero && v.change < -v.band;
   const bool big_enough = !m.bytes() || std::abs(v.after.median - v.before.median) >= rule.bytes_floor;
   const bool higher_is_worse = m.row().better == results::Better::lower;
   const bool worse = higher_is_worse ? up : down, better = higher_is_worse ? down : up;

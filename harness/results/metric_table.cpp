@@ -167,7 +167,7 @@ constexpr std::array<MetricRow, kMetricCount> kMetricTable{{
     {M::anon_huge_bytes, "anon_huge_bytes", "", "bytes",
      "anonymous memory in transparent huge pages at the phase end (AnonHugePages of /proc/PID/smaps_rollup)",
      measured<F::anon_huge_bytes>, kLower, D::mib, "huge MiB", 20,
-     "huge MiB: anonymous memory in transparent huge pages at the phase end (part of end RSS)", false, 0, false},
+     "huge MiB: anonymous memory in transparent huge pages at the phase end (part of end RSS)", true, 0, false},
     {M::thp_fault_alloc, "thp_fault_alloc", "", "count",
      "page faults served by a huge page during the phase, system-wide (/proc/vmstat thp_fault_alloc)",
      measured<F::thp_fault_alloc>, kLower, D::si, "THP faults", 20, "THP faults, fallbacks, collapses, splits: system-wide",
