@@ -3,9 +3,12 @@
 phase end and the system's THP events during it, in every record and in `show`, on real runs."""
 import json
 import os
+import signal
+import subprocess
+import time
 import unittest
 
-from e2e_test import TempDirTest, records, run
+from e2e_test import ALLOCMARK, TempDirTest, records, run
 
 # hash_build at a tenth of its quick size: about 50 MiB, filled by a few large regions.
 MATRIX = """
@@ -146,6 +149,80 @@ class ThpAxis(TempDirTest):
         p = run(["run", "-a", "glibc", "-w", "size_mix", "--thp", "sometimes", "--out", self.out])
         self.assertEqual(p.returncode, 2)
         self.assertIn("'sometimes' is not a transparent huge page mode (valid: never, madvise, always)", p.stderr)
+
+
+THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+class SystemWide(TempDirTest):
+    """`run --system-thp MODE`: the machine's mode for one run, put back however the run ends."""
+
+    def setUp(self):
+        super().setUp()
+        self.original = thp_mode()
+        self.other = "always" if self.original != "always" else "madvise"
+
+    def tearDown(self):
+        # Whatever a failed assertion left, the machine gets its mode back before the next test.
+        if thp_mode() != self.original:
+            with open(THP_ENABLED, "w") as f:
+                f.write(self.original)
+        super().tearDown()
+
+    def wait_for_mode(self, mode, seconds=30):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if thp_mode() == mode:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def test_the_cells_run_under_the_mode_and_the_machine_gets_its_own_back(self):
+        p = run(["run", "-a", "glibc", "-w", "size_mix", "--set", "size_mix.live_mib=4", "--set", "size_mix.ops=1000",
+                 "-t", "1", "-r", "1", "--system-thp", self.other, "--thp", self.other + ",never", "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("transparent huge pages set to '%s' for the whole machine while this run lasts (was '%s'"
+                      % (self.other, self.original), p.stderr)
+        self.assertEqual(thp_mode(), self.original)
+        with open(os.path.join(self.out, "meta.json")) as f:
+            machine = json.load(f)["machine"]
+        self.assertEqual(machine["thp_enabled"], self.other)
+        self.assertEqual(machine["thp_enabled_set_by_run"], {"mode": self.other, "was": self.original})
+        self.assertEqual(sorted(r["thp"]["mode"] for r in records(self.out)), sorted([self.other, "never"]))
+
+    def test_put_back_after_sigint_sigterm_and_sigkill_of_the_driver(self):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            out = os.path.join(self.tmp, "out-%d" % sig)
+            # A cell that hangs until the driver is stopped; its worker dies with the driver.
+            driver = subprocess.Popen([ALLOCMARK, "run", "-a", "glibc", "-w", "fault_inject", "--set", "fault_inject.mode=hang",
+                                       "-t", "1", "-r", "1", "--timeout", "120", "--system-thp", self.other, "--out", out],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                self.assertTrue(self.wait_for_mode(self.other), "the run never set the mode (%s)" % sig)
+                time.sleep(0.5)  # the cell is running
+                driver.send_signal(sig)
+                driver.wait(timeout=60)
+            finally:
+                if driver.poll() is None:
+                    driver.kill()
+                    driver.wait()
+            self.assertNotEqual(driver.returncode, 0, sig)
+            self.assertTrue(self.wait_for_mode(self.original, 10), "mode left at %s after %s" % (thp_mode(), sig))
+
+    def test_put_back_after_a_killed_worker(self):
+        p = run(["run", "-a", "glibc", "-w", "fault_inject", "--set", "fault_inject.mode=kill", "-t", "1", "-r", "1",
+                 "--system-thp", self.other, "--out", self.out])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        (r,) = records(self.out)
+        self.assertEqual(r["status"], "crashed")
+        self.assertEqual(thp_mode(), self.original)
+
+    def test_bad_input_changes_nothing(self):
+        p = run(["run", "-a", "glibc", "-w", "size_mix", "--system-thp", "sometimes", "--out", self.out])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--system-thp", p.stderr)
+        self.assertFalse(os.path.exists(self.out))
+        self.assertEqual(thp_mode(), self.original)
 
 
 if __name__ == "__main__":

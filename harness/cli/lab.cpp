@@ -42,6 +42,7 @@ mx::Plan check_guest_run(const std::vector<std::string>& command, const std::str
   refuse(flags.out_given, "--out belongs to lab (the results folder it brings back), not to the command run in the guest");
   refuse(flags.resume || flags.extend || flags.retry_failed || flags.discard_corrupt,
          "--resume, --extend, --retry-failed and --discard-corrupt-lines: the guest starts from an empty folder");
+  refuse(!flags.system_thp.empty(), "--system-thp: the guest's mode is the lab's own --thp");
   refuse(flags.dry_run, "--dry-run: check the matrix with `allocmark run --dry-run` here, nothing needs a guest");
   refuse(flags.executor != "local" || !flags.slurm_opts.empty() || flags.cells_per_task || flags.no_wait,
          "--executor slurm and its flags: the guest runs cells itself");

@@ -83,7 +83,8 @@ std::string default_out_dir(const char* prefix) {
 
 int run_command(const RunFlags& f) {
   std::string matrix_path;
-  mx::Plan plan = make_run_plan(f, matrix_path);
+  mx::Plan plan = f.system_thp.empty() ? make_run_plan(f, matrix_path)
+                                       : make_run_plan(f, matrix_path, f.system_thp, "this machine once --system-thp " + f.system_thp + " set it");
   for (const auto& n : plan.notes) std::cerr << "allocmark: " << n << "\n";
   rn::SessionOptions options;
   options.out_dir = f.out_dir.empty() && !f.out_given ? default_out_dir("") : f.out_dir;
@@ -95,6 +96,7 @@ int run_command(const RunFlags& f) {
   options.discard_corrupt = f.discard_corrupt;
   options.retry_failed = f.retry_failed;
   options.executor = rn::ExecutorChoice({f.executor, f.slurm_opts, f.cells_per_task, f.no_wait});
+  options.system_thp = f.system_thp;
   rn::RunSession session(plan, std::move(options));
 
   if (f.dry_run) {
@@ -165,6 +167,10 @@ void add_run_flags(CLI::App* run_cmd, RunFlags& f) {
   run_cmd->add_option("--thp", f.thp_raw,
                       "transparent huge page modes to cross every allocator with, comma separated (never: per cell, by "
                       "PR_SET_THP_DISABLE; madvise or always: only the machine's own mode; default: the machine's, no axis)");
+  run_cmd->add_option("--system-thp", f.system_thp,
+                      "set the WHOLE MACHINE's transparent huge page mode (/sys/kernel/mm/transparent_hugepage/enabled) "
+                      "to always, madvise or never while the run lasts, put back however it ends (root; docs/usage.md)")
+      ->check(CLI::IsMember({"always", "madvise", "never"}));
   run_cmd->add_option("--program", f.programs,
                       "run your own program as a cell's workload: NAME='COMMAND ARGS' (repeatable; docs/programs.md)");
   run_cmd->add_option("--set", f.sets, "override a workload parameter: workload.param=value (repeatable)");

@@ -31,6 +31,7 @@ struct RunFlags {
   bool out_given = false;
   bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false;
   std::string executor = "local";  // local | slurm
+  std::string system_thp;          // --system-thp MODE
   std::vector<std::string> slurm_opts;
   std::optional<int> cells_per_task;
   bool no_wait = false;

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <atomic>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -188,14 +189,21 @@ std::vector<ProcessEntry> all_processes() {
 }
 }  // namespace
 
+namespace {
+std::atomic<pid_t> spared_pid{-1};
+}  // namespace
+
+void spare_from_leftovers(pid_t pid) { spared_pid.store(pid); }
+
 std::size_t end_leftovers(pid_t group) {
   const pid_t self = ::getpid();
+  const pid_t spared = spared_pid.load();
   std::set<pid_t> running;
   // Bounded: a process in uninterruptible sleep dies only when it wakes; 2 s is plenty for SIGKILL.
   for (int round = 0; round < 200; ++round) {
     bool any = false;
     for (const ProcessEntry& p : all_processes()) {
-      if (p.pid == self || (p.group != group && p.parent != self)) continue;
+      if (p.pid == self || p.pid == spared || (p.group != group && p.parent != self)) continue;
       any = true;
       if (p.state != 'Z') {
         running.insert(p.pid);

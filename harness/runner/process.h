@@ -52,6 +52,9 @@ void become_subreaper();
 // Returns how many of them were still running (zombies are reaped, not counted). The driver starts
 // no other process while a cell runs, so its children are the cell's.
 std::size_t end_leftovers(pid_t group);
+// A child of the driver that is not a cell's (the --system-thp restorer), left alone by
+// end_leftovers; -1 spares none.
+void spare_from_leftovers(pid_t pid);
 
 // The last `max_bytes` of a file (at most: the cut is moved forward to a character boundary), as
 // valid UTF-8, for error messages that go into records.

@@ -11,6 +11,7 @@
 #include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
 #include "harness/results/meta.h"
+#include "harness/runner/system_thp.h"
 #include "harness/results/model.h"
 #include "harness/results/recommendation.h"
 #include "harness/results/reporters/reporter.h"
@@ -100,6 +101,12 @@ RunSession::RunSession(const mx::Plan& plan, SessionOptions options) : plan_(pla
   if (::access(options_.worker.c_str(), X_OK) != 0)
     throw std::runtime_error("worker not found: " + options_.worker + " (set ALLOCMARK_WORKER)");
   allocators_ = probe_plan_allocators(plan_, options_.worker);
+  if (!options_.system_thp.empty()) {
+    if (!options_.executor.runs_here())
+      throw mx::ConfigError("--system-thp: sets this machine's mode, and --executor " + options_.executor.name() +
+                            " runs cells on other machines");
+    if (auto problem = system_thp_problem(options_.system_thp); !problem.empty()) throw mx::ConfigError("--system-thp: " + problem);
+  }
 }
 
 SessionOutcome RunSession::run() {
@@ -107,7 +114,12 @@ SessionOutcome RunSession::run() {
   rs::ResultsDir dir(o.out_dir, {o.resume, o.extend, o.discard_corrupt, o.command});
   for (const auto& n : dir.notes()) std::cerr << "allocmark: " << dir.path() << ": " << n << "\n";
   if (dir.had_results()) refuse_while_cells_run_elsewhere(dir.path(), "run again with --resume");
+  // Before the machine is described: meta.json says the mode the cells ran under. Put back when
+  // this function returns or throws (and by its restorer if the driver is killed).
+  std::optional<SystemThpSwitch> thp_switch;
+  if (!o.system_thp.empty()) thp_switch.emplace(o.system_thp, std::cerr);
   json machine = rs::machine_info();
+  if (thp_switch) machine["thp_enabled_set_by_run"] = {{"mode", o.system_thp}, {"was", thp_switch->original()}};
   // Every record this invocation writes carries its id, and so does its entry in meta.json's runs.
   const std::string run_id = random_id();
   const std::string mode = !o.mode.empty() ? o.mode : o.resume ? "resume" : o.extend ? "extend" : "run";

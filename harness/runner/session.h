@@ -24,6 +24,7 @@ struct SessionOptions {
   std::string worker;       // allocmark-worker
   bool resume = false, extend = false, discard_corrupt = false, retry_failed = false;
   ExecutorChoice executor;  // local unless chosen
+  std::string system_thp;   // --system-thp: the machine's THP mode while the run lasts ("" leaves it)
 };
 
 struct SessionOutcome {
