@@ -251,5 +251,30 @@ class LabBadInput(TempDirTest):
         self.assert_refused(p, "--memory-per-node")
 
 
+class LabThp(TempDirTest):
+    def test_cells_at_always_in_the_guest_get_huge_pages_and_never_cells_none(self):
+        # The host's mode is not `always` (madvise here): the lab's guest is, and the plan is
+        # checked against the guest's mode (its --thp), not the host's.
+        two = os.path.join(ROOT, "configs", "topologies", "two-node.toml")
+        p = lab(["--topology", two, "--thp", "always", "--out", self.out, "--", "run", "-a", "glibc", "-w", "hash_build",
+                 "--set", "hash_build.scale=0.1", "--thp", "always,never", "-t", "1", "-r", "1"])
+        self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr[-3000:])
+        by = {r["allocator"]: r for r in read_records(self.out)}
+        self.assertEqual(sorted(by), ["glibc@thp=always", "glibc@thp=never"])
+        self.assertEqual(by["glibc@thp=always"]["thp"], {"mode": "always", "how": "machine"})
+        # glibc asks for no huge page; under `always` its large heap gets them anyway.
+        self.assertGreaterEqual(max(ph["anon_huge_bytes"] for ph in by["glibc@thp=always"]["phases"]), 2 << 20)
+        for ph in by["glibc@thp=never"]["phases"]:
+            self.assertEqual(ph["anon_huge_bytes"], 0, ph["name"])
+        with open(os.path.join(self.out, "meta.json")) as f:
+            self.assertEqual(json.load(f)["machine"]["thp_enabled"], "always")
+        # Without the lab's --thp the guest's mode is not known to the host: refused before booting.
+        p = lab(["--topology", two, "--out", os.path.join(self.tmp, "no"), "--", "run", "-a", "glibc", "-w", "hash_build",
+                 "--thp", "always"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("the transparent huge pages of the lab's guest (its kernel's default: name it with lab --thp MODE) are not known",
+                      p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
