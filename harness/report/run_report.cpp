@@ -195,7 +195,9 @@ void ranking_rows(html::Table& table, const rs::ScopeRecommendation& s, const st
     std::vector<std::string> others;
     for (std::size_t i = 1; i < r.standings.size(); ++i)
       others.push_back(r.standings[i].allocator + " " + rs::text::relative_text(r.standings[i].relative));
-    row.push_back({others.empty() ? "-" : joined(others, " · ")});
+    std::string others_text = others.empty() ? "-" : joined(others, " · ");
+    if (!r.mostly_huge_pages.empty()) others_text += " (" + rs::text::huge_pages_text(r) + ")";
+    row.push_back({others_text});
     table.rows.push_back(std::move(row));
   }
 }

@@ -41,6 +41,21 @@ Ranking rank(Figure figure, std::string what, std::optional<Metric> metric, bool
   return r;
 }
 
+// Which allocators hold more RSS than the leader mostly in huge pages: above the leader by more
+// than one huge page, at least half of it the difference of their huge-page bytes (medians).
+void note_huge_pages(Ranking& r, const Values& huge) {
+  constexpr double kHugePage = 2.0 * 1024 * 1024;
+  if (r.standings.size() < 2 || !huge.of.count(r.standings[0].allocator)) return;
+  const double leader_huge = spread_of(huge.of.at(r.standings[0].allocator)).median;
+  for (std::size_t i = 1; i < r.standings.size(); ++i) {
+    const Standing& s = r.standings[i];
+    if (!huge.of.count(s.allocator)) continue;
+    const double rss_above = s.spread.median - r.standings[0].spread.median;
+    const double huge_above = spread_of(huge.of.at(s.allocator)).median - leader_huge;
+    if (rss_above > kHugePage && huge_above >= 0.5 * rss_above) r.mostly_huge_pages.push_back({s.allocator, rss_above, huge_above});
+  }
+}
+
 double geomean(const std::vector<double>& v) {
   double log_sum = 0;
   for (double x : v) log_sum += std::log(x);
@@ -76,6 +91,7 @@ struct ScopeCells {
 void rank_scope(ScopeCells& sc, const Model& model) {
   ScopeRecommendation& s = sc.scope;
   Values peak, held, over_live, wall;
+  Values peak_huge, held_huge;  // huge-page bytes at the end of the phase each RSS figure comes from
   std::map<std::string, std::size_t> reps;
   // Per phase name (or benchmark) in first-seen order: values, and whether any cell did work in it.
   std::vector<std::string> items;
@@ -94,6 +110,16 @@ void rank_scope(ScopeCells& sc, const Model& model) {
     const PhaseValues whole = whole_cell(*cell);
     if (auto v = metric_value(Metric::peak_rss_bytes, *cell, whole)) peak.add(allocator, *v);
     if (auto v = metric_value(Metric::end_rss_bytes, *cell, whole)) held.add(allocator, *v);
+    if (!cell->phases.empty()) {
+      // The phase holding the cell's peak (its huge pages at that phase's end: the closest reading
+      // to the peak there is) and the last phase, whose end is the held RSS.
+      const PhaseValues* at_peak = &cell->phases.front();
+      for (const auto& p : cell->phases)
+        if (metric_value(Metric::peak_rss_bytes, *cell, p).value_or(0) > metric_value(Metric::peak_rss_bytes, *cell, *at_peak).value_or(0))
+          at_peak = &p;
+      if (auto v = metric_value(Metric::anon_huge_bytes, *cell, *at_peak)) peak_huge.add(allocator, *v);
+      if (auto v = metric_value(Metric::anon_huge_bytes, *cell, cell->phases.back())) held_huge.add(allocator, *v);
+    }
     if (auto v = metric_value(Metric::rss_above_idle_over_live, *cell, whole)) over_live.add(allocator, *v);
     if (auto v = metric_value(Metric::wall_s, *cell, whole)) wall.add(allocator, *v);
     std::vector<std::pair<std::string, double>> figures;
@@ -127,8 +153,14 @@ void rank_scope(ScopeCells& sc, const Model& model) {
   }
   for (const auto& [a, n] : reps) s.repetitions = std::max(s.repetitions, n);
 
-  if (!peak.order.empty()) s.headline.push_back(rank(Figure::peak_rss, "peak RSS", Metric::peak_rss_bytes, true, peak));
-  if (!held.order.empty()) s.headline.push_back(rank(Figure::held_rss, "held RSS (end)", Metric::end_rss_bytes, true, held));
+  if (!peak.order.empty()) {
+    s.headline.push_back(rank(Figure::peak_rss, "peak RSS", Metric::peak_rss_bytes, true, peak));
+    note_huge_pages(s.headline.back(), peak_huge);
+  }
+  if (!held.order.empty()) {
+    s.headline.push_back(rank(Figure::held_rss, "held RSS (end)", Metric::end_rss_bytes, true, held));
+    note_huge_pages(s.headline.back(), held_huge);
+  }
   if (!over_live.order.empty()) {
     Ranking r = rank(Figure::rss_over_live, "RSS-idle/live", Metric::rss_above_idle_over_live, true, over_live);
     // Physical memory cannot hold less than the bytes that are live: a median under 1.0 means the

@@ -57,6 +57,16 @@ struct Ranking {
   Certainty certainty = Certainty::alone;
   // Why the figure is shown but not ranked ("" where it is ranked): standings are then in matrix order.
   std::string not_ranked;
+  // Peak and held RSS: the allocators whose RSS above the leader's (more than one huge page) is
+  // matched at least half by more transparent huge pages than the leader holds, by the huge-page
+  // bytes at the end of the phase the figure comes from, with both amounts. Huge pages replace
+  // small pages, so the huge-page surplus can exceed the RSS difference; it says the difference
+  // is a matter of page size, not which part is. Empty where no difference is.
+  struct HugeShare {
+    std::string allocator;
+    double rss_above = 0, huge_above = 0;  // bytes above the leader's medians
+  };
+  std::vector<HugeShare> mostly_huge_pages;
   // The leader's lead over the runner-up (runner-up's relative - 1); 0 with fewer than two.
   double margin() const { return standings.size() > 1 ? standings[1].relative - 1 : 0.0; }
   const Standing* leader() const { return standings.empty() || !not_ranked.empty() ? nullptr : &standings[0]; }

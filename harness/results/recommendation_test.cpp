@@ -61,6 +61,34 @@ TEST(Recommendation, LeaderMarginAndSeparation) {
   EXPECT_EQ(time.certainty, Certainty::clear);
 }
 
+TEST(Recommendation, SaysWhenTheRssAboveTheLeaderIsMostlyHugePages) {
+  constexpr double MiB = 1024.0 * 1024.0;
+  // a: 100 MiB, no huge page. b: 160 MiB, 100 MiB of them huge pages. c: 150 MiB in small pages.
+  // d: 101 MiB with huge pages: within one huge page of the leader, nothing to say.
+  std::vector<json> records;
+  for (int rep = 1; rep <= 3; ++rep)
+    for (auto [allocator, rss, huge] : std::vector<std::tuple<std::string, double, double>>{
+             {"a", 100, 0}, {"b", 160, 100}, {"c", 150, 0}, {"d", 101, 50}}) {
+      json ph = phase("run", rss * MiB + rep, 10 * MiB, 1000);
+      ph["anon_huge_bytes"] = huge * MiB;
+      records.push_back(cell(allocator, rep, json::array({ph})));
+    }
+  const Recommendation rec = recommend(Model::from_records(records));
+  for (Figure f : {Figure::peak_rss, Figure::held_rss}) {
+    const Ranking r = headline(rec, f);
+    ASSERT_EQ(r.mostly_huge_pages.size(), 1u);
+    EXPECT_EQ(r.mostly_huge_pages[0].allocator, "b");
+    EXPECT_NEAR(r.mostly_huge_pages[0].rss_above, 60 * MiB, 1);
+    EXPECT_NEAR(r.mostly_huge_pages[0].huge_above, 100 * MiB, 1);
+    EXPECT_EQ(text::huge_pages_text(r), "mostly huge pages: b is +60.0 MiB and holds 100.0 MiB more in huge pages");
+  }
+  EXPECT_NE(text::recommendation_text(rec, "DIR").find("mostly huge pages: b is +60.0 MiB"), std::string::npos);
+  // Records without huge-page readings (older folders) say nothing.
+  std::vector<json> old;
+  for (int rep = 1; rep <= 3; ++rep) old.push_back(one_phase("a", rep, 100 * MiB, 1)), old.push_back(one_phase("b", rep, 200 * MiB, 1));
+  EXPECT_TRUE(headline(recommend(Model::from_records(old)), Figure::peak_rss).mostly_huge_pages.empty());
+}
+
 TEST(Recommendation, OverlappingRangesAreNoiseFailedCellsDoNotCountOneRepetitionIsSaid) {
   // a: 100 and 140 (median 120); b: 115 and 135 (median 125): a leads, but its worst beats none of b.
   std::vector<json> records{one_phase("a", 0, 100, 1), one_phase("a", 1, 140, 1), one_phase("b", 0, 115, 1),

@@ -167,6 +167,14 @@ std::string lead_text(Certainty c, double margin) {
   return "";
 }
 
+std::string huge_pages_text(const Ranking& r) {
+  std::string out;
+  for (const auto& h : r.mostly_huge_pages)
+    out += fmt::format("{}{} is +{:.1f} MiB and holds {:.1f} MiB more in huge pages", out.empty() ? "" : "; ", h.allocator,
+                       h.rss_above / (1024.0 * 1024.0), h.huge_above / (1024.0 * 1024.0));
+  return "mostly huge pages: " + out;
+}
+
 std::string recommendation_text(const Recommendation& rec, const std::string& dir) {
   std::string out = "Recommendation: medians over ok repetitions; +N%: that much worse than the leader\n";
   std::size_t width = 0;
@@ -188,6 +196,7 @@ std::string recommendation_text(const Recommendation& rec, const std::string& di
         others += fmt::format("{}{} {}", i > 1 ? ", " : "", r.standings[i].allocator, relative_text(r.standings[i].relative));
       out += fmt::format("  {:<{}}  {} {}  {}{}\n", r.what, width, lead.allocator, figure_value(r, lead.spread.median),
                          lead_text(r.certainty, r.margin()), others.empty() ? "" : "  | " + others);
+      if (!r.mostly_huge_pages.empty()) out += fmt::format("  {:<{}}  {}\n", "", width, huge_pages_text(r));
     }
   }
   if (!rec.across.empty()) {

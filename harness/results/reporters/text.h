@@ -44,6 +44,9 @@ std::string metric_note(Metric m);
 std::string figure_value(const Ranking& r, double value);
 // How much worse than the leader a standing is: "+12%", "+0.4%", "+<0.1%"; "tied" at the same median.
 std::string relative_text(double relative);
+// "mostly huge pages: jemalloc is +60.2 MiB and holds 52.0 MiB more in huge pages; ..."
+// (Ranking::mostly_huge_pages).
+std::string huge_pages_text(const Ranking& r);
 // "clear, by 12%", "within noise (+0.4%)", "one repetition (+5%)", "alone".
 std::string lead_text(Certainty c, double margin);
 
