@@ -52,7 +52,9 @@ inline nlohmann::json phase_record(const PhaseFigures& f) {
               {"thp_events", f.thp_events ? json{{"fault_alloc", f.thp_events->fault_alloc},
                                                  {"fault_fallback", f.thp_events->fault_fallback},
                                                  {"collapse_alloc", f.thp_events->collapse_alloc},
-                                                 {"split_page", f.thp_events->split_page}}
+                                                 {"split_page", f.thp_events->split_page},
+                                                 {"split_pmd", f.thp_events->split_pmd},
+                                                 {"deferred_split_page", f.thp_events->deferred_split_page}}
                                           : json(nullptr)},
               {"t_begin_ns", f.begin_ns},
               {"t_end_ns", f.end_ns}};

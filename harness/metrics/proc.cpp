@@ -196,13 +196,16 @@ bool read_thp_events(ThpEvents& out) {
   return parse_vmstat_value(buf, "thp_fault_alloc", out.fault_alloc) &&
          parse_vmstat_value(buf, "thp_fault_fallback", out.fault_fallback) &&
          parse_vmstat_value(buf, "thp_collapse_alloc", out.collapse_alloc) &&
-         parse_vmstat_value(buf, "thp_split_page", out.split_page);
+         parse_vmstat_value(buf, "thp_split_page", out.split_page) &&
+         parse_vmstat_value(buf, "thp_split_pmd", out.split_pmd) &&
+         parse_vmstat_value(buf, "thp_deferred_split_page", out.deferred_split_page);
 }
 
 ThpEvents thp_events_since(const ThpEvents& now, const ThpEvents& before) {
   auto d = [](uint64_t a, uint64_t b) { return a >= b ? a - b : 0; };
   return {d(now.fault_alloc, before.fault_alloc), d(now.fault_fallback, before.fault_fallback),
-          d(now.collapse_alloc, before.collapse_alloc), d(now.split_page, before.split_page)};
+          d(now.collapse_alloc, before.collapse_alloc), d(now.split_page, before.split_page),
+          d(now.split_pmd, before.split_pmd),     d(now.deferred_split_page, before.deferred_split_page)};
 }
 
 bool reset_peak_rss(pid_t pid) {

@@ -32,6 +32,9 @@ struct ThpEvents {
   uint64_t fault_fallback = 0;  // thp_fault_fallback: one that wanted a huge page and got 4 KiB pages
   uint64_t collapse_alloc = 0;  // thp_collapse_alloc: khugepaged made 512 pages one
   uint64_t split_page = 0;      // thp_split_page: a huge page split back (a partial unmap or advice)
+  uint64_t split_pmd = 0;       // thp_split_pmd: a huge mapping made small-page mappings (advice on part of it)
+  uint64_t deferred_split_page = 0;  // thp_deferred_split_page: a partly unmapped huge page queued to be
+                                     // split later: its whole 2 MiB stay allocated until memory pressure
 };
 bool read_thp_events(ThpEvents& out);
 ThpEvents thp_events_since(const ThpEvents& now, const ThpEvents& before);

@@ -51,6 +51,8 @@ constexpr std::array<FieldRow, kFieldCount> kFieldTable{{
     {Field::thp_fault_fallback, "thp_events.fault_fallback", "", Fold::sum, false},
     {Field::thp_collapse_alloc, "thp_events.collapse_alloc", "", Fold::sum, false},
     {Field::thp_split_page, "thp_events.split_page", "", Fold::sum, false},
+    {Field::thp_split_pmd, "thp_events.split_pmd", "", Fold::sum, false},
+    {Field::thp_deferred_split_page, "thp_events.deferred_split_page", "", Fold::sum, false},
 }};
 
 // A metric that is one field as recorded.
@@ -181,6 +183,14 @@ constexpr std::array<MetricRow, kMetricCount> kMetricTable{{
     {M::thp_split_page, "thp_split_page", "", "count",
      "huge pages split back into small pages, system-wide (/proc/vmstat thp_split_page)",
      measured<F::thp_split_page>, kLower, D::si, "THP splits", 20, "", false, 0, false},
+    {M::thp_split_pmd, "thp_split_pmd", "", "count",
+     "huge-page mappings split into small-page mappings (advice or an unmap on part of one), system-wide "
+     "(/proc/vmstat thp_split_pmd)",
+     measured<F::thp_split_pmd>, kLower, D::si, "THP map splits", 20, "", false, 0, false},
+    {M::thp_deferred_split_page, "thp_deferred_split_page", "", "count",
+     "partly unmapped huge pages queued to be split later, each still holding its 2 MiB until memory pressure, "
+     "system-wide (/proc/vmstat thp_deferred_split_page)",
+     measured<F::thp_deferred_split_page>, kLower, D::si, "THP deferred", 20, "", false, 0, false},
 }};
 
 // The enums index the tables: a row out of place is a compile error, not a wrong figure.

@@ -53,6 +53,8 @@ enum class Field : std::size_t {
   thp_fault_fallback,
   thp_collapse_alloc,
   thp_split_page,
+  thp_split_pmd,
+  thp_deferred_split_page,
   kCount
 };
 inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::kCount);
@@ -113,6 +115,8 @@ enum class Metric : std::size_t {
   thp_fault_fallback,
   thp_collapse_alloc,
   thp_split_page,
+  thp_split_pmd,
+  thp_deferred_split_page,
   kCount
 };
 inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::kCount);
