@@ -48,9 +48,12 @@ ThreadCache* Heap::cache() {
   tc->until_recheck = 64;
   tc->hits = 0;
   for (int c = 0; c < kSmallClasses; ++c) {
-    std::uint64_t limit = opt_.tcache_bytes / kSmallSize[c];
-    tc->lists[c] = CacheList{nullptr, 0, static_cast<std::uint32_t>(limit < 4 ? 4 : limit > 512 ? 512 : limit)};
+    tc->lists[c] = CacheList{nullptr, 0, base_limit_[c]};
+    tc->overages[c] = 0;
   }
+  tc->grown_bytes = 0;
+  tc->steal_next = 0;
+  tc->epoch = tcache_epoch_.load(std::memory_order_relaxed);
   tc->page_bytes = 0;
   __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELAXED);
   __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELAXED);
@@ -86,9 +89,9 @@ void* Heap::refill(ThreadCache* tc, int cls) {
   std::uint32_t want = 1;
   if (tc != nullptr) {
     recheck_node(tc);
+    lists_check_pressure(tc);
     node = tc->node;
-    want = tc->lists[cls].limit / 2;
-    if (want == 0) want = 1;
+    want = list_batch(cls);
   } else {
     node = budget_.current_node();
   }
@@ -142,8 +145,58 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     // The list was empty: the rest of the batch becomes it.
     l.head = head;
     l.count = got - 1;
+    list_grow(tc, cls);
   }
   return result;
+}
+
+void Heap::list_grow(ThreadCache* tc, int cls) {
+  CacheList& l = tc->lists[cls];
+  if (l.limit >= max_limit_[cls]) return;
+  const std::uint32_t batch = list_batch(cls);
+  const std::uint64_t bytes = std::uint64_t{batch} * kSmallSize[cls];
+  if (tc->grown_bytes + bytes > opt_.tcache_budget) {
+    // Over budget: one batch back from the next grown class, round robin (tcmalloc's
+    // IncreaseCacheLimit steals from other threads; here the classes of one thread compete).
+    for (int i = 0; i < kSmallClasses && tc->grown_bytes + bytes > opt_.tcache_budget; ++i) {
+      const int c = static_cast<int>(tc->steal_next++ % kSmallClasses);
+      if (c != cls && tc->lists[c].limit > base_limit_[c]) list_shrink(tc, c, 1);
+    }
+    if (tc->grown_bytes + bytes > opt_.tcache_budget) return;
+  }
+  l.limit += batch;
+  tc->grown_bytes += bytes;
+  tc->overages[cls] = 0;
+  counters_.tcache_grows.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Heap::list_shrink(ThreadCache* tc, int cls, std::uint32_t batches) {
+  CacheList& l = tc->lists[cls];
+  tc->overages[cls] = 0;
+  if (l.limit <= base_limit_[cls]) return;
+  const std::uint32_t batch = list_batch(cls);
+  const std::uint32_t above = (l.limit - base_limit_[cls]) / batch;
+  const std::uint32_t n = batches < above ? batches : above;
+  l.limit -= n * batch;
+  tc->grown_bytes -= std::uint64_t{n} * batch * kSmallSize[cls];
+  counters_.tcache_shrinks.fetch_add(n, std::memory_order_relaxed);
+  // What the list holds beyond its new limit goes back, a batch at a time (whole batches fit the
+  // transfer cache), the remainder into the slabs.
+  while (l.count > l.limit) {
+    const std::uint32_t excess = l.count - l.limit;
+    list_release(&l, cls, tc->node, excess < batch ? excess : batch);
+  }
+}
+
+void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
+  lists_check_pressure(tc);
+  CacheList& l = tc->lists[cls];
+  if (l.count < l.limit) return;  // the pressure check made room
+  // A grown list that keeps overflowing holds more than its thread reuses (a thread that frees
+  // what others allocated): after kMaxOverages more, its limit loses a batch (ListTooLong).
+  if (l.limit > base_limit_[cls] && ++tc->overages[cls] > kMaxOverages) list_shrink(tc, cls, 1);
+  // A batch goes back (the caller then pushes one object: the list stays within its limit).
+  list_release(&l, cls, part, list_batch(cls));
 }
 
 void Heap::recheck_node(ThreadCache* tc) {
