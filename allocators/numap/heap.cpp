@@ -46,10 +46,8 @@ bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
   for (int c = 0; c < kSmallClasses; ++c) {
     const std::uint64_t base = opt_.tcache_bytes / kSmallSize[c];
     base_limit_[c] = static_cast<std::uint32_t>(base < 4 ? 4 : base > 512 ? 512 : base);
-    const std::uint64_t batch = list_batch(c);
-    std::uint64_t most = base_limit_[c] + opt_.tcache_budget / kSmallSize[c] / batch * batch;
-    if (most > kMaxListLength) most = base_limit_[c] + (kMaxListLength - base_limit_[c]) / batch * batch;
-    max_limit_[c] = static_cast<std::uint32_t>(most);
+    const std::uint64_t most = base_limit_[c] + opt_.tcache_budget / kSmallSize[c];
+    max_limit_[c] = static_cast<std::uint32_t>(most > kMaxListLength ? kMaxListLength : most);
   }
   asym_guard_ = os_->register_barrier();
   numa_ = numa_enabled(topo_, opt_.numa);

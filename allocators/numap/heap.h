@@ -223,13 +223,14 @@ class Heap {
     if (!transfer_put(list, cls, part, n)) flush_list(list, n);
   }
   // ---- adaptive list limits (thread_cache.h; heap_small.cpp) ----
-  // A list's batch: what a refill takes and an overflow gives back, half its base limit.
+  // A list's batch, half its base limit: the least a list grows by, what it shrinks by.
   std::uint32_t list_batch(int cls) const { return base_limit_[cls] / 2 > 0 ? base_limit_[cls] / 2 : 1; }
-  // A miss of class cls: its limit grows by a batch when the class is below its cap and the
-  // thread's budget has room, taking a batch back from another grown class when it has not.
+  // A miss of class cls (its refill took half the limit): the limit grows by half (at least a
+  // batch) while the class is below its cap and the thread's budget has room, taking a batch back
+  // from other grown classes when it has not.
   void list_grow(ThreadCache* tc, int cls);
-  // The free of an object of class cls on node `part` found its list full: a batch goes back;
-  // a grown list that keeps overflowing gives a batch of its limit back.
+  // The free of an object of class cls on node `part` found its list full: half the limit goes
+  // back in one step; a grown list that keeps overflowing gives a batch of its limit back.
   void list_overflow(ThreadCache* tc, int cls, int part);
   // Lowers class cls's limit by up to `batches` batches (not below its base), returning what the
   // list holds beyond the new limit.

@@ -404,7 +404,8 @@ TEST_F(HeapTest, TransferCacheMovesWholeBatchesAndPurgeDrainsIt) {
 }
 
 // Adaptive small-object lists (thread_cache.h). 256 B: base limit 128 objects (32 KiB), batches
-// of 64. Each pattern runs in a thread of its own, so its cache starts fresh.
+// of 64; a miss refills half the limit and grows it by half. Each pattern runs in a thread of its
+// own, so its cache starts fresh.
 constexpr std::size_t kListObject = 256;
 
 TEST_F(HeapTest, ListLimitsGrowUnderABatchPatternUntilTheBatchFits) {
@@ -415,7 +416,7 @@ TEST_F(HeapTest, ListLimitsGrowUnderABatchPatternUntilTheBatchFits) {
     std::vector<void*> v(1000);
     for (void*& p : v) p = heap.malloc(kListObject);
     ASSERT_EQ(tc->owner, &heap);
-    // Each of the ~16 misses grew the list by a batch: the 1000 objects now fit.
+    // Each of the misses grew the list by half: the 1000 objects now fit.
     EXPECT_GE(tc->lists[cls].limit, 1000u);
     EXPECT_EQ(tc->grown_bytes, std::uint64_t{tc->lists[cls].limit - 128} * kListObject);
     const std::uint32_t left = tc->lists[cls].count;  // the last refill's rest
@@ -438,7 +439,7 @@ TEST_F(HeapTest, ListLimitsGrowUnderABatchPatternUntilTheBatchFits) {
 
 TEST_F(HeapTest, ListGrowthIsBoundedByTheThreadsBudget) {
   Options o;
-  o.tcache_budget = 64 << 10;  // 256 objects of 256 B: 4 batches
+  o.tcache_budget = 64 << 10;  // 256 objects of 256 B above the base
   make_with(o);
   const int cls = small_class(kListObject);
   const int big = small_class(1024);  // base 32, batches of 16 (16 KiB)

@@ -1,10 +1,11 @@
 // Layer 5, thread caches: per thread and small class, a singly linked list of free objects with an
 // adaptive limit (issue 24, after tcmalloc's ThreadCache::FetchFromCentralCache / ListTooLong). A
-// list starts at its base limit (NUMAP_TCACHE_BYTES / size, 4..512 objects); each miss refills one
-// batch (half the base limit) from the Central in one locked step and raises the limit by a batch,
-// up to 8192 objects and within the thread's NUMAP_TCACHE_BUDGET for all classes' growth together
-// (a class that needs more takes a batch back from another grown class). An overflow returns one
-// batch; a list that overflows kMaxOverages+1 times while grown gives a batch of its limit back.
+// list starts at its base limit (NUMAP_TCACHE_BYTES / size, 4..512 objects); each miss refills
+// half the limit from the Central in one locked step and raises the limit by half (at least a
+// batch, half the base limit), up to 8192 objects and within the thread's NUMAP_TCACHE_BUDGET for
+// all classes' growth together (a class that needs more takes batches back from other grown
+// classes). An overflow returns half the limit in one step; a list that overflows kMaxOverages+1
+// times while grown gives a batch of its limit back. At the base limit this is the fixed policy.
 // Memory pressure (a purge, the free limit giving pages back) bumps the heap's epoch: each thread
 // seeing it on its next slow path puts every list back to its base limit. malloc pops and free
 // pushes with no lock and no atomic (the fast paths below do not know about growth). A free from another
