@@ -408,6 +408,12 @@ TEST_F(HeapTest, TransferCacheMovesWholeBatchesAndPurgeDrainsIt) {
 // own, so its cache starts fresh.
 constexpr std::size_t kListObject = 256;
 
+// One round of the batch pattern: every block of v allocated, then every one freed.
+void batch_round(Heap& heap, std::vector<void*>& v) {
+  for (void*& p : v) p = heap.malloc(kListObject);
+  for (void* p : v) heap.free(p);
+}
+
 TEST_F(HeapTest, ListLimitsGrowUnderABatchPatternUntilTheBatchFits) {
   make_with(Options{});  // the default budget, 1 MiB
   const int cls = small_class(kListObject);
@@ -424,10 +430,7 @@ TEST_F(HeapTest, ListLimitsGrowUnderABatchPatternUntilTheBatchFits) {
     EXPECT_EQ(tc->lists[cls].count, 1000u + left);  // nothing went back to the Central
     // The next rounds are all hits: no miss, no lock.
     const Stats before = stats();
-    for (int round = 0; round < 3; ++round) {
-      for (void*& p : v) p = heap.malloc(kListObject);
-      for (void* p : v) heap.free(p);
-    }
+    for (int round = 0; round < 3; ++round) batch_round(heap, v);
     const Stats after = stats();
     EXPECT_EQ(after.tcache_misses, before.tcache_misses);
     EXPECT_EQ(after.lock_acquisitions, before.lock_acquisitions);
@@ -473,8 +476,7 @@ TEST_F(HeapTest, ListLimitsShrinkBackUnderPressureAndOverflows) {
   std::thread([&] {
     ThreadCache* tc = thread_cache_tls();
     std::vector<void*> v(1000);
-    for (void*& p : v) p = heap.malloc(kListObject);
-    for (void* p : v) heap.free(p);
+    batch_round(heap, v);
     const std::uint32_t grown = tc->lists[cls].limit;
     ASSERT_GE(grown, 1000u);
     // A purge by another thread (capacity pressure, numap_purge): this thread's next slow path
@@ -514,8 +516,7 @@ TEST_F(HeapTest, ZeroBudgetKeepsTheBaseLimits) {
   std::thread([&] {
     ThreadCache* tc = thread_cache_tls();
     std::vector<void*> v(1000);
-    for (void*& p : v) p = heap.malloc(kListObject);
-    for (void* p : v) heap.free(p);
+    batch_round(heap, v);
     EXPECT_EQ(tc->lists[cls].limit, 128u);
     EXPECT_LE(tc->lists[cls].count, 128u);
   }).join();
