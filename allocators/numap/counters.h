@@ -42,6 +42,8 @@
   X(enomem, heap, 0, 1)                 \
   X(tcache_hits, heap, 0, 1)            \
   X(transfer_batches, stats, 0, 1)      \
+  X(tcache_grows, heap, 0, 1)           \
+  X(tcache_shrinks, heap, 0, 1)         \
   X(split_allocs, heap, 0, 1)           \
   X(numa_enabled, stats, 0, 1)          \
   X(option_warnings, stats, 1, 1)

@@ -43,6 +43,12 @@ bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
   given_back_.store(false, std::memory_order_relaxed);  // (tests init a destroyed heap again)
   decay_start_due_.store(false, std::memory_order_relaxed);
   decay_period_ = static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
+  for (int c = 0; c < kSmallClasses; ++c) {
+    const std::uint64_t base = opt_.tcache_bytes / kSmallSize[c];
+    base_limit_[c] = static_cast<std::uint32_t>(base < 4 ? 4 : base > 512 ? 512 : base);
+    const std::uint64_t most = base_limit_[c] + opt_.tcache_budget / kSmallSize[c];
+    max_limit_[c] = static_cast<std::uint32_t>(most > kMaxListLength ? kMaxListLength : most);
+  }
   asym_guard_ = os_->register_barrier();
   numa_ = numa_enabled(topo_, opt_.numa);
   nparts_ = numa_ ? topo_.count : 1;
@@ -241,7 +247,7 @@ __attribute__((always_inline)) inline void Heap::free_central(void* p) {
   tc = live_cache();
   if (tc != nullptr && tc->node == w.part) {
     CacheList& l = tc->lists[s->cls];
-    if (l.count >= l.limit && !transfer_put(&l, s->cls, w.part, l.limit / 2)) flush_list(&l, l.limit / 2);
+    if (l.count >= l.limit) list_overflow(tc, s->cls, w.part);
     *static_cast<void**>(p) = l.head;
     l.head = p;
     ++l.count;

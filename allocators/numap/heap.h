@@ -217,6 +217,38 @@ class Heap {
   void small_free(NodePart& part, SlabMeta* s, void* p);
   void* refill(ThreadCache* tc, int cls);
   void flush_list(CacheList* list, std::uint32_t n);
+  // The first n objects of the thread's list of class cls go back: to the transfer cache of node
+  // `part` as one batch when it takes them, else into their slabs.
+  void list_release(CacheList* list, int cls, int part, std::uint32_t n) {
+    if (!transfer_put(list, cls, part, n)) flush_list(list, n);
+  }
+  // ---- adaptive list limits (thread_cache.h; heap_small.cpp) ----
+  // A list's batch, half its base limit: the least a list grows by, what it shrinks by.
+  std::uint32_t list_batch(int cls) const { return base_limit_[cls] / 2 > 0 ? base_limit_[cls] / 2 : 1; }
+  // A miss of class cls (its refill took half the limit): the limit grows by half (at least a
+  // batch) while the class is below its cap and the thread's budget has room, taking a batch back
+  // from other grown classes when it has not.
+  void list_grow(ThreadCache* tc, int cls);
+  // The free of an object of class cls on node `part` found its list full: half the limit goes
+  // back in one step; a grown list that keeps overflowing gives a batch of its limit back.
+  void list_overflow(ThreadCache* tc, int cls, int part);
+  // Lowers class cls's limit by up to `batches` batches (not below its base), returning what the
+  // list holds beyond the new limit.
+  void list_shrink(ThreadCache* tc, int cls, std::uint32_t batches);
+  // Every list back to its base limit when the heap's pressure epoch moved since the cache last
+  // looked (slow paths only; the owner's own lists: no other thread touches them).
+  void lists_check_pressure(ThreadCache* tc) {
+    const std::uint32_t e = tcache_epoch_.load(std::memory_order_relaxed);
+    if (__builtin_expect(tc->epoch != e, 0)) {
+      tc->epoch = e;
+      for (int c = 0; c < kSmallClasses; ++c) list_shrink(tc, c, kMaxListLength);
+    }
+  }
+  // Memory pressure (a purge, the free limit giving pages back): every thread's grown lists go
+  // back to their base limits at its next slow path.
+  void tcache_pressure() {
+    if (opt_.tcache_budget != 0) tcache_epoch_.fetch_add(1, std::memory_order_relaxed);
+  }
   // An overflow of the thread's list of class cls: its first n objects go to the transfer cache
   // of their node as one batch when they all live on node `part` and it has room; false (nothing
   // changed) otherwise.
@@ -328,6 +360,11 @@ class Heap {
   Pacer decay_pacer_;
   std::uint32_t decay_period_ = 1;  // ms: decay passes run at most once per quarter of the decay time
   std::uint64_t allowed_os_ = 0;  // kernel nodes the process may use (bind masks)
+  // Each small class's base list limit (NUMAP_TCACHE_BYTES / size, 4..512) and the most it may
+  // grow to (base + NUMAP_TCACHE_BUDGET / size in whole batches, at most kMaxListLength).
+  std::uint32_t base_limit_[kSmallClasses] = {};
+  std::uint32_t max_limit_[kSmallClasses] = {};
+  std::atomic<std::uint32_t> tcache_epoch_{0};  // bumped by tcache_pressure()
 };
 
 }  // namespace numap

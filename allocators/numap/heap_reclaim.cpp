@@ -11,6 +11,7 @@ namespace numap {
 
 std::size_t Heap::purge(std::uint64_t want, int only_part) {
   counters_.purges.fetch_add(1, std::memory_order_relaxed);
+  tcache_pressure();  // grown small-object lists back to their base limits, each at its next slow path
   drain_transfers();  // parked batches keep their slabs from emptying
   // Cached page chunks are charged but not free in their Slots: return every thread's first.
   flush_all_page_caches();
@@ -60,7 +61,10 @@ std::size_t Heap::trim() {
   counters_.trims.fetch_add(1, std::memory_order_relaxed);
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this)
-    for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
+    for (int c = 0; c < kSmallClasses; ++c) {
+      flush_list(&tc->lists[c], tc->lists[c].count);
+      list_shrink(tc, c, kMaxListLength);
+    }
   return purge();
 }
 
@@ -117,6 +121,7 @@ void Heap::limit_free(int part) {
       got = purge_pages(want, part, -1, true, now - static_cast<std::uint32_t>(opt_.exchange_ms), true);
     if (got < want) got += purge_pages(want - got, part, -1, false, 0, true);
     np.free_limit.gave(got);
+    if (got != 0) tcache_pressure();
     counters_.limited_bytes.fetch_add(got, std::memory_order_relaxed);
   }
   np.free_limit.leave();

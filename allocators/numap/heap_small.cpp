@@ -48,9 +48,12 @@ ThreadCache* Heap::cache() {
   tc->until_recheck = 64;
   tc->hits = 0;
   for (int c = 0; c < kSmallClasses; ++c) {
-    std::uint64_t limit = opt_.tcache_bytes / kSmallSize[c];
-    tc->lists[c] = CacheList{nullptr, 0, static_cast<std::uint32_t>(limit < 4 ? 4 : limit > 512 ? 512 : limit)};
+    tc->lists[c] = CacheList{nullptr, 0, base_limit_[c]};
+    tc->overages[c] = 0;
   }
+  tc->grown_bytes = 0;
+  tc->steal_next = 0;
+  tc->epoch = tcache_epoch_.load(std::memory_order_relaxed);
   tc->page_bytes = 0;
   __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELAXED);
   __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELAXED);
@@ -86,9 +89,9 @@ void* Heap::refill(ThreadCache* tc, int cls) {
   std::uint32_t want = 1;
   if (tc != nullptr) {
     recheck_node(tc);
+    lists_check_pressure(tc);
     node = tc->node;
-    want = tc->lists[cls].limit / 2;
-    if (want == 0) want = 1;
+    want = tc->lists[cls].limit / 2 > 0 ? tc->lists[cls].limit / 2 : 1;  // half the (grown) limit
   } else {
     node = budget_.current_node();
   }
@@ -142,8 +145,60 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     // The list was empty: the rest of the batch becomes it.
     l.head = head;
     l.count = got - 1;
+    list_grow(tc, cls);
   }
   return result;
+}
+
+void Heap::list_grow(ThreadCache* tc, int cls) {
+  CacheList& l = tc->lists[cls];
+  if (l.limit >= max_limit_[cls]) return;
+  const std::uint32_t size = kSmallSize[cls];
+  // By half the limit, at least a batch (the refills are half a limit too), up to the cap.
+  std::uint32_t by = l.limit / 2 > list_batch(cls) ? l.limit / 2 : list_batch(cls);
+  if (by > max_limit_[cls] - l.limit) by = max_limit_[cls] - l.limit;
+  if (tc->grown_bytes + std::uint64_t{by} * size > opt_.tcache_budget) {
+    // Over budget: a batch back from each other grown class in turn, round robin, until this
+    // growth fits (tcmalloc's IncreaseCacheLimit steals from other threads; here the classes of
+    // one thread compete). When this class holds the whole growth there is none to take.
+    if (tc->grown_bytes != std::uint64_t{l.limit - base_limit_[cls]} * size)
+      for (int i = 0; i < kSmallClasses && tc->grown_bytes + std::uint64_t{by} * size > opt_.tcache_budget; ++i) {
+        const int c = static_cast<int>(tc->steal_next++ % kSmallClasses);
+        if (c != cls && tc->lists[c].limit > base_limit_[c]) list_shrink(tc, c, 1);
+      }
+    const std::uint64_t room = opt_.tcache_budget > tc->grown_bytes ? opt_.tcache_budget - tc->grown_bytes : 0;
+    if (std::uint64_t{by} * size > room) by = static_cast<std::uint32_t>(room / size);
+    if (by == 0) return;
+  }
+  l.limit += by;
+  tc->grown_bytes += std::uint64_t{by} * size;
+  tc->overages[cls] = 0;
+  counters_.tcache_grows.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Heap::list_shrink(ThreadCache* tc, int cls, std::uint32_t batches) {
+  CacheList& l = tc->lists[cls];
+  tc->overages[cls] = 0;
+  if (l.limit <= base_limit_[cls]) return;
+  const std::uint64_t most = std::uint64_t{batches} * list_batch(cls);
+  const std::uint32_t n = most < l.limit - base_limit_[cls] ? static_cast<std::uint32_t>(most) : l.limit - base_limit_[cls];
+  l.limit -= n;
+  tc->grown_bytes -= std::uint64_t{n} * kSmallSize[cls];
+  counters_.tcache_shrinks.fetch_add(1, std::memory_order_relaxed);
+  // What the list holds beyond its new limit goes back in one step.
+  if (l.count > l.limit) list_release(&l, cls, tc->node, l.count - l.limit);
+}
+
+void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
+  lists_check_pressure(tc);
+  CacheList& l = tc->lists[cls];
+  if (l.count < l.limit) return;  // the pressure check made room
+  // A grown list that keeps overflowing holds more than its thread reuses (a thread that frees
+  // what others allocated): after kMaxOverages more, its limit loses a batch (ListTooLong).
+  if (l.limit > base_limit_[cls] && ++tc->overages[cls] > kMaxOverages) list_shrink(tc, cls, 1);
+  // Half the limit goes back, in one step (the caller then pushes one object: the list stays
+  // within its limit). At the base limit that is one batch, as before the lists adapted.
+  list_release(&l, cls, part, l.limit / 2 > 0 ? l.limit / 2 : 1);
 }
 
 void Heap::recheck_node(ThreadCache* tc) {

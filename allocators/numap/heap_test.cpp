@@ -365,7 +365,9 @@ TEST_F(HeapTest, CapacityPurgesFreePagesThenFailsWithEnomem) {
 }
 
 TEST_F(HeapTest, TransferCacheMovesWholeBatchesAndPurgeDrainsIt) {
-  make_single(0);
+  Options o;
+  o.tcache_budget = 0;  // fixed list limits: the overflows below reach the transfer cache
+  make_with(o);
   // 64 B: a thread cache of 512 objects. Freeing 2048 overflows six times, 256 objects (16 KiB)
   // each: all six fit the transfer cache (32 batches, 128 KiB).
   std::vector<void*> v;
@@ -399,6 +401,127 @@ TEST_F(HeapTest, TransferCacheMovesWholeBatchesAndPurgeDrainsIt) {
   EXPECT_GT(heap.trim(), 0u);
   EXPECT_EQ(stats().in_use_bytes, 0u);
   EXPECT_EQ(heap.mapped_bytes(), 0u);
+}
+
+// Adaptive small-object lists (thread_cache.h). 256 B: base limit 128 objects (32 KiB), batches
+// of 64; a miss refills half the limit and grows it by half. Each pattern runs in a thread of its
+// own, so its cache starts fresh.
+constexpr std::size_t kListObject = 256;
+
+// One round of the batch pattern: every block of v allocated, then every one freed.
+void batch_round(Heap& heap, std::vector<void*>& v) {
+  for (void*& p : v) p = heap.malloc(kListObject);
+  for (void* p : v) heap.free(p);
+}
+
+TEST_F(HeapTest, ListLimitsGrowUnderABatchPatternUntilTheBatchFits) {
+  make_with(Options{});  // the default budget, 1 MiB
+  const int cls = small_class(kListObject);
+  std::thread([&] {
+    ThreadCache* tc = thread_cache_tls();
+    std::vector<void*> v(1000);
+    for (void*& p : v) p = heap.malloc(kListObject);
+    ASSERT_EQ(tc->owner, &heap);
+    // Each of the misses grew the list by half: the 1000 objects now fit.
+    EXPECT_GE(tc->lists[cls].limit, 1000u);
+    EXPECT_EQ(tc->grown_bytes, std::uint64_t{tc->lists[cls].limit - 128} * kListObject);
+    const std::uint32_t left = tc->lists[cls].count;  // the last refill's rest
+    for (void* p : v) heap.free(p);
+    EXPECT_EQ(tc->lists[cls].count, 1000u + left);  // nothing went back to the Central
+    // The next rounds are all hits: no miss, no lock.
+    const Stats before = stats();
+    for (int round = 0; round < 3; ++round) batch_round(heap, v);
+    const Stats after = stats();
+    EXPECT_EQ(after.tcache_misses, before.tcache_misses);
+    EXPECT_EQ(after.lock_acquisitions, before.lock_acquisitions);
+    EXPECT_GT(after.tcache_grows, 0u);
+  }).join();
+  // Thread exit returned every object.
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
+TEST_F(HeapTest, ListGrowthIsBoundedByTheThreadsBudget) {
+  Options o;
+  o.tcache_budget = 64 << 10;  // 256 objects of 256 B above the base
+  make_with(o);
+  const int cls = small_class(kListObject);
+  const int big = small_class(1024);  // base 32, batches of 16 (16 KiB)
+  std::thread([&] {
+    ThreadCache* tc = thread_cache_tls();
+    std::vector<void*> v(1000);
+    for (void*& p : v) p = heap.malloc(kListObject);
+    EXPECT_EQ(tc->lists[cls].limit, 128u + 256u);
+    EXPECT_EQ(tc->grown_bytes, 64u << 10);
+    for (void* p : v) heap.free(p);  // the rest went back, batch by batch
+    EXPECT_LE(tc->lists[cls].count, tc->lists[cls].limit);
+    // Another class needing budget takes it back from the first, a batch at a time: 1024 B grows
+    // to its cap (base + 64 KiB), 256 B is back at its base, and the sum never passes the budget.
+    std::vector<void*> w(200);
+    for (void*& p : w) p = heap.malloc(1024);
+    EXPECT_EQ(tc->lists[big].limit, 32u + 64u);
+    EXPECT_EQ(tc->lists[cls].limit, 128u);
+    EXPECT_LE(tc->grown_bytes, 64u << 10);
+    EXPECT_EQ(tc->grown_bytes, std::uint64_t{tc->lists[cls].limit - 128} * kListObject +
+                                   std::uint64_t{tc->lists[big].limit - 32} * 1024);
+    EXPECT_LE(tc->lists[cls].count, tc->lists[cls].limit);
+    for (void* p : w) heap.free(p);
+  }).join();
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+  EXPECT_GT(stats().tcache_shrinks, 0u);
+}
+
+TEST_F(HeapTest, ListLimitsShrinkBackUnderPressureAndOverflows) {
+  make_with(Options{});
+  const int cls = small_class(kListObject);
+  std::thread([&] {
+    ThreadCache* tc = thread_cache_tls();
+    std::vector<void*> v(1000);
+    batch_round(heap, v);
+    const std::uint32_t grown = tc->lists[cls].limit;
+    ASSERT_GE(grown, 1000u);
+    // A purge by another thread (capacity pressure, numap_purge): this thread's next slow path
+    // puts its lists back to their base limits and returns the rest.
+    std::thread([&] { heap.purge(); }).join();
+    std::vector<void*> w(1200);
+    for (void*& p : w) p = heap.malloc(kListObject);  // 1000 hits, then misses
+    EXPECT_LE(tc->lists[cls].limit, grown - 64 * 2);
+    // Objects this thread never allocated (a consumer): overflows, every fourth one lowers the
+    // limit by a batch, not below the base.
+    std::vector<void*> other(3000);
+    std::thread([&] {
+      for (void*& p : other) p = heap.malloc(kListObject);
+    }).join();
+    const std::uint32_t before = tc->lists[cls].limit;
+    const std::uint64_t shrinks = stats().tcache_shrinks;
+    for (void* p : w) heap.free(p);
+    for (void* p : other) heap.free(p);
+    EXPECT_LT(tc->lists[cls].limit, before);
+    EXPECT_GE(tc->lists[cls].limit, 128u);
+    EXPECT_GT(stats().tcache_shrinks, shrinks);
+    EXPECT_LE(tc->lists[cls].count, tc->lists[cls].limit);
+    // trim: the thread's own lists empty and at their base limits at once.
+    heap.trim();
+    EXPECT_EQ(tc->lists[cls].limit, 128u);
+    EXPECT_EQ(tc->lists[cls].count, 0u);
+    EXPECT_EQ(tc->grown_bytes, 0u);
+  }).join();
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
+TEST_F(HeapTest, ZeroBudgetKeepsTheBaseLimits) {
+  Options o;
+  o.tcache_budget = 0;
+  make_with(o);
+  const int cls = small_class(kListObject);
+  std::thread([&] {
+    ThreadCache* tc = thread_cache_tls();
+    std::vector<void*> v(1000);
+    batch_round(heap, v);
+    EXPECT_EQ(tc->lists[cls].limit, 128u);
+    EXPECT_LE(tc->lists[cls].count, 128u);
+  }).join();
+  EXPECT_EQ(stats().tcache_grows, 0u);
+  EXPECT_EQ(stats().in_use_bytes, 0u);
 }
 
 TEST_F(HeapTest, FreshOrPurgedMemoryIsZeroForCalloc) {

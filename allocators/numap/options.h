@@ -40,7 +40,10 @@ inline constexpr const char* kBeyondLimitNames[] = {"purge", "fail", nullptr};
   X(THP, thp, bool, kBool, false, 0, 1, nullptr, "transparent huge pages for 2 MiB-multiple classes")           \
   X(TCACHE, tcache, bool, kBool, true, 0, 1, nullptr, "per-thread caches for small objects")                    \
   X(TCACHE_BYTES, tcache_bytes, std::uint64_t, kSize, 32 << 10, 1 << 10, 1 << 24, nullptr,                      \
-    "thread cache bytes per small class")                                                                       \
+    "thread cache bytes per small class: each list's base limit (TCACHE_BYTES / size, 4..512 objects)")        \
+  X(TCACHE_BUDGET, tcache_budget, std::uint64_t, kSize, 1 << 20, 0, 1 << 30, nullptr,                           \
+    "bytes a thread's small-object lists may grow past their base limits, all classes together (each miss "     \
+    "grows its class by half, up to 8192 objects); 0 = fixed limits")                                            \
   X(SYSFS_ROOT, sysfs_root, const char*, kPath, "/sys", 0, 0, nullptr, "sysfs root for the topology (tests)")   \
   X(PRINT_OPTIONS, print, bool, kBool, false, 0, 1, nullptr, "print effective options to stderr at start")      \
   X(PAGE_CACHE_BYTES, page_cache_bytes, std::uint64_t, kSize, 512 << 10, 0, 1ll << 30, nullptr,                 \

@@ -1,6 +1,14 @@
-// Layer 5, thread caches: per thread and small class, a singly linked list of free objects with a
-// byte-derived limit. malloc pops and free pushes with no lock and no atomic; a miss refills half
-// a limit from the Central in one locked batch, an overflow returns half. A free from another
+// Layer 5, thread caches: per thread and small class, a singly linked list of free objects with an
+// adaptive limit (issue 24, after tcmalloc's ThreadCache::FetchFromCentralCache / ListTooLong). A
+// list starts at its base limit (NUMAP_TCACHE_BYTES / size, 4..512 objects); each miss refills
+// half the limit from the Central in one locked step and raises the limit by half (at least a
+// batch, half the base limit), up to 8192 objects and within the thread's NUMAP_TCACHE_BUDGET for
+// all classes' growth together (a class that needs more takes batches back from other grown
+// classes). An overflow returns half the limit in one step; a list that overflows kMaxOverages+1
+// times while grown gives a batch of its limit back. At the base limit this is the fixed policy.
+// Memory pressure (a purge, the free limit giving pages back) bumps the heap's epoch: each thread
+// seeing it on its next slow path puts every list back to its base limit. malloc pops and free
+// pushes with no lock and no atomic (the fast paths below do not know about growth). A free from another
 // thread simply lands in the freeing thread's cache (objects migrate, as in tcmalloc), so cross-
 // thread frees do not serialise. The cache lives in initial-exec TLS (no allocation to create it)
 // and is returned to the Centrals by a pthread key destructor when the thread exits.
@@ -17,8 +25,13 @@ class Heap;
 struct CacheList {
   void* head;
   std::uint32_t count;
-  std::uint32_t limit;
+  std::uint32_t limit;  // the base limit, plus the batches it grew by
 };
+
+// Overflows of a grown list before it gives a batch of its limit back (tcmalloc's kMaxOverages).
+constexpr std::uint8_t kMaxOverages = 3;
+// The most objects a small list may grow to (tcmalloc's kMaxDynamicFreeListLength).
+constexpr std::uint32_t kMaxListLength = 8192;
 
 // Page classes 0 .. kPageCacheClasses-1 (4 KiB .. 4 MiB) have a per-thread cache too: a small
 // stack of chunk pointers (not an intrusive list: a cached chunk may have no resident page to hold
@@ -61,6 +74,13 @@ struct ThreadCache {
   std::uint32_t until_recheck;   // refills until the node is looked up again
   std::uint64_t hits;            // not yet added to the heap's counters
   CacheList lists[kSmallClasses];
+  // The lists' growth (slow paths only): bytes of limit above the base limits, all classes
+  // together (at most NUMAP_TCACHE_BUDGET), overflows of each grown list, where the next class to
+  // take budget back from is, and the heap's pressure epoch this cache last saw.
+  std::uint64_t grown_bytes;
+  std::uint8_t overages[kSmallClasses];
+  std::uint32_t steal_next;
+  std::uint32_t epoch;
   std::uint64_t page_bytes;      // charged bytes of the chunks in `pages` below kLargeCachedClass
   // The page cache is the one part another thread touches: purge() flushes every registered
   // thread's page cache unless its owner is inside a page-cache operation (page_lock set; the

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 5
+#define NUMAP_STATS_VERSION 6
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -86,6 +86,10 @@ struct numap_stats {
   uint64_t option_warnings;    /* NUMAP_* settings numap could not use as given (an unknown name, a bad value,
                                   a NUMAP_CLASS_SPAN the arena could not be reserved at): each one warning
                                   line on stderr, the default (or a smaller span) used instead */
+  /* Version 6. */
+  uint64_t tcache_grows;       /* small-object list limits raised by a batch (a miss, NUMAP_TCACHE_BUDGET) */
+  uint64_t tcache_shrinks;     /* ... lowered: a list over its limit 4 times, another class needing the
+                                  budget, or memory pressure (a purge, the free limit giving pages back) */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
