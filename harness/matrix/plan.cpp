@@ -109,6 +109,11 @@ const std::vector<std::string>& thp_modes() {
   return modes;
 }
 
+std::string thp_mode_problem(const std::string& mode) {
+  if (std::find(thp_modes().begin(), thp_modes().end(), mode) != thp_modes().end()) return "";
+  return "'" + mode + "' is not a transparent huge page mode (valid: never, madvise, always)";
+}
+
 std::string thp_obtained_by(const std::string& mode) { return mode == "never" ? "prctl" : "machine"; }
 
 std::string Cell::key() const {
@@ -246,8 +251,7 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
     const std::string machine_name =
         flags.cells_machine_thp ? flags.cells_machine : "this machine (/sys/kernel/mm/transparent_hugepage/enabled)";
     for (const auto& m : modes) {
-      if (std::find(thp_modes().begin(), thp_modes().end(), m) == thp_modes().end())
-        throw ConfigError(ctx + ": '" + m + "' is not a transparent huge page mode (valid: never, madvise, always)");
+      if (auto problem = thp_mode_problem(m); !problem.empty()) throw ConfigError(ctx + ": " + problem);
       if (m != "never" && m != machine)
         throw ConfigError(fmt::format(
             "{}: {}: the transparent huge pages of {} are {}, and only 'never' can be set for one cell; run the {} cells "
@@ -449,8 +453,8 @@ Cell cell_from_json(const nlohmann::json& j) {
   c.allocator.env = cell_texts(a, "cell.allocator", "env", false);
   c.allocator.description = cell_text(a, "cell.allocator", "description", false);
   c.allocator.thp = cell_text(a, "cell.allocator", "thp", false);
-  if (!c.allocator.thp.empty() && std::find(thp_modes().begin(), thp_modes().end(), c.allocator.thp) == thp_modes().end())
-    throw ConfigError("cell.allocator.thp: '" + c.allocator.thp + "' is not a transparent huge page mode (valid: never, madvise, always)");
+  if (!c.allocator.thp.empty())
+    if (auto problem = thp_mode_problem(c.allocator.thp); !problem.empty()) throw ConfigError("cell.allocator.thp: " + problem);
   c.workload = cell_text(j, "cell", "workload");
   c.threads = cell_count(j, "cell", "threads");
   c.rep = cell_count(j, "cell", "rep");

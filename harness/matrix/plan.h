@@ -46,6 +46,8 @@ struct ResolvedAllocator {
 inline constexpr const char* kThpNameMark = "@thp=";
 // The modes the thp axis takes, in the kernel's order.
 const std::vector<std::string>& thp_modes();
+// "" for one of them, else "'MODE' is not a transparent huge page mode (valid: ...)".
+std::string thp_mode_problem(const std::string& mode);
 // How a cell gets its mode ("prctl" for never, "machine" for the machine's own), for its record.
 std::string thp_obtained_by(const std::string& mode);
 

@@ -11,7 +11,6 @@
 #include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
 #include "harness/results/meta.h"
-#include "harness/runner/system_thp.h"
 #include "harness/results/model.h"
 #include "harness/results/recommendation.h"
 #include "harness/results/reporters/reporter.h"
@@ -20,6 +19,7 @@
 #include "harness/runner/environment.h"
 #include "harness/runner/probe.h"
 #include "harness/runner/slurm_executor.h"
+#include "harness/runner/system_thp.h"
 #include "harness/topology/topology.h"
 
 namespace allocmark::runner {
