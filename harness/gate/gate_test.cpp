@@ -98,6 +98,29 @@ TEST(Rule, HugePagesFromNoneAreJudgedByTheAbsoluteFloor) {
   EXPECT_EQ(one(run_with(huge, mib({100, 102, 104})), run_with(huge, mib({130, 132, 134})), huge).verdict, "regressed");
 }
 
+TEST(Rule, AThpAxisCellIgnoresTheMachinesThpModeButNotTheRestOfTheMachine) {
+  auto on = [](RunSummary r, const std::string& allocator, const std::string& thp) {
+    r.cells[0].allocator = allocator;
+    r.machine["thp_enabled"] = thp;
+    return r;
+  };
+  const RunSummary base = run_with("peak_rss_bytes", mib({100, 101, 102}));
+  const RunSummary now = run_with("peak_rss_bytes", mib({100, 101, 102}));
+  // The cell says its own mode (never: set per process): the machine's mode is no difference.
+  EXPECT_EQ(one(on(base, "jemalloc@thp=never", "madvise"), on(now, "jemalloc@thp=never", "always")).verdict, "pass");
+  // Off the axis the cell ran under the machine's mode: another mode is another machine.
+  Verdict v = one(on(base, "jemalloc", "madvise"), on(now, "jemalloc", "always"));
+  EXPECT_EQ(v.verdict, "not comparable");
+  EXPECT_NE(v.reason.find("thp_enabled"), std::string::npos) << v.reason;
+  // Any other difference still counts for axis cells.
+  RunSummary other = on(now, "jemalloc@thp=never", "always");
+  other.machine["cpu_model"] = "Y";
+  v = one(on(base, "jemalloc@thp=never", "madvise"), other);
+  EXPECT_EQ(v.verdict, "not comparable");
+  EXPECT_NE(v.reason.find("cpu_model"), std::string::npos) << v.reason;
+  EXPECT_EQ(v.reason.find("thp_enabled"), std::string::npos) << v.reason;
+}
+
 TEST(Rule, ThroughputRegressesDownwardAndImprovesUpward) {
   EXPECT_EQ(one(run_with("ops_per_s", {100, 101, 102}), run_with("ops_per_s", {80, 81, 82}), "ops_per_s").verdict, "regressed");
   EXPECT_EQ(one(run_with("ops_per_s", {100, 101, 102}), run_with("ops_per_s", {120, 121, 122}), "ops_per_s").verdict, "improved");

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "harness/gate/mann_whitney.h"
+#include "harness/matrix/plan.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::gate {
@@ -142,10 +143,15 @@ Verdict identify(const GateCell& c, const std::string& metric) {
 GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::vector<std::string>& metrics,
                  const std::string& phase, const RuleSettings& rule) {
   GateResult result;
+  // A cell on the thp axis (jemalloc@thp=never) ran under the mode its name says, whatever the
+  // machine's: for it, the machine's THP mode is not a difference between the runs.
+  std::string difference_besides_thp;
   for (const auto& [k, v] : baseline.machine.items())
-    if (now.machine.value(k, json()) != v)
-      result.machine_difference += (result.machine_difference.empty() ? "" : "; ") + k + " " + v.dump() + " -> " +
-                                   now.machine.value(k, json()).dump();
+    if (now.machine.value(k, json()) != v) {
+      const std::string change = k + " " + v.dump() + " -> " + now.machine.value(k, json()).dump();
+      result.machine_difference += (result.machine_difference.empty() ? "" : "; ") + change;
+      if (k != "thp_enabled") difference_besides_thp += (difference_besides_thp.empty() ? "" : "; ") + change;
+    }
   std::map<std::string, const GateCell*> by_id;
   for (const auto& c : now.cells) by_id[c.id()] = &c;
   for (const auto& b : baseline.cells) {
@@ -169,10 +175,12 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
           v.reason = "--strict: what is under test changed";
         }
       }
-      if (!result.machine_difference.empty() && v.verdict != "missing") {
+      const std::string& difference =
+          b.allocator.find(matrix::kThpNameMark) != std::string::npos ? difference_besides_thp : result.machine_difference;
+      if (!difference.empty() && v.verdict != "missing") {
         if (!rule.allow_mismatch) {
           v.verdict = "not comparable";
-          v.reason = "the machine differs: " + result.machine_difference;
+          v.reason = "the machine differs: " + difference;
         } else {
           v.other_machine = true;
         }
