@@ -105,7 +105,7 @@ RunSession::RunSession(const mx::Plan& plan, SessionOptions options) : plan_(pla
     if (!options_.executor.runs_here())
       throw mx::ConfigError("--system-thp: sets this machine's mode, and --executor " + options_.executor.name() +
                             " runs cells on other machines");
-    if (auto problem = system_thp_problem(options_.system_thp); !problem.empty()) throw mx::ConfigError("--system-thp: " + problem);
+    if (auto problem = system_thp_problem(); !problem.empty()) throw mx::ConfigError("--system-thp: " + problem);
   }
 }
 

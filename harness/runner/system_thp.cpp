@@ -25,17 +25,16 @@ bool write_mode(const std::string& mode) {
 
 }  // namespace
 
-std::string system_thp_problem(const std::string& mode) {
+std::string system_thp_problem() {
   const std::string now = metrics::thp_enabled_mode();
   if (now.empty()) return std::string("this kernel has no transparent huge pages (no ") + kThpEnabledPath + ")";
   if (::access(kThpEnabledPath, W_OK) != 0)
     return std::string("cannot write ") + kThpEnabledPath + " (" + std::strerror(errno) + "; setting the machine's mode needs root)";
-  (void)mode;
   return "";
 }
 
 SystemThpSwitch::SystemThpSwitch(const std::string& mode, std::ostream& messages) : original_(metrics::thp_enabled_mode()) {
-  if (auto problem = system_thp_problem(mode); !problem.empty()) throw std::runtime_error("--system-thp: " + problem);
+  if (auto problem = system_thp_problem(); !problem.empty()) throw std::runtime_error("--system-thp: " + problem);
   int keepalive[2];
   if (::pipe2(keepalive, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   // Everything the restorer uses is ready before fork: the child of a threaded driver may only
@@ -69,8 +68,9 @@ SystemThpSwitch::SystemThpSwitch(const std::string& mode, std::ostream& messages
   keepalive_fd_ = keepalive[1];
   restorer_ = pid;
   spare_from_leftovers(pid);  // the driver's child, but not a cell's
-  if (!write_mode(mode) || metrics::thp_enabled_mode() != mode) {
-    const std::string why = std::strerror(errno);
+  const bool written = write_mode(mode);
+  const std::string why = written ? "it reads back as '" + metrics::thp_enabled_mode() + "'" : std::strerror(errno);
+  if (!written || metrics::thp_enabled_mode() != mode) {
     write_mode(original_);
     ::close(keepalive_fd_);
     ::waitpid(restorer_, nullptr, 0);

@@ -14,8 +14,8 @@ namespace allocmark::runner {
 
 inline constexpr const char* kThpEnabledPath = "/sys/kernel/mm/transparent_hugepage/enabled";
 
-// Whether MODE can be set here: "" when it can, else why not (no THP, not writable).
-std::string system_thp_problem(const std::string& mode);
+// Whether the machine's mode can be set here: "" when it can, else why not (no THP, not writable).
+std::string system_thp_problem();
 
 class SystemThpSwitch {
  public:
