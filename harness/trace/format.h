@@ -1,0 +1,101 @@
+// Allocation trace files: checked parsing of the record stream (encoding.h), and the file around
+// it. A trace file is
+//   32 bytes: kMagic, u32 format version, u32 0, u64 body length, u64 header length (little endian)
+//   the body: one zstd frame holding the record stream (one 'C' chunk per thread, the 'P' chunks,
+//             an 'E' chunk)
+//   the header: JSON (program, arguments, machine, threads, counts; docs/traces.md)
+// Everything read is checked: a file that is not a trace, a newer version, a cut-off or corrupt
+// body, an event that does not parse, an id allocated twice or freed without being allocated are
+// refused with TraceError naming the byte offset (in the file, or in the decompressed stream).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "harness/trace/encoding.h"
+
+namespace allocmark::trace {
+
+class TraceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One decoded event; `time_us` is absolute (microseconds since the recording started).
+struct Event {
+  Op op{};
+  uint64_t time_us = 0;
+  uint64_t id = 0;        // alloc: the new block; free: the freed block; realloc: the new block
+  uint64_t old_id = 0;    // realloc: the block it resized (0: realloc of NULL)
+  uint64_t size = 0;      // requested bytes (free: the freed block's)
+  uint64_t old_size = 0;  // realloc: the old block's requested bytes
+  uint64_t align = 0;     // aligned ops
+  uint64_t epoch = 0;     // Op::Phase
+};
+
+// Walks one thread's events. The bytes were checked when the trace was read, so next() only
+// decodes; on bytes that were not checked it stops at the first malformed event (ok() false).
+class EventCursor {
+ public:
+  EventCursor(const uint8_t* begin, const uint8_t* end) : p_(begin), end_(end) {}
+  bool next(Event& e);
+  bool ok() const { return ok_; }
+  const uint8_t* position() const { return p_; }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+  uint64_t time_us_ = 0;
+  bool ok_ = true;
+};
+
+struct ThreadEvents {
+  std::vector<uint8_t> bytes;  // the thread's events in its order (encoding.h)
+  uint64_t events = 0;
+  EventCursor cursor() const { return EventCursor(bytes.data(), bytes.data() + bytes.size()); }
+};
+
+struct Trace {
+  nlohmann::json header = nlohmann::json::object();
+  std::vector<std::string> phase_names;  // [k - 1]: the k-th phase mark's name
+  std::vector<uint64_t> phase_times_us;  // [k - 1]: when it was made
+  std::vector<ThreadEvents> threads;     // index: the recorder's thread number
+  uint64_t max_id = 0;
+  uint64_t events = 0;
+  uint64_t unknown_frees = 0, lost_events = 0;
+  bool ended = false;  // the stream's 'E' chunk was seen: the process ended by exit or _exit
+  uint64_t images = 0;  // 'I' chunks seen while recording (exec); the trace is the last image's
+};
+
+// Reads a record stream as it arrives (the recording pipe) or as a body decompresses; throws
+// TraceError naming the stream offset of what does not parse.
+class StreamParser {
+ public:
+  void feed(const uint8_t* data, std::size_t size);
+  // The stream ended here: a chunk cut off in the middle is an error; then the trace read so far
+  // (its ids checked, see check_ids).
+  Trace finish();
+  uint64_t offset() const { return consumed_ + pending_.size(); }
+
+ private:
+  std::size_t parse_chunk(const uint8_t* p, const uint8_t* end, uint64_t base);
+  Trace trace_;
+  std::vector<uint8_t> pending_;  // an incomplete chunk waiting for more bytes
+  uint64_t consumed_ = 0;         // stream bytes parsed before pending_
+};
+
+// Every freed or resized id was allocated, and none twice; throws TraceError otherwise. The
+// replay relies on it (a free waits for its allocation).
+void check_ids(const Trace& trace);
+
+// The record stream of `trace` in its canonical form (what write_trace compresses).
+std::vector<uint8_t> encode_stream(const Trace& trace);
+
+Trace read_trace(const std::string& path);  // throws TraceError (format) or std::runtime_error (I/O)
+// Writes `trace` (its header as given) to `path` atomically (a temporary file, then rename).
+void write_trace(const std::string& path, const Trace& trace);
+
+}  // namespace allocmark::trace
