@@ -11,7 +11,8 @@
 // Events (one op byte, then varints; dt is microseconds since the thread's previous event, for its
 // first event since the recording started, so that every thread's events have one time base):
 //   alloc ops (Op::Malloc .. Op::NewArrayAligned): dt, id, size, [align for aligned ops]
-//   Op::Realloc: dt, old id, new id, size, old size
+//   Op::Realloc: dt, old id, new id, size, old size (new id 0 with size > 0: it failed and the old
+//       block is still live; old id 0: realloc of NULL, or of a block from before the recording)
 //   free ops (Op::Free .. Op::DeleteArrayAligned): dt, id, size (the block's requested size)
 //   Op::Phase: dt, epoch (the thread's first event after the epoch-th phase mark)
 // Object ids are compact (not addresses): 1, 2, ... given out in blocks per thread, never reused;

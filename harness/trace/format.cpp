@@ -216,7 +216,7 @@ void check_ids(const Trace& trace) {
       Event e;
       if (!c.next(e)) break;
       if (is_free(e.op)) freed(e.id, t);
-      if (e.op == Op::Realloc) freed(e.old_id, t);
+      if (realloc_frees_old(e)) freed(e.old_id, t);
     }
 }
 

@@ -36,6 +36,10 @@ struct Event {
   uint64_t epoch = 0;     // Op::Phase
 };
 
+// Whether a realloc event ended its old block: a failed realloc(p, n > 0) (new id 0) leaves p
+// live, as the C library does; realloc(p, 0) returning NULL freed it.
+inline bool realloc_frees_old(const Event& e) { return e.op == Op::Realloc && e.old_id && (e.id || e.size == 0); }
+
 // Walks one thread's events. The bytes were checked when the trace was read, so next() only
 // decodes; on bytes that were not checked it stops at the first malformed event (ok() false).
 class EventCursor {

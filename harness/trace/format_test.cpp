@@ -177,6 +177,11 @@ TEST(TraceFormat, IdsAreChecked) {
   EXPECT_THROW(check_ids(t), TraceError);  // freed twice
   t.threads[0] = Events().op(Op::Malloc, {1, 7, 8}).op(Op::Free, {1, 7, 8}).done();
   EXPECT_NO_THROW(check_ids(t));
+  // A failed realloc leaves its block live; realloc(p, 0) returning NULL freed it.
+  t.threads[0] = Events().op(Op::Malloc, {1, 7, 8}).op(Op::Realloc, {1, 7, 0, 1 << 30, 8}).op(Op::Free, {1, 7, 8}).done();
+  EXPECT_NO_THROW(check_ids(t));
+  t.threads[0] = Events().op(Op::Malloc, {1, 7, 8}).op(Op::Realloc, {1, 7, 0, 0, 8}).op(Op::Free, {1, 7, 8}).done();
+  EXPECT_THROW(check_ids(t), TraceError);
 }
 
 TEST(TraceFormat, DamagedFilesAreRefusedSayingWhere) {

@@ -91,8 +91,8 @@ json summarize(const Trace& t) {
           ++mine[1];
           mine[2] += e.size;
           live += static_cast<int64_t>(e.size);
-        } else {
-          ++failed;
+        } else if (e.size) {
+          ++failed;  // realloc(p, 0) returning NULL freed p; it did not fail
         }
       }
       auto died = [&](uint64_t id, uint64_t size) {
@@ -103,7 +103,7 @@ json summarize(const Trace& t) {
         lifetimes[lifetime_class(e.time_us - std::min(e.time_us, born[id].time_us))] += 1;
       };
       if (is_free(e.op)) died(e.id, e.size);
-      if (e.op == Op::Realloc && e.id) died(e.old_id, e.old_size);
+      if (realloc_frees_old(e)) died(e.old_id, e.old_size);
       peak[phase] = std::max(peak[phase], live);
     }
     if (cursors[i].next(next[i])) heap.push({next[i].time_us, i});
