@@ -16,7 +16,7 @@ esac
 run_packages=(
   build-essential cmake pkg-config git
   libjemalloc-dev libjemalloc2 libgoogle-perftools-dev libgoogle-perftools4 libtcmalloc-minimal4
-  libmimalloc-dev libnuma-dev librocksdb-dev
+  libmimalloc-dev libnuma-dev librocksdb-dev libzstd-dev
   libbenchmark-dev libgtest-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev
   python3 python3-matplotlib python3-numpy zlib1g
 )

@@ -16,6 +16,7 @@ FLOORS = {
     "units": 0,                 # quantities in text (parse_bytes), below everything that reads them
     "harness/toml": 0,
     "harness/topology": 1,      # the machine's description: numap's tests and the lab read it
+    "harness/trace": 1,         # allocation trace files: the replay workload and `trace` read them
     "allocators": 2,            # the backend catalogue
     "workloads": 2,
     "harness/placement": 3,

@@ -83,6 +83,7 @@ class StreamParser {
  private:
   std::size_t parse_chunk(const uint8_t* p, const uint8_t* end, uint64_t base);
   Trace trace_;
+  std::vector<uint64_t> last_time_us_;  // per thread: the time of its last event parsed
   std::vector<uint8_t> pending_;  // an incomplete chunk waiting for more bytes
   uint64_t consumed_ = 0;         // stream bytes parsed before pending_
 };

@@ -1,0 +1,211 @@
+// The trace codec: round trips, and every kind of damage refused with where it is. Real programs'
+// traces are tested with the recorder (record_preload_test) and the CLI (tests/trace_test.py).
+#include "harness/trace/format.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+namespace allocmark::trace {
+namespace {
+
+// One thread's events written as the recorder writes them.
+class Events {
+ public:
+  Events& op(Op o, std::initializer_list<uint64_t> fields) {
+    bytes_.push_back(static_cast<uint8_t>(o));
+    for (uint64_t f : fields) {
+      uint8_t b[kMaxVarint];
+      bytes_.insert(bytes_.end(), b, b + put_varint(b, f));
+    }
+    ++count_;
+    return *this;
+  }
+  ThreadEvents done() const { return ThreadEvents{bytes_, count_}; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  uint64_t count_ = 0;
+};
+
+Trace two_threads() {
+  Trace t;
+  t.phase_names = {"build"};
+  t.phase_times_us = {50};
+  // dt, id, size | realloc: dt, old, new, size, old size | free: dt, id, size | phase: dt, epoch
+  t.threads.push_back(Events()
+                          .op(Op::Malloc, {10, 1, 100})
+                          .op(Op::Phase, {40, 1})
+                          .op(Op::Realloc, {1, 1, 2, 300, 100})
+                          .op(Op::NewAligned, {1, 3, 64, 64})
+                          .done());
+  t.threads.push_back(Events().op(Op::Calloc, {70, 1025, 40}).op(Op::Free, {5, 2, 300}).op(Op::DeleteAligned, {1, 3, 64}).done());
+  t.max_id = 1025;
+  t.events = 7;
+  t.ended = true;
+  t.header = {{"program", "test"}};
+  return t;
+}
+
+std::string temp_path(const char* name) { return std::string("/tmp/allocmark_trace_test_") + std::to_string(getpid()) + name; }
+
+std::vector<uint8_t> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void spit(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+TEST(TraceFormat, RoundTripsThroughAFile) {
+  Trace t = two_threads();
+  std::string path = temp_path("rt");
+  write_trace(path, t);
+  Trace r = read_trace(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.header["program"], "test");
+  EXPECT_EQ(r.phase_names, t.phase_names);
+  EXPECT_EQ(r.phase_times_us, t.phase_times_us);
+  ASSERT_EQ(r.threads.size(), 2u);
+  EXPECT_EQ(r.threads[0].bytes, t.threads[0].bytes);
+  EXPECT_EQ(r.threads[1].bytes, t.threads[1].bytes);
+  EXPECT_EQ(r.events, 7u);
+  EXPECT_EQ(r.max_id, 1025u);
+  EXPECT_TRUE(r.ended);
+  // Times are absolute once decoded.
+  EventCursor c = r.threads[0].cursor();
+  Event e;
+  ASSERT_TRUE(c.next(e));
+  EXPECT_EQ(e.time_us, 10u);
+  ASSERT_TRUE(c.next(e));
+  EXPECT_EQ(e.op, Op::Phase);
+  EXPECT_EQ(e.epoch, 1u);
+  EXPECT_EQ(e.time_us, 50u);
+  ASSERT_TRUE(c.next(e));
+  EXPECT_EQ(e.op, Op::Realloc);
+  EXPECT_EQ(e.old_id, 1u);
+  EXPECT_EQ(e.id, 2u);
+  EXPECT_EQ(e.size, 300u);
+  EXPECT_EQ(e.old_size, 100u);
+  ASSERT_TRUE(c.next(e));
+  EXPECT_EQ(e.align, 64u);
+  EXPECT_FALSE(c.next(e));
+  EXPECT_TRUE(c.ok());
+}
+
+TEST(TraceFormat, AStreamFedByteByByteParsesAsAWhole) {
+  std::vector<uint8_t> stream = encode_stream(two_threads());
+  StreamParser whole, bytes;
+  whole.feed(stream.data(), stream.size());
+  for (uint8_t b : stream) bytes.feed(&b, 1);
+  Trace a = whole.finish(), b = bytes.finish();
+  EXPECT_EQ(a.threads[1].bytes, b.threads[1].bytes);
+  EXPECT_EQ(a.events, b.events);
+}
+
+TEST(TraceFormat, ChunksOfOneThreadContinueItsClock) {
+  Trace t = two_threads();
+  std::vector<uint8_t> s;
+  auto chunk = [&](const Events& e) {
+    ThreadEvents te = e.done();
+    s.push_back(kTagChunk);
+    s.push_back(0);
+    s.push_back(static_cast<uint8_t>(te.bytes.size()));
+    s.insert(s.end(), te.bytes.begin(), te.bytes.end());
+  };
+  chunk(Events().op(Op::Malloc, {10, 1, 8}));
+  chunk(Events().op(Op::Free, {5, 1, 8}));
+  StreamParser p;
+  p.feed(s.data(), s.size());
+  Trace r = p.finish();
+  EventCursor c = r.threads[0].cursor();
+  Event e;
+  c.next(e);
+  c.next(e);
+  EXPECT_EQ(e.time_us, 15u);
+}
+
+TEST(TraceFormat, ANewImageVoidsWhatCameBefore) {
+  std::vector<uint8_t> s = encode_stream(two_threads());
+  s.pop_back();  // the 'E' chunk's fields and tag
+  s.pop_back();
+  s.pop_back();
+  std::vector<uint8_t> image{kTagImage, 42};
+  s.insert(s.end(), image.begin(), image.end());
+  StreamParser p;
+  p.feed(s.data(), s.size());
+  Trace r = p.finish();
+  EXPECT_TRUE(r.threads.empty());
+  EXPECT_EQ(r.images, 1u);
+  EXPECT_FALSE(r.ended);
+}
+
+TEST(TraceFormat, ACorruptEventIsRefusedWithItsStreamOffset) {
+  std::vector<uint8_t> s = encode_stream(two_threads());
+  // The first thread chunk follows the phase chunk: P, 1, 50, 5, "build" = 9 bytes; then C, 0, len.
+  const std::size_t first_event = 9 + 3;
+  ASSERT_EQ(s[first_event], static_cast<uint8_t>(Op::Malloc));
+  s[first_event] = 0xEE;
+  StreamParser p;
+  try {
+    p.feed(s.data(), s.size());
+    FAIL() << "accepted";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("record stream offset " + std::to_string(first_event)), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("corrupt event"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TraceFormat, AStreamCutInsideAChunkIsRefused) {
+  std::vector<uint8_t> s = encode_stream(two_threads());
+  StreamParser p;
+  p.feed(s.data(), s.size() - 6);
+  EXPECT_THROW(p.finish(), TraceError);
+}
+
+TEST(TraceFormat, IdsAreChecked) {
+  Trace t;
+  t.threads.push_back(Events().op(Op::Free, {1, 7, 8}).done());
+  t.max_id = 7;
+  EXPECT_THROW(check_ids(t), TraceError);  // freed, never allocated
+  t.threads[0] = Events().op(Op::Malloc, {1, 7, 8}).op(Op::Malloc, {1, 7, 8}).done();
+  EXPECT_THROW(check_ids(t), TraceError);  // allocated twice
+  t.threads[0] = Events().op(Op::Malloc, {1, 7, 8}).op(Op::Free, {1, 7, 8}).op(Op::Free, {1, 7, 8}).done();
+  EXPECT_THROW(check_ids(t), TraceError);  // freed twice
+  t.threads[0] = Events().op(Op::Malloc, {1, 7, 8}).op(Op::Free, {1, 7, 8}).done();
+  EXPECT_NO_THROW(check_ids(t));
+}
+
+TEST(TraceFormat, DamagedFilesAreRefusedSayingWhere) {
+  std::string path = temp_path("bad");
+  write_trace(path, two_threads());
+  std::vector<uint8_t> good = slurp(path);
+  auto refused = [&](std::vector<uint8_t> bytes, const std::string& expect) {
+    spit(path, bytes);
+    try {
+      read_trace(path);
+      ADD_FAILURE() << "accepted: " << expect;
+    } catch (const TraceError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  };
+  refused(std::vector<uint8_t>(good.begin(), good.begin() + 10), "not an allocmark trace");
+  auto v = good;
+  v[8] = 9;
+  refused(v, "version 9");
+  refused(std::vector<uint8_t>(good.begin(), good.end() - 3), "cut off");
+  v = good;
+  v[32 + 6] ^= 0xff;  // inside the zstd frame
+  refused(v, "file offset 32");
+  v = good;
+  v.back() = '#';  // the header's closing brace
+  refused(v, "header is not JSON");
+  std::remove(path.c_str());
+  EXPECT_THROW(read_trace(path), std::runtime_error);  // missing
+}
+
+}  // namespace
+}  // namespace allocmark::trace
