@@ -84,7 +84,7 @@ TraceSummary summary_of(const std::string& path) {
     s.threads = static_cast<int>(t.threads.size());
     if (t.threads.empty()) s.problem = "replay.trace: " + path + " records no thread (nothing to replay)";
   } catch (const std::exception& e) {
-    s.problem = "replay.trace: " + path + ": " + e.what();
+    s.problem = std::string("replay.trace: ") + e.what();  // the codec's messages name the file and offset
   }
   return cache[key] = s;
 }
@@ -170,7 +170,6 @@ class Replay final : public Workload {
       while (c.next(e)) {
         if (e.op == Op::Realloc) {
           if (e.id != 0) std::free(take_now(e.id));
-          else if (e.old_id != 0) std::free(take_now(e.old_id));  // a failed realloc left the old block
           continue;
         }
         if (!tr::is_alloc(e.op) || e.id == 0) continue;
@@ -358,12 +357,12 @@ class Replay final : public Workload {
       case Op::DeleteSized: release_by([p, size] { ::operator delete(p, size); }); break;
       case Op::DeleteArraySized: release_by([p, size] { ::operator delete[](p, size); }); break;
       case Op::DeleteAligned: {
-        const std::align_val_t a(alignment_of(id));
+        const std::align_val_t a{alignment_of(id)};
         release_by([p, a] { ::operator delete(p, a); });
         break;
       }
       case Op::DeleteArrayAligned: {
-        const std::align_val_t a(alignment_of(id));
+        const std::align_val_t a{alignment_of(id)};
         release_by([p, a] { ::operator delete[](p, a); });
         break;
       }
@@ -405,15 +404,13 @@ class Replay final : public Workload {
       void* old = e.old_id == 0 ? nullptr : await(e.old_id, ctx, phase);
       void* p = allocate_by(size, [old, size] { return std::realloc(old, size); });
       if (e.id == 0) {
-        if (size == 0 || !old) {  // realloc(p, 0) freed the block, or realloc(NULL, n) failed
-          escape(p);
-          if (p) std::free(p);
-          if (old) ctx.live.add(-static_cast<int64_t>(old_size));
-          else ++states_[static_cast<std::size_t>(ctx.index)].counts.null_results;
-        } else {  // failed when recorded, the old block kept: it stays under its id (moved if this one did not fail)
-          ++states_[static_cast<std::size_t>(ctx.index)].counts.null_results;
-          table_[e.old_id].store(p ? p : old, std::memory_order_release);
-        }
+        // realloc(p, 0), or one that failed when recorded: the old block is gone in the trace (a
+        // later event never names it), so whatever this call left is freed now.
+        escape(p);
+        if (p) std::free(p);
+        else if (old && size != 0) std::free(old);  // failed here too, which leaves the old block
+        if (old) ctx.live.add(-static_cast<int64_t>(old_size));
+        if (size != 0 || !old) ++states_[static_cast<std::size_t>(ctx.index)].counts.null_results;
         return;
       }
       if (!p) replay_failed(e, ctx, phase);
