@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
                                    add_status_command(app), add_merge_command(app), add_advise_command(app),
                                    add_lab_command(app),
 
-                                   add_topology_command(app)};
+                                   add_topology_command(app), add_trace_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -73,10 +73,13 @@ Spawned spawn_process(const std::vector<std::string>& args, const std::vector<st
     owned.keep(phase[1]);
   }
   // O_NOFOLLOW: a log truncated through a link planted in a results folder would destroy its target.
-  int log_fd = open_or_throw(owned, log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, "write");
-  int out_fd = options.stdout_path.empty() ? log_fd
-                                           : open_or_throw(owned, options.stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, "write");
-  int in_fd = open_or_throw(owned, options.stdin_path.empty() ? "/dev/null" : options.stdin_path, O_RDONLY, "read");
+  int log_fd = 2, out_fd = 1, in_fd = 0;
+  if (!options.inherit_stdio) {
+    log_fd = open_or_throw(owned, log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, "write");
+    out_fd = options.stdout_path.empty() ? log_fd
+                                         : open_or_throw(owned, options.stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, "write");
+    in_fd = open_or_throw(owned, options.stdin_path.empty() ? "/dev/null" : options.stdin_path, O_RDONLY, "read");
+  }
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -96,7 +99,7 @@ Spawned spawn_process(const std::vector<std::string>& args, const std::vector<st
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
-    ::setpgid(0, 0);
+    if (!options.inherit_stdio) ::setpgid(0, 0);
     // Die with the driver. The signal follows the thread that forked, which is always the
     // driver's main thread; the second check closes the window in which the driver died before
     // prctl took effect. It survives execve (the worker is not set-uid).
@@ -108,9 +111,11 @@ Spawned spawn_process(const std::vector<std::string>& args, const std::vector<st
     // dup2 clears close-on-exec on the copies; the originals close at exec.
     ::dup2(report[1], 3);
     if (options.phase_pipe) ::dup2(phase[1], 4);
-    ::dup2(out_fd, 1);
-    ::dup2(log_fd, 2);
-    ::dup2(in_fd, 0);
+    if (!options.inherit_stdio) {
+      ::dup2(out_fd, 1);
+      ::dup2(log_fd, 2);
+      ::dup2(in_fd, 0);
+    }
     auto refuse = [](const char* what) {
       char msg[256];
       int n = std::snprintf(msg, sizeof msg, "allocmark: %s: %s\n", what, std::strerror(errno));
@@ -142,7 +147,7 @@ Spawned spawn_process(const std::vector<std::string>& args, const std::vector<st
     (void)!::write(2, msg, n);
     ::_exit(127);
   }
-  ::setpgid(pid, pid);
+  if (!options.inherit_stdio) ::setpgid(pid, pid);
   if (phase[0] >= 0) ::fcntl(phase[0], F_SETFL, O_NONBLOCK);  // an answer nobody reads must not block the driver
   Spawned out{pid, report[0], phase[0]};
   // The parent keeps only the read ends; everything else closes with `owned`.

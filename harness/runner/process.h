@@ -28,6 +28,9 @@ struct SpawnOptions {
   std::vector<int> membind;  // nodes its memory policy binds to (MPOL_BIND); empty: inherited
   bool thp_disable = false;  // PR_SET_THP_DISABLE before exec (kept across exec and by its children)
   std::string refuse;        // not "": the child prints this to its log and exits 127 instead of exec
+  // The child keeps the driver's standard input, output and error and its process group (a
+  // program recorded at a terminal: `trace record`); there is no log then ("" for log_path).
+  bool inherit_stdio = false;
 };
 
 // Everything is built before fork: the child only sets up descriptors and execs. Throws

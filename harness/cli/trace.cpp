@@ -1,0 +1,61 @@
+// `allocmark trace record --out FILE [--phases] [--allocator NAME] -- COMMAND ARGS`: records every
+// allocation call of a program into a trace file (harness/runner/trace_recording.h), and
+// `allocmark trace show FILE [--json]`: the program's allocation pattern from it (harness/trace/
+// summary.h). A trace is replayed under any allocator by the replay workload (docs/traces.md).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "harness/cli/common.h"
+#include "harness/runner/trace_recording.h"
+#include "harness/trace/summary.h"
+
+namespace allocmark::cli {
+
+Subcommand add_trace_command(CLI::App& app) {
+  struct Args {
+    std::string out, allocator = "glibc", file;
+    bool phases = false, as_json = false;
+    std::vector<std::string> command;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("trace", "record a program's allocation calls into a trace file, or show what one holds");
+  cmd->require_subcommand(1);
+  auto* record = cmd->add_subcommand("record", "run a program with every allocation call recorded (replay it with --workloads replay)");
+  record->add_option("--out,-o", a->out, "the trace file to write")->required();
+  record->add_flag("--phases", a->phases, "give the program a phase descriptor (ALLOCMARK_PHASE_FD) and keep its phase marks");
+  record->add_option("--allocator,-a", a->allocator, "the allocator serving the program while it is recorded (default glibc)");
+  record->add_option("command", a->command, "the program and its arguments, after --")->required();
+  auto* show = cmd->add_subcommand("show", "what a trace holds: calls, sizes, lifetimes, threads, peak live bytes per phase");
+  show->add_option("file", a->file, "a trace file (allocmark trace record)")->required();
+  show->add_flag("--json", a->as_json, "print the summary as JSON");
+  return {cmd, [a, record]() -> int {
+            if (record->parsed()) {
+              const matrix::MatrixFile variants = load_variants();
+              runner::TraceRecording r;
+              r.command = a->command;
+              r.allocator = matrix::resolve_allocator(a->allocator, variants.allocator_defs, "trace record --allocator");
+              r.phases = a->phases;
+              r.out = a->out;
+              runner::RecordedTrace got = runner::record_trace(r);
+              const auto& t = got.trace;
+              std::cerr << fmt::format("allocmark: recorded {} events of {} thread(s), {} objects into {}\n", t.events,
+                                       t.threads.size(), t.max_id, a->out);
+              if (!t.ended)
+                std::cerr << "allocmark: warning: the program did not end by exit or _exit"
+                          << (got.exit_signal ? fmt::format(" (signal {})", got.exit_signal) : std::string())
+                          << ": the trace is cut off where it stopped\n";
+              if (got.exit_signal) return 128 + got.exit_signal;
+              return got.exit_code;
+            }
+            const trace::Trace t = trace::read_trace(a->file);
+            const nlohmann::json s = trace::summarize(t);
+            if (a->as_json)
+              std::cout << s.dump(2) << "\n";
+            else
+              std::cout << trace::summary_text(s);
+            return kExitOk;
+          }};
+}
+
+}  // namespace allocmark::cli

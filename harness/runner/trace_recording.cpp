@@ -1,0 +1,128 @@
+#include "harness/runner/trace_recording.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+
+#include "harness/matrix/program.h"
+#include "harness/results/machine.h"
+#include "harness/runner/environment.h"
+#include "harness/runner/process.h"
+#include "harness/trace/summary.h"
+
+namespace allocmark::runner {
+namespace {
+
+using nlohmann::json;
+
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+// Reads what is in the pipe now; false at its end.
+bool drain(int fd, trace::StreamParser& parser) {
+  uint8_t buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      parser.feed(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
+}
+
+}  // namespace
+
+RecordedTrace record_trace(const TraceRecording& r) {
+  if (r.command.empty()) throw std::runtime_error("trace record: no command to record (trace record --out FILE -- COMMAND ARGS)");
+  std::vector<std::string> env = worker_environment(r.allocator);
+  std::erase_if(env, [](const std::string& e) { return e.rfind("LD_PRELOAD=", 0) == 0; });
+  // The recorder first: it sees every call and passes it on to the allocator (or glibc) after it.
+  env.push_back(std::string("LD_PRELOAD=") + ALLOCMARK_TRACE_RECORD_LIBRARY +
+                (r.allocator.library.empty() ? "" : " " + r.allocator.library));
+  env.push_back("ALLOCMARK_TRACE_FD=3");
+  env.push_back("ALLOCMARK_TRACE_DRIVER_PID=" + std::to_string(::getpid()));
+  if (r.phases) env.push_back(std::string(matrix::kPhaseFdVariable) + "=4");
+  SpawnOptions options;
+  options.inherit_stdio = true;
+  options.phase_pipe = r.phases;  // keeps fd 4 for the recorder, which puts its own socket there
+  options.search_path = r.command[0].find('/') == std::string::npos;
+  apply_thp_mode(r.allocator, options);
+  const auto started = std::chrono::steady_clock::now();
+  const std::string started_at = utc_now();
+  Spawned child = spawn_process(r.command, env, "", options);
+  if (child.phase_fd >= 0) ::close(child.phase_fd);
+  ::fcntl(child.report_fd, F_SETFL, O_NONBLOCK);
+
+  trace::StreamParser parser;
+  int status = 0;
+  bool exited = false, open = true;
+  try {
+    // The program's children may hold the pipe open after it exits: once it has been reaped,
+    // what it wrote is all in the pipe, so the stream ends there.
+    while (!exited) {
+      pollfd p{child.report_fd, POLLIN, 0};
+      if (open) ::poll(&p, 1, 100);
+      else ::usleep(20000);
+      if (open) open = drain(child.report_fd, parser);
+      pid_t w = ::waitpid(child.pid, &status, WNOHANG);
+      if (w == child.pid) exited = true;
+    }
+    if (open) drain(child.report_fd, parser);
+  } catch (...) {
+    ::close(child.report_fd);
+    ::kill(child.pid, SIGKILL);
+    ::waitpid(child.pid, &status, 0);
+    throw;
+  }
+  ::close(child.report_fd);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  RecordedTrace out;
+  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  out.exit_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  out.trace = parser.finish();
+  trace::Trace& t = out.trace;
+  json summary = trace::summarize(t);
+  std::error_code ec;
+  std::string cwd = std::filesystem::current_path(ec).string();
+  json& h = t.header;
+  h["program"] = r.command[0];
+  h["arguments"] = std::vector<std::string>(r.command.begin() + 1, r.command.end());
+  h["cwd"] = cwd;
+  h["allocator"] = {{"name", r.allocator.name}, {"library", r.allocator.library}};
+  h["machine"] = results::machine_info();
+  h["recorded_at"] = started_at;
+  h["wall_s"] = wall_s;
+  h["exit_code"] = out.exit_code >= 0 ? json(out.exit_code) : json();
+  h["exit_signal"] = out.exit_signal ? json(out.exit_signal) : json();
+  h["ended"] = t.ended;
+  h["images"] = t.images;
+  h["threads"] = t.threads.size();
+  h["events"] = t.events;
+  h["objects"] = t.max_id;
+  h["unknown_frees"] = t.unknown_frees;
+  h["lost_events"] = t.lost_events;
+  h["phases"] = t.phase_names;
+  h["calls"] = summary["calls"];
+  trace::write_trace(r.out, t);
+  return out;
+}
+
+}  // namespace allocmark::runner
