@@ -433,7 +433,8 @@ class Replay final : public Workload {
 
 const bool registered = register_workload({
     "replay",
-    "a recorded program's allocation calls replayed, one thread per traced thread (allocmark trace record; issue 26)",
+    "a recorded program's allocation calls replayed, one thread per traced thread (allocmark trace record; issue "
+    "26); phases: run, or startup and one per phase mark of the trace",
     {"run"},  // or "startup" and the trace's phase marks: each replay's phases() says
     {
         {"trace", ParamType::String, "", "", "the trace file to replay (allocmark trace record)"},
