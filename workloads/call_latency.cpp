@@ -235,5 +235,23 @@ void sampled_release(void* p) {
   });
 }
 
+void* sampled_allocate_by(void* (*call)(void*), void* context) {
+  if (t_countdown.alloc_left != 0) {
+    void* p = call(context);
+    address_sample::note(p);
+    return p;
+  }
+  void* p = counted(&Countdown::alloc_left, &Slot::allocs, [call, context] { return call(context); });
+  address_sample::note(p);
+  return p;
+}
+
+void sampled_release_by(void (*call)(void*), void* context) {
+  counted(&Countdown::free_left, &Slot::frees, [call, context] {
+    call(context);
+    return static_cast<void*>(nullptr);
+  });
+}
+
 }  // namespace call_latency
 }  // namespace allocmark::workloads

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <type_traits>
 #include <vector>
 
 namespace allocmark::workloads {
@@ -110,6 +111,10 @@ extern constinit thread_local Countdown t_countdown;
 
 void* sampled_allocate(std::size_t size);
 void sampled_release(void* p);
+// The same for another allocation or release function (allocate_by, release_by): `call(context)`
+// is the call, timed and noted like malloc's and free's.
+void* sampled_allocate_by(void* (*call)(void*), void* context);
+void sampled_release_by(void (*call)(void*), void* context);
 
 }  // namespace call_latency
 
@@ -131,6 +136,28 @@ inline void release(void* p) {
     return;
   }
   call_latency::sampled_release(p);
+}
+
+// Any other allocation function (calloc, posix_memalign, operator new, ...: the replay workload
+// calls what its trace recorded), counted into the same countdown and histograms as allocate():
+// `call()` returns the block of `size` requested bytes. The sampled call's time includes one
+// indirect call more than allocate()'s.
+template <class Call>
+inline void* allocate_by(std::size_t size, Call&& call) {
+  if (--call_latency::t_countdown.alloc_left != 0 && size < kAlwaysNotedBytes) [[likely]]
+    return call();
+  return call_latency::sampled_allocate_by(
+      [](void* c) -> void* { return (*static_cast<std::remove_reference_t<Call>*>(c))(); }, &call);
+}
+
+// Any other release function (operator delete in its forms), counted like release().
+template <class Call>
+inline void release_by(Call&& call) {
+  if (--call_latency::t_countdown.free_left != 0) [[likely]] {
+    call();
+    return;
+  }
+  call_latency::sampled_release_by([](void* c) { (*static_cast<std::remove_reference_t<Call>*>(c))(); }, &call);
 }
 
 }  // namespace allocmark::workloads

@@ -156,6 +156,13 @@ struct WorkloadInfo {
   // the driver before any cell starts.
   std::function<std::string(const Params&)> validate;
   bool diagnostic = false;  // exists to test the harness (crash, hang); excluded from default matrices
+  // Runs only where a matrix names it: it needs a parameter no default can give (replay's trace),
+  // so default matrices leave it out.
+  bool named_only = false;
+  // The workload runs this many threads whatever the threads axis says: a replay runs the trace's.
+  // The plan calls it after validate() passed and makes one cell per allocator and repetition with
+  // these threads (a note says so when the axis named others).
+  std::function<int(const Params&)> own_threads;
   // false: the workload's memory is allocated inside a library it does not instrument, so its
   // phases report no live bytes (null, not 0), no fragmentation ratio and no sampled call latency
   // (`latency` null, with the reason).

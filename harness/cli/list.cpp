@@ -35,7 +35,7 @@ json list_json() {
                                  {"library", def.library}, {"summary", def.description}});
   for (const auto& w : wl::registered_workloads()) {
     json entry{{"name", w.name}, {"summary", w.summary}, {"phases", w.phases}, {"diagnostic", w.diagnostic},
-                {"live_bytes", w.tracks_live_bytes}};
+                {"named_only", w.named_only}, {"own_threads", static_cast<bool>(w.own_threads)}, {"live_bytes", w.tracks_live_bytes}};
     for (const auto& p : w.params)
       entry["params"].push_back({{"name", p.name}, {"type", param_type(p.type)}, {"quick", p.quick}, {"full", p.full}, {"help", p.help}});
     out["workloads"].push_back(entry);
@@ -65,7 +65,9 @@ std::string list_text(const json& l) {
   }
   out << "\nWorkloads (parameters: quick default / full default):\n";
   for (const auto& w : l["workloads"]) {
-    out << fmt::format("  {}{}: {}\n    phases: ", w["name"].get<std::string>(), w["diagnostic"].get<bool>() ? " (diagnostic)" : "",
+    out << fmt::format("  {}{}: {}\n    phases: ", w["name"].get<std::string>(), w["diagnostic"].get<bool>()   ? " (diagnostic)"
+                       : w.value("named_only", false) ? " (only where named)"
+                                                      : "",
                        w["summary"].get<std::string>());
     for (const auto& p : w["phases"]) out << p.get<std::string>() << " ";
     out << "\n";

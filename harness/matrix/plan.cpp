@@ -41,7 +41,7 @@ std::string param_names(const wl::WorkloadInfo& w) {
 std::vector<std::string> runnable_workload_names() {
   std::vector<std::string> names;
   for (const auto& w : wl::registered_workloads())
-    if (!w.diagnostic) names.push_back(w.name);
+    if (!w.diagnostic && !w.named_only) names.push_back(w.name);
   return names;
 }
 
@@ -335,9 +335,29 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   // every allocator instead of landing on one.
   std::map<std::string, std::map<std::string, std::string>> texts;
   for (const auto& [w, values] : params) texts[w] = canonical_texts(values);
+  // A workload that runs its own number of threads (a replay: the trace's) takes no threads axis.
+  std::map<std::string, std::vector<int>> workload_threads;
+  for (const auto& name : workload_names) {
+    const auto& w = *wl::find_workload(name);
+    if (!w.own_threads) {
+      workload_threads[name] = threads;
+      continue;
+    }
+    const int own = w.own_threads(wl::Params::of(params[name]));
+    if (own < 1 || own > kMaxThreads)
+      throw ConfigError("workload " + name + ": it runs " + std::to_string(own) + " threads, outside 1.." +
+                        std::to_string(kMaxThreads));
+    workload_threads[name] = {own};
+    if (threads != std::vector<int>{own}) {
+      std::string axis;
+      for (int t : threads) axis += (axis.empty() ? "" : ",") + std::to_string(t);
+      plan.notes.push_back("workload " + name + " runs its own " + std::to_string(own) + " thread" +
+                           (own == 1 ? "" : "s") + "; the threads axis (" + axis + ") does not apply to it");
+    }
+  }
   for (int rep = 1; rep <= s.reps; ++rep) {
     for (const auto& w : workload_names)
-      for (int t : threads)
+      for (int t : workload_threads[w])
         for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, w, t, rep, texts[w]});
     // A program runs with its own threads: the threads axis does not apply, each is one cell per allocator.
     for (const auto& [name, def] : programs)

@@ -1,5 +1,9 @@
 #include "harness/matrix/plan.h"
 
+#include <unistd.h>
+
+#include "harness/trace/format.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -274,4 +278,58 @@ TEST(Settings, OneMessageFormNamesWhereAndWhatIsExpected) {
   EXPECT_EQ(settings_from_json(nlohmann::json::object(), kCellSpec, "spec").latency_every, kDefaultLatencyEvery);
   // A matrix recorded before call timing existed timed nothing.
   EXPECT_EQ(recorded_settings(nlohmann::json::object(), "meta.json matrix").latency_every, 0);
+}
+
+// A workload with threads of its own (replay: the trace's) takes no threads axis: one cell per
+// allocator and repetition, with a note when the axis named other counts; a trace that is missing
+// or not a trace is a plan error naming the file (exit 2, nothing run).
+TEST(Plan, ReplayCellsRunTheTracesThreadsAndAMissingTraceIsAPlanError) {
+  namespace tr = allocmark::trace;
+  const std::string path = "/tmp/allocmark_plan_test_" + std::to_string(getpid()) + ".trace";
+  tr::Trace t;
+  for (int i = 0; i < 3; ++i) {
+    uint8_t b[8] = {static_cast<uint8_t>(tr::Op::Malloc)};
+    std::size_t n = 1;
+    n += tr::put_varint(b + n, 1);
+    n += tr::put_varint(b + n, static_cast<uint64_t>(i + 1));
+    n += tr::put_varint(b + n, 64);
+    t.threads.push_back(tr::ThreadEvents{std::vector<uint8_t>(b, b + n), 1});
+  }
+  t.max_id = 3;
+  tr::write_trace(path, t);
+
+  Overrides o = axes({"glibc", "jemalloc:bg"}, {"size_mix", "replay"}, {1, 2});
+  o.reps = 2;
+  o.sets = {"replay.trace=" + path};
+  Plan p = build_plan(std::nullopt, variants(), o);
+  std::vector<std::string> replays;
+  for (const auto& c : p.cells)
+    if (c.workload == "replay") replays.push_back(c.label());
+  EXPECT_EQ(replays, (std::vector<std::string>{"glibc replay t3 r1", "jemalloc:bg replay t3 r1", "glibc replay t3 r2",
+                                               "jemalloc:bg replay t3 r2"}));
+  EXPECT_EQ(p.cells.size(), 2u * (2u * 2u + 2u));
+  bool noted = false;
+  for (const auto& n : p.notes) noted |= n.find("replay runs its own 3 threads") != std::string::npos;
+  EXPECT_TRUE(noted);
+
+  o.threads = std::vector<int>{3};
+  p = build_plan(std::nullopt, variants(), o);
+  for (const auto& n : p.notes) EXPECT_EQ(n.find("replay runs its own"), std::string::npos) << n;
+
+  // Default matrices leave replay out: it has no trace to run.
+  Overrides d;
+  d.allocators = std::vector<std::string>{"glibc"};
+  for (const auto& c : build_plan(std::nullopt, variants(), d).cells) EXPECT_NE(c.workload, "replay");
+
+  std::remove(path.c_str());
+  o.reps = 1;
+  EXPECT_NE(error_of(std::nullopt, o).find("replay.trace: " + path + ": cannot open"), std::string::npos) << error_of(std::nullopt, o);
+  o.sets.clear();
+  EXPECT_EQ(error_of(std::nullopt, o), "workload replay: replay.trace: name a trace file (allocmark trace record)");
+  std::ofstream(path) << "AMTRACE but not really";
+  o.sets = {"replay.trace=" + path};
+  const std::string corrupt = error_of(std::nullopt, o);
+  EXPECT_NE(corrupt.find(path), std::string::npos) << corrupt;
+  EXPECT_NE(corrupt.find("file offset"), std::string::npos) << corrupt;
+  std::remove(path.c_str());
 }
