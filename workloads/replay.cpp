@@ -172,6 +172,7 @@ class Replay final : public Workload {
           if (e.id != 0) std::free(take_now(e.id));
           continue;
         }
+        // (A failed realloc, id 0, left its old block under the old id: freed with its allocation.)
         if (!tr::is_alloc(e.op) || e.id == 0) continue;
         if (void* p = take_now(e.id)) release_block(e.op, p, e.size, e.align);
       }
@@ -401,16 +402,20 @@ class Replay final : public Workload {
     }
     if (e.op == Op::Realloc) {
       const auto old_size = static_cast<std::size_t>(e.old_size);
+      if (e.id == 0 && size != 0) {
+        // Failed when recorded, which left the old block as it was (a later event frees it): a
+        // call that would succeed here is not made, so the block stays where the program had it.
+        ++states_[static_cast<std::size_t>(ctx.index)].counts.null_results;
+        return;
+      }
       void* old = e.old_id == 0 ? nullptr : await(e.old_id, ctx, phase);
       void* p = allocate_by(size, [old, size] { return std::realloc(old, size); });
       if (e.id == 0) {
-        // realloc(p, 0), or one that failed when recorded: the old block is gone in the trace (a
-        // later event never names it), so whatever this call left is freed now.
+        // realloc(p, 0) returned NULL: p is gone in the trace; an allocator that returns a
+        // minimal block instead has it freed now.
         escape(p);
         if (p) std::free(p);
-        else if (old && size != 0) std::free(old);  // failed here too, which leaves the old block
         if (old) ctx.live.add(-static_cast<int64_t>(old_size));
-        if (size != 0 || !old) ++states_[static_cast<std::size_t>(ctx.index)].counts.null_results;
         return;
       }
       if (!p) replay_failed(e, ctx, phase);

@@ -39,8 +39,8 @@ Subcommand add_trace_command(CLI::App& app) {
               r.out = a->out;
               runner::RecordedTrace got = runner::record_trace(r);
               const auto& t = got.trace;
-              std::cerr << fmt::format("allocmark: recorded {} events of {} thread(s), {} objects into {}\n", t.events,
-                                       t.threads.size(), t.max_id, a->out);
+              std::cerr << fmt::format("allocmark: recorded {} events of {} thread(s), {} blocks allocated, into {}\n", t.events,
+                                       t.threads.size(), t.header.value("objects", uint64_t{0}), a->out);
               if (!t.ended)
                 std::cerr << "allocmark: warning: the program did not end by exit or _exit"
                           << (got.exit_signal ? fmt::format(" (signal {})", got.exit_signal) : std::string())

@@ -116,7 +116,7 @@ RecordedTrace record_trace(const TraceRecording& r) {
   h["images"] = t.images;
   h["threads"] = t.threads.size();
   h["events"] = t.events;
-  h["objects"] = t.max_id;
+  h["objects"] = summary["objects"];
   h["unknown_frees"] = t.unknown_frees;
   h["lost_events"] = t.lost_events;
   h["phases"] = t.phase_names;

@@ -83,8 +83,8 @@ json summarize(const Trace& t) {
       ++phase_events[phase];
       auto& c = calls[std::string(op_name(e.op))];
       ++c.first;
+      c.second += e.size;  // requested, or freed: a free records its block's size
       if (is_alloc(e.op) || e.op == Op::Realloc) {
-        c.second += e.size;
         sizes[size_class(e.size)] += 1;
         if (e.id) {
           born[e.id] = {e.time_us, static_cast<uint32_t>(i)};
@@ -114,7 +114,9 @@ json summarize(const Trace& t) {
   j["events"] = t.events;
   j["duration_s"] = static_cast<double>(end_us) / 1e6;
   j["threads"] = t.threads.size();
-  j["objects"] = t.max_id;
+  uint64_t objects = 0;
+  for (const auto& mine : per_thread) objects += mine[1];
+  j["objects"] = objects;  // blocks allocated (ids are given out in blocks per thread, so not max_id)
   j["failed_allocations"] = failed;
   j["frees"] = frees;
   j["cross_thread_frees"] = cross_thread;
@@ -123,7 +125,7 @@ json summarize(const Trace& t) {
   j["ended"] = t.ended;
   j["live_at_end_bytes"] = live;
   j["calls"] = json::array();
-  for (const auto& [op, c] : calls) j["calls"].push_back({{"function", op}, {"calls", c.first}, {"requested_bytes", c.second}});
+  for (const auto& [op, c] : calls) j["calls"].push_back({{"function", op}, {"calls", c.first}, {"bytes", c.second}});
   j["sizes"] = json::array();
   for (const auto& [k, n] : sizes)
     j["sizes"].push_back({{"up_to_bytes", k >= 40 ? json() : json(uint64_t{1} << k)}, {"allocations", n}});
@@ -165,10 +167,10 @@ std::string summary_text(const json& s) {
   if (!s["ended"].get<bool>()) out += "the trace is cut off: the program did not end by exit or _exit (killed?)\n";
   if (s["lost_events"].get<uint64_t>()) add("lost events: %llu\n", (unsigned long long)s["lost_events"].get<uint64_t>());
   if (s["failed_allocations"].get<uint64_t>()) add("failed allocations: %llu\n", (unsigned long long)s["failed_allocations"].get<uint64_t>());
-  out += "\ncalls:\n";
+  out += "\ncalls (bytes requested; for frees, freed):\n";
   for (const auto& c : s["calls"])
-    add("  %-26s %12llu  %12s requested\n", c["function"].get<std::string>().c_str(), (unsigned long long)c["calls"].get<uint64_t>(),
-        bytes(c["requested_bytes"].get<int64_t>()).c_str());
+    add("  %-26s %12llu calls  %12s\n", c["function"].get<std::string>().c_str(), (unsigned long long)c["calls"].get<uint64_t>(),
+        bytes(c["bytes"].get<int64_t>()).c_str());
   out += "\nrequest sizes (allocations):\n";
   uint64_t total = 0;
   for (const auto& b : s["sizes"]) total += b["allocations"].get<uint64_t>();
