@@ -437,12 +437,13 @@ class Replay final : public Workload {
 };
 
 const bool registered = register_workload({
-    "replay",
+    replay::kWorkloadName,
     "a recorded program's allocation calls replayed, one thread per traced thread (allocmark trace record; issue "
     "26); phases: run, or startup and one per phase mark of the trace",
     {"run"},  // or "startup" and the trace's phase marks: each replay's phases() says
     {
         {"trace", ParamType::String, "", "", "the trace file to replay (allocmark trace record)"},
+        {"name", ParamType::String, "", "", "what tables and charts call the trace (a matrix's [traces.NAME] sets it)"},
         {"speed", ParamType::String, "fast", "fast",
          "fast: each event as soon as the one before it; recorded: no event before its recorded time"},
         {"touch", ParamType::String, "first", "first",

@@ -7,6 +7,9 @@
 
 namespace allocmark::workloads::replay {
 
+// The workload's name; a matrix's [traces.NAME] tables are cells of it (harness/matrix/config.h).
+inline constexpr const char* kWorkloadName = "replay";
+
 // How long a free or realloc waits for another thread to allocate its block before the cell fails
 // (default 10 s); tests shorten it.
 void set_wait_limit_ms(int64_t ms);

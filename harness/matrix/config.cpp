@@ -187,6 +187,32 @@ void parse_programs(const std::string& path, const toml::node& node, MatrixFile&
   }
 }
 
+void parse_traces(const std::string& path, const toml::node& node, MatrixFile& out) {
+  const auto* defs = node.as_table();
+  if (!defs) fail(path, node, "[traces] must hold one table per trace, e.g. [traces.myservice]");
+  for (const auto& [key, value] : *defs) {
+    std::string name(key.str());
+    const auto* t = value.as_table();
+    if (!t) fail(path, value, "trace '" + name + "' must be a table");
+    TraceDef def;
+    def.name = name;
+    def.origin = where(path, value);
+    const auto* file = t->get("file");
+    if (!file || !file->is_string()) fail(path, value, "trace '" + name + "' needs file = \"PATH\" (a file allocmark trace record wrote)");
+    for (const auto& [k, v] : *t) {
+      std::string param(k.str());
+      if (param == "trace" || param == "name")
+        fail(path, v, "trace '" + name + "': '" + param + "' is set by the table (file = ..., and its name)");
+      def.params[param == "file" ? "trace" : param] = Located{scalar_text(path, v, "'" + param + "'"), where(path, v)};
+    }
+    // Relative to the matrix file, not to wherever allocmark runs.
+    std::filesystem::path f = def.params["trace"].value;
+    if (f.is_relative())
+      def.params["trace"].value = (std::filesystem::absolute(path).parent_path() / f).lexically_normal().string();
+    out.traces[name] = def;
+  }
+}
+
 }  // namespace
 
 MatrixFile load_matrix_file(const std::string& path, bool variants_only) {
@@ -207,7 +233,7 @@ MatrixFile load_matrix_file(const std::string& path, bool variants_only) {
   if (variants_only)
     reject_unknown_keys(path, root, "a variants file", {"allocators"});
   else
-    reject_unknown_keys(path, root, "a matrix file", {"matrix", "params", "allocators", "programs"});
+    reject_unknown_keys(path, root, "a matrix file", {"matrix", "params", "allocators", "programs", "traces"});
   if (auto m = root.get("matrix")) {
     if (!m->is_table()) fail(path, *m, "[matrix] must be a table");
     parse_matrix_table(path, *m->as_table(), out);
@@ -224,6 +250,7 @@ MatrixFile load_matrix_file(const std::string& path, bool variants_only) {
   }
   if (auto a = root.get("allocators")) parse_allocator_defs(path, *a, out);
   if (auto p = root.get("programs"); p && !variants_only) parse_programs(path, *p, out);
+  if (auto t = root.get("traces"); t && !variants_only) parse_traces(path, *t, out);
   return out;
 }
 

@@ -35,6 +35,15 @@ struct Located {
   std::string origin;  // "path:line:column"
 };
 
+// [traces.NAME]: a recorded allocation trace (docs/traces.md) replayed as cells of the replay
+// workload: `file` (relative to the matrix file) is its `trace`, any other key one of its
+// parameters; `name` is NAME.
+struct TraceDef {
+  std::string name;
+  std::string origin;  // "path:line:column"
+  std::map<std::string, Located> params;
+};
+
 // A matrix file: its axes, the settings its [matrix] table names (with their positions in
 // SettingChoices::origins), parameters, allocators and programs.
 struct MatrixFile : SettingChoices {
@@ -48,6 +57,7 @@ struct MatrixFile : SettingChoices {
   std::map<std::string, std::string> params_origin;  // workload -> where its [params.*] table is
   std::map<std::string, AllocatorDef> allocator_defs;
   std::map<std::string, ProgramDef> programs;  // [programs.NAME]
+  std::map<std::string, TraceDef> traces;      // [traces.NAME]
 };
 
 // Parses a matrix or variants file. `variants_only`: only [allocators.*] tables are allowed.

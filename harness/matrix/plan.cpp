@@ -12,6 +12,7 @@
 
 #include "allocators/backends.h"
 #include "harness/metrics/proc.h"
+#include "workloads/replay.h"
 #include "workloads/workload.h"
 
 namespace allocmark::matrix {
@@ -283,12 +284,18 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   }
   for (const auto& [name, def] : programs) check_program(def);
 
+  // Traces: the file's [traces.*], cells of the replay workload; like programs, a matrix that names
+  // traces runs only them unless it also names workloads.
+  const std::map<std::string, TraceDef> traces = file ? file->traces : std::map<std::string, TraceDef>{};
+  for (const auto& [name, def] : traces)
+    if (!valid_name(name)) throw ConfigError(def.origin + ": trace name '" + name + "' must be letters, digits, '_', '-' or '.'");
+
   Axis workload_axis = pick_axis(flags.workloads, "--workloads", file ? &file->workloads : nullptr, "workloads",
-                                 programs.empty() ? runnable_workload_names() : std::vector<std::string>{});
+                                 programs.empty() && traces.empty() ? runnable_workload_names() : std::vector<std::string>{});
   dedupe(workload_axis.names, "workload", plan.notes);
   const std::vector<std::string>& workload_names = workload_axis.names;
   const std::string& workload_ctx = workload_axis.origin;
-  if (workload_names.empty() && programs.empty()) throw ConfigError(workload_ctx + ": no workload named");
+  if (workload_names.empty() && programs.empty() && traces.empty()) throw ConfigError(workload_ctx + ": no workload named");
   for (const auto& name : workload_names)
     if (!wl::find_workload(name))
       throw ConfigError(workload_ctx + ": unknown workload '" + name + "' (valid: " + join(all_workload_names()) + ")");
@@ -304,14 +311,30 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
       if (!wl::find_workload(w))
         throw ConfigError(file->params_origin.at(w) + ": [params." + w + "] names unknown workload '" + w +
                           "' (valid: " + join(all_workload_names()) + ")");
-  std::map<std::string, std::map<std::string, wl::ParamValue>> params;
-  for (const auto& name : workload_names) {
+  // One parameter set per workload named, and one of the replay workload per [traces.NAME]: the
+  // size preset's defaults, then [params.*], then the trace's table, then --set.
+  struct Instance {
+    std::string workload;
+    std::string context;  // how messages name it: "workload NAME", "path:line:col: trace NAME"
+    std::map<std::string, wl::ParamValue> values;
+  };
+  std::vector<Instance> instances;
+  auto defaults = [&](const std::string& name, const std::string& context) {
     const auto& w = *wl::find_workload(name);
-    auto& values = params[name];
-    for (const auto& p : w.params) set_param(w, values, p.name, s.size == "full" ? p.full : p.quick, "workload " + name + " default");
+    Instance in{name, context, {}};
+    for (const auto& p : w.params) set_param(w, in.values, p.name, s.size == "full" ? p.full : p.quick, "workload " + name + " default");
     if (file)
       if (auto it = file->params.find(name); it != file->params.end())
-        for (const auto& [k, v] : it->second) set_param(w, values, k, v.value, v.origin);
+        for (const auto& [k, v] : it->second) set_param(w, in.values, k, v.value, v.origin);
+    return in;
+  };
+  for (const auto& name : workload_names) instances.push_back(defaults(name, "workload " + name));
+  for (const auto& [name, def] : traces) {
+    Instance in = defaults(wl::replay::kWorkloadName, def.origin + ": trace " + name);
+    const auto& replay = *wl::find_workload(wl::replay::kWorkloadName);
+    for (const auto& [k, v] : def.params) set_param(replay, in.values, k, v.value, v.origin);
+    set_param(replay, in.values, "name", name, def.origin);
+    instances.push_back(std::move(in));
   }
   for (const auto& set : flags.sets) {
     std::string ctx = "--set " + set;
@@ -321,44 +344,47 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
     std::string w = set.substr(0, dot), key = set.substr(dot + 1, eq - dot - 1), value = set.substr(eq + 1);
     const auto* info = wl::find_workload(w);
     if (!info) throw ConfigError(ctx + ": unknown workload '" + w + "' (valid: " + join(all_workload_names()) + ")");
-    if (!params.count(w)) throw ConfigError(ctx + ": workload '" + w + "' is not in this matrix (" + join(workload_names) + ")");
-    set_param(*info, params[w], key, value, ctx);
+    bool found = false;
+    for (auto& in : instances)
+      if (in.workload == w) {
+        set_param(*info, in.values, key, value, ctx);
+        found = true;
+      }
+    if (!found) throw ConfigError(ctx + ": workload '" + w + "' is not in this matrix (" + join(workload_names) + ")");
   }
-  for (const auto& name : workload_names) {
-    const auto& w = *wl::find_workload(name);
+  for (const auto& in : instances) {
+    const auto& w = *wl::find_workload(in.workload);
     if (w.validate)
-      if (auto problem = w.validate(wl::Params::of(params[name])); !problem.empty())
-        throw ConfigError("workload " + name + ": " + problem);
+      if (auto problem = w.validate(wl::Params::of(in.values)); !problem.empty()) throw ConfigError(in.context + ": " + problem);
   }
 
   // Repetitions outermost, allocators innermost: slow drift on a shared machine then spreads over
   // every allocator instead of landing on one.
-  std::map<std::string, std::map<std::string, std::string>> texts;
-  for (const auto& [w, values] : params) texts[w] = canonical_texts(values);
   // A workload that runs its own number of threads (a replay: the trace's) takes no threads axis.
-  std::map<std::string, std::vector<int>> workload_threads;
-  for (const auto& name : workload_names) {
-    const auto& w = *wl::find_workload(name);
+  std::vector<std::vector<int>> instance_threads;
+  for (const auto& in : instances) {
+    const auto& w = *wl::find_workload(in.workload);
     if (!w.own_threads) {
-      workload_threads[name] = threads;
+      instance_threads.push_back(threads);
       continue;
     }
-    const int own = w.own_threads(wl::Params::of(params[name]));
+    const int own = w.own_threads(wl::Params::of(in.values));
     if (own < 1 || own > kMaxThreads)
-      throw ConfigError("workload " + name + ": it runs " + std::to_string(own) + " threads, outside 1.." +
-                        std::to_string(kMaxThreads));
-    workload_threads[name] = {own};
+      throw ConfigError(in.context + ": it runs " + std::to_string(own) + " threads, outside 1.." + std::to_string(kMaxThreads));
+    instance_threads.push_back({own});
     if (threads != std::vector<int>{own}) {
       std::string axis;
       for (int t : threads) axis += (axis.empty() ? "" : ",") + std::to_string(t);
-      plan.notes.push_back("workload " + name + " runs its own " + std::to_string(own) + " thread" +
-                           (own == 1 ? "" : "s") + "; the threads axis (" + axis + ") does not apply to it");
+      plan.notes.push_back(in.context + " runs its own " + std::to_string(own) + " thread" + (own == 1 ? "" : "s") +
+                           "; the threads axis (" + axis + ") does not apply to it");
     }
   }
+  std::vector<std::map<std::string, std::string>> texts;
+  for (const auto& in : instances) texts.push_back(canonical_texts(in.values));
   for (int rep = 1; rep <= s.reps; ++rep) {
-    for (const auto& w : workload_names)
-      for (int t : workload_threads[w])
-        for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, w, t, rep, texts[w]});
+    for (std::size_t i = 0; i < instances.size(); ++i)
+      for (int t : instance_threads[i])
+        for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, instances[i].workload, t, rep, texts[i]});
     // A program runs with its own threads: the threads axis does not apply, each is one cell per allocator.
     for (const auto& [name, def] : programs)
       for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, kProgramPrefix + name, 1, rep, program_params(def)});

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 
 using namespace allocmark::matrix;
 
@@ -332,4 +334,73 @@ TEST(Plan, ReplayCellsRunTheTracesThreadsAndAMissingTraceIsAPlanError) {
   EXPECT_NE(corrupt.find(path), std::string::npos) << corrupt;
   EXPECT_NE(corrupt.find("file offset"), std::string::npos) << corrupt;
   std::remove(path.c_str());
+}
+
+// [traces.NAME]: each trace is a parameter set of the replay workload (file relative to the matrix
+// file, its name as `name`), run alone unless the matrix names workloads; --set replay.* reaches
+// every trace; a table without a file, or with a bad parameter, is refused naming where it is.
+TEST(Plan, TracesInAMatrixAreReplayCellsOfTheirOwn) {
+  namespace tr = allocmark::trace;
+  const std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / ("plan_traces_" + std::to_string(getpid()))).lexically_normal().string();
+  std::filesystem::create_directories(dir);
+  auto one_thread_trace = [](const std::string& path, int threads) {
+    tr::Trace t;
+    for (int i = 0; i < threads; ++i) {
+      uint8_t b[8] = {static_cast<uint8_t>(tr::Op::Malloc)};
+      std::size_t n = 1;
+      n += tr::put_varint(b + n, 1);
+      n += tr::put_varint(b + n, static_cast<uint64_t>(i + 1));
+      n += tr::put_varint(b + n, 64);
+      t.threads.push_back(tr::ThreadEvents{std::vector<uint8_t>(b, b + n), 1});
+    }
+    t.max_id = static_cast<uint64_t>(threads);
+    tr::write_trace(path, t);
+  };
+  one_thread_trace(dir + "/a.trace", 1);
+  one_thread_trace(dir + "/b.trace", 2);
+  auto matrix = [&](const std::string& text) {
+    std::ofstream(dir + "/m.toml") << text;
+    return load_matrix_file(dir + "/m.toml");
+  };
+  MatrixFile f = matrix(R"([matrix]
+allocators = ["glibc", "jemalloc"]
+reps = 1
+[traces.svc-a]
+file = "a.trace"
+[traces.svc-b]
+file = "b.trace"
+speed = "recorded"
+)");
+  Overrides o;
+  o.sets = {"replay.touch=none"};
+  Plan p = build_plan(f, variants(), o);
+  ASSERT_EQ(p.cells.size(), 4u);  // nothing but the traces: a matrix naming traces runs only them
+  std::map<std::string, int> threads_of;
+  for (const auto& c : p.cells) {
+    EXPECT_EQ(c.workload, "replay");
+    EXPECT_EQ(c.params.at("touch"), "none");
+    threads_of[c.params.at("name")] = c.threads;
+    EXPECT_EQ(c.params.at("trace"), dir + (c.params.at("name") == "svc-a" ? "/a.trace" : "/b.trace"));
+    EXPECT_EQ(c.params.at("speed"), c.params.at("name") == "svc-b" ? "recorded" : "fast");
+  }
+  EXPECT_EQ(threads_of, (std::map<std::string, int>{{"svc-a", 1}, {"svc-b", 2}}));
+  EXPECT_NE(p.cells[0].key(), p.cells[2].key());
+
+  auto refused = [&](const std::string& text) {
+    try {
+      build_plan(matrix(text), variants(), Overrides{});
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(refused("[traces.x]\nspeed = \"fast\"\n").find("m.toml:1:1: trace 'x' needs file = "), std::string::npos);
+  const std::string bad_speed = refused("[traces.x]\nfile = \"a.trace\"\nspeed = \"warp\"\n");
+  EXPECT_NE(bad_speed.find("trace x: replay.speed: 'warp' is not fast or recorded"), std::string::npos) << bad_speed;
+  const std::string missing = refused("[traces.x]\nfile = \"gone.trace\"\n");
+  EXPECT_NE(missing.find(dir + "/gone.trace"), std::string::npos) << missing;
+  EXPECT_NE(refused("[traces.x]\nfile = \"a.trace\"\nlanes = 3\n").find("lanes"), std::string::npos);
+  EXPECT_NE(refused("[traces.\"a b\"]\nfile = \"a.trace\"\n").find("trace name 'a b'"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }

@@ -58,12 +58,6 @@ bool executable_file(const std::filesystem::path& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
 }
 
-bool valid_name(const std::string& name) {
-  if (name.empty()) return false;
-  for (unsigned char c : name)
-    if (!std::isalnum(c) && c != '_' && c != '-' && c != '.') return false;
-  return true;
-}
 
 }  // namespace
 
@@ -91,6 +85,13 @@ std::string program_input(const ProgramDef& def) {
   if (def.input.empty()) return "";
   const fs::path cwd = def.cwd.empty() ? fs::current_path() : fs::path(def.cwd);
   return fs::absolute(fs::path(def.input).is_absolute() ? fs::path(def.input) : cwd / def.input).lexically_normal().string();
+}
+
+bool valid_name(const std::string& name) {
+  if (name.empty()) return false;
+  for (unsigned char c : name)
+    if (!std::isalnum(c) && c != '_' && c != '-' && c != '.') return false;
+  return true;
 }
 
 void check_program(const ProgramDef& def) {

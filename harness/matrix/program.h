@@ -23,6 +23,8 @@ struct ProgramDef {
 };
 
 bool is_program(const std::string& workload);
+// A program's or a trace's name in a matrix: letters, digits, '_', '-' or '.'.
+bool valid_name(const std::string& name);
 // The cell parameters of a program ("command", "cwd", "input", "env.NAME") and back.
 std::map<std::string, std::string> program_params(const ProgramDef& def);
 ProgramDef program_from_params(const std::string& workload, const std::map<std::string, std::string>& params);

@@ -1,8 +1,10 @@
 #include "harness/trace/format.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createDCtx_advanced: the decoder's memory from map_bytes
 #include <zstd.h>
 
 #include <cerrno>
@@ -74,6 +76,14 @@ std::size_t decode_event(const uint8_t* p, const uint8_t* end, Event& e, uint64_
 
 }  // namespace
 
+void* map_bytes(std::size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
+}
+void unmap_bytes(void* p, std::size_t bytes) { ::munmap(p, bytes ? bytes : 1); }
+
 bool EventCursor::next(Event& e) {
   if (p_ >= end_) return false;
   std::size_t n = decode_event(p_, end_, e, time_us_);
@@ -87,15 +97,23 @@ bool EventCursor::next(Event& e) {
 }
 
 void StreamParser::feed(const uint8_t* data, std::size_t size) {
-  pending_.insert(pending_.end(), data, data + size);
+  // Whole chunks are parsed where they are; only a chunk cut by the end of `data` is kept.
+  const uint8_t* p = data;
+  const uint8_t* end = data + size;
+  if (!pending_.empty()) {
+    pending_.insert(pending_.end(), data, end);
+    p = pending_.data();
+    end = p + pending_.size();
+  }
   std::size_t done = 0;
-  while (done < pending_.size()) {
-    std::size_t n = parse_chunk(pending_.data() + done, pending_.data() + pending_.size(), consumed_ + done);
+  while (p + done < end) {
+    std::size_t n = parse_chunk(p + done, end, consumed_ + done);
     if (!n) break;
     done += n;
   }
-  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(done));
   consumed_ += done;
+  Bytes rest(p + done, end);
+  pending_.swap(rest);
 }
 
 // Parses one whole chunk at p (stream offset `base`); 0 when the chunk is not complete yet.
@@ -192,7 +210,7 @@ Trace StreamParser::finish() {
 
 void check_ids(const Trace& trace) {
   // 1: allocated, 2: freed (or resized away).
-  std::vector<uint8_t> state(trace.max_id + 1, 0);
+  std::vector<uint8_t, MappedAllocator<uint8_t>> state(trace.max_id + 1, 0);
   auto allocated = [&](uint64_t id, std::size_t thread) {
     if (!id) return;
     if (state[id] & 1) throw TraceError("object " + std::to_string(id) + " is allocated twice (thread " + std::to_string(thread) + ")");
@@ -243,10 +261,57 @@ std::vector<uint8_t> encode_stream(const Trace& trace) {
   return out;
 }
 
+namespace {
+// zstd's allocation hooks over map_bytes; the mapping's length is kept in front of the block.
+void* zstd_alloc(void*, size_t n) {
+  try {
+    auto* p = static_cast<std::size_t*>(map_bytes(n + 16));
+    p[0] = n + 16;
+    return p + 2;
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void zstd_free(void*, void* block) {
+  if (!block) return;
+  auto* p = static_cast<std::size_t*>(block) - 2;
+  unmap_bytes(p, p[0]);
+}
+
+// A file mapped read-only, so reading a trace takes nothing from the allocator either.
+struct MappedFile {
+  const uint8_t* bytes = nullptr;
+  std::size_t length = 0;
+  explicit MappedFile(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw std::runtime_error(path + ": not a regular file");
+    }
+    length = static_cast<std::size_t>(st.st_size);
+    if (length) {
+      void* p = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        int err = errno;
+        ::close(fd);
+        throw std::runtime_error(path + ": cannot map: " + std::strerror(err));
+      }
+      bytes = static_cast<const uint8_t*>(p);
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (bytes) ::munmap(const_cast<uint8_t*>(bytes), length);
+  }
+  std::size_t size() const { return length; }
+  const uint8_t* data() const { return bytes; }
+};
+}  // namespace
+
 Trace read_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
-  std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const MappedFile file(path);
   if (file.size() < kFileHeaderBytes || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0)
     throw TraceError(path + ": not an allocmark trace (file offset 0: no AMTRACE header)");
   uint32_t version = get_u32(file.data() + 8);
@@ -261,8 +326,12 @@ Trace read_trace(const std::string& path) {
   unsigned long long raw = ZSTD_getFrameContentSize(z, body);
   if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN || raw > (1ull << 40))
     throw TraceError(path + ": file offset 32: the body is not a zstd frame");
-  std::vector<uint8_t> stream(raw);
-  std::size_t got = ZSTD_decompress(stream.data(), stream.size(), z, body);
+  Bytes stream(raw);
+  // zstd's own context would come from malloc: in a worker, from the allocator under test.
+  ZSTD_DCtx* dctx = ZSTD_createDCtx_advanced(ZSTD_customMem{zstd_alloc, zstd_free, nullptr});
+  if (!dctx) throw std::bad_alloc();
+  std::size_t got = ZSTD_decompressDCtx(dctx, stream.data(), stream.size(), z, body);
+  ZSTD_freeDCtx(dctx);
   if (ZSTD_isError(got) || got != raw)
     throw TraceError(path + ": file offset 32: the body does not decompress (" +
                      std::string(ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short") + ")");

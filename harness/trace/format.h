@@ -56,8 +56,28 @@ class EventCursor {
   bool ok_ = true;
 };
 
+// Memory straight from the kernel (mmap), for a trace's bytes and the buffers that read it: a
+// worker loads and holds the trace it replays without the allocator under test, whose free lists
+// would otherwise keep the loading's garbage in the cell's idle baseline and peaks.
+void* map_bytes(std::size_t bytes);  // throws std::bad_alloc
+void unmap_bytes(void* p, std::size_t bytes);
+template <class T>
+struct MappedAllocator {
+  using value_type = T;
+  MappedAllocator() = default;
+  template <class U>
+  MappedAllocator(const MappedAllocator<U>&) {}
+  T* allocate(std::size_t n) { return static_cast<T*>(map_bytes(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) { unmap_bytes(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const MappedAllocator<U>&) const { return true; }
+};
+using Bytes = std::vector<uint8_t, MappedAllocator<uint8_t>>;
+
 struct ThreadEvents {
-  std::vector<uint8_t> bytes;  // the thread's events in its order (encoding.h)
+  ThreadEvents() = default;
+  ThreadEvents(const std::vector<uint8_t>& b, uint64_t n) : bytes(b.begin(), b.end()), events(n) {}
+  Bytes bytes;  // the thread's events in its order (encoding.h)
   uint64_t events = 0;
   EventCursor cursor() const { return EventCursor(bytes.data(), bytes.data() + bytes.size()); }
 };
@@ -88,7 +108,7 @@ class StreamParser {
   std::size_t parse_chunk(const uint8_t* p, const uint8_t* end, uint64_t base);
   Trace trace_;
   std::vector<uint64_t> last_time_us_;  // per thread: the time of its last event parsed
-  std::vector<uint8_t> pending_;  // an incomplete chunk waiting for more bytes
+  Bytes pending_;  // an incomplete chunk waiting for more bytes
   uint64_t consumed_ = 0;         // stream bytes parsed before pending_
 };
 
