@@ -78,6 +78,14 @@ class Record(TempDirTest):
         self.assertEqual(p.returncode, 3)
         self.assertTrue(trace_json(path)["ended"])
 
+    def test_a_program_the_recorder_cannot_enter_is_refused(self):
+        # busybox-static (the lab's package) is linked statically: no LD_PRELOAD reaches it.
+        path = os.path.join(self.tmp, "static.trace")
+        p = run(["trace", "record", "--out", path, "--", "/bin/busybox", "true"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("nothing recorded", p.stderr)
+        self.assertFalse(os.path.exists(path))
+
     def test_bad_input_is_refused(self):
         p = run(["trace", "record", "--out", os.path.join(self.tmp, "x.trace"), "--allocator", "nosuch", "--", "true"])
         self.assertEqual(p.returncode, 2)

@@ -12,6 +12,7 @@
 
 #include "harness/trace/format.h"
 #include "workloads/replay.h"
+#include "harness/trace/test_events.h"
 #include "workloads/test_support.h"
 
 using namespace allocmark::workloads;
@@ -20,25 +21,7 @@ using tr::Op;
 
 namespace {
 
-// One thread's events as the recorder writes them: the op byte, then its varints
-// (alloc: dt, id, size[, align] | realloc: dt, old, new, size, old size | free: dt, id, size | phase: dt, epoch).
-class Events {
- public:
-  Events& op(Op o, std::initializer_list<uint64_t> fields) {
-    bytes_.push_back(static_cast<uint8_t>(o));
-    for (uint64_t f : fields) {
-      uint8_t b[tr::kMaxVarint];
-      bytes_.insert(bytes_.end(), b, b + tr::put_varint(b, f));
-    }
-    ++count_;
-    return *this;
-  }
-  tr::ThreadEvents done() const { return tr::ThreadEvents{bytes_, count_}; }
-
- private:
-  std::vector<uint8_t> bytes_;
-  uint64_t count_ = 0;
-};
+using tr::testing::Events;
 
 struct TraceFile {
   std::string path;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "harness/trace/format.h"
+#include "harness/trace/test_events.h"
 
 #include <gtest/gtest.h>
 
@@ -288,17 +289,7 @@ TEST(Settings, OneMessageFormNamesWhereAndWhatIsExpected) {
 TEST(Plan, ReplayCellsRunTheTracesThreadsAndAMissingTraceIsAPlanError) {
   namespace tr = allocmark::trace;
   const std::string path = "/tmp/allocmark_plan_test_" + std::to_string(getpid()) + ".trace";
-  tr::Trace t;
-  for (int i = 0; i < 3; ++i) {
-    uint8_t b[8] = {static_cast<uint8_t>(tr::Op::Malloc)};
-    std::size_t n = 1;
-    n += tr::put_varint(b + n, 1);
-    n += tr::put_varint(b + n, static_cast<uint64_t>(i + 1));
-    n += tr::put_varint(b + n, 64);
-    t.threads.push_back(tr::ThreadEvents{std::vector<uint8_t>(b, b + n), 1});
-  }
-  t.max_id = 3;
-  tr::write_trace(path, t);
+  tr::testing::write_one_block_per_thread(path, 3);
 
   Overrides o = axes({"glibc", "jemalloc:bg"}, {"size_mix", "replay"}, {1, 2});
   o.reps = 2;
@@ -344,21 +335,8 @@ TEST(Plan, TracesInAMatrixAreReplayCellsOfTheirOwn) {
   const std::string dir =
       (std::filesystem::path(::testing::TempDir()) / ("plan_traces_" + std::to_string(getpid()))).lexically_normal().string();
   std::filesystem::create_directories(dir);
-  auto one_thread_trace = [](const std::string& path, int threads) {
-    tr::Trace t;
-    for (int i = 0; i < threads; ++i) {
-      uint8_t b[8] = {static_cast<uint8_t>(tr::Op::Malloc)};
-      std::size_t n = 1;
-      n += tr::put_varint(b + n, 1);
-      n += tr::put_varint(b + n, static_cast<uint64_t>(i + 1));
-      n += tr::put_varint(b + n, 64);
-      t.threads.push_back(tr::ThreadEvents{std::vector<uint8_t>(b, b + n), 1});
-    }
-    t.max_id = static_cast<uint64_t>(threads);
-    tr::write_trace(path, t);
-  };
-  one_thread_trace(dir + "/a.trace", 1);
-  one_thread_trace(dir + "/b.trace", 2);
+  tr::testing::write_one_block_per_thread(dir + "/a.trace", 1);
+  tr::testing::write_one_block_per_thread(dir + "/b.trace", 2);
   auto matrix = [&](const std::string& text) {
     std::ofstream(dir + "/m.toml") << text;
     return load_matrix_file(dir + "/m.toml");

@@ -99,6 +99,11 @@ RecordedTrace record_trace(const TraceRecording& r) {
   out.exit_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   out.trace = parser.finish();
   trace::Trace& t = out.trace;
+  // Every image the recorder loads into says so first: without one, nothing was recorded, and an
+  // empty trace would replay as a program that allocates nothing.
+  if (t.images == 0)
+    throw std::runtime_error("trace record: nothing recorded: the recorder did not load into " + r.command[0] +
+                             " (a statically linked or set-uid program, or one that cleared LD_PRELOAD); no trace written");
   json summary = trace::summarize(t);
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();

@@ -1,6 +1,7 @@
 // The trace codec: round trips, and every kind of damage refused with where it is. Real programs'
 // traces are tested with the recorder (record_preload_test) and the CLI (tests/trace_test.py).
 #include "harness/trace/format.h"
+#include "harness/trace/test_events.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,24 +13,7 @@
 namespace allocmark::trace {
 namespace {
 
-// One thread's events written as the recorder writes them.
-class Events {
- public:
-  Events& op(Op o, std::initializer_list<uint64_t> fields) {
-    bytes_.push_back(static_cast<uint8_t>(o));
-    for (uint64_t f : fields) {
-      uint8_t b[kMaxVarint];
-      bytes_.insert(bytes_.end(), b, b + put_varint(b, f));
-    }
-    ++count_;
-    return *this;
-  }
-  ThreadEvents done() const { return ThreadEvents{bytes_, count_}; }
-
- private:
-  std::vector<uint8_t> bytes_;
-  uint64_t count_ = 0;
-};
+using testing::Events;
 
 Trace two_threads() {
   Trace t;
