@@ -31,6 +31,12 @@ def thp_mode():
         return f.read().split("[")[1].split("]")[0]
 
 
+def pmd_size():
+    # The size of a transparent huge page (2 MiB on x86-64): node meminfo's AnonHugePages counts them whole.
+    with open("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") as f:
+        return int(f.read())
+
+
 class PerPhase(TempDirTest):
     def test_huge_pages_of_an_allocator_that_asks_for_them_and_of_one_that_does_not(self):
         path = os.path.join(self.tmp, "thp.toml")
@@ -50,6 +56,15 @@ class PerPhase(TempDirTest):
                 self.assertLessEqual(ph["anon_huge_bytes"], ph["end_rss_bytes"], where)
                 for event in ("fault_alloc", "fault_fallback", "collapse_alloc", "split_page"):
                     self.assertGreaterEqual(ph["thp_events"][event], 0, where)
+                # The whole system's huge pages on each node (node meminfo): whole PMD-sized pages,
+                # and the process's are among them.
+                self.assertTrue(ph["nodes"], where)
+                for n in ph["nodes"]:
+                    sys_huge = n["system_anon_huge_bytes"]
+                    self.assertIsInstance(sys_huge, int, (where, n["node"]))
+                    self.assertGreaterEqual(sys_huge, 0, (where, n["node"]))
+                    self.assertEqual(sys_huge % pmd_size(), 0, (where, n["node"]))
+                self.assertGreaterEqual(sum(n["system_anon_huge_bytes"] for n in ph["nodes"]), ph["anon_huge_bytes"], where)
         built = {a: next(ph for ph in r["phases"] if ph["name"] == "build") for a, r in by.items()}
         # glibc never asks for huge pages: under madvise (and never) it has none.
         if mode in ("madvise", "never"):
@@ -67,6 +82,31 @@ class PerPhase(TempDirTest):
         self.assertEqual(shown[("jemalloc:thp", "build")]["anon_huge_bytes"]["median"], built["jemalloc:thp"]["anon_huge_bytes"])
         p = run(["show", self.out, "--metric", "anon_huge_bytes"])
         self.assertIn("huge MiB", p.stdout)
+        # Per node where node figures are shown: the node rows of `show --by ...,node`.
+        p = run(["show", self.out, "--by", "allocator,phase,node", "--metric", "system_anon_huge_bytes", "--format", "json"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = {(g["allocator"], g["phase"], g["node"]): g["metrics"]["system_anon_huge_bytes"]["median"]
+                for g in json.loads(p.stdout)["groups"]}
+        for n in built["jemalloc:thp"]["nodes"]:
+            self.assertEqual(rows[("jemalloc:thp", "build", n["node"])], n["system_anon_huge_bytes"])
+        p = run(["show", self.out, "--by", "allocator,phase,node", "--metric", "system_anon_huge_bytes"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("sys huge MiB", p.stdout)
+
+    def test_a_program_cells_phases_carry_the_systems_huge_pages_per_node(self):
+        # Read by the driver at the mark, by the companion as the program exits for the last phase.
+        p = run(["run", "-a", "glibc", "--program",
+                 "marks=/bin/sh -c 'echo \"phase work\" >&$ALLOCMARK_PHASE_FD; read -r _ <&$ALLOCMARK_PHASE_FD; exec /bin/true'",
+                 "-r", "1", "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        (r,) = records(self.out)
+        self.assertEqual(r["status"], "ok", r.get("error"))
+        self.assertEqual([ph["name"] for ph in r["phases"]], ["startup", "work"])
+        for ph in r["phases"]:
+            for n in ph["nodes"]:
+                sys_huge = n["system_anon_huge_bytes"]
+                self.assertIsInstance(sys_huge, int, (ph["name"], n))
+                self.assertEqual(sys_huge % pmd_size(), 0, (ph["name"], n))
 
     def test_the_gate_judges_huge_pages(self):
         # One allocator name, its setting changed between two runs: thp:always madvises its

@@ -266,6 +266,19 @@ class LabThp(TempDirTest):
         self.assertGreaterEqual(max(ph["anon_huge_bytes"] for ph in by["glibc@thp=always"]["phases"]), 2 << 20)
         for ph in by["glibc@thp=never"]["phases"]:
             self.assertEqual(ph["anon_huge_bytes"], 0, ph["name"])
+        # The whole system's huge pages per node (node meminfo, issue 25): in the guest only the
+        # cell runs, so the phase that got huge pages has them on the node its memory is on, and
+        # the process's are part of the system's in every phase.
+        for r in by.values():
+            for ph in r["phases"]:
+                where = (r["allocator"], ph["name"])
+                self.assertEqual([n["node"] for n in ph["nodes"]], [0, 1], where)
+                for n in ph["nodes"]:
+                    self.assertIsInstance(n["system_anon_huge_bytes"], int, (where, n["node"]))
+                self.assertGreaterEqual(sum(n["system_anon_huge_bytes"] for n in ph["nodes"]), ph["anon_huge_bytes"], where)
+        huge = max(by["glibc@thp=always"]["phases"], key=lambda ph: ph["anon_huge_bytes"])
+        home = max(huge["nodes"], key=lambda n: n["resident_bytes"])
+        self.assertGreater(home["system_anon_huge_bytes"], 0, (huge["name"], huge["nodes"]))
         with open(os.path.join(self.out, "meta.json")) as f:
             self.assertEqual(json.load(f)["machine"]["thp_enabled"], "always")
         # Without the lab's --thp the guest's mode is not known to the host: refused before booting.

@@ -68,6 +68,9 @@ class EveryBackend(ProgramTest):
                 self.assertIsNone(node["threads"], "allocmark does not see a program's threads")
                 self.assertIsNone(node["local_fraction"])
                 self.assertGreater(node["resident_bytes"], 0, where)
+                # The whole system's huge pages on the node, read with numa_maps (issue 25).
+                self.assertIsInstance(node["system_anon_huge_bytes"], int, where)
+                self.assertGreaterEqual(node["system_anon_huge_bytes"], 0, where)
                 if ph["end_rss_bytes"] is not None:
                     self.assertLessEqual(abs(node["resident_bytes"] - ph["end_rss_bytes"]),
                                          max(0.05 * ph["end_rss_bytes"], 1 << 20), where)

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "harness/metrics/proc.h"
 
@@ -58,6 +59,48 @@ inline nlohmann::json phase_record(const PhaseFigures& f) {
                                           : json(nullptr)},
               {"t_begin_ns", f.begin_ns},
               {"t_end_ns", f.end_ns}};
+}
+
+// One entry of a phase's `nodes`: one NUMA node at the phase end, as every producer reports it
+// (the worker's NodeFigures, the driver's ProgramPhases). One spelling of the node fields
+// (docs/results-schema.md, "nodes"); absent figures are null. A program cell has no crew
+// threads, ops, sampled blocks or latency: those stay absent.
+struct PhaseNodeFigures {
+  int node = -1;
+  std::optional<std::vector<int>> threads;  // the crew threads that ended the phase on the node
+  std::optional<uint64_t> ops;              // their operations
+  std::optional<uint64_t> resident_bytes;   // the process's, from numa_maps
+  std::optional<uint64_t> sampled_blocks, local_blocks;
+  std::optional<double> local_fraction;
+  nlohmann::json latency = nullptr;         // {"malloc": latency_record, "free": ...}; null: not timed
+  // The whole system's AnonHugePages on the node (read_system_node_huge): every process's, so on a
+  // shared machine not only this cell's.
+  std::optional<uint64_t> system_anon_huge_bytes;
+};
+
+inline nlohmann::json node_record(const PhaseNodeFigures& n) {
+  using nlohmann::json;
+  auto maybe = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  return json{{"node", n.node},
+              {"threads", maybe(n.threads)},
+              {"ops", maybe(n.ops)},
+              {"resident_bytes", maybe(n.resident_bytes)},
+              {"sampled_blocks", maybe(n.sampled_blocks)},
+              {"local_blocks", maybe(n.local_blocks)},
+              {"local_fraction", maybe(n.local_fraction)},
+              {"latency", n.latency},
+              {"system_anon_huge_bytes", maybe(n.system_anon_huge_bytes)}};
+}
+
+// [node 0, node 1, ... up to the highest node read] of a system-wide huge-page reading, null for
+// nodes not read: how the driver and a program cell's companion pass it on.
+inline nlohmann::json system_node_huge_list(const SystemNodeHuge& h) {
+  int highest = -1;
+  for (int n = 0; n < kMaxNumaNodes; ++n)
+    if (h.bytes[n]) highest = n;
+  nlohmann::json out = nlohmann::json::array();
+  for (int n = 0; n <= highest; ++n) out.push_back(h.bytes[n] ? nlohmann::json(*h.bytes[n]) : nlohmann::json(nullptr));
+  return out;
 }
 
 // Sampled allocation-call latency of one kind of call (malloc or free) in a phase.

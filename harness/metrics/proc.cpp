@@ -142,6 +142,45 @@ bool read_numa_maps(pid_t pid, NodeResidency& out) {
   return true;
 }
 
+bool parse_node_meminfo_kib(const char* text, int node, const char* key, uint64_t& kib) {
+  const std::size_t key_len = std::strlen(key);
+  for (const char* line = text; line && *line; line = std::strchr(line, '\n') ? std::strchr(line, '\n') + 1 : nullptr) {
+    if (std::strncmp(line, "Node ", 5) != 0) continue;
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(line + 5, &end, 10);
+    if (end == line + 5 || *end != ' ' || n != static_cast<unsigned long>(node)) continue;
+    while (*end == ' ') ++end;
+    if (std::strncmp(end, key, key_len) != 0 || end[key_len] != ':') continue;
+    const char* number = end + key_len + 1;
+    unsigned long long v = std::strtoull(number, &end, 10);
+    if (end == number) return false;
+    kib = v;
+    return true;
+  }
+  return false;
+}
+
+bool read_system_node_huge(const int* ids, std::size_t count, SystemNodeHuge& out) {
+  bool all = true;
+  for (std::size_t i = 0; i < count; ++i) {
+    const int id = ids[i];
+    if (id < 0 || id >= kMaxNumaNodes) {
+      all = false;
+      continue;
+    }
+    out.bytes[id].reset();
+    char path[64];
+    char buf[8192];  // a node's meminfo is about 1.3 KiB on Debian 12's kernels
+    std::snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", id);
+    uint64_t kib = 0;
+    if (read_small_file(path, buf, sizeof buf) > 0 && parse_node_meminfo_kib(buf, id, "AnonHugePages", kib))
+      out.bytes[id] = kib * 1024;
+    else
+      all = false;
+  }
+  return all;
+}
+
 bool read_mem_status(pid_t pid, MemStatus& out) {
   char path[64];
   char buf[4096];

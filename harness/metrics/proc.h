@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,20 @@ bool read_numa_maps(pid_t pid, NodeResidency& out);
 std::vector<uint64_t> residency_list(const NodeResidency& r);
 // One line of numa_maps (no newline), added to `out`; for tests and read_numa_maps.
 void add_numa_maps_line(const char* line, std::size_t length, NodeResidency& out);
+
+// The whole system's anonymous memory in transparent huge pages on each NUMA node: the
+// "Node N AnonHugePages:   X kB" line of /sys/devices/system/node/nodeN/meminfo. Every process's
+// huge pages on the node, not one process's (the kernel says a process's only summed over nodes,
+// in smaps_rollup): on a shared machine others' are in it. By node number; absent where the
+// node's file could not be read or has no such line.
+struct SystemNodeHuge {
+  std::optional<uint64_t> bytes[kMaxNumaNodes];
+};
+// Reads the nodes `ids` (numbers below kMaxNumaNodes; others are skipped). Allocation-free (raw
+// read into a stack buffer): the worker calls it right after a phase. True if every one was read.
+bool read_system_node_huge(const int* ids, std::size_t count, SystemNodeHuge& out);
+// The kB of a "Node N KEY: V kB" line of node `node`'s meminfo text; for tests and the reader.
+bool parse_node_meminfo_kib(const char* text, int node, const char* key, uint64_t& kib);
 
 // Parsers, exposed for tests. `text` is NUL-terminated.
 bool parse_status_kib(const char* text, const char* key, uint64_t& kib);

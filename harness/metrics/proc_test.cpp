@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -240,4 +241,74 @@ TEST(NumaMaps, ThisProcessHasResidentBytesOnSomeNodeNearItsRss) {
   // shared library pages once per mapping here, so they agree within a few pages for a process
   // this small; 25 % leaves room for pages touched between the two reads.
   EXPECT_NEAR(static_cast<double>(r.total()), static_cast<double>(status.rss_bytes), 0.25 * status.rss_bytes);
+}
+
+TEST(ProcParse, NodeMeminfoValueOfItsOwnNodeAndWholeName) {
+  const char* text =
+      "Node 1 MemTotal:       13592392 kB\n"
+      "Node 1 AnonPages:        247344 kB\n"
+      "Node 1 AnonHugePagesX:       99 kB\n"
+      "Node 1 AnonHugePages:     43008 kB\n"
+      "Node 1 ShmemHugePages:        0 kB\n"
+      "Node 12 AnonHugePages:     2048 kB\n";
+  uint64_t kib = 7;
+  ASSERT_TRUE(parse_node_meminfo_kib(text, 1, "AnonHugePages", kib));
+  EXPECT_EQ(kib, 43008u) << "the whole name, not a longer one";
+  ASSERT_TRUE(parse_node_meminfo_kib(text, 12, "AnonHugePages", kib));
+  EXPECT_EQ(kib, 2048u) << "node 12, not node 1";
+  EXPECT_FALSE(parse_node_meminfo_kib(text, 2, "AnonHugePages", kib)) << "another node's lines do not count";
+  EXPECT_FALSE(parse_node_meminfo_kib(text, 1, "FilePages", kib));
+  EXPECT_FALSE(parse_node_meminfo_kib("Node 1 AnonHugePages:  \n", 1, "AnonHugePages", kib)) << "no number";
+  EXPECT_FALSE(parse_node_meminfo_kib("", 0, "AnonHugePages", kib));
+}
+
+TEST(ProcRead, SystemHugePagesOfNodeZeroAsItsMeminfoSays) {
+  // The real file of this machine: node 0 exists on every Linux with CONFIG_NUMA.
+  char text[8192] = {};
+  FILE* f = std::fopen("/sys/devices/system/node/node0/meminfo", "r");
+  ASSERT_NE(f, nullptr) << "/sys/devices/system/node/node0/meminfo must be readable";
+  const std::size_t got = std::fread(text, 1, sizeof text - 1, f);
+  std::fclose(f);
+  ASSERT_GT(got, 0u);
+  uint64_t kib = 0;
+  ASSERT_TRUE(parse_node_meminfo_kib(text, 0, "AnonHugePages", kib)) << text;
+  ASSERT_TRUE(parse_node_meminfo_kib(text, 0, "MemTotal", kib)) << text;
+  EXPECT_GT(kib, 0u);
+
+  const int ids[] = {0, 4096};
+  SystemNodeHuge huge;
+  EXPECT_FALSE(read_system_node_huge(ids, 2, huge)) << "a node number out of range is not read";
+  ASSERT_TRUE(huge.bytes[0].has_value());
+  EXPECT_EQ(*huge.bytes[0] % 1024, 0u) << "kB as bytes";
+  EXPECT_TRUE(read_system_node_huge(ids, 1, huge));
+  // The system's huge pages hold this process's (read before, so a page faulted in between only adds).
+  uint64_t mine = 0;
+  ASSERT_TRUE(read_anon_huge_bytes(0, mine));
+  const int all[] = {0};
+  ASSERT_TRUE(read_system_node_huge(all, 1, huge));
+  if (::access("/sys/devices/system/node/node1", F_OK) != 0) {
+    EXPECT_GE(*huge.bytes[0], mine);
+  }
+
+  nlohmann::json list = allocmark::metrics::system_node_huge_list(huge);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0], *huge.bytes[0]);
+  SystemNodeHuge sparse;
+  sparse.bytes[2] = 4u << 20;
+  EXPECT_EQ(allocmark::metrics::system_node_huge_list(sparse).dump(), "[null,null,4194304]") << "nodes not read are null";
+}
+
+TEST(PhaseRecord, OneSpellingOfTheNodeFieldsWithAbsentFiguresAsNull) {
+  allocmark::metrics::PhaseNodeFigures n;
+  n.node = 1;
+  n.resident_bytes = 8192;
+  n.system_anon_huge_bytes = 2u << 20;
+  nlohmann::json r = allocmark::metrics::node_record(n);
+  EXPECT_EQ(r["node"], 1);
+  EXPECT_EQ(r["resident_bytes"], 8192);
+  EXPECT_EQ(r["system_anon_huge_bytes"], 2u << 20);
+  for (const char* absent : {"threads", "ops", "sampled_blocks", "local_blocks", "local_fraction", "latency"})
+    EXPECT_TRUE(r[absent].is_null()) << absent;
+  n.system_anon_huge_bytes.reset();
+  EXPECT_TRUE(allocmark::metrics::node_record(n)["system_anon_huge_bytes"].is_null());
 }

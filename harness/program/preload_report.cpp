@@ -30,6 +30,7 @@
 
 #include "allocators/backends.h"
 #include "allocators/native_api.h"
+#include "harness/metrics/phase_record.h"
 #include "harness/metrics/proc.h"
 #include "harness/worker/preload_check.h"
 #include "harness/worker/report_line.h"
@@ -100,6 +101,14 @@ void on_exit() {
             {"end_rss_bytes", read_ok ? json(mem.rss_bytes) : json(nullptr)}};
   allocmark::metrics::NodeResidency residency;
   if (allocmark::metrics::read_numa_maps(0, residency)) done["numa_resident_bytes"] = allocmark::metrics::residency_list(residency);
+  // The system's huge pages per node while this process's are still mapped (nodes not present: null).
+  {
+    int ids[allocmark::metrics::kMaxNumaNodes];
+    for (int n = 0; n < allocmark::metrics::kMaxNumaNodes; ++n) ids[n] = n;
+    allocmark::metrics::SystemNodeHuge huge;
+    allocmark::metrics::read_system_node_huge(ids, allocmark::metrics::kMaxNumaNodes, huge);
+    done["system_anon_huge_bytes"] = allocmark::metrics::system_node_huge_list(huge);
+  }
   if (g_api) {
     done["alloc_stats"] = g_api->read_stats();
     done["contention"] = g_api->read_contention();

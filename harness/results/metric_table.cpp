@@ -53,6 +53,9 @@ constexpr std::array<FieldRow, kFieldCount> kFieldTable{{
     {Field::thp_split_page, "thp_events.split_page", "", Fold::sum, false},
     {Field::thp_split_pmd, "thp_events.split_pmd", "", Fold::sum, false},
     {Field::thp_deferred_split_page, "thp_events.deferred_split_page", "", Fold::sum, false},
+    // The whole system's huge pages per node at the phase end (node meminfo, every process's); the
+    // phase's is the sum over its nodes.
+    {Field::system_anon_huge_bytes, "", "system_anon_huge_bytes", Fold::last, true},
 }};
 
 // A metric that is one field as recorded.
@@ -191,6 +194,12 @@ constexpr std::array<MetricRow, kMetricCount> kMetricTable{{
      "partly unmapped huge pages queued to be split later, each still holding its 2 MiB until memory pressure, "
      "system-wide (/proc/vmstat thp_deferred_split_page)",
      measured<F::thp_deferred_split_page>, kLower, D::si, "THP deferred", 20, "", false, 0, false},
+    {M::system_anon_huge_bytes, "system_anon_huge_bytes", "", "bytes",
+     "anonymous memory in transparent huge pages at the phase end, system-wide: every process's, not only the cell's "
+     "(AnonHugePages of /sys/devices/system/node/nodeN/meminfo; per node with --by ...,node)",
+     measured<F::system_anon_huge_bytes>, kLower, D::mib, "sys huge MiB", 20,
+     "sys huge MiB: the whole system's transparent huge pages at the phase end (every process's), per node with --by ...,node",
+     false, 11, false},
 }};
 
 // The enums index the tables: a row out of place is a compile error, not a wrong figure.

@@ -55,6 +55,7 @@ enum class Field : std::size_t {
   thp_split_page,
   thp_split_pmd,
   thp_deferred_split_page,
+  system_anon_huge_bytes,
   kCount
 };
 inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::kCount);
@@ -117,6 +118,7 @@ enum class Metric : std::size_t {
   thp_split_page,
   thp_split_pmd,
   thp_deferred_split_page,
+  system_anon_huge_bytes,
   kCount
 };
 inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::kCount);

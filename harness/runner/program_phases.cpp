@@ -36,11 +36,12 @@ std::optional<metrics::ThpEvents> thp_events_now() {
 }
 }  // namespace
 
-// `resident_by_node`: bytes by node number (a list), or null when numa_maps could not be read.
+// `resident_by_node`: bytes by node number (a list), or null when numa_maps could not be read;
+// `system_huge_by_node` the system's AnonHugePages by node number (null entries: not read).
 json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& end_rss, bool exact,
                                 std::optional<uint64_t> anon_huge, const std::optional<metrics::ThpEvents>& thp_now,
                                 const metrics::TaskCounters& now, const metrics::SchedSnapshot* sched_now,
-                                const json& resident_by_node) const {
+                                const json& resident_by_node, const json& system_huge_by_node) const {
   auto bytes = [](const json& v) { return v.is_number() ? std::optional<uint64_t>(v.get<uint64_t>()) : std::nullopt; };
   metrics::PhaseFigures f;
   f.name = current_;
@@ -58,12 +59,21 @@ json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& en
   json phase = metrics::phase_record(f);
   phase["contention"] = metrics::contention_record(c);
   json nodes = json::array();
+  // Lists by node number; null: not read.
+  auto by_node = [](const json& list, int id) -> std::optional<uint64_t> {
+    if (!list.is_array()) return std::nullopt;
+    if (id >= static_cast<int>(list.size())) return 0;
+    const json& v = list[static_cast<std::size_t>(id)];
+    return v.is_number() ? std::optional<uint64_t>(v.get<uint64_t>()) : std::nullopt;
+  };
   for (int id : node_ids_) {
-    json bytes = !resident_by_node.is_array() ? json(nullptr)
-                 : id < static_cast<int>(resident_by_node.size()) ? resident_by_node[static_cast<std::size_t>(id)]
-                                                                  : json(0);
-    nodes.push_back({{"node", id}, {"threads", nullptr}, {"ops", nullptr}, {"resident_bytes", bytes},
-                     {"sampled_blocks", nullptr}, {"local_blocks", nullptr}, {"local_fraction", nullptr}, {"latency", nullptr}});
+    metrics::PhaseNodeFigures n;
+    n.node = id;
+    n.resident_bytes = by_node(resident_by_node, id);
+    // A node past the list's end was not read (not: had none), unlike numa_maps' counts.
+    if (system_huge_by_node.is_array() && id < static_cast<int>(system_huge_by_node.size()))
+      n.system_anon_huge_bytes = by_node(system_huge_by_node, id);
+    nodes.push_back(metrics::node_record(n));
   }
   phase["nodes"] = nodes;
   return {{"event", "phase_end"}, {"phase", phase}};
@@ -79,10 +89,15 @@ json ProgramPhases::close_phase(const std::string& next, int64_t now_ns) {
   uint64_t huge = 0;
   const std::optional<uint64_t> anon_huge =
       !ended_ && metrics::read_anon_huge_bytes(pid_, huge) ? std::optional<uint64_t>(huge) : std::nullopt;
+  // Right after the program's own: the system's huge pages per node (every process's) hold the program's.
+  // Not once the program has been reaped: its huge pages are gone (null, as its numa_maps).
+  metrics::SystemNodeHuge system_huge;
+  if (!ended_) metrics::read_system_node_huge(node_ids_.data(), node_ids_.size(), system_huge);
+  const json huge_by_node = ended_ ? json(nullptr) : metrics::system_node_huge_list(system_huge);
   const std::optional<metrics::ThpEvents> thp_now = thp_events_now();
   json ev = read_ok ? phase_event(now_ns, mem.hwm_bytes, mem.rss_bytes, reset_ok_, anon_huge, thp_now, now,
-                                  sched_ok ? &sched_now_ : nullptr, by_node)
-                    : phase_event(now_ns, nullptr, nullptr, false, anon_huge, thp_now, at_begin_, nullptr, by_node);
+                                  sched_ok ? &sched_now_ : nullptr, by_node, huge_by_node)
+                    : phase_event(now_ns, nullptr, nullptr, false, anon_huge, thp_now, at_begin_, nullptr, by_node, huge_by_node);
   thp_at_begin_ = thp_now;
   reset_ok_ = read_ok && metrics::reset_peak_rss(pid_);
   if (read_ok) at_begin_ = now;
@@ -139,9 +154,12 @@ json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t
   const bool exact = !peak.is_null();
   if (peak.is_null() && sampled_peak > 0) peak = sampled_peak;
   // The program has gone, and its threads' scheduler figures with it: the last phase has none.
-  // The program has exited: its huge pages are gone with it (the last phase has none).
+  // The program has exited: its huge pages are gone with it (the last phase has none). The
+  // system's per node was read by the companion as the program exited (its pages still mapped);
+  // a reading here, after the exit, would no longer hold them, so without the report it is null.
   return phase_event(t_end, peak, end_rss, reset_ok_ && exact, std::nullopt, thp_events_now(), total, nullptr,
-                     reported ? exit_event.value("numa_resident_bytes", json()) : json());
+                     reported ? exit_event.value("numa_resident_bytes", json()) : json(),
+                     reported ? exit_event.value("system_anon_huge_bytes", json()) : json());
 }
 
 }  // namespace allocmark::runner

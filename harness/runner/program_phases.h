@@ -7,7 +7,8 @@
 // phase before its first mark. The driver answers each line with "ok\n" once the edge is measured
 // (or "error\n"), so a program that reads the answer before going on has exact phase edges.
 // Each phase also gets `nodes`: the program's resident bytes per NUMA node at its end (numa_maps,
-// read by the driver at a mark and by the companion at exit); the per-thread figures a worker
+// read by the driver at a mark and by the companion at exit) and the whole system's huge-page
+// bytes per node then (node meminfo, read by each of them too); the per-thread figures a worker
 // records (threads, ops, sampled blocks, latency) are null, since allocmark does not see inside.
 #pragma once
 
@@ -55,7 +56,7 @@ class ProgramPhases {
   nlohmann::json phase_event(int64_t end_ns, const nlohmann::json& peak, const nlohmann::json& end_rss, bool exact,
                              std::optional<uint64_t> anon_huge, const std::optional<metrics::ThpEvents>& thp_now,
                              const metrics::TaskCounters& now, const metrics::SchedSnapshot* sched_now,
-                             const nlohmann::json& resident_by_node) const;
+                             const nlohmann::json& resident_by_node, const nlohmann::json& system_huge_by_node) const;
 
   pid_t pid_;
   bool ended_ = false;

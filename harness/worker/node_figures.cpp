@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "harness/metrics/phase_record.h"
 #include "harness/metrics/proc.h"
 #include "harness/metrics/derived.h"
 #include "harness/worker/phase_contention.h"
@@ -28,6 +29,7 @@ NodeFigures::NodeFigures(topology::Topology topo, int threads) : topo_(std::move
       if (cpu >= static_cast<int>(node_index_of_cpu_.size())) node_index_of_cpu_.resize(cpu + 1, -1);
       node_index_of_cpu_[cpu] = static_cast<int>(i);
     }
+  for (const auto& node : topo_.nodes) node_ids_.push_back(node.id);
   const std::size_t most = static_cast<std::size_t>(threads) * workloads::address_sample::kRingSize;
   samples_.resize(most);
   pages_.resize(most);
@@ -38,6 +40,13 @@ NodeFigures::NodeFigures(topology::Topology topo, int threads) : topo_(std::move
 int NodeFigures::node_of_cpu(int cpu) const {
   if (cpu < 0 || cpu >= static_cast<int>(node_index_of_cpu_.size()) || node_index_of_cpu_[cpu] < 0) return -1;
   return topo_.nodes[node_index_of_cpu_[cpu]].id;
+}
+
+int64_t NodeFigures::read_system_huge() {
+  const int64_t t0 = now_ns();
+  metrics::read_system_node_huge(node_ids_.data(), node_ids_.size(), system_huge_);
+  system_huge_ns_ = now_ns() - t0;
+  return system_huge_ns_;
 }
 
 nlohmann::json NodeFigures::after_phase(const std::vector<int>& last_cpus, const std::vector<uint64_t>& ops,
@@ -92,20 +101,24 @@ nlohmann::json NodeFigures::after_phase(const std::vector<int>& last_cpus, const
   json out = json::array();
   for (std::size_t n = 0; n < nodes; ++n) {
     const int id = topo_.nodes[n].id;
-    const bool have_bytes = numa_maps_ok && id < metrics::kMaxNumaNodes;
-    auto fraction = results::local_fraction(static_cast<double>(local[n]), static_cast<double>(sampled[n]));
-    out.push_back({{"node", id},
-                   {"threads", on_node[n]},
-                   {"ops", node_ops[n]},
-                   {"resident_bytes", have_bytes ? json(residency.bytes[id]) : json(nullptr)},
-                   {"sampled_blocks", query_ok ? json(sampled[n]) : json(nullptr)},
-                   {"local_blocks", query_ok ? json(local[n]) : json(nullptr)},
-                   {"local_fraction", fraction ? json(*fraction) : json(nullptr)},
-                   {"latency", latency ? json{{"malloc", metrics::latency_record(PhaseContentionProbe::summary(allocs[n]))},
-                                              {"free", metrics::latency_record(PhaseContentionProbe::summary(frees[n]))}}
-                                       : json(nullptr)}});
+    metrics::PhaseNodeFigures f;
+    f.node = id;
+    f.threads = on_node[n];
+    f.ops = node_ops[n];
+    if (numa_maps_ok && id < metrics::kMaxNumaNodes) f.resident_bytes = residency.bytes[id];
+    if (query_ok) f.sampled_blocks = sampled[n], f.local_blocks = local[n];
+    f.local_fraction = results::local_fraction(static_cast<double>(local[n]), static_cast<double>(sampled[n]));
+    if (latency)
+      f.latency = json{{"malloc", metrics::latency_record(PhaseContentionProbe::summary(allocs[n]))},
+                       {"free", metrics::latency_record(PhaseContentionProbe::summary(frees[n]))}};
+    if (id >= 0 && id < metrics::kMaxNumaNodes) {
+      f.system_anon_huge_bytes = system_huge_.bytes[id];
+      system_huge_.bytes[id].reset();  // one phase's reading: the next needs its own
+    }
+    out.push_back(metrics::node_record(f));
   }
-  cost = {{"numa_maps_ns", t1 - t0}, {"move_pages_ns", t2 - t1}, {"sampled_addresses", count}};
+  cost = {{"numa_maps_ns", t1 - t0}, {"move_pages_ns", t2 - t1}, {"sampled_addresses", count}, {"node_meminfo_ns", system_huge_ns_}};
+  system_huge_ns_ = 0;
   return out;
 }
 

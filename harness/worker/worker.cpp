@@ -260,6 +260,8 @@ int measure_cell(const json& spec) {
     // (about 10 ms per GiB of small pages here), which is the worker's time, not the phase's.
     uint64_t anon_huge = 0;
     const bool huge_ok = metrics::read_anon_huge_bytes(0, anon_huge);
+    // Right after it, so the system's huge pages per node (every process's) hold this process's.
+    if (want_node_figures) node_figures.read_system_huge();
 
     metrics::PhaseFigures f;
     f.name = phases[i];
