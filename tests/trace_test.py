@@ -146,6 +146,23 @@ class Replay(TempDirTest):
         build = peaks["glibc"][1]
         self.assertLessEqual(abs(build - shown["phases"][1]["peak_live_bytes"]), 64 * 1024)
 
+    def test_traces_in_a_matrix_are_named_groups(self):
+        path = os.path.join(self.tmp, "py.trace")
+        p = run(["trace", "record", "--out", path, "--", "python3", "-c", "x = [bytearray(1000) for i in range(2000)]"], env=ENV)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        matrix = self.write("m.toml", '[matrix]\nallocators = ["glibc"]\nreps = 1\n'
+                            '[traces.first]\nfile = "py.trace"\n'  # relative to the matrix file
+                            '[traces.second]\nfile = "py.trace"\ntouch = "none"\n')
+        p = run(["run", matrix, "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        recs = records(self.out)
+        self.assertEqual(sorted(r["params"]["name"] for r in recs), ["first", "second"])
+        self.assertEqual({r["params"]["trace"] for r in recs}, {path})
+        p = run(["show", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("replay:first", p.stdout)
+        self.assertIn("replay:second", p.stdout)
+
     def test_a_multi_threaded_trace_replays_with_its_threads(self):
         data = os.path.join(self.tmp, "data")
         with open(data, "wb") as f:

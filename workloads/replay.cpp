@@ -462,6 +462,10 @@ const bool registered = register_workload({
     /*diagnostic=*/false,
     /*named_only=*/true,
     /*own_threads=*/[](const Params& p) { return summary_of(p.text("trace")).threads; },
+    /*tracks_live_bytes=*/true,
+    /*untracked_reason=*/"",
+    /*ops_per_s_not_a_speed=*/{},
+    /*instance_param=*/"name",
 });
 
 }  // namespace

@@ -176,6 +176,10 @@ struct WorkloadInfo {
   // without operations (idle) need no entry. summary.json carries it per group
   // (`ops_per_s_not_a_speed`) so rankings and charts leave such phases out, saying why.
   std::function<std::string(const Params&, std::string_view phase)> ops_per_s_not_a_speed;
+  // A parameter that names an instance of the workload (replay's `name`, set by a matrix's
+  // [traces.NAME]): where it is set, tables and charts call its groups WORKLOAD:VALUE, as program
+  // cells are program:NAME, instead of spelling out the parameters that differ.
+  std::string instance_param;
 };
 
 // Registration happens from static initialisers in each workload's file.

@@ -668,6 +668,18 @@ std::string Model::unknown_filter_value(const CellFilter& filter) const {
   return "";
 }
 
+namespace {
+// WORKLOAD:VALUE for an instance the workload names by a parameter (replay's traces), else the
+// workload's name.
+std::string instance_label(const std::string& workload, const json& params) {
+  const workloads::WorkloadInfo* info = workloads::find_workload(workload);
+  if (!info || info->instance_param.empty() || !params.is_object()) return workload;
+  auto it = params.find(info->instance_param);
+  if (it == params.end() || !it->is_string() || it->get<std::string>().empty()) return workload;
+  return workload + ":" + it->get<std::string>();
+}
+}  // namespace
+
 std::string ops_per_s_not_a_speed(const std::string& workload, const nlohmann::json& params, std::string_view phase) {
   const workloads::WorkloadInfo* info = workloads::find_workload(workload);
   if (!info || !info->ops_per_s_not_a_speed || !params.is_object()) return "";
@@ -704,7 +716,7 @@ Grouping Model::group(const std::vector<Dimension>& by, const CellFilter& filter
   std::vector<std::size_t> workload_slot(identities_.size()), allocator_slot(identities_.size());
   for (std::size_t i = 0; i < identities_.size(); ++i) {
     const CellIdentity& id = identities_[i];
-    workload_slot[i] = workloads.add(id.workload, attributes_of(id.params));
+    workload_slot[i] = workloads.add(instance_label(id.workload, id.params), attributes_of(id.params));
     auto attrs = attributes_of(id.env);
     attrs["library"] = id.preload;
     allocator_slot[i] = allocators.add(id.allocator, std::move(attrs));
