@@ -162,6 +162,10 @@ class Replay(TempDirTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("replay:first", p.stdout)
         self.assertIn("replay:second", p.stdout)
+        p = run(["show", self.out, "--workload", "replay:first"])  # the name a reader sees selects it
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("replay:first", p.stdout)
+        self.assertNotIn("replay:second", p.stdout)
 
     def test_a_multi_threaded_trace_replays_with_its_threads(self):
         data = os.path.join(self.tmp, "data")

@@ -641,6 +641,16 @@ struct GroupBuilder {
 
 constexpr std::array<Dimension, 3> kPoolingChecked{Dimension::workload, Dimension::threads, Dimension::allocator};
 
+// WORKLOAD:VALUE for an instance the workload names by a parameter (replay's traces), else the
+// workload's name.
+std::string instance_label(const std::string& workload, const json& params) {
+  const workloads::WorkloadInfo* info = workloads::find_workload(workload);
+  if (!info || info->instance_param.empty() || !params.is_object()) return workload;
+  auto it = params.find(info->instance_param);
+  if (it == params.end() || !it->is_string() || it->get<std::string>().empty()) return workload;
+  return workload + ":" + it->get<std::string>();
+}
+
 template <class T>
 std::string first_unknown(const std::vector<T>& wanted, const std::set<T>& present, std::string_view flag) {
   for (const auto& w : wanted) {
@@ -657,7 +667,9 @@ std::string Model::unknown_filter_value(const CellFilter& filter) const {
   std::set<std::string> workload_names, allocator_names;
   std::set<int> thread_counts;
   for (const CellResult& cell : cells_) {
-    workload_names.insert(identities_[cell.identity].workload);
+    const CellIdentity& id = identities_[cell.identity];
+    workload_names.insert(id.workload);
+    workload_names.insert(instance_label(id.workload, id.params));  // replay:NAME names its cells too
     allocator_names.insert(identities_[cell.identity].allocator);
     thread_counts.insert(cell.threads);
   }
@@ -668,17 +680,6 @@ std::string Model::unknown_filter_value(const CellFilter& filter) const {
   return "";
 }
 
-namespace {
-// WORKLOAD:VALUE for an instance the workload names by a parameter (replay's traces), else the
-// workload's name.
-std::string instance_label(const std::string& workload, const json& params) {
-  const workloads::WorkloadInfo* info = workloads::find_workload(workload);
-  if (!info || info->instance_param.empty() || !params.is_object()) return workload;
-  auto it = params.find(info->instance_param);
-  if (it == params.end() || !it->is_string() || it->get<std::string>().empty()) return workload;
-  return workload + ":" + it->get<std::string>();
-}
-}  // namespace
 
 std::string ops_per_s_not_a_speed(const std::string& workload, const nlohmann::json& params, std::string_view phase) {
   const workloads::WorkloadInfo* info = workloads::find_workload(workload);
@@ -732,7 +733,8 @@ Grouping Model::group(const std::vector<Dimension>& by, const CellFilter& filter
   auto kept = [&](const CellResult& cell) {
     const CellIdentity& id = identities_[cell.identity];
     auto in = [](const auto& list, const auto& v) { return list.empty() || std::find(list.begin(), list.end(), v) != list.end(); };
-    return in(filter.workloads, id.workload) && in(filter.allocators, id.allocator) && in(filter.threads, cell.threads);
+    const bool workload = in(filter.workloads, id.workload) || in(filter.workloads, instance_label(id.workload, id.params));
+    return workload && in(filter.allocators, id.allocator) && in(filter.threads, cell.threads);
   };
   std::array<bool, 3> unasked{};
   for (std::size_t k = 0; k < kPoolingChecked.size(); ++k)
