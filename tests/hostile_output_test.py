@@ -184,9 +184,10 @@ class SameRecordTwice(TempDirTest):
 
 class FolderBeingWritten(TempDirTest):
     def test_every_reader_says_a_run_is_writing_the_folder(self):
-        # Two cells: the first finishes, the second hangs until the test ends it.
+        # Two cells: the first finishes, the second hangs until the test ends it (its timeout is far
+        # beyond the five readers below, which on a loaded machine took longer than 120 s together).
         driver = subprocess.Popen([ALLOCMARK, "run", "-a", "glibc", "-w", "size_mix,fault_inject", "-t", "1", "-r", "1",
-                                   *SMALL, "--set", "fault_inject.mode=hang", "--timeout", "120", "--out", self.out],
+                                   *SMALL, "--set", "fault_inject.mode=hang", "--timeout", "900", "--out", self.out],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_for(lambda: os.path.exists(os.path.join(self.out, "results.jsonl")) and len(lines(self.out)) >= 1
