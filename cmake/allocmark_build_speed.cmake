@@ -15,8 +15,22 @@ endif()
 # The third-party headers that cost seconds per translation unit (CLI11 ~6 s, nlohmann-json ~3.5 s,
 # gtest ~1.5 s, fmt ~1 s at -O2) are parsed once per target instead of once per file.
 option(ALLOCMARK_PRECOMPILED_HEADERS "Precompile the heavy third-party headers once per target" ON)
+# A precompiled header saves the parsing only: every file still compiles, at -O2, the inline
+# functions and template instantiations it uses from those headers (CLI11 is header-only, and each
+# cli/ file instantiates most of it). A unity build compiles a target's files in batches of 8 as
+# one translation unit (`allocmark_unity`), so that code is compiled once per batch: the 17 cli/ files took 163 CPU s
+# as separate files and 29 s as one (docs/benchmarks.md "Build and test time"). Only the driver's
+# libraries and the test binaries use it, never code
+# that is measured: the worker, workloads, allocator backends and numap are compiled file by file,
+# so what the compiler inlines into a measured loop does not depend on the batching.
+option(ALLOCMARK_UNITY_BUILD "Compile the driver's and the tests' files in batches (unity build)" ON)
 function(allocmark_precompile target)
   if(ALLOCMARK_PRECOMPILED_HEADERS)
     target_precompile_headers(${target} PRIVATE ${ARGN})
+  endif()
+endfunction()
+function(allocmark_unity target)
+  if(ALLOCMARK_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
   endif()
 endfunction()

@@ -15,6 +15,7 @@ function(allocmark_test name)
   # -O2 (results/model_test.cpp: 7.6 s against 16.7; docs/benchmarks.md "Build and test time").
   target_compile_options(${name} PRIVATE -O0)
   allocmark_precompile(${name} <gtest/gtest.h> ${T_PRECOMPILE})
+  allocmark_unity(${name})
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
                        PROPERTIES ENVIRONMENT "ALLOCMARK_SOURCE_DIR=${CMAKE_SOURCE_DIR}" ${ALLOCMARK_USES_A_CPU})
 endfunction()

@@ -10,6 +10,8 @@
 
 using namespace allocmark::workloads;
 
+// Named after the file: its helpers and tests share a unity batch with other files (cmake/allocmark_build_speed.cmake).
+namespace arena_churn_test {
 namespace {
 std::map<std::string, std::string> small(int64_t seed = 1, int pool = 4, const std::string& schedule = "waves") {
   return {{"pool_threads", std::to_string(pool)},
@@ -171,3 +173,5 @@ TEST(ArenaChurn, RejectsBadParameters) {
     EXPECT_NE(info->validate(test_support::preset("arena_churn", "quick", o)), "") << name;
   }
 }
+
+}  // namespace arena_churn_test

@@ -5,6 +5,8 @@
 using namespace allocmark::workloads;
 namespace ts = allocmark::workloads::test_support;
 
+// Named after the file: its helpers and tests share a unity batch with other files (cmake/allocmark_build_speed.cmake).
+namespace hash_build_test {
 namespace {
 Params small(std::map<std::string, std::string> extra = {}) {
   std::map<std::string, std::string> o{{"keys", "60000"}, {"probes", "20000"}};
@@ -78,3 +80,5 @@ TEST(HashBuild, SameSeedSameSequence) {
   EXPECT_EQ(trace("2"), trace("2"));
   EXPECT_NE(trace("2"), trace("3"));
 }
+
+}  // namespace hash_build_test

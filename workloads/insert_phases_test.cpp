@@ -10,6 +10,8 @@
 
 using namespace allocmark::workloads;
 
+// Named after the file: its helpers and tests share a unity batch with other files (cmake/allocmark_build_speed.cmake).
+namespace insert_phases_test {
 namespace {
 // Small enough for a test, shaped like the presets: l.x needs several sort chunks per index, the
 // cache is far smaller than the data, memtables switch many times. Queries are counted, not
@@ -258,3 +260,5 @@ TEST(InsertPhases, RejectsBadParameters) {
   EXPECT_EQ(info->validate(small_params(1, {{"sort_fill", "0.0625"}})), "");
   EXPECT_NE(info->validate(small_params(1, {{"index_families", "2"}})), "");
 }
+
+}  // namespace insert_phases_test

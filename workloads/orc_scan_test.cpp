@@ -9,6 +9,8 @@
 
 using namespace allocmark::workloads;
 
+// Named after the file: its helpers and tests share a unity batch with other files (cmake/allocmark_build_speed.cmake).
+namespace orc_scan_test {
 namespace {
 Params small_params(int64_t seed = 1, std::map<std::string, std::string> extra = {}) {
   std::map<std::string, std::string> o{{"target", "48M"},        {"volume", "48M"},       {"classes", "128K-128K,4K-400K,256K-1M"},
@@ -134,3 +136,5 @@ TEST(OrcScan, RejectsATargetThePipelineWouldFill) {
   EXPECT_EQ(info->validate(test_support::preset("orc_scan", "quick")), "");
   EXPECT_EQ(info->validate(test_support::preset("orc_scan", "full")), "");
 }
+
+}  // namespace orc_scan_test

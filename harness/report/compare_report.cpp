@@ -1,6 +1,7 @@
 #include "harness/report/compare_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <filesystem>
@@ -15,12 +16,6 @@ namespace allocmark::report {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
-}
 
 html::TableCell spread_cell(const results::Spread& s, const std::string& metric) {
   if (s.n == 0) return html::TableCell("-");
@@ -53,7 +48,7 @@ CompareReport build_compare_report(const compare::Comparison& c) {
   CompareReport report;
   html::Document doc(fmt::format("allocmark compare: {} -> {}", c.before, c.after));
   doc.heading(1, fmt::format("{} compared with {}", c.after, c.before));
-  doc.facts({{"first run", c.before}, {"second run", c.after}, {"metrics", joined(c.metrics)},
+  doc.facts({{"first run", c.before}, {"second run", c.after}, {"metrics", fmt::format("{}", fmt::join(c.metrics, ", "))},
              {"machines", c.machine_difference.empty() ? "the same kind" : "differ: " + c.machine_difference}});
   doc.paragraph(fmt::format("{} of {} cell-phase figures moved. A figure moved when its median changed beyond the dead band "
                             "(max of 5% and 3 x the first run's relative MAD; at least 2 MiB for bytes) and an exact one-sided "

@@ -1,6 +1,7 @@
 #include "harness/report/run_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdlib.h>
 
 #include <cmath>
@@ -57,18 +58,12 @@ std::string when(const json& started) {
   return buf;
 }
 
-std::string joined(const std::vector<std::string>& items, const char* separator = ", ") {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : separator) + i;
-  return out;
-}
-
 // "KEY=value KEY=value" of an environment or parameter object.
 std::string assignments(const json& object) {
   std::vector<std::string> items;
   if (object.is_object())
     for (const auto& [k, v] : object.items()) items.push_back(k + "=" + text_of(v));
-  return items.empty() ? "-" : joined(items, " ");
+  return items.empty() ? "-" : fmt::format("{}", fmt::join(items, " "));
 }
 
 json read_meta(const std::string& dir, std::vector<std::string>& warnings) {
@@ -125,7 +120,7 @@ void matrix_section(html::Document& doc, const json& meta) {
       commands.push_back(fmt::format("[{}{}] {}", field(r, "mode"), when(r.value("started", json())).empty() ? "" : ", " + when(r["started"]),
                                      field(r, "command")));
   if (commands.empty()) doc.paragraph(fmt::format("Command: not recorded in {} (older folder).", rs::layout::kMeta), "note");
-  else doc.code(joined(commands, "\n"));
+  else doc.code(fmt::format("{}", fmt::join(commands, "\n")));
 
   const json matrix = meta.value("matrix", json::object());
   if (matrix.empty()) {
@@ -139,11 +134,11 @@ void matrix_section(html::Document& doc, const json& meta) {
     for (const auto& a : matrix["allocators"]) allocators.push_back(field(a, "name"));
   if (matrix.contains("threads") && matrix["threads"].is_array())
     for (const auto& t : matrix["threads"]) threads.push_back(text_of(t));
-  facts.emplace_back("allocators", joined(allocators));
+  facts.emplace_back("allocators", fmt::format("{}", fmt::join(allocators, ", ")));
   if (matrix.contains("workloads") && matrix["workloads"].is_array())
     for (const auto& w : matrix["workloads"])
       facts.emplace_back("workload " + field(w, "name"), assignments(w.value("params", json::object())));
-  facts.emplace_back("threads", joined(threads));
+  facts.emplace_back("threads", fmt::format("{}", fmt::join(threads, ", ")));
   facts.emplace_back("repetitions", field(matrix, "reps"));
   facts.emplace_back("size", field(matrix, "size"));
   facts.emplace_back("cells", field(matrix, "cells"));
@@ -169,7 +164,7 @@ html::TableCell spread_cell(rs::Metric m, const rs::Spread& s) {
 std::string status_text(const rs::Group& g) {
   std::vector<std::string> parts;
   for (const auto& [status, n] : g.statuses) parts.push_back(fmt::format("{} {}", n, status));
-  return joined(parts);
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::string certainty_css(rs::Certainty c) {
@@ -195,7 +190,7 @@ void ranking_rows(html::Table& table, const rs::ScopeRecommendation& s, const st
     std::vector<std::string> others;
     for (std::size_t i = 1; i < r.standings.size(); ++i)
       others.push_back(r.standings[i].allocator + " " + rs::text::relative_text(r.standings[i].relative));
-    std::string others_text = others.empty() ? "-" : joined(others, " · ");
+    std::string others_text = others.empty() ? "-" : fmt::format("{}", fmt::join(others, " · "));
     if (!r.mostly_huge_pages.empty()) others_text += " (" + rs::text::huge_pages_text(r) + ")";
     row.push_back({others_text});
     table.rows.push_back(std::move(row));
@@ -237,7 +232,7 @@ void recommendation_section(html::Document& doc, const rs::Model& model) {
       facts.emplace_back(a.what + " across the run",
                          fmt::format("{} x{:.2f}, best in {} of {} ({} clearly): {}; then {}", lead.allocator, lead.relative,
                                      lead.best, a.scopes, lead.clearly_best, rs::text::lead_text(a.certainty, a.margin()),
-                                     joined(others, ", ")));
+                                     fmt::format("{}", fmt::join(others, ", "))));
     }
     doc.facts(facts);
   }
@@ -397,7 +392,7 @@ RunReport build_run_report(const std::string& dir, const std::string& page, cons
   for (const auto& [status, n] : statuses) counts.push_back(fmt::format("{} {}", n, status));
   std::time_t now = std::time(nullptr);
   doc.paragraph(fmt::format("Results folder {} ({} cells: {}), reported {}.", fs::absolute(dir).lexically_normal().string(),
-                            model.cells().size(), joined(counts), when(json(now))),
+                            model.cells().size(), fmt::format("{}", fmt::join(counts, ", ")), when(json(now))),
                 "note");
   if (std::string notice = rs::lab_notice(meta); !notice.empty())
     doc.paragraph("These are " + notice + ".", "warn");

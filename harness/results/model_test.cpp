@@ -13,6 +13,8 @@ using namespace allocmark::results;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+// Named after the file: its helpers and tests share a unity batch with other files (cmake/allocmark_build_speed.cmake).
+namespace model_test {
 namespace {
 
 std::string fresh_dir(const std::string& name) {
@@ -602,3 +604,5 @@ TEST(WorkloadMetrics, NumbersOfEachPhaseAreGroupedWithNestedNamesJoined) {
   select_workload_metrics(g, {});
   EXPECT_TRUE(g.workload_metrics.empty());
 }
+
+}  // namespace model_test

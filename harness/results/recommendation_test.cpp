@@ -11,6 +11,8 @@
 using namespace allocmark::results;
 using nlohmann::json;
 
+// Named after the file: its helpers and tests share a unity batch with other files (cmake/allocmark_build_speed.cmake).
+namespace recommendation_test {
 namespace {
 
 json phase(const std::string& name, double peak_rss, double live, double ops, double wall = 1.0) {
@@ -261,3 +263,5 @@ TEST(Advice, OneRepetitionSeparatesNothing) {
   EXPECT_EQ(a.choice, "");
   EXPECT_NE(render_advice(a).find("one repetition each"), std::string::npos);
 }
+
+}  // namespace recommendation_test

@@ -18,6 +18,8 @@ using namespace allocmark::results;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+// Named after the file: its helpers and tests share a unity batch with other files (cmake/allocmark_build_speed.cmake).
+namespace results_dir_test {
 namespace {
 // The folder's lines as written (the model, the one reader, applies its rules on top; these tests
 // check what the storage layer itself put in the file).
@@ -333,3 +335,5 @@ TEST(Meta, MissingAndInvalidAreToldApart) {
   // An old folder's matrix names no pin: pin_threads decides, as it did when it was written.
   EXPECT_EQ(meta::placement_text({{"pin_threads", false}}), "none");
 }
+
+}  // namespace results_dir_test
