@@ -28,33 +28,59 @@ test_packages=(
   slurm-wlm munge                # tests/slurm_cluster.py starts a one-node cluster (controller, node daemon)
   "${lab_packages[@]}"
 )
-packages=("${run_packages[@]}")
+extra_packages=()  # what only the lab, Slurm or the tests need: the build does not wait for them
 build_targets=(--target allocmark)  # the driver, and what it runs: worker, numap, preload libraries
 for arg in "$@"; do
   case "$arg" in
-    --lab) packages+=("${lab_packages[@]}") ;;
-    --slurm) packages+=("${slurm_packages[@]}") ;;
-    --tests) packages+=("${test_packages[@]}"); build_targets=() ;;
+    --lab) extra_packages+=("${lab_packages[@]}") ;;
+    --slurm) extra_packages+=("${slurm_packages[@]}") ;;
+    --tests) extra_packages+=("${test_packages[@]}"); build_targets=() ;;
     *) echo "ci/setup.sh: unknown option '$arg' (choose from --lab, --slurm, --tests)" >&2; exit 2 ;;
   esac
 done
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
+missing_of() {  # the named packages that are not installed
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+mapfile -t missing < <(missing_of "${run_packages[@]}")
+mapfile -t missing_extra < <(missing_of "${extra_packages[@]}")
+if ((${#missing[@]} + ${#missing_extra[@]})); then
   if [ "$(id -u)" -ne 0 ]; then
-    echo "ci/setup.sh: missing packages: ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})" >&2
+    echo "ci/setup.sh: missing packages: ${missing[*]} ${missing_extra[*]}; run as root (or: sudo apt-get install ${missing[*]} ${missing_extra[*]})" >&2
     exit 2
   fi
-  echo "ci/setup.sh: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if ((${#missing[@]})); then
+    echo "ci/setup.sh: installing ${missing[*]}"
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+# The lab's, Slurm's and the tests' packages (a browser, qemu, a kernel image: most of a fresh
+# machine's download) are installed while allocmark builds, which needs none of them.
+extra_install=""
+extra_log=build/setup-packages.log
+if ((${#missing_extra[@]})); then
+  echo "ci/setup.sh: installing ${missing_extra[*]} while building (log: $extra_log)"
+  mkdir -p build
+  apt-get install -y -qq --no-install-recommends "${missing_extra[@]}" >"$extra_log" 2>&1 &
+  extra_install=$!
 fi
 
 # Without debug information unless asked (ALLOCMARK_DEBUG_INFO=ON): GCC generates the same code
 # either way, and -g is about a third of a clean build (docs/benchmarks.md "Build time").
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCMARK_DEBUG_INFO="${ALLOCMARK_DEBUG_INFO}" >/dev/null
-cmake --build build -j"$(nproc)" "${build_targets[@]}"
+build_status=0
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DALLOCMARK_DEBUG_INFO="${ALLOCMARK_DEBUG_INFO}" >/dev/null &&
+  cmake --build build -j"$(nproc)" "${build_targets[@]}" || build_status=$?
+if [ -n "$extra_install" ]; then
+  install_status=0
+  wait "$extra_install" || install_status=$?
+  if [ "$install_status" -ne 0 ]; then
+    tail -n 20 "$extra_log" >&2
+    echo "ci/setup.sh: installing ${missing_extra[*]} failed (exit $install_status); full output in $extra_log" >&2
+    exit "$install_status"
+  fi
+fi
+exit "$build_status"

@@ -255,8 +255,11 @@ TEST(Settings, ACellDescriptionCarriesEverySettingACellUses) {
   s.latency_every = 16;
   s.node_figures = false;
   const nlohmann::json described = settings_json(s, kCellSpec);
-  for (const auto& row : setting_rows())
-    if (row.scope & kCellSpec) EXPECT_TRUE(described.contains(row.key)) << row.key;
+  for (const auto& row : setting_rows()) {
+    if (row.scope & kCellSpec) {
+      EXPECT_TRUE(described.contains(row.key)) << row.key;
+    }
+  }
   const Settings back = settings_from_json(described, kCellSpec, "cell.json: settings");
   EXPECT_TRUE(back.keep_data);
   EXPECT_EQ(back.data_root, "/results/run1/data");

@@ -196,5 +196,42 @@ TEST(TraceFormat, DamagedFilesAreRefusedSayingWhere) {
   EXPECT_THROW(read_trace(path), std::runtime_error);  // missing
 }
 
+// The peak resident memory of this process (VmHWM), in KiB.
+long peak_rss_kib() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// A zstd frame that declares 4 GiB of content and holds the real stream in one raw block: what one
+// damaged byte in the size field makes of a good trace. It is refused without the 4 GiB being
+// allocated and zeroed first (that took 12-15 s and as much memory as the frame claimed).
+TEST(TraceFormat, AFrameClaimingMoreThanItHoldsIsRefusedWithoutAllocatingTheClaim) {
+  std::string path = temp_path("claim");
+  write_trace(path, two_threads());
+  std::vector<uint8_t> file = slurp(path), stream = encode_stream(two_threads());
+  const std::vector<uint8_t> header(file.end() - static_cast<long>(file[24] | file[25] << 8), file.end());
+  std::vector<uint8_t> frame = {0x28, 0xB5, 0x2F, 0xFD, 0xC0 /* 8-byte size, windowed */, 0x50 /* 1 MiB window */};
+  for (int i = 0; i < 8; ++i) frame.push_back(static_cast<uint8_t>((4ull << 30) >> (8 * i)));
+  const uint32_t block = 1 /* last */ | static_cast<uint32_t>(stream.size()) << 3;  // a raw block
+  for (int i = 0; i < 3; ++i) frame.push_back(static_cast<uint8_t>(block >> (8 * i)));
+  frame.insert(frame.end(), stream.begin(), stream.end());
+  std::vector<uint8_t> damaged(file.begin(), file.begin() + 32);
+  for (int i = 0; i < 8; ++i) damaged[16 + i] = static_cast<uint8_t>(static_cast<uint64_t>(frame.size()) >> (8 * i));
+  damaged.insert(damaged.end(), frame.begin(), frame.end());
+  damaged.insert(damaged.end(), header.begin(), header.end());
+  spit(path, damaged);
+  const long before = peak_rss_kib();
+  try {
+    read_trace(path);
+    ADD_FAILURE() << "accepted a frame that claims 4 GiB";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("file offset 32: the body does not decompress"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(peak_rss_kib() - before, 64 << 10) << "the claimed size was allocated";
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace allocmark::trace
