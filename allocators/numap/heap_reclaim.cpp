@@ -65,6 +65,7 @@ std::size_t Heap::trim() {
       flush_list(&tc->lists[c], tc->lists[c].count);
       list_shrink(tc, c, kMaxListLength);
     }
+  if (tc->owner == this) settle_claim(tc);
   return purge();
 }
 
