@@ -55,6 +55,7 @@ ThreadCache* Heap::cache() {
   __atomic_store_n(&tc->claimed_bytes, std::uint64_t{0}, __ATOMIC_RELAXED);
   __atomic_store_n(&tc->give_back, 0u, __ATOMIC_RELAXED);
   tc->ask_skip = 0;
+  tc->ask_every = kAskEvery;
   tc->steal_next = 0;
   tc->epoch = tcache_epoch_.load(std::memory_order_relaxed);
   tc->page_bytes = 0;
@@ -184,7 +185,10 @@ void Heap::list_grow(ThreadCache* tc, int cls) {
     const std::uint64_t need = tc->grown_bytes + by * size - tc->claimed_bytes;
     const std::uint64_t got = pool_claim(need);
     if (got != 0) __atomic_store_n(&tc->claimed_bytes, tc->claimed_bytes + got, __ATOMIC_RELAXED);
-    if (got < need) {
+    if (got == need) {
+      tc->ask_skip = 0;
+      tc->ask_every = kAskEvery;
+    } else {
       take_back(tc->claimed_bytes);
       const std::uint64_t room = tc->claimed_bytes > tc->grown_bytes ? tc->claimed_bytes - tc->grown_bytes : 0;
       if (by * size > room) {
@@ -207,7 +211,8 @@ void Heap::ask_give_back(ThreadCache* tc) {
     --tc->ask_skip;
     return;
   }
-  tc->ask_skip = kAskEvery - 1;
+  tc->ask_skip = tc->ask_every;
+  if (tc->ask_every < kAskMost) tc->ask_every *= 2;
   counters_.tcache_asks.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t mine = tc->claimed_bytes;
   // Under the registry lock: a cache leaves the registry (its thread's exit) under it, so the

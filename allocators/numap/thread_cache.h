@@ -37,8 +37,11 @@ constexpr std::uint8_t kMaxOverages = 3;
 // The most objects a small list may grow to (tcmalloc's kMaxDynamicFreeListLength).
 constexpr std::uint32_t kMaxListLength = 8192;
 // A thread whose growth the shared pool cannot cover asks the others for budget on the first such
-// shortfall and then every kAskEvery-th (each ask walks the registry of caches under its lock).
+// shortfall, then after kAskEvery more, twice as many after each further ask up to kAskMost, until
+// a growth is covered in full again (each ask walks the registry of caches under its lock, and a
+// holder that takes no slow path, or holds no more than the asking thread, never answers).
 constexpr std::uint32_t kAskEvery = 16;
+constexpr std::uint32_t kAskMost = 4096;
 
 // Page classes 0 .. kPageCacheClasses-1 (4 KiB .. 4 MiB) have a per-thread cache too: a small
 // stack of chunk pointers (not an intrusive list: a cached chunk may have no resident page to hold
@@ -95,6 +98,7 @@ struct ThreadCache {
   std::uint64_t claimed_bytes;
   std::uint32_t give_back;
   std::uint32_t ask_skip;
+  std::uint32_t ask_every;  // the shortfalls to skip after the next ask (kAskEvery .. kAskMost)
   std::uint8_t overages[kSmallClasses];
   std::uint32_t steal_next;
   std::uint32_t epoch;
