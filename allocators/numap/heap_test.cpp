@@ -1202,6 +1202,47 @@ TEST_F(HeapTest, ForkedChildOfAMultithreadedParentAllocates) {
   busy.join();
 }
 
+// A forked child has only the forking thread: the others' claims on the shared pool are void there
+// (their caches hold nothing the child can use), so the child can grow its lists by the whole total.
+TEST_F(HeapTest, AForkedChildsPoolIsTheTotalLessItsOwnClaim) {
+  Options o;
+  o.tcache_budget = 1 << 20;
+  o.tcache_total = 1 << 20;
+  make_with(o);
+  std::atomic<int> step{0};
+  std::thread holder([&] {
+    std::vector<void*> v(1000);
+    for (int round = 0; round < 3; ++round) {
+      for (void*& p : v) p = heap.malloc(1024);
+      for (void* p : v) heap.free(p);
+    }
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  ASSERT_GT(stats().tcache_claimed_bytes, (1u << 20) - (64u << 10));  // the holder has it all
+  heap.fork_prepare();
+  pid_t pid = fork();
+  if (pid == 0) {
+    heap.fork_child();
+    if (stats().tcache_claimed_bytes != 0) _exit(1);
+    std::vector<void*> v(1000);
+    for (int round = 0; round < 3; ++round) {
+      for (void*& p : v) p = heap.malloc(1024);
+      for (void* p : v) heap.free(p);
+    }
+    _exit(thread_cache_tls()->grown_bytes > (1u << 20) - (64u << 10) ? 0 : 2);
+  }
+  heap.fork_parent();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  step = 2;
+  holder.join();
+  EXPECT_EQ(stats().tcache_claimed_bytes, 0u);
+}
+
 // ---- start-up footprint (issue 24, target 3) ----
 
 // Pages of [p, p + bytes) this process has written: present and exclusively mapped in
