@@ -43,10 +43,14 @@ bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
   given_back_.store(false, std::memory_order_relaxed);  // (tests init a destroyed heap again)
   decay_start_due_.store(false, std::memory_order_relaxed);
   decay_period_ = static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
+  // One thread's lists grow by at most NUMAP_TCACHE_BUDGET, all threads' by NUMAP_TCACHE_TOTAL.
+  const std::uint64_t one_thread = opt_.tcache_budget < opt_.tcache_total ? opt_.tcache_budget : opt_.tcache_total;
+  lists_adapt_ = one_thread != 0;
+  tcache_pool_.store(opt_.tcache_total, std::memory_order_relaxed);
   for (int c = 0; c < kSmallClasses; ++c) {
     const std::uint64_t base = opt_.tcache_bytes / kSmallSize[c];
     base_limit_[c] = static_cast<std::uint32_t>(base < 4 ? 4 : base > 512 ? 512 : base);
-    const std::uint64_t most = base_limit_[c] + opt_.tcache_budget / kSmallSize[c];
+    const std::uint64_t most = base_limit_[c] + one_thread / kSmallSize[c];
     max_limit_[c] = static_cast<std::uint32_t>(most > kMaxListLength ? kMaxListLength : most);
   }
   asym_guard_ = os_->register_barrier();
@@ -374,6 +378,14 @@ void Heap::fork_child() {
   for_each_used_lock([](Lock& l) { l.reset(); });
   slot_init_lock_.reset();
   registry_.lock().reset();
+  // The other threads are gone and so is their use for list growth: the child's pool is the total
+  // less its own thread's claim (their caches stay registered, holding nothing, so none is asked).
+  ThreadCache* own = thread_cache_tls();
+  registry_.for_each([own](ThreadCache* tc) {
+    if (tc != own) __atomic_store_n(&tc->claimed_bytes, 0, __ATOMIC_RELAXED);
+  });
+  const std::uint64_t kept = own->owner == this ? own->claimed_bytes : 0;
+  tcache_pool_.store(opt_.tcache_total > kept ? opt_.tcache_total - kept : 0, std::memory_order_relaxed);
   for (int p = 0; p < nparts_; ++p) part_[p].free_limit.forget_applier();
   // The child is a new process for membarrier: register it again (or fall back to the try-lock
   // while it is still single-threaded).

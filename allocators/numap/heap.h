@@ -227,8 +227,35 @@ class Heap {
   std::uint32_t list_batch(int cls) const { return base_limit_[cls] / 2 > 0 ? base_limit_[cls] / 2 : 1; }
   // A miss of class cls (its refill took half the limit): the limit grows by half (at least a
   // batch) while the class is below its cap and the thread's budget has room, taking a batch back
-  // from other grown classes when it has not.
+  // from other grown classes when it has not. The growth is claimed from the heap's pool
+  // (NUMAP_TCACHE_TOTAL); when the pool is short, the thread's other grown classes give batches
+  // back first, then it asks other threads (ask_give_back) and grows by what it has.
   void list_grow(ThreadCache* tc, int cls);
+  // Takes up to `want` bytes from the shared pool (one compare-exchange); what it got.
+  std::uint64_t pool_claim(std::uint64_t want) {
+    std::uint64_t have = tcache_pool_.load(std::memory_order_relaxed);
+    std::uint64_t take;
+    do {
+      take = have < want ? have : want;
+      if (take == 0) return 0;
+    } while (!tcache_pool_.compare_exchange_weak(have, have - take, std::memory_order_relaxed));
+    return take;
+  }
+  // The cache's claim back down to what its lists have grown by (after a shrink): the rest goes
+  // back to the pool.
+  void settle_claim(ThreadCache* tc) {
+    if (tc->claimed_bytes > tc->grown_bytes) {
+      tcache_pool_.fetch_add(tc->claimed_bytes - tc->grown_bytes, std::memory_order_relaxed);
+      __atomic_store_n(&tc->claimed_bytes, tc->grown_bytes, __ATOMIC_RELAXED);
+    }
+  }
+  // The pool could not cover a growth: ask every other thread that holds more of it than this one
+  // to give half of its claim back at its next slow path (ThreadCache::give_back), at most once per
+  // kAskEvery shortfalls of this thread (it walks the registry under its lock).
+  void ask_give_back(ThreadCache* tc);
+  // Lowers the grown classes' limits, round robin, until `bytes` of growth are released (or none is
+  // left), then settles the claim.
+  void lists_release_growth(ThreadCache* tc, std::uint64_t bytes);
   // The free of an object of class cls on node `part` found its list full: half the limit goes
   // back in one step; a grown list that keeps overflowing gives a batch of its limit back.
   void list_overflow(ThreadCache* tc, int cls, int part);
@@ -237,17 +264,26 @@ class Heap {
   void list_shrink(ThreadCache* tc, int cls, std::uint32_t batches);
   // Every list back to its base limit when the heap's pressure epoch moved since the cache last
   // looked (slow paths only; the owner's own lists: no other thread touches them).
+  // Also honours another thread's request for budget (ThreadCache::give_back).
   void lists_check_pressure(ThreadCache* tc) {
     const std::uint32_t e = tcache_epoch_.load(std::memory_order_relaxed);
     if (__builtin_expect(tc->epoch != e, 0)) {
       tc->epoch = e;
       for (int c = 0; c < kSmallClasses; ++c) list_shrink(tc, c, kMaxListLength);
+      settle_claim(tc);
+    }
+    if (__builtin_expect(__atomic_load_n(&tc->give_back, __ATOMIC_RELAXED) != 0, 0)) {
+      __atomic_store_n(&tc->give_back, 0u, __ATOMIC_RELAXED);
+      if (tc->grown_bytes != 0) {
+        counters_.tcache_give_backs.fetch_add(1, std::memory_order_relaxed);
+        lists_release_growth(tc, (tc->grown_bytes + 1) / 2);
+      }
     }
   }
   // Memory pressure (a purge, the free limit giving pages back): every thread's grown lists go
   // back to their base limits at its next slow path.
   void tcache_pressure() {
-    if (opt_.tcache_budget != 0) tcache_epoch_.fetch_add(1, std::memory_order_relaxed);
+    if (lists_adapt_) tcache_epoch_.fetch_add(1, std::memory_order_relaxed);
   }
   // An overflow of the thread's list of class cls: its first n objects go to the transfer cache
   // of their node as one batch when they all live on node `part` and it has room; false (nothing
@@ -365,6 +401,10 @@ class Heap {
   std::uint32_t base_limit_[kSmallClasses] = {};
   std::uint32_t max_limit_[kSmallClasses] = {};
   std::atomic<std::uint32_t> tcache_epoch_{0};  // bumped by tcache_pressure()
+  bool lists_adapt_ = false;  // NUMAP_TCACHE_BUDGET and NUMAP_TCACHE_TOTAL both above 0
+  // The unclaimed part of NUMAP_TCACHE_TOTAL: list growth no thread holds (ThreadCache::
+  // claimed_bytes). Its own line: every thread's growth and shrink steps write it.
+  alignas(64) std::atomic<std::uint64_t> tcache_pool_{0};
 };
 
 }  // namespace numap

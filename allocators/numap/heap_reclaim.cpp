@@ -60,11 +60,13 @@ std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot
 std::size_t Heap::trim() {
   counters_.trims.fetch_add(1, std::memory_order_relaxed);
   ThreadCache* tc = thread_cache_tls();
-  if (tc->owner == this)
+  if (tc->owner == this) {
     for (int c = 0; c < kSmallClasses; ++c) {
       flush_list(&tc->lists[c], tc->lists[c].count);
       list_shrink(tc, c, kMaxListLength);
     }
+    settle_claim(tc);  // the lists' growth back to the pool
+  }
   return purge();
 }
 

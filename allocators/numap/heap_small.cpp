@@ -52,6 +52,10 @@ ThreadCache* Heap::cache() {
     tc->overages[c] = 0;
   }
   tc->grown_bytes = 0;
+  __atomic_store_n(&tc->claimed_bytes, std::uint64_t{0}, __ATOMIC_RELAXED);
+  __atomic_store_n(&tc->give_back, 0u, __ATOMIC_RELAXED);
+  tc->ask_skip = 0;
+  tc->ask_every = kAskEvery;
   tc->steal_next = 0;
   tc->epoch = tcache_epoch_.load(std::memory_order_relaxed);
   tc->page_bytes = 0;
@@ -153,30 +157,87 @@ void* Heap::refill(ThreadCache* tc, int cls) {
 void Heap::list_grow(ThreadCache* tc, int cls) {
   CacheList& l = tc->lists[cls];
   if (l.limit >= max_limit_[cls]) return;
-  const std::uint32_t size = kSmallSize[cls];
+  const std::uint64_t size = kSmallSize[cls];
   // By half the limit, at least a batch (the refills are half a limit too), up to the cap.
   std::uint32_t by = l.limit / 2 > list_batch(cls) ? l.limit / 2 : list_batch(cls);
   if (by > max_limit_[cls] - l.limit) by = max_limit_[cls] - l.limit;
-  if (tc->grown_bytes + std::uint64_t{by} * size > opt_.tcache_budget) {
-    // Over budget: a batch back from each other grown class in turn, round robin, until this
-    // growth fits (tcmalloc's IncreaseCacheLimit steals from other threads; here the classes of
-    // one thread compete). When this class holds the whole growth there is none to take.
-    if (tc->grown_bytes != std::uint64_t{l.limit - base_limit_[cls]} * size)
-      for (int i = 0; i < kSmallClasses && tc->grown_bytes + std::uint64_t{by} * size > opt_.tcache_budget; ++i) {
-        const int c = static_cast<int>(tc->steal_next++ % kSmallClasses);
-        if (c != cls && tc->lists[c].limit > base_limit_[c]) list_shrink(tc, c, 1);
-      }
+  // A batch back from each other grown class in turn, round robin, until this growth fits under
+  // `bound` (tcmalloc's IncreaseCacheLimit steals from other threads' budgets; the thread's own
+  // classes go first here, since only the owner may touch its lists). When this class holds the
+  // whole growth there is none to take.
+  auto take_back = [&](std::uint64_t bound) {
+    if (tc->grown_bytes == std::uint64_t{l.limit - base_limit_[cls]} * size) return;
+    for (int i = 0; i < kSmallClasses && tc->grown_bytes + by * size > bound; ++i) {
+      const int c = static_cast<int>(tc->steal_next++ % kSmallClasses);
+      if (c != cls && tc->lists[c].limit > base_limit_[c]) list_shrink(tc, c, 1);
+    }
+  };
+  // Over the thread's own budget (NUMAP_TCACHE_BUDGET): from its other classes.
+  if (tc->grown_bytes + by * size > opt_.tcache_budget) {
+    take_back(opt_.tcache_budget);
     const std::uint64_t room = opt_.tcache_budget > tc->grown_bytes ? opt_.tcache_budget - tc->grown_bytes : 0;
-    if (std::uint64_t{by} * size > room) by = static_cast<std::uint32_t>(room / size);
-    if (by == 0) return;
+    if (by * size > room) by = static_cast<std::uint32_t>(room / size);
   }
-  l.limit += by;
-  tc->grown_bytes += std::uint64_t{by} * size;
-  tc->overages[cls] = 0;
-  counters_.tcache_grows.fetch_add(1, std::memory_order_relaxed);
+  // Beyond what the thread has claimed (what the other classes gave back above is still claimed):
+  // from the pool of all threads (NUMAP_TCACHE_TOTAL), one atomic; when it is short, from the
+  // thread's other classes, then what is left, and the threads holding more are asked for some.
+  if (by != 0 && tc->grown_bytes + by * size > tc->claimed_bytes) {
+    const std::uint64_t need = tc->grown_bytes + by * size - tc->claimed_bytes;
+    const std::uint64_t got = pool_claim(need);
+    if (got != 0) __atomic_store_n(&tc->claimed_bytes, tc->claimed_bytes + got, __ATOMIC_RELAXED);
+    if (got == need) {
+      tc->ask_skip = 0;
+      tc->ask_every = kAskEvery;
+    } else {
+      take_back(tc->claimed_bytes);
+      const std::uint64_t room = tc->claimed_bytes > tc->grown_bytes ? tc->claimed_bytes - tc->grown_bytes : 0;
+      if (by * size > room) {
+        by = static_cast<std::uint32_t>(room / size);
+        ask_give_back(tc);
+      }
+    }
+  }
+  if (by != 0) {
+    l.limit += by;
+    tc->grown_bytes += by * size;
+    tc->overages[cls] = 0;
+    counters_.tcache_grows.fetch_add(1, std::memory_order_relaxed);
+  }
+  settle_claim(tc);  // what the other classes gave back beyond this growth
+}
+
+void Heap::ask_give_back(ThreadCache* tc) {
+  if (tc->ask_skip != 0) {
+    --tc->ask_skip;
+    return;
+  }
+  tc->ask_skip = tc->ask_every;
+  if (tc->ask_every < kAskMost) tc->ask_every *= 2;
+  counters_.tcache_asks.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t mine = tc->claimed_bytes;
+  // Under the registry lock: a cache leaves the registry (its thread's exit) under it, so the
+  // request is never written into a thread's TLS after it is gone.
+  LockGuard g(registry_.lock());
+  registry_.for_each([&](ThreadCache* other) {
+    if (other != tc && __atomic_load_n(&other->claimed_bytes, __ATOMIC_RELAXED) > mine)
+      __atomic_store_n(&other->give_back, 1u, __ATOMIC_RELAXED);
+  });
+}
+
+void Heap::lists_release_growth(ThreadCache* tc, std::uint64_t bytes) {
+  const std::uint64_t target = tc->grown_bytes > bytes ? tc->grown_bytes - bytes : 0;
+  for (int i = 0; i < kSmallClasses && tc->grown_bytes > target; ++i) {
+    const int c = static_cast<int>(tc->steal_next++ % kSmallClasses);
+    if (tc->lists[c].limit <= base_limit_[c]) continue;
+    const std::uint64_t batch_bytes = std::uint64_t{list_batch(c)} * kSmallSize[c];
+    const std::uint64_t batches = (tc->grown_bytes - target + batch_bytes - 1) / batch_bytes;
+    list_shrink(tc, c, static_cast<std::uint32_t>(batches < kMaxListLength ? batches : kMaxListLength));
+  }
+  settle_claim(tc);
 }
 
 void Heap::list_shrink(ThreadCache* tc, int cls, std::uint32_t batches) {
+  // (The claim is settled by the caller, once for all the classes it shrinks.)
   CacheList& l = tc->lists[cls];
   tc->overages[cls] = 0;
   if (l.limit <= base_limit_[cls]) return;
@@ -195,7 +256,10 @@ void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
   if (l.count < l.limit) return;  // the pressure check made room
   // A grown list that keeps overflowing holds more than its thread reuses (a thread that frees
   // what others allocated): after kMaxOverages more, its limit loses a batch (ListTooLong).
-  if (l.limit > base_limit_[cls] && ++tc->overages[cls] > kMaxOverages) list_shrink(tc, cls, 1);
+  if (l.limit > base_limit_[cls] && ++tc->overages[cls] > kMaxOverages) {
+    list_shrink(tc, cls, 1);
+    settle_claim(tc);
+  }
   // Half the limit goes back, in one step (the caller then pushes one object: the list stays
   // within its limit). At the base limit that is one batch, as before the lists adapted.
   list_release(&l, cls, part, l.limit / 2 > 0 ? l.limit / 2 : 1);
@@ -334,6 +398,10 @@ void Heap::drain_transfers() {
 
 void Heap::flush_cache(ThreadCache* tc) {
   for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
+  // The lists' growth goes back to the pool with them (the cache is set up afresh if used again).
+  for (int c = 0; c < kSmallClasses; ++c) tc->lists[c].limit = base_limit_[c];
+  tc->grown_bytes = 0;
+  settle_claim(tc);
   page_enter(tc);
   // Not checked against the free limit here: a pool whose threads exit and are replaced
   // (arena_churn) would advise pages away at every exit that the next thread charges again (its

@@ -524,6 +524,182 @@ TEST_F(HeapTest, ZeroBudgetKeepsTheBaseLimits) {
   EXPECT_EQ(stats().in_use_bytes, 0u);
 }
 
+// The growth of all threads' lists together comes from one pool per heap (NUMAP_TCACHE_TOTAL),
+// each thread claiming at most NUMAP_TCACHE_BUDGET of it; between slow paths a thread's claim is
+// exactly what its lists have grown by.
+TEST_F(HeapTest, OneThreadsListsGrowPastTheOldPerThreadBudgetUpToItsCap) {
+  make_with(Options{});  // the defaults
+  const Options& o = heap.options();
+  ASSERT_GT(o.tcache_budget, 1u << 20);
+  const int cls = small_class(4096);  // base limit 8, batches of 4
+  std::thread([&] {
+    ThreadCache* tc = thread_cache_tls();
+    // 1000 x 4 KiB, 4 MiB: beyond the old 1 MiB per thread, within the cap.
+    std::vector<void*> v(1000);
+    for (int round = 0; round < 3; ++round) {
+      for (void*& p : v) p = heap.malloc(4096);
+      for (void* p : v) heap.free(p);
+    }
+    ASSERT_EQ(tc->owner, &heap);
+    EXPECT_GE(tc->lists[cls].limit, 1000u);
+    EXPECT_GT(tc->grown_bytes, 1u << 20);
+    EXPECT_LE(tc->grown_bytes, o.tcache_budget);
+    EXPECT_EQ(tc->claimed_bytes, tc->grown_bytes);
+    EXPECT_EQ(stats().tcache_claimed_bytes, tc->grown_bytes);
+    // The batch now fits: later rounds are all hits, no miss and no lock.
+    const Stats before = stats();
+    for (int round = 0; round < 3; ++round) {
+      for (void*& p : v) p = heap.malloc(4096);
+      for (void* p : v) heap.free(p);
+    }
+    const Stats after = stats();
+    EXPECT_EQ(after.tcache_misses, before.tcache_misses);
+    EXPECT_EQ(after.lock_acquisitions, before.lock_acquisitions);
+  }).join();
+  // Thread exit gave the claim back with the objects.
+  EXPECT_EQ(stats().tcache_claimed_bytes, 0u);
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
+TEST_F(HeapTest, AllThreadsTogetherNeverClaimMoreThanTheTotal) {
+  Options o;
+  o.tcache_budget = 1 << 20;  // each thread's batch of 1000 x 1 KiB needs about 1 MiB
+  o.tcache_total = 2 << 20;   // room for two of the four
+  make_with(o);
+  constexpr int kThreads = 4;
+  std::atomic<int> arrived{0};
+  std::atomic<bool> over{false};
+  std::atomic<std::uint64_t> held[kThreads];
+  for (auto& h : held) h = 0;
+  auto wait_all = [&](int k) {  // the k-th meeting of all threads
+    arrived.fetch_add(1);
+    while (arrived.load() < kThreads * k) std::this_thread::yield();
+  };
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([&, t] {
+      ThreadCache* tc = thread_cache_tls();
+      std::vector<void*> v(1000);
+      for (int round = 1; round <= 6; ++round) {
+        for (void*& p : v) p = heap.malloc(1024);
+        for (void* p : v) heap.free(p);
+        if (tc->grown_bytes > o.tcache_budget || tc->claimed_bytes != tc->grown_bytes) over = true;
+        if (stats().tcache_claimed_bytes > o.tcache_total) over = true;
+        held[t] = tc->claimed_bytes;
+        wait_all(2 * round - 1);  // every thread holds what it claimed in this round
+        std::uint64_t sum = 0;
+        for (auto& h : held) sum += h.load();
+        if (sum > o.tcache_total) over = true;
+        wait_all(2 * round);  // (nobody changes its claim while the others add them up)
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_FALSE(over.load());
+  const Stats s = stats();
+  EXPECT_GT(s.tcache_grows, 0u);
+  EXPECT_EQ(s.tcache_claimed_bytes, 0u);  // every thread's exit returned its claim
+  EXPECT_EQ(s.in_use_bytes, 0u);
+}
+
+TEST_F(HeapTest, ClaimsGoBackOnShrinkPressureTrimAndExit) {
+  make_with(Options{});
+  const int cls = small_class(kListObject);
+  std::thread([&] {
+    ThreadCache* tc = thread_cache_tls();
+    std::vector<void*> v(1000);
+    batch_round(heap, v);
+    const std::uint64_t grown = tc->grown_bytes;
+    ASSERT_GT(grown, 0u);
+    EXPECT_EQ(stats().tcache_claimed_bytes, grown);
+    // Overflows with objects another thread allocated: the limit loses batches, and the pool gets
+    // them back at once.
+    std::vector<void*> other(10000);
+    std::thread([&] {
+      for (void*& p : other) p = heap.malloc(kListObject);
+    }).join();
+    for (void* p : other) heap.free(p);
+    EXPECT_LT(tc->grown_bytes, grown);
+    EXPECT_EQ(tc->claimed_bytes, tc->grown_bytes);
+    EXPECT_EQ(stats().tcache_claimed_bytes, tc->grown_bytes);
+    // A purge by another thread: at this thread's next slow path (a miss of another class) every
+    // list is back at its base and the claim is what that miss grew by.
+    batch_round(heap, v);
+    ASSERT_GT(tc->grown_bytes, 0u);
+    const int small = small_class(48);
+    const std::uint32_t small_base = tc->lists[small].limit;  // never used yet: its base
+    std::thread([&] { heap.purge(); }).join();
+    void* q = heap.malloc(48);
+    EXPECT_EQ(tc->lists[cls].limit, 128u);
+    EXPECT_EQ(tc->grown_bytes, std::uint64_t{tc->lists[small].limit - small_base} * 48);
+    EXPECT_EQ(stats().tcache_claimed_bytes, tc->grown_bytes);
+    heap.free(q);
+    // trim: nothing claimed.
+    batch_round(heap, v);
+    heap.trim();
+    EXPECT_EQ(tc->grown_bytes, 0u);
+    EXPECT_EQ(stats().tcache_claimed_bytes, 0u);
+    batch_round(heap, v);
+    EXPECT_GT(stats().tcache_claimed_bytes, 0u);
+  }).join();
+  EXPECT_EQ(stats().tcache_claimed_bytes, 0u);  // the exit
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
+// When the pool is short, the thread that needs more asks the threads holding more than it, and
+// each gives half of its claim back at its own next slow path (only the owner touches its lists).
+TEST_F(HeapTest, AThreadShortOfBudgetGetsItFromAnotherAtThatThreadsNextSlowPath) {
+  Options o;
+  o.tcache_budget = 1 << 20;
+  o.tcache_total = 1 << 20;  // one thread may hold all of it
+  make_with(o);
+  std::atomic<int> step{0};
+  ThreadCache* holder = nullptr;
+  std::thread a([&] {
+    holder = thread_cache_tls();
+    std::vector<void*> v(1000);
+    for (int round = 0; round < 3; ++round) {
+      for (void*& p : v) p = heap.malloc(1024);
+      for (void* p : v) heap.free(p);
+    }
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+    // Its next slow path: a miss of another class.
+    void* p = heap.malloc(32);
+    heap.free(p);
+    step = 3;
+    while (step.load() != 4) std::this_thread::yield();
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  const std::uint64_t held = __atomic_load_n(&holder->claimed_bytes, __ATOMIC_RELAXED);
+  EXPECT_GT(held, (1u << 20) - (64u << 10));
+  std::uint64_t got_before = 0;
+  std::thread b([&] {
+    ThreadCache* tc = thread_cache_tls();
+    std::vector<void*> v(1000);
+    for (void*& p : v) p = heap.malloc(1024);
+    for (void* p : v) heap.free(p);
+    got_before = tc->grown_bytes;  // what the pool had left
+    EXPECT_GT(stats().tcache_asks, 0u);
+    EXPECT_EQ(__atomic_load_n(&holder->give_back, __ATOMIC_RELAXED), 1u);
+    step = 2;
+    while (step.load() != 3) std::this_thread::yield();
+    // The holder gave half back: this thread's next rounds claim it.
+    EXPECT_EQ(stats().tcache_give_backs, 1u);
+    EXPECT_LE(__atomic_load_n(&holder->claimed_bytes, __ATOMIC_RELAXED), held / 2 + (64u << 10));
+    for (int round = 0; round < 3; ++round) {
+      for (void*& p : v) p = heap.malloc(1024);
+      for (void* p : v) heap.free(p);
+    }
+    EXPECT_GE(tc->grown_bytes, got_before + held / 2 - (64u << 10));
+    EXPECT_LE(stats().tcache_claimed_bytes, o.tcache_total);
+    step = 4;
+  });
+  b.join();
+  a.join();
+  EXPECT_EQ(stats().tcache_claimed_bytes, 0u);
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
 TEST_F(HeapTest, FreshOrPurgedMemoryIsZeroForCalloc) {
   make_single(0);
   char* p = static_cast<char*>(heap.malloc(100 << 10));
@@ -1024,6 +1200,47 @@ TEST_F(HeapTest, ForkedChildOfAMultithreadedParentAllocates) {
   }
   stop = true;
   busy.join();
+}
+
+// A forked child has only the forking thread: the others' claims on the shared pool are void there
+// (their caches hold nothing the child can use), so the child can grow its lists by the whole total.
+TEST_F(HeapTest, AForkedChildsPoolIsTheTotalLessItsOwnClaim) {
+  Options o;
+  o.tcache_budget = 1 << 20;
+  o.tcache_total = 1 << 20;
+  make_with(o);
+  std::atomic<int> step{0};
+  std::thread holder([&] {
+    std::vector<void*> v(1000);
+    for (int round = 0; round < 3; ++round) {
+      for (void*& p : v) p = heap.malloc(1024);
+      for (void* p : v) heap.free(p);
+    }
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  ASSERT_GT(stats().tcache_claimed_bytes, (1u << 20) - (64u << 10));  // the holder has it all
+  heap.fork_prepare();
+  pid_t pid = fork();
+  if (pid == 0) {
+    heap.fork_child();
+    if (stats().tcache_claimed_bytes != 0) _exit(1);
+    std::vector<void*> v(1000);
+    for (int round = 0; round < 3; ++round) {
+      for (void*& p : v) p = heap.malloc(1024);
+      for (void* p : v) heap.free(p);
+    }
+    _exit(thread_cache_tls()->grown_bytes > (1u << 20) - (64u << 10) ? 0 : 2);
+  }
+  heap.fork_parent();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  step = 2;
+  holder.join();
+  EXPECT_EQ(stats().tcache_claimed_bytes, 0u);
 }
 
 // ---- start-up footprint (issue 24, target 3) ----

@@ -41,9 +41,12 @@ inline constexpr const char* kBeyondLimitNames[] = {"purge", "fail", nullptr};
   X(TCACHE, tcache, bool, kBool, true, 0, 1, nullptr, "per-thread caches for small objects")                    \
   X(TCACHE_BYTES, tcache_bytes, std::uint64_t, kSize, 32 << 10, 1 << 10, 1 << 24, nullptr,                      \
     "thread cache bytes per small class: each list's base limit (TCACHE_BYTES / size, 4..512 objects)")        \
-  X(TCACHE_BUDGET, tcache_budget, std::uint64_t, kSize, 1 << 20, 0, 1 << 30, nullptr,                           \
-    "bytes a thread's small-object lists may grow past their base limits, all classes together (each miss "     \
-    "grows its class by half, up to 8192 objects); 0 = fixed limits")                                            \
+  X(TCACHE_BUDGET, tcache_budget, std::uint64_t, kSize, 4 << 20, 0, 1 << 30, nullptr,                           \
+    "the most bytes ONE thread's small-object lists may grow past their base limits, all classes together "     \
+    "(each miss grows its class by half, up to 8192 objects), claimed from TCACHE_TOTAL; 0 = fixed limits")      \
+  X(TCACHE_TOTAL, tcache_total, std::uint64_t, kSize, 8 << 20, 0, 1ll << 40, nullptr,                           \
+    "bytes ALL threads' small-object lists together may grow past their base limits (a shared pool each "      \
+    "thread claims from, up to TCACHE_BUDGET, and gives back as its lists shrink or it exits); 0 = fixed limits") \
   X(SYSFS_ROOT, sysfs_root, const char*, kPath, "/sys", 0, 0, nullptr, "sysfs root for the topology (tests)")   \
   X(PRINT_OPTIONS, print, bool, kBool, false, 0, 1, nullptr, "print effective options to stderr at start")      \
   X(PAGE_CACHE_BYTES, page_cache_bytes, std::uint64_t, kSize, 512 << 10, 0, 1ll << 30, nullptr,                 \

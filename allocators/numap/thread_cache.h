@@ -6,6 +6,10 @@
 // all classes' growth together (a class that needs more takes batches back from other grown
 // classes). An overflow returns half the limit in one step; a list that overflows kMaxOverages+1
 // times while grown gives a batch of its limit back. At the base limit this is the fixed policy.
+// The growth of all threads together is bounded too (NUMAP_TCACHE_TOTAL, after gperftools'
+// overall_thread_cache_size): a thread claims each growth from the heap's shared pool on its slow
+// path (one atomic) and gives it back when its lists shrink or it exits; when the pool is short,
+// it asks the threads holding more than it to give half back at their next slow path.
 // Memory pressure (a purge, the free limit giving pages back) bumps the heap's epoch: each thread
 // seeing it on its next slow path puts every list back to its base limit. malloc pops and free
 // pushes with no lock and no atomic (the fast paths below do not know about growth). A free from another
@@ -32,6 +36,12 @@ struct CacheList {
 constexpr std::uint8_t kMaxOverages = 3;
 // The most objects a small list may grow to (tcmalloc's kMaxDynamicFreeListLength).
 constexpr std::uint32_t kMaxListLength = 8192;
+// A thread whose growth the shared pool cannot cover asks the others for budget on the first such
+// shortfall, then after kAskEvery more, twice as many after each further ask up to kAskMost, until
+// a growth is covered in full again (each ask walks the registry of caches under its lock, and a
+// holder that takes no slow path, or holds no more than the asking thread, never answers).
+constexpr std::uint32_t kAskEvery = 16;
+constexpr std::uint32_t kAskMost = 4096;
 
 // Page classes 0 .. kPageCacheClasses-1 (4 KiB .. 4 MiB) have a per-thread cache too: a small
 // stack of chunk pointers (not an intrusive list: a cached chunk may have no resident page to hold
@@ -78,6 +88,17 @@ struct ThreadCache {
   // together (at most NUMAP_TCACHE_BUDGET), overflows of each grown list, where the next class to
   // take budget back from is, and the heap's pressure epoch this cache last saw.
   std::uint64_t grown_bytes;
+  // What this thread holds of the heap's shared pool of growth (NUMAP_TCACHE_TOTAL, Heap::
+  // tcache_pool_): equal to grown_bytes between slow paths (a growth claims first, a shrink gives
+  // back after). The owner writes it, other threads read it (__atomic builtins) to choose whom to
+  // ask for budget: `give_back` is their request, set under the registry lock (so never on an
+  // exited thread's cache) and honoured by the owner at its next slow path (it gives half its claim
+  // back); nobody but the owner touches the lists. `ask_skip`: shortfalls of the pool before this
+  // thread asks the others again.
+  std::uint64_t claimed_bytes;
+  std::uint32_t give_back;
+  std::uint32_t ask_skip;
+  std::uint32_t ask_every;  // the shortfalls to skip after the next ask (kAskEvery .. kAskMost)
   std::uint8_t overages[kSmallClasses];
   std::uint32_t steal_next;
   std::uint32_t epoch;

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 6
+#define NUMAP_STATS_VERSION 7
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -90,6 +90,12 @@ struct numap_stats {
   uint64_t tcache_grows;       /* small-object list limits raised by a batch (a miss, NUMAP_TCACHE_BUDGET) */
   uint64_t tcache_shrinks;     /* ... lowered: a list over its limit 4 times, another class needing the
                                   budget, or memory pressure (a purge, the free limit giving pages back) */
+  /* Version 7. */
+  uint64_t tcache_claimed_bytes; /* now: bytes of small-object list growth all threads hold (at most
+                                  NUMAP_TCACHE_TOTAL; each thread at most NUMAP_TCACHE_BUDGET) */
+  uint64_t tcache_asks;        /* times a thread found the shared pool short and asked the threads holding
+                                  more of it to give some back */
+  uint64_t tcache_give_backs;  /* ... and times a thread gave half of its claim back when asked */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
