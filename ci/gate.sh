@@ -8,26 +8,31 @@
 # CI machines are fresh virtual machines of one kind, not one host: a machine difference (a kernel
 # build, a CPU stepping) is judged anyway and printed with every verdict (--allow-mismatch), since
 # the peak RSS of these workloads is set by glibc and the allocators, which Debian 12 pins.
-# Expects a built tree (ci/setup.sh). Results go to build/gate-run*.
+# Expects a built tree (ci/setup.sh; ALLOCMARK_BUILD names another build folder than build/).
+# Results go to BUILD/gate-run*, the verdict also to BUILD/gate-verdict.md. ctest runs it as the
+# test ci.Gate (tests/CMakeLists.txt), which ci/test.sh prints the verdict of.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 baseline=ci/baselines/gate-matrix.json
-out=build/gate-run
+build=${ALLOCMARK_BUILD:-build}
+allocmark=$build/bin/allocmark
+out=$build/gate-run
 
-rm -rf "$out" "$out-confirm"
+rm -rf "$out" "$out-confirm" "$build/gate-verdict.md"
 status=0
-build/bin/allocmark run ci/gate-matrix.toml --out "$out" >"$out.log" 2>&1 || status=$?
+"$allocmark" run ci/gate-matrix.toml --out "$out" >"$out.log" 2>&1 || status=$?
 if [ "$status" -ne 0 ]; then
   tail -n 40 "$out.log" >&2
   echo "ci/gate.sh: the gate matrix did not complete (exit $status); full output in $out.log" >&2
   exit "$status"
 fi
 if [ "${1:-}" = "--update" ]; then
-  build/bin/allocmark baseline "$out" -o "$baseline"
+  "$allocmark" baseline "$out" -o "$baseline"
   echo "ci/gate.sh: $baseline rewritten; review \`git diff $baseline\` and commit it"
   exit 0
 fi
 # The default 5% band: without arena_churn (whose glibc peaks follow which arena a new thread
 # takes, by timing) the matrix passed it in 19 of 19 runs on two CPU models against this baseline, and it
 # catches a planted +10% on every cell-phase above 20 MiB (docs/gate.md, "False positives and power").
-build/bin/allocmark gate "$baseline" "$out" --metric peak_rss_bytes --confirm --allow-mismatch --format markdown
+"$allocmark" gate "$baseline" "$out" --metric peak_rss_bytes --confirm --allow-mismatch --format markdown |
+  tee "$build/gate-verdict.md"
