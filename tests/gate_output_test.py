@@ -206,7 +206,7 @@ class OneMetricName(FixtureTest):
         self.assertEqual({v["verdict"] for v in verdicts}, {"missing"})
         self.assertEqual(len(verdicts), sum("peak_rss_bytes" in c["values"] for c in read_json(committed)["cells"]))
         with open(os.path.join(HERE, "..", "ci", "gate.sh")) as f:
-            invocation = next(line for line in f if line.startswith("build/bin/allocmark gate "))
+            invocation = next(line for line in f if line.startswith('"$allocmark" gate '))
         self.assertIn('gate "$baseline" "$out" --metric peak_rss_bytes ', invocation)
 
 
