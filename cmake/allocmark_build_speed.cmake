@@ -17,12 +17,12 @@ endif()
 option(ALLOCMARK_PRECOMPILED_HEADERS "Precompile the heavy third-party headers once per target" ON)
 # A precompiled header saves the parsing only: every file still compiles, at -O2, the inline
 # functions and template instantiations it uses from those headers (CLI11 is header-only, and each
-# cli/ file instantiates most of it). A unity build compiles a target's files in batches of 8 as
-# one translation unit (`allocmark_unity`), so that code is compiled once per batch: the 17 cli/ files took 163 CPU s
-# as separate files and 29 s as one (docs/benchmarks.md "Build and test time"). Only the driver's
-# libraries and the test binaries use it, never code
-# that is measured: the worker, workloads, allocator backends and numap are compiled file by file,
-# so what the compiler inlines into a measured loop does not depend on the batching.
+# cli/ file instantiates most of it). A unity build (`allocmark_unity`) compiles a target's files
+# in batches of 8 as one translation unit, so that code is compiled once per batch: the 17 cli/
+# files took 163 CPU s as separate files and 29 s as one (docs/benchmarks.md "Build and test
+# time"). Only the driver's libraries and the test binaries use it, never measured code: the
+# worker, workloads, allocator backends and numap are compiled file by file, so what the compiler
+# inlines into a measured loop does not depend on the batching.
 option(ALLOCMARK_UNITY_BUILD "Compile the driver's and the tests' files in batches (unity build)" ON)
 function(allocmark_precompile target)
   if(ALLOCMARK_PRECOMPILED_HEADERS)

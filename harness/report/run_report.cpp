@@ -232,7 +232,7 @@ void recommendation_section(html::Document& doc, const rs::Model& model) {
       facts.emplace_back(a.what + " across the run",
                          fmt::format("{} x{:.2f}, best in {} of {} ({} clearly): {}; then {}", lead.allocator, lead.relative,
                                      lead.best, a.scopes, lead.clearly_best, rs::text::lead_text(a.certainty, a.margin()),
-                                     fmt::format("{}", fmt::join(others, ", "))));
+                                     fmt::join(others, ", ")));
     }
     doc.facts(facts);
   }
@@ -392,7 +392,7 @@ RunReport build_run_report(const std::string& dir, const std::string& page, cons
   for (const auto& [status, n] : statuses) counts.push_back(fmt::format("{} {}", n, status));
   std::time_t now = std::time(nullptr);
   doc.paragraph(fmt::format("Results folder {} ({} cells: {}), reported {}.", fs::absolute(dir).lexically_normal().string(),
-                            model.cells().size(), fmt::format("{}", fmt::join(counts, ", ")), when(json(now))),
+                            model.cells().size(), fmt::join(counts, ", "), when(json(now))),
                 "note");
   if (std::string notice = rs::lab_notice(meta); !notice.empty())
     doc.paragraph("These are " + notice + ".", "warn");
