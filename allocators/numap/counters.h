@@ -21,6 +21,7 @@
   X(decay_bytes, heap, 1, 1)            \
   X(borrowed_bytes, heap, 1, 1)         \
   X(exchanged_bytes, heap, 1, 1)        \
+  X(moved_bytes, heap, 1, 1)            \
   X(limited_bytes, heap, 1, 1)          \
   X(purges, heap, 1, 1)                 \
   X(trims, heap, 1, 1)                  \
@@ -36,6 +37,8 @@
   X(munmap_bytes, os, 0, 1)             \
   X(madvise_calls, os, 0, 1)            \
   X(madvise_bytes, os, 0, 1)            \
+  X(mremap_calls, os, 0, 1)             \
+  X(mremap_bytes, os, 0, 1)             \
   X(mbind_calls, os, 0, 1)              \
   X(bind_fallbacks, os, 0, 1)           \
   X(bind_failures, os, 0, 1)            \

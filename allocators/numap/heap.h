@@ -35,6 +35,7 @@
 namespace numap {
 
 constexpr int kSlabSlot = 0;  // slot index of the slabs; page class c is slot c + 1
+constexpr std::uint64_t kMoveMinPages = 16;  // Heap::move_in: smaller needs fault their pages in
 constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident chunk up to a doubling above
 
 // Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
@@ -198,7 +199,18 @@ class Heap {
   void* chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
                     bool borrow = false);
   void chunk_free(int part, int slot, std::uint64_t index);
-  bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes);
+  // Charges chunk `index` up to `bytes`; *dirty (when given): its bytes that may hold old data after
+  // (pages moved in from another class are not zero, as fresh ones are).
+  bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes, std::uint64_t* dirty = nullptr);
+  // Chunk `index` of (part, slot) has `have` pages and needs `need`: moves the resident pages of
+  // another class's free chunks (one run of one Slot, idle ones first) into its pages from `have`
+  // on, with one mremap instead of a page fault and a zeroed page each. Returns the pages moved
+  // (charged on the node already: only the Slots' shares change). NUMAP_MOVE_CHUNKS bounds how many
+  // chunks hold moved pages at once (each piece is a mapping of its own until discard_run).
+  std::uint64_t move_in(int part, int slot, std::uint64_t index, std::uint64_t have, std::uint64_t need);
+  // Discards a purge run's resident pages: MADV_DONTNEED, or where moved pages lie in it a fresh
+  // mapping over it, with the arena's advice and binding, so their mappings merge back into the arena.
+  bool discard_run(int part, Slot& sl, std::uint64_t first, std::uint64_t count, std::uint64_t bytes);
 
   // ---- huge allocations (heap_huge.cpp) ----
   void* huge_alloc(std::size_t n, std::size_t align);
@@ -386,6 +398,8 @@ class Heap {
   std::uint64_t slot_meta_off_[1 + kMaxPageClasses] = {};  // each Slot's metadata within its node's share
   Lock slot_init_lock_;  // init_slot; held across fork (no Slot becomes ready meanwhile)
   std::atomic<bool> given_back_{false};  // a resident chunk went back to a Slot (note_given_back)
+  std::atomic<std::int64_t> moved_chunks_{0};  // chunks holding moved pages now (Slot::moved)
+  std::atomic<bool> moves_off_{false};  // a move was refused (no MREMAP_DONTUNMAP, the map count): none again
   std::atomic<bool> decay_start_due_{false};  // ... and the background thread is wanted, not yet started
   HugeAllocations huge_;
   NodeBudget budget_;

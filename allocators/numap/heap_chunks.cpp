@@ -43,6 +43,7 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
       if (i < 0) i = sl.take();
       if (i < 0) continue;
       std::uint32_t& ext = sl.extent(static_cast<std::uint64_t>(i));
+      if (ext < need) ext += static_cast<std::uint32_t>(move_in(m, slot, static_cast<std::uint64_t>(i), ext, need));
       const std::uint64_t had = ext;
       if (ext < need) {
         const Charge r = budget_.charge(m, (need - ext) * kPage);
@@ -91,7 +92,7 @@ void Heap::chunk_free(int part, int slot, std::uint64_t index) {
   // successor (another class) is built, would otherwise stay resident within the allowance of 12%
   // of everything in use. The chunk is still ours here: no lock, nothing else can take it.
   if (opt_.free_percent > 0 && sl.chunk() >= kGiveBackAtOnce && resident != 0 &&
-      os_->advise_free(sl.address(index), resident)) {
+      discard_run(part, sl, index, 1, resident)) {
     sl.extent(index) = 0;
     budget_.uncharge(part, resident);
     sl.mapped_bytes.fetch_sub(resident, std::memory_order_relaxed);
@@ -107,10 +108,13 @@ void Heap::chunk_free(int part, int slot, std::uint64_t index) {
   }
 }
 
-bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes) {
+bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes, std::uint64_t* dirty) {
   Slot& sl = part_[part].slots[slot];
   const std::uint64_t need = round_up(pages_for(bytes), sl.grain_pages());
   std::uint32_t& ext = sl.extent(index);
+  if (ext >= need) return true;
+  ext += static_cast<std::uint32_t>(move_in(part, slot, index, ext, need));
+  if (dirty != nullptr) *dirty = std::uint64_t{ext} * kPage;
   if (ext >= need) return true;
   refresh_capacity(false);
   for (int pass = 0; pass < 2; ++pass) {
@@ -125,6 +129,68 @@ bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t by
     if (pass == 1 || purge((need - ext) * kPage, r == Charge::kNodeFull ? part : -1) == 0) break;
   }
   return false;
+}
+
+std::uint64_t Heap::move_in(int part, int slot, std::uint64_t index, std::uint64_t have, std::uint64_t need) {
+  // A move costs a system call and a TLB shootdown (~5 us here) whatever its size, a fault and a
+  // zeroed page ~2 us per page: below 16 pages faulting is cheaper.
+  if (need - have < kMoveMinPages || opt_.move_chunks <= 0 || opt_.thp || moves_off_.load(std::memory_order_relaxed))
+    return 0;
+  Slot& dst = part_[part].slots[slot];
+  // One moved piece per chunk, so each holder adds at most two mappings and one fresh mapping over
+  // its pages (discard_run) merges them back.
+  if (dst.moved(index) || moved_chunks_.load(std::memory_order_relaxed) >= opt_.move_chunks) return 0;
+  NodePart& np = part_[part];
+  // The Slot with the most free resident bytes: the longest runs, the fewest calls.
+  int from = -1;
+  std::uint64_t most = 0;
+  for (int s = 0; s < nslots_; ++s) {
+    const std::uint64_t b = s == slot ? 0 : np.slots[s].free_mapped_bytes();
+    if (b > most) {
+      most = b;
+      from = s;
+    }
+  }
+  if (from < 0) return 0;
+  Slot& src = np.slots[from];
+  const std::uint64_t want = (need - have) * kPage;
+  const std::uint32_t now = tick();
+  PurgeRun run{};
+  // Idle pages first, as the exchange takes: under churn each class keeps what it is about to reuse.
+  int n = opt_.exchange_ms > 0 ? src.purge_begin(&run, 1, want, true, now - static_cast<std::uint32_t>(opt_.exchange_ms)) : 0;
+  if (n == 0) n = src.purge_begin(&run, 1, want, false, 0);
+  if (n == 0) return 0;
+  // A run with a moved piece in it spans mappings, which one mremap cannot take.
+  if (run.bytes < kMoveMinPages * kPage || src.any_moved(run.first, run.count)) {
+    src.move_done(run, run.bytes);
+    return 0;
+  }
+  const std::uint64_t bytes = run.bytes < want ? run.bytes : want;
+  moved_chunks_.fetch_add(1, std::memory_order_relaxed);
+  // The run's last bytes, so that what stays in it is still each chunk's first pages.
+  const bool ok = os_->move_pages(src.address(run.first) + (run.bytes - bytes), dst.address(index) + have * kPage, bytes);
+  src.move_done(run, ok ? run.bytes - bytes : run.bytes);
+  if (!ok) {
+    moved_chunks_.fetch_sub(1, std::memory_order_relaxed);
+    moves_off_.store(true, std::memory_order_relaxed);
+    return 0;
+  }
+  dst.set_moved(index);
+  src.mapped_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  dst.mapped_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  counters_.moved_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  return bytes / kPage;
+}
+
+bool Heap::discard_run(int part, Slot& sl, std::uint64_t first, std::uint64_t count, std::uint64_t bytes) {
+  char* p = sl.address(first);
+  // The run's chunks are the caller's (purged or being freed): their moved bits are stable.
+  if (!sl.any_moved(first, count) || !os_->replace(p, bytes)) return os_->advise_free(p, bytes);
+  moved_chunks_.fetch_sub(static_cast<std::int64_t>(sl.take_moved(first, count)), std::memory_order_relaxed);
+  // The arena's advice and binding (init), so the fresh mapping merges with its neighbours.
+  if (!opt_.thp) os_->advise_huge(p, bytes, false);
+  if (numa_) bind_part(p, bytes, part);
+  return true;
 }
 
 }  // namespace numap

@@ -46,7 +46,7 @@ void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool bo
       }
       // grow_extent may purge, which flushes every page cache (this one too): not under the flag.
       const Where w = locate(p);
-      if (grow_extent(w.part, w.slot, w.index, n)) {
+      if (grow_extent(w.part, w.slot, w.index, n, old_bytes)) {
         ++tc->hits;
         return p;
       }

@@ -38,7 +38,7 @@ std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot
           if (n == 0) break;
           std::uint64_t released = 0;
           for (int r = 0; r < n; ++r) {
-            runs[r].ok = runs[r].bytes == 0 || os_->advise_free(sl.address(runs[r].first), runs[r].bytes);
+            runs[r].ok = runs[r].bytes == 0 || discard_run(p, sl, runs[r].first, runs[r].count, runs[r].bytes);
             if (runs[r].ok) released += runs[r].bytes;
           }
           sl.purge_done(runs, n);

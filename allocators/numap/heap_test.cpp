@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <new>
 #include <sstream>
@@ -60,6 +61,10 @@ struct FakeOs {
     huge_advice.push_back({reinterpret_cast<std::uintptr_t>(p), b, h});
     return real_os().advise_huge(p, b, h);
   }
+  static inline bool fail_move = false;  // mremap refused (an old kernel, valgrind, the map count)
+  static inline bool fail_replace = false;
+  static int move_pages(void* from, void* to, std::size_t b) { return fail_move ? -1 : real_os().move_pages(from, to, b); }
+  static int replace(void* p, std::size_t b) { return fail_replace ? -1 : real_os().replace(p, b); }
   static int bind_home(void* p, std::size_t b, int node, std::uint64_t mask) {
     if (fail_bind_home) return -1;
     bound.push_back({reinterpret_cast<std::uintptr_t>(p), b, node, mask});
@@ -96,16 +101,17 @@ struct FakeOs {
     now = 1000;
     cpu = 0;
     bound.clear();
-    fail_reserve = fail_advise = fail_bind_home = fail_prefer = no_membarrier = false;
+    fail_reserve = fail_advise = fail_bind_home = fail_prefer = no_membarrier = fail_move = fail_replace = false;
     reserve_limit = 0;
     advises = 0;
     huge_advice.clear();
     files.clear();
   }
 };
-const OsOps kFakeOps{FakeOs::reserve,   FakeOs::unmap,        FakeOs::advise_free, FakeOs::advise_huge,
-                     FakeOs::bind_home, FakeOs::prefer,       FakeOs::current_cpu, FakeOs::policy_nodes,
-                     FakeOs::now_ms,    FakeOs::read_lines,   FakeOs::membarrier};
+const OsOps kFakeOps{FakeOs::reserve,    FakeOs::unmap,        FakeOs::advise_free, FakeOs::advise_huge,
+                     FakeOs::move_pages, FakeOs::replace,      FakeOs::bind_home,   FakeOs::prefer,
+                     FakeOs::current_cpu, FakeOs::policy_nodes, FakeOs::now_ms,     FakeOs::read_lines,
+                     FakeOs::membarrier};
 
 // Recorded /sys/devices/system/node/nodeN/meminfo text with the given MemFree.
 std::string meminfo(int node, std::uint64_t free_bytes) {
@@ -159,6 +165,7 @@ class HeapTest : public ::testing::Test {
     o.class_span = 1ull << 30;
     o.capacity = capacity;
     o.thp = thp;
+    o.move_chunks = move_chunks;
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
@@ -181,6 +188,7 @@ class HeapTest : public ::testing::Test {
     o.exchange_ms = exchange_ms;
     o.free_percent = 0;  // decay and exchange alone
     o.tcache = false;
+    o.move_chunks = move_chunks;
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
@@ -195,6 +203,7 @@ class HeapTest : public ::testing::Test {
     o.free_percent = percent;
     o.free_floor = floor;
     o.tcache = false;
+    o.move_chunks = move_chunks;
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
@@ -224,9 +233,13 @@ class HeapTest : public ::testing::Test {
   Heap heap;
   bool heap_ready = false;
   Options numa_options;  // what make_numa and make_kernel start from (a test may set fields first)
+  // NUMAP_MOVE_CHUNKS for make_single, make_decay and make_limit: 0 in the tests of what a move
+  // would otherwise serve first (a purge, the exchange, the free limit's give-back and refault).
+  long long move_chunks = Options{}.move_chunks;
 };
 
 constexpr std::size_t kChunk = 256 << 10;  // a power-of-two page class
+constexpr std::uint64_t kMiB = 1 << 20;
 
 TEST_F(HeapTest, EveryNodeIsBoundBeforeFirstTouch) {
   make_numa(1 << 20);
@@ -315,6 +328,7 @@ TEST_F(HeapTest, DistanceLimitFailsBeyondIt) {
 }
 
 TEST_F(HeapTest, DistanceLimitPurgesBeyondItWhenConfigured) {
+  numa_options.move_chunks = 0;  // the purge, not a move of the free chunk's pages
   make_numa(1 << 20, 16, BeyondLimit::kPurge);
   std::vector<void*> keep;
   FakeOs::cpu = 0;
@@ -332,6 +346,7 @@ TEST_F(HeapTest, DistanceLimitPurgesBeyondItWhenConfigured) {
 }
 
 TEST_F(HeapTest, CapacityPurgesFreePagesThenFailsWithEnomem) {
+  move_chunks = 0;  // the purge (MovesResidentPages... has the same frees served by a move)
   make_single(8 << 20);
   std::vector<void*> keep;
   for (;;) {
@@ -1051,6 +1066,7 @@ TEST_F(HeapTest, FreeLimitKeepsChurnAndGivesBackARelease) {
 // back as it is freed, as glibc unmaps blocks that large. A 16 MiB one stays. The limit off
 // (FREE_PERCENT=0) keeps both.
 TEST_F(HeapTest, FreeLimitGivesBackChunksOf32MiBAsTheyAreFreed) {
+  move_chunks = 0;  // the 16 MiB chunk's pages would move into the 32 MiB one
   make_limit(12, 8 << 20);
   std::vector<void*> held = touched(10, 32 << 20);
   void* mid = touched(1, 16 << 20)[0];
@@ -1141,6 +1157,7 @@ TEST_F(HeapTest, FreeLimitFloorBacksOffAtMostFourTimes) {
 }
 
 TEST_F(HeapTest, ExchangeReleasesOtherClassesIdlePagesBeforeFreshPages) {
+  move_chunks = 0;  // idle pages would move instead of being exchanged
   for (bool exchange : {true, false}) {
     make_decay(0, false, exchange ? 50 : 0);
     for (void* p : touched(8, 1 << 20)) heap.free(p);
@@ -1167,6 +1184,170 @@ TEST_F(HeapTest, ExchangeReleasesOtherClassesIdlePagesBeforeFreshPages) {
     new (&heap) Heap();
   }
 }
+
+// Entries of /proc/self/maps: each moved piece is a mapping of its own until a purge covers it.
+int mapping_count() {
+  std::ifstream in("/proc/self/maps");
+  int n = 0;
+  for (std::string l; std::getline(in, l);) ++n;
+  return n;
+}
+
+// Four neighbouring 1 MiB chunks freed: a 3 MiB request (another class) gets their resident pages
+// by one mremap instead of faulting 768 fresh pages, and RSS does not grow. The pages are moved,
+// not copied (they hold what the freed chunks held); the fourth chunk stays resident; a purge of
+// the moved chunk discards its pages by a fresh mapping, which merges back into the arena.
+TEST_F(HeapTest, MovesResidentPagesOfAnotherClassInsteadOfFaultingFresh) {
+  Options o;
+  o.tcache = false;
+  o.free_percent = 0;
+  o.decay_ms = 0;
+  make_with(o);
+  std::vector<void*> keep;
+  for (int i = 0; i < 8; ++i) {
+    keep.push_back(heap.malloc(kMiB));
+    memset(keep.back(), 'a' + i, kMiB);
+  }
+  const int maps_before = mapping_count();
+  for (int i = 2; i < 6; ++i) heap.free(keep[i]);
+  FakeOs::now += 200;  // idle
+  char* big = static_cast<char*>(heap.malloc(3 * kMiB));
+  ASSERT_NE(big, nullptr);
+  Stats s = stats();
+  EXPECT_EQ(s.moved_bytes, 3 * kMiB);
+  EXPECT_EQ(s.mremap_calls, 1u);
+  EXPECT_EQ(s.mremap_bytes, 3 * kMiB);
+  EXPECT_EQ(s.advised_bytes, 0u);
+  EXPECT_EQ(heap.mapped_bytes(), 8 * kMiB);  // nothing charged fresh
+  // A run of just the 3 MiB asked for: the first three freed chunks' pages, in order.
+  EXPECT_EQ(big[0], 'c');
+  EXPECT_EQ(big[kMiB], 'd');
+  EXPECT_EQ(big[3 * kMiB - 1], 'e');
+  // The fourth is still resident and free in its class: reused as it was.
+  char* again = static_cast<char*>(heap.malloc(kMiB));
+  EXPECT_EQ(again, keep[5]);
+  EXPECT_EQ(again[kMiB - 1], 'f');
+  EXPECT_EQ(heap.mapped_bytes(), 8 * kMiB);
+  const int maps_moved = mapping_count();
+  EXPECT_GT(maps_moved, maps_before);
+  EXPECT_LE(maps_moved, maps_before + 2);
+  heap.free(big);
+  EXPECT_EQ(heap.purge(), 3 * kMiB);
+  EXPECT_EQ(mapping_count(), maps_before);  // the fresh mapping merged back
+  // A purged chunk reads zero, like one given back with MADV_DONTNEED.
+  big = static_cast<char*>(heap.malloc(3 * kMiB));
+  EXPECT_EQ(big[0], 0);
+  EXPECT_EQ(big[3 * kMiB - 1], 0);
+  heap.free(big);
+  heap.free(again);
+  for (int i : {0, 1, 6, 7}) heap.free(keep[i]);
+}
+
+// A request smaller than the run it moves from takes the run's last pages, so each chunk left
+// in the run is still resident from its start: the first chunk keeps its first 512 KiB.
+TEST_F(HeapTest, AMoveTakesTheEndOfALongerRunAndLeavesItsStartResident) {
+  Options o;
+  o.tcache = false;
+  o.free_percent = 0;
+  make_with(o);
+  std::vector<void*> keep;
+  for (int i = 0; i < 4; ++i) {
+    keep.push_back(heap.malloc(kMiB));
+    memset(keep.back(), 'a' + i, kMiB);
+  }
+  for (void* p : keep) heap.free(p);
+  char* big = static_cast<char*>(heap.malloc(2 * kMiB + kMiB / 2));  // the run grows to 3 chunks
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(stats().moved_bytes, 2 * kMiB + kMiB / 2);
+  EXPECT_EQ(big[0], 'a');             // the first chunk's second half ...
+  EXPECT_EQ(big[kMiB / 2], 'b');      // ... then the next two whole
+  EXPECT_EQ(big[2 * kMiB + kMiB / 2 - 1], 'c');
+  EXPECT_EQ(heap.mapped_bytes(), 4 * kMiB);
+  // The first chunk (the lowest free one with pages): its first half resident and unchanged, the
+  // rest fresh when it is charged whole again; the fourth whole.
+  char* first = static_cast<char*>(heap.malloc(kMiB));
+  EXPECT_EQ(first, keep[0]);
+  EXPECT_EQ(first[kMiB / 2 - 1], 'a');
+  EXPECT_EQ(first[kMiB / 2], 0);
+  char* fourth = static_cast<char*>(heap.malloc(kMiB));
+  EXPECT_EQ(fourth, keep[3]);
+  EXPECT_EQ(fourth[kMiB - 1], 'd');
+  heap.free(first);
+  heap.free(fourth);
+  heap.free(big);
+}
+
+// calloc over moved pages: they hold the freed chunks' bytes, so calloc must clear them (fresh
+// pages it leaves alone).
+TEST_F(HeapTest, CallocClearsMovedPages) {
+  Options o;
+  o.tcache = false;
+  o.free_percent = 0;
+  make_with(o);
+  std::vector<void*> freed;
+  for (int i = 0; i < 4; ++i) {
+    freed.push_back(heap.malloc(kMiB));
+    memset(freed.back(), 0x5a, kMiB);
+  }
+  for (void* p : freed) heap.free(p);
+  auto* c = static_cast<unsigned char*>(heap.calloc(1, 3 * kMiB + 4096));
+  ASSERT_NE(c, nullptr);
+  EXPECT_GE(stats().moved_bytes, 3 * kMiB);  // the path under test was taken
+  std::size_t nonzero = 0;
+  for (std::size_t i = 0; i < 3 * kMiB + 4096; ++i) nonzero += c[i] != 0;
+  EXPECT_EQ(nonzero, 0u);
+  heap.free(c);
+}
+
+// A kernel that refuses the move (before Linux 5.7, valgrind, the map count at its limit): the
+// request faults fresh pages as before, and numap does not try again.
+TEST_F(HeapTest, ARefusedMoveFallsBackToFreshPagesAndIsNotRetried) {
+  Options o;
+  o.tcache = false;
+  o.free_percent = 0;
+  o.exchange_ms = 0;
+  make_with(o);
+  FakeOs::fail_move = true;
+  for (void* p : touched(4, kMiB)) heap.free(p);
+  char* big = static_cast<char*>(heap.malloc(3 * kMiB));
+  ASSERT_NE(big, nullptr);
+  memset(big, 1, 3 * kMiB);
+  EXPECT_EQ(heap.mapped_bytes(), 7 * kMiB);
+  EXPECT_EQ(stats().mremap_calls, 1u);
+  EXPECT_EQ(stats().moved_bytes, 0u);
+  FakeOs::fail_move = false;
+  void* other = heap.malloc(2 * kMiB);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(stats().mremap_calls, 1u);
+  heap.free(other);
+  heap.free(big);
+}
+
+// NUMAP_MOVE_CHUNKS bounds the chunks holding moved pieces (each up to two more mappings): at the
+// bound a request faults fresh pages; once a purge has covered the piece, moves go on.
+TEST_F(HeapTest, MovesStopAtTheChunkBoundUntilAPurgeCoversAPiece) {
+  Options o;
+  o.tcache = false;
+  o.free_percent = 0;
+  o.exchange_ms = 0;
+  o.move_chunks = 1;
+  make_with(o);
+  for (void* p : touched(8, kMiB)) heap.free(p);
+  void* a = heap.malloc(2 * kMiB);
+  EXPECT_EQ(stats().moved_bytes, 2 * kMiB);
+  void* b = heap.malloc(3 * kMiB);  // at the bound: fresh pages
+  EXPECT_EQ(stats().moved_bytes, 2 * kMiB);
+  EXPECT_EQ(heap.mapped_bytes(), 11 * kMiB);
+  heap.free(a);
+  heap.free(b);
+  heap.purge();  // every free page, the moved piece with it
+  EXPECT_EQ(heap.mapped_bytes(), 0u);
+  for (void* p : touched(4, kMiB)) heap.free(p);
+  void* c = heap.malloc(3 * kMiB);
+  EXPECT_EQ(stats().moved_bytes, 5 * kMiB);
+  heap.free(c);
+}
+
 
 TEST_F(HeapTest, BorrowedChunksAreCounted) {
   make_decay(0, false, 0);
@@ -1376,7 +1557,6 @@ TEST_F(HeapTest, DecayThreadStartsWhenAPageIsFirstGivenBack) {
 namespace numap {
 namespace {
 
-constexpr std::uint64_t kMiB = 1 << 20;
 
 TEST_F(HeapTest, NodeCapacityIsTheKernelsFreeMemoryLessWatermarks) {
   // Node 0: 1.25 MiB free, 64 pages (256 KiB) of watermarks: 1 MiB, four 256 KiB chunks.
@@ -1577,6 +1757,7 @@ TEST_F(HeapTest, StrictBindingToOneNodeIsACapacity) {
   // the process's.
   std::vector<std::uint64_t> free_bytes(8, 64 * kMiB);
   free_bytes[0] = 4 * kMiB + 256 * 1024;
+  numa_options.move_chunks = 0;  // the purge before the failure, not a move
   make_kernel(free_bytes, 64, 1);
   ASSERT_FALSE(heap.numa());
   EXPECT_TRUE(FakeOs::bound.empty());

@@ -38,6 +38,18 @@ int real_advise_free(void* p, std::size_t bytes) { return ::madvise(p, bytes, MA
 int real_advise_huge(void* p, std::size_t bytes, bool huge) {
   return ::madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4  // Linux 5.7; older headers lack the name
+#endif
+int real_move_pages(void* from, void* to, std::size_t bytes) {
+  return ::mremap(from, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to) == MAP_FAILED ? -1 : 0;
+}
+int real_replace(void* p, std::size_t bytes) {
+  return ::mmap(p, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) ==
+                 MAP_FAILED
+             ? -1
+             : 0;
+}
 int real_bind_home(void* p, std::size_t bytes, int os_node, std::uint64_t allowed) {
   unsigned long mask[kMaskWords] = {};
   if (os_node < 0 || os_node >= 64) return -1;
@@ -99,9 +111,9 @@ bool real_read_lines(const char* path, void (*line)(void* ctx, const char* text)
   return true;
 }
 
-const OsOps kReal{real_reserve,     real_unmap,        real_advise_free, real_advise_huge, real_bind_home,
-                  real_prefer,      real_current_cpu,  real_policy_nodes, real_now_ms,     real_read_lines,
-                  real_membarrier};
+const OsOps kReal{real_reserve,     real_unmap,        real_advise_free,  real_advise_huge, real_move_pages,
+                  real_replace,     real_bind_home,    real_prefer,       real_current_cpu, real_policy_nodes,
+                  real_now_ms,      real_read_lines,   real_membarrier};
 
 }  // namespace
 
@@ -131,6 +143,16 @@ bool Os::advise_free(void* p, std::size_t bytes) {
 bool Os::advise_huge(void* p, std::size_t bytes, bool huge) {
   counters.madvise_calls.fetch_add(1, std::memory_order_relaxed);
   return ops_->advise_huge(p, bytes, huge) == 0;
+}
+bool Os::move_pages(void* from, void* to, std::size_t bytes) {
+  counters.mremap_calls.fetch_add(1, std::memory_order_relaxed);
+  if (ops_->move_pages(from, to, bytes) != 0) return false;
+  counters.mremap_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  return true;
+}
+bool Os::replace(void* p, std::size_t bytes) {
+  counters.mmap_calls.fetch_add(1, std::memory_order_relaxed);
+  return ops_->replace(p, bytes) == 0;
 }
 BindResult Os::bind(void* p, std::size_t bytes, int os_node, std::uint64_t allowed_os_mask) {
   counters.mbind_calls.fetch_add(1, std::memory_order_relaxed);

@@ -1,4 +1,4 @@
-// Layer 0, the platform: the ONLY code in numap that calls mmap, munmap, madvise, mbind,
+// Layer 0, the platform: the ONLY code in numap that calls mmap, mremap, munmap, madvise, mbind,
 // set_mempolicy_home_node, get_mempolicy, getcpu and membarrier, and that reads the kernel's free-memory
 // files after start. Everything above asks this narrow interface (like snmalloc's PAL), and
 // tests swap the function table to inject failures. Every call is counted (calls and bytes).
@@ -19,6 +19,14 @@ struct OsOps {
   int (*unmap)(void* p, std::size_t bytes);
   int (*advise_free)(void* p, std::size_t bytes);            // MADV_DONTNEED: pages read as zero after
   int (*advise_huge)(void* p, std::size_t bytes, bool huge); // MADV_HUGEPAGE / MADV_NOHUGEPAGE
+  // mremap(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, Linux 5.7): the resident pages of
+  // [from, from + bytes) move to `to` (page-table entries only: no copy, no fault, no zeroing), and
+  // `from` stays mapped as it was, reading zero. `to` becomes a mapping of its own (its pages keep
+  // their old offsets), one more entry in /proc/self/maps until `replace` covers it.
+  int (*move_pages)(void* from, void* to, std::size_t bytes);
+  // mmap(MAP_FIXED | MAP_NORESERVE) over [p, p + bytes): fresh zero pages as in `reserve`, no
+  // advice, no policy; with the neighbours' advice and policy set again it merges back into them.
+  int (*replace)(void* p, std::size_t bytes);
   // mbind(MPOL_BIND) to the kernel nodes in `mask` (the process's allowed nodes) with `os_node`
   // as the home node (set_mempolicy_home_node, Linux 5.17): pages fault in on os_node and, when
   // it is really out of memory, on the nearest node of the mask, so the kernel never OOM-kills
@@ -65,6 +73,8 @@ class Os {
   bool unmap(void* p, std::size_t bytes);
   bool advise_free(void* p, std::size_t bytes);
   bool advise_huge(void* p, std::size_t bytes, bool huge);
+  bool move_pages(void* from, void* to, std::size_t bytes);
+  bool replace(void* p, std::size_t bytes);
   // The home-node bind, else the preferred policy, else nothing: counted, never fatal.
   BindResult bind(void* p, std::size_t bytes, int os_node, std::uint64_t allowed_os_mask);
   bool read_lines(const char* path, void (*line)(void* ctx, const char* text), void* ctx) const {

@@ -13,7 +13,7 @@ std::uint64_t round8(std::uint64_t b) { return (b + 7) & ~std::uint64_t{7}; }
 std::size_t Slot::metadata_bytes(std::uint64_t nchunks) {
   std::uint64_t w = words_for(nchunks);
   std::uint64_t s = words_for(w);
-  return (2 * w + 2 * s) * 8 + 2 * round8(nchunks * 4);
+  return (3 * w + 2 * s) * 8 + 2 * round8(nchunks * 4);
 }
 
 void Slot::init(char* base, std::uint64_t chunk, std::uint64_t nchunks, std::uint32_t grain_pages, void* meta) {
@@ -31,6 +31,7 @@ void Slot::init(char* base, std::uint64_t chunk, std::uint64_t nchunks, std::uin
   fm_sum_ = full_sum_ + s;
   extent_ = reinterpret_cast<std::uint32_t*>(fm_sum_ + s);
   freed_at_ = reinterpret_cast<std::uint32_t*>(reinterpret_cast<char*>(extent_) + round8(nchunks * 4));
+  moved_ = reinterpret_cast<std::uint64_t*>(reinterpret_cast<char*>(freed_at_) + round8(nchunks * 4));
   // Bits past the end stay free in the bitmap (writing them would touch a page of every class's
   // metadata at start); take_locked never returns an index at or past nchunks.
   ready_.store(1, std::memory_order_release);
@@ -213,6 +214,43 @@ void Slot::purge_done(const PurgeRun* runs, int n) {
       refresh(w);
     }
   }
+}
+
+void Slot::move_done(const PurgeRun& run, std::uint64_t kept) {
+  LockGuard g(lock);
+  for (std::uint64_t k = 0; k < run.count; ++k) {
+    const std::uint64_t i = std::uint64_t{run.first} + k, w = i / 64, bit = std::uint64_t{1} << (i % 64);
+    // The run is resident from its first chunk's start (every chunk but the last is whole), so
+    // chunk k keeps what of the first `kept` bytes falls inside it.
+    const std::uint64_t start = k * chunk_;
+    const std::uint64_t left = kept > start ? kept - start : 0;
+    const std::uint64_t had = std::uint64_t{extent_[i]} * kPage;
+    extent_[i] = static_cast<std::uint32_t>((left < had ? left : had) / kPage);
+    alloc_[w] &= ~bit;
+    if (extent_[i] != 0) {
+      mapped_[w] |= bit;
+      ++free_mapped_;
+      move_free_bytes(std::uint64_t{extent_[i]} * kPage, 0);
+      if (w < fm_hint_) fm_hint_ = w;
+    }
+    if (w < nonfull_hint_) nonfull_hint_ = w;
+    refresh(w);
+  }
+}
+
+std::uint64_t Slot::take_moved(std::uint64_t first, std::uint64_t count) {
+  std::uint64_t n = 0;
+  for (std::uint64_t i = first; i < first + count; ++i) {
+    const std::uint64_t bit = std::uint64_t{1} << (i % 64);
+    if (__atomic_fetch_and(&moved_[i / 64], ~bit, __ATOMIC_RELAXED) & bit) ++n;
+  }
+  return n;
+}
+
+bool Slot::any_moved(std::uint64_t first, std::uint64_t count) const {
+  for (std::uint64_t i = first; i < first + count; ++i)
+    if (moved(i)) return true;
+  return false;
 }
 
 }  // namespace numap

@@ -68,6 +68,20 @@ class Slot {
   int purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes, bool aged = false,
                   std::uint32_t freed_by = 0);
   void purge_done(const PurgeRun* runs, int n);
+  // After the last (run.bytes - kept) bytes of a purge_begin run were moved away: the run's chunks
+  // are free again, each resident up to what is left of the first `kept` bytes (mapped iff any).
+  void move_done(const PurgeRun& run, std::uint64_t kept);
+
+  // Chunks holding pages moved in from another Slot (Heap::move_in): such a piece is a mapping of
+  // its own until the chunk's pages are discarded by a fresh mapping. Set and cleared by whoever
+  // holds the chunk (atomically: other chunks' bits share the word).
+  bool moved(std::uint64_t i) const {
+    return (__atomic_load_n(&moved_[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
+  }
+  void set_moved(std::uint64_t i) { __atomic_fetch_or(&moved_[i / 64], std::uint64_t{1} << (i % 64), __ATOMIC_RELAXED); }
+  // How many of chunks first .. first + count - 1 hold moved pages; clears their bits.
+  std::uint64_t take_moved(std::uint64_t first, std::uint64_t count);
+  bool any_moved(std::uint64_t first, std::uint64_t count) const;
 
   char* base() const { return base_; }
   std::uint64_t chunk() const { return chunk_; }
@@ -109,6 +123,7 @@ class Slot {
   std::uint64_t* fm_sum_ = nullptr;    // bit w: word w has a free mapped chunk
   std::uint32_t* extent_ = nullptr;
   std::uint32_t* freed_at_ = nullptr;  // tick at which each free mapped chunk was given back
+  std::uint64_t* moved_ = nullptr;     // bit i: chunk i holds pages moved in (a mapping of its own)
   std::atomic<std::uint64_t> free_mapped_{0};  // written under the lock; read racily to skip empty slots
   std::atomic<std::uint64_t> free_mapped_bytes_{0};  // sum of their extents x page; same rules
   // Under the lock there is one writer: a plain load and store, no locked read-modify-write on

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 7
+#define NUMAP_STATS_VERSION 8
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -96,6 +96,11 @@ struct numap_stats {
   uint64_t tcache_asks;        /* times a thread found the shared pool short and asked the threads holding
                                   more of it to give some back */
   uint64_t tcache_give_backs;  /* ... and times a thread gave half of its claim back when asked */
+  /* Version 8. */
+  uint64_t moved_bytes;        /* resident bytes of other classes' free chunks moved into a chunk that needed
+                                  fresh pages (NUMAP_MOVE_CHUNKS): reused without a refault */
+  uint64_t mremap_calls;       /* moves tried (mremap) ... */
+  uint64_t mremap_bytes;       /* ... and the bytes they moved */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
