@@ -170,6 +170,14 @@ class HeapTest : public ::testing::Test {
     heap_ready = true;
   }
   // One node, 1 GiB spans, everything else as `o` says (thread caches on unless it says otherwise).
+  // The moves' tests: no thread caches (every page-class call reaches the Slots) and no free
+  // limit (freed pages stay resident for a move to take).
+  static Options moving_options() {
+    Options o;
+    o.tcache = false;
+    o.free_percent = 0;
+    return o;
+  }
   void make_with(Options o) {
     Topology t;
     topology_single(&t, 0);
@@ -1198,9 +1206,7 @@ int mapping_count() {
 // not copied (they hold what the freed chunks held); the fourth chunk stays resident; a purge of
 // the moved chunk discards its pages by a fresh mapping, which merges back into the arena.
 TEST_F(HeapTest, MovesResidentPagesOfAnotherClassInsteadOfFaultingFresh) {
-  Options o;
-  o.tcache = false;
-  o.free_percent = 0;
+  Options o = moving_options();
   o.decay_ms = 0;
   make_with(o);
   std::vector<void*> keep;
@@ -1246,9 +1252,7 @@ TEST_F(HeapTest, MovesResidentPagesOfAnotherClassInsteadOfFaultingFresh) {
 // A request smaller than the run it moves from takes the run's last pages, so each chunk left
 // in the run is still resident from its start: the first chunk keeps its first 512 KiB.
 TEST_F(HeapTest, AMoveTakesTheEndOfALongerRunAndLeavesItsStartResident) {
-  Options o;
-  o.tcache = false;
-  o.free_percent = 0;
+  Options o = moving_options();
   make_with(o);
   std::vector<void*> keep;
   for (int i = 0; i < 4; ++i) {
@@ -1280,9 +1284,7 @@ TEST_F(HeapTest, AMoveTakesTheEndOfALongerRunAndLeavesItsStartResident) {
 // calloc over moved pages: they hold the freed chunks' bytes, so calloc must clear them (fresh
 // pages it leaves alone).
 TEST_F(HeapTest, CallocClearsMovedPages) {
-  Options o;
-  o.tcache = false;
-  o.free_percent = 0;
+  Options o = moving_options();
   make_with(o);
   std::vector<void*> freed;
   for (int i = 0; i < 4; ++i) {
@@ -1302,9 +1304,7 @@ TEST_F(HeapTest, CallocClearsMovedPages) {
 // A kernel that refuses the move (before Linux 5.7, valgrind, the map count at its limit): the
 // request faults fresh pages as before, and numap does not try again.
 TEST_F(HeapTest, ARefusedMoveFallsBackToFreshPagesAndIsNotRetried) {
-  Options o;
-  o.tcache = false;
-  o.free_percent = 0;
+  Options o = moving_options();
   o.exchange_ms = 0;
   make_with(o);
   FakeOs::fail_move = true;
@@ -1326,9 +1326,7 @@ TEST_F(HeapTest, ARefusedMoveFallsBackToFreshPagesAndIsNotRetried) {
 // NUMAP_MOVE_CHUNKS bounds the chunks holding moved pieces (each up to two more mappings): at the
 // bound a request faults fresh pages; once a purge has covered the piece, moves go on.
 TEST_F(HeapTest, MovesStopAtTheChunkBoundUntilAPurgeCoversAPiece) {
-  Options o;
-  o.tcache = false;
-  o.free_percent = 0;
+  Options o = moving_options();
   o.exchange_ms = 0;
   o.move_chunks = 1;
   make_with(o);

@@ -121,10 +121,14 @@ std::int64_t Slot::take_locked() {
 }
 
 void Slot::give_locked(std::uint64_t i, std::uint32_t now) {
+  if (extent_[i] != 0) freed_at_[i] = now;
+  mark_free_locked(i);
+}
+
+void Slot::mark_free_locked(std::uint64_t i) {
   const std::uint64_t w = i / 64, bit = std::uint64_t{1} << (i % 64);
   alloc_[w] &= ~bit;
   if (extent_[i] != 0) {
-    freed_at_[i] = now;
     mapped_[w] |= bit;
     ++free_mapped_;
     move_free_bytes(std::uint64_t{extent_[i]} * kPage, 0);
@@ -219,22 +223,15 @@ void Slot::purge_done(const PurgeRun* runs, int n) {
 void Slot::move_done(const PurgeRun& run, std::uint64_t kept) {
   LockGuard g(lock);
   for (std::uint64_t k = 0; k < run.count; ++k) {
-    const std::uint64_t i = std::uint64_t{run.first} + k, w = i / 64, bit = std::uint64_t{1} << (i % 64);
+    const std::uint64_t i = std::uint64_t{run.first} + k;
     // The run is resident from its first chunk's start (every chunk but the last is whole), so
-    // chunk k keeps what of the first `kept` bytes falls inside it.
+    // chunk k keeps what of the first `kept` bytes falls inside it, free since it was freed (its
+    // tick stays: the move did not use it).
     const std::uint64_t start = k * chunk_;
     const std::uint64_t left = kept > start ? kept - start : 0;
     const std::uint64_t had = std::uint64_t{extent_[i]} * kPage;
     extent_[i] = static_cast<std::uint32_t>((left < had ? left : had) / kPage);
-    alloc_[w] &= ~bit;
-    if (extent_[i] != 0) {
-      mapped_[w] |= bit;
-      ++free_mapped_;
-      move_free_bytes(std::uint64_t{extent_[i]} * kPage, 0);
-      if (w < fm_hint_) fm_hint_ = w;
-    }
-    if (w < nonfull_hint_) nonfull_hint_ = w;
-    refresh(w);
+    mark_free_locked(i);
   }
 }
 

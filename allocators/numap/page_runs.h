@@ -111,6 +111,7 @@ class Slot {
   void refresh(std::uint64_t w);  // recompute both summaries for word w
   std::int64_t take_locked();
   void give_locked(std::uint64_t i, std::uint32_t now);
+  void mark_free_locked(std::uint64_t i);  // clears the alloc bit; mapped when resident (extent)
 
   char* base_ = nullptr;
   std::uint64_t chunk_ = 0, nchunks_ = 0, nwords_ = 0;
