@@ -182,6 +182,15 @@ class SameRecordTwice(TempDirTest):
         self.assertEqual(max(g["cells"] for g in json.loads(p.stdout)["groups"]), 3)  # 3 repetitions, not 6
 
 
+def alive(pid):
+    """Whether pid still runs (a zombie has closed its files: it holds no lock)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 class FolderBeingWritten(TempDirTest):
     def test_every_reader_says_a_run_is_writing_the_folder(self):
         # Two cells: the first finishes, the second hangs until the test ends it (its timeout is far
@@ -203,9 +212,13 @@ class FolderBeingWritten(TempDirTest):
             with open(page) as f:
                 self.assertIn('<p class="banner">' + self.out + ": " + notice, f.read())
         finally:
+            workers = children_of(driver.pid)
             driver.kill()
             driver.wait()
-        # Once it is gone, nothing is said.
+        # The hanging worker holds the folder's lock too (on purpose: a worker that outlives its
+        # driver keeps the folder marked), and dies of its driver's death a moment later.
+        wait_for(lambda: not any(alive(pid) for pid in workers), what="the orphaned worker's end")
+        # Once both are gone, nothing is said.
         p = run(["show", self.out])
         self.assertNotIn("a run is writing", p.stderr)
 
