@@ -16,7 +16,7 @@ import subprocess
 import unittest
 
 from e2e_test import TempDirTest, run
-from reliability_test import ONE, SMALL, children_of, lines, records, wait_for
+from reliability_test import ONE, SMALL, alive, children_of, lines, records, wait_for
 
 ALLOCMARK = os.environ["ALLOCMARK_BIN"]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -180,15 +180,6 @@ class SameRecordTwice(TempDirTest):
         self.assertEqual(len(lines(merged)), 11)
         p = run(["show", a, b, "--format", "json"])
         self.assertEqual(max(g["cells"] for g in json.loads(p.stdout)["groups"]), 3)  # 3 repetitions, not 6
-
-
-def alive(pid):
-    """Whether pid still runs (a zombie has closed its files: it holds no lock)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class FolderBeingWritten(TempDirTest):

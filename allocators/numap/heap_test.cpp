@@ -169,7 +169,6 @@ class HeapTest : public ::testing::Test {
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
-  // One node, 1 GiB spans, everything else as `o` says (thread caches on unless it says otherwise).
   // The moves' tests: no thread caches (every page-class call reaches the Slots) and no free
   // limit (freed pages stay resident for a move to take).
   static Options moving_options() {
@@ -178,6 +177,7 @@ class HeapTest : public ::testing::Test {
     o.free_percent = 0;
     return o;
   }
+  // One node, 1 GiB spans, everything else as `o` says (thread caches on unless it says otherwise).
   void make_with(Options o) {
     Topology t;
     topology_single(&t, 0);
