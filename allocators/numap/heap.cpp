@@ -37,7 +37,7 @@ bool Heap::init(const Options& options, const Topology& topology, Os* os) {
 
 bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
   opt_ = options;
-  topo_ = topology;
+  if (&topology != &topo_) topo_ = topology;
   os_ = os;
   epoch_ms_ = os_->now_ms();
   given_back_.store(false, std::memory_order_relaxed);  // (tests init a destroyed heap again)

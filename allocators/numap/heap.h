@@ -119,6 +119,10 @@ class Heap {
 
   const Options& options() const { return opt_; }
   const Topology& topology() const { return topo_; }
+  // The heap's own copy, for a caller to detect the topology into before init(options,
+  // *own_topology(), os): the preloaded library does, so the process holds one Topology (7 KiB)
+  // rather than a copy of it too (start-up footprint, issue 24's target 3).
+  Topology* own_topology() { return &topo_; }
   bool numa() const { return numa_; }
   // True when the page caches' owners take no atomic read-modify-write (membarrier available).
   bool asymmetric_page_guard() const { return asym_guard_; }

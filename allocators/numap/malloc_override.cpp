@@ -25,7 +25,6 @@ namespace {
 
 alignas(64) char heap_storage[sizeof(Heap)];
 alignas(64) char os_storage[sizeof(Os)];
-Topology g_topology;
 Options g_options;
 Heap* g_heap = nullptr;
 std::atomic<int> g_state{0};  // 0 none, 1 initialising, 2 ready
@@ -58,11 +57,11 @@ __attribute__((noinline)) Heap* init_heap() {
   }
   g_options = options_from_env();
   Os* os = new (os_storage) Os(real_os());
-  topology_detect(&g_topology, g_options.sysfs_root, os->policy_nodes(), 0);
   Heap* h = new (heap_storage) Heap();
+  topology_detect(h->own_topology(), g_options.sysfs_root, os->policy_nodes(), 0);
   // A smaller span than NUMAP_CLASS_SPAN's is one warning (Heap::init); not even the smallest: the
   // heap cannot exist, and nothing could serve this first malloc or any after it.
-  if (!h->init(g_options, g_topology, os))
+  if (!h->init(g_options, *h->own_topology(), os))
     fatal("cannot reserve the arena even at the smallest NUMAP_CLASS_SPAN (an address-space limit, ulimit -v, "
           "or vm.overcommit_memory=2): nothing to allocate from");
   g_heap = h;

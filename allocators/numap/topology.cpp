@@ -56,6 +56,27 @@ const char* read_uint(const char* p, std::uint64_t* v) {
   return p;
 }
 
+// Mems_allowed of /proc/self/status (0: unknown). Out of line so that its read buffer is off the
+// stack before topology_from_sysfs's (a first malloc's stack depth is start-up footprint).
+__attribute__((noinline)) std::uint64_t mems_allowed() {
+  std::uint64_t allowed_os = 0;
+  char buf[4096];
+  if (read_file("/proc/self/status", buf, sizeof buf)) {
+    const char* m = strstr(buf, "Mems_allowed_list:");
+    if (m != nullptr) {
+      char list[256];
+      const char* s = skip_space(m + 18);
+      std::size_t n = 0;
+      while (s[n] != '\n' && s[n] != '\0' && n + 1 < sizeof list) {
+        list[n] = s[n];
+        ++n;
+      }
+      list[n] = '\0';
+      parse_cpulist(list, &allowed_os, 1);
+    }
+  }
+  return allowed_os;
+}
 }  // namespace
 
 void node_path(char* out, std::size_t size, const char* root, int os_node, const char* file) {
@@ -100,9 +121,10 @@ void topology_single(Topology* t, std::uint64_t capacity) {
 
 bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os, const std::uint64_t* cpus_allowed,
                          std::size_t cpu_words) {
-  static Topology tmp;  // too large for a small thread stack; only used during initialisation
-  tmp = Topology{};
-  tmp.allowed = 0;
+  // Built in place (no copy: the start-up footprint, issue 24's target 3); on failure the caller
+  // falls back to one node.
+  *t = Topology{};
+  t->allowed = 0;
   char path[512];
   char buf[4096];
   join(path, sizeof path, root, "/devices/system/node/online");
@@ -110,64 +132,48 @@ bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os
   if (!read_file(path, buf, sizeof buf) || !parse_cpulist(buf, &online, 1) || online == 0) return false;
   int count = 0;
   for (int os = 0; os < kMaxNodes; ++os)
-    if (online & (1ull << os)) tmp.os_node[count++] = os;
-  tmp.count = count;
-  for (int c = 0; c < kMaxCpus; ++c) tmp.cpu_node[c] = -1;
+    if (online & (1ull << os)) t->os_node[count++] = os;
+  t->count = count;
+  for (int c = 0; c < kMaxCpus; ++c) t->cpu_node[c] = -1;
   std::uint64_t node_cpus_seen = 0;
   for (int i = 0; i < count; ++i) {
     // distance: one number per online node, in node order.
-    node_path(path, sizeof path, root, tmp.os_node[i], "distance");
+    node_path(path, sizeof path, root, t->os_node[i], "distance");
     if (!read_file(path, buf, sizeof buf)) return false;
     const char* p = buf;
     for (int j = 0; j < count; ++j) {
       std::uint64_t d = 0;
       p = read_uint(skip_space(p), &d);
       if (p == nullptr || d > 255) return false;
-      tmp.distance[i][j] = static_cast<std::uint8_t>(d);
+      t->distance[i][j] = static_cast<std::uint8_t>(d);
     }
-    node_path(path, sizeof path, root, tmp.os_node[i], "cpulist");
+    node_path(path, sizeof path, root, t->os_node[i], "cpulist");
     std::uint64_t cpus[kMaxCpus / 64];
     if (read_file(path, buf, sizeof buf) && parse_cpulist(buf, cpus, kMaxCpus / 64)) {
       for (int c = 0; c < kMaxCpus; ++c)
         if (cpus[c / 64] & (1ull << (c % 64))) {
-          tmp.cpu_node[c] = static_cast<std::int16_t>(i);
+          t->cpu_node[c] = static_cast<std::int16_t>(i);
           if (cpus_allowed == nullptr || (static_cast<std::size_t>(c / 64) < cpu_words &&
                                           (cpus_allowed[c / 64] & (1ull << (c % 64)))))
             node_cpus_seen |= 1ull << i;
         }
     }
-    node_path(path, sizeof path, root, tmp.os_node[i], "meminfo");
+    node_path(path, sizeof path, root, t->os_node[i], "meminfo");
     if (read_file(path, buf, sizeof buf)) {
       const char* m = strstr(buf, "MemTotal:");
       std::uint64_t kb = 0;
-      if (m != nullptr && read_uint(skip_space(m + 9), &kb) != nullptr) tmp.capacity[i] = kb * 1024;
+      if (m != nullptr && read_uint(skip_space(m + 9), &kb) != nullptr) t->capacity[i] = kb * 1024;
     }
-    if (allowed_os == 0 || (allowed_os & (1ull << tmp.os_node[i]))) tmp.allowed |= 1ull << i;
+    if (allowed_os == 0 || (allowed_os & (1ull << t->os_node[i]))) t->allowed |= 1ull << i;
   }
-  if (tmp.allowed == 0) return false;
+  if (t->allowed == 0) return false;
   // Bound: every CPU the process may run on belongs to one node.
-  tmp.bound = __builtin_popcountll(node_cpus_seen) == 1 && count > 1;
-  *t = tmp;
+  t->bound = __builtin_popcountll(node_cpus_seen) == 1 && count > 1;
   return true;
 }
 
 void topology_detect(Topology* t, const char* root, std::uint64_t policy_mask, std::uint64_t mem_total_fallback) {
-  std::uint64_t allowed_os = 0;
-  char buf[4096];
-  if (read_file("/proc/self/status", buf, sizeof buf)) {
-    const char* m = strstr(buf, "Mems_allowed_list:");
-    if (m != nullptr) {
-      char list[256];
-      const char* s = skip_space(m + 18);
-      std::size_t n = 0;
-      while (s[n] != '\n' && s[n] != '\0' && n + 1 < sizeof list) {
-        list[n] = s[n];
-        ++n;
-      }
-      list[n] = '\0';
-      parse_cpulist(list, &allowed_os, 1);
-    }
-  }
+  std::uint64_t allowed_os = mems_allowed();
   if (policy_mask != 0) allowed_os = allowed_os ? (allowed_os & policy_mask) : policy_mask;
   cpu_set_t set;
   std::uint64_t cpus[kMaxCpus / 64] = {};

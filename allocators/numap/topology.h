@@ -40,7 +40,8 @@ void topology_single(Topology* t, std::uint64_t capacity);
 
 // Reads <root>/devices/system/node/{online,nodeN/distance,nodeN/cpulist,nodeN/meminfo}. `allowed_os`
 // is the mask of kernel nodes the process may use (0: all online); `cpus_allowed` the CPUs it may run on
-// (null: all). False (and *t untouched) when the files are missing or unreadable.
+// (null: all). False when the files are missing or unreadable (*t is then partly written: fall back
+// to topology_single, as topology_detect does).
 bool topology_from_sysfs(Topology* t, const char* root, std::uint64_t allowed_os, const std::uint64_t* cpus_allowed,
                          std::size_t cpu_words);
 
