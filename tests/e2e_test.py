@@ -166,8 +166,8 @@ class NumapCells(TempDirTest):
         self.assertEqual(by["numap"]["allocator_options"]["free_percent"], 12)
         self.assertEqual(by["numap:keep"]["allocator_options"]["free_percent"], 0)
         self.assertEqual(by["numap:keep"]["phases"][-1]["alloc_stats"]["limited_bytes"], 0)
-        self.assertEqual(by["numap"]["allocator_options"]["move_chunks"], 8192)
-        self.assertEqual(by["numap:keep"]["allocator_options"]["move_chunks"], 0)
+        self.assertEqual(by["numap"]["allocator_options"]["move_pieces"], 8192)
+        self.assertEqual(by["numap:keep"]["allocator_options"]["move_pieces"], 0)
         self.assertEqual(by["numap:keep"]["phases"][-1]["alloc_stats"]["moved_bytes"], 0)
 
 

@@ -35,7 +35,10 @@
 namespace numap {
 
 constexpr int kSlabSlot = 0;  // slot index of the slabs; page class c is slot c + 1
-constexpr std::uint64_t kMoveMinPages = 16;  // Heap::move_in: smaller needs fault their pages in
+constexpr std::uint64_t kMoveMinPages = 16;  // Heap::move_in: smaller needs and pieces fault their pages in
+// Heap::move_in looks at the free runs of at most this many source Slots, this many runs of each.
+constexpr int kMoveSources = 4;
+constexpr int kMoveRuns = 8;
 constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident chunk up to a doubling above
 
 // Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
@@ -207,11 +210,18 @@ class Heap {
   // (pages moved in from another class are not zero, as fresh ones are).
   bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes, std::uint64_t* dirty = nullptr);
   // Chunk `index` of (part, slot) has `have` pages and needs `need`: moves the resident pages of
-  // another class's free chunks (one run of one Slot, idle ones first) into its pages from `have`
-  // on, with one mremap instead of a page fault and a zeroed page each. Returns the pages moved
-  // (charged on the node already: only the Slots' shares change). NUMAP_MOVE_CHUNKS bounds how many
-  // chunks hold moved pages at once (each piece is a mapping of its own until discard_run).
+  // other classes' free chunks (runs of the Slots with the most free resident bytes, idle ones
+  // first) into its pages from `have` on, one mremap per run instead of a page fault and a zeroed
+  // page each, until the need is covered or no run of kMoveMinPages is left. Returns the pages
+  // moved (charged on the node already: only the Slots' shares change). NUMAP_MOVE_PIECES bounds
+  // the moved pieces at once (each a mapping of its own until discard_run).
   std::uint64_t move_in(int part, int slot, std::uint64_t index, std::uint64_t have, std::uint64_t need);
+  // Room for one more moved piece under NUMAP_MOVE_PIECES (false at the bound).
+  bool take_piece() {
+    if (moved_pieces_.fetch_add(1, std::memory_order_relaxed) < opt_.move_pieces) return true;
+    moved_pieces_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
   // Discards a purge run's resident pages: MADV_DONTNEED, or where moved pages lie in it a fresh
   // mapping over it, with the arena's advice and binding, so their mappings merge back into the arena.
   bool discard_run(int part, Slot& sl, std::uint64_t first, std::uint64_t count, std::uint64_t bytes);
@@ -402,7 +412,7 @@ class Heap {
   std::uint64_t slot_meta_off_[1 + kMaxPageClasses] = {};  // each Slot's metadata within its node's share
   Lock slot_init_lock_;  // init_slot; held across fork (no Slot becomes ready meanwhile)
   std::atomic<bool> given_back_{false};  // a resident chunk went back to a Slot (note_given_back)
-  std::atomic<std::int64_t> moved_chunks_{0};  // chunks holding moved pages now (Slot::moved)
+  std::atomic<std::int64_t> moved_pieces_{0};  // moved pieces now (Slot::pieces)
   std::atomic<bool> moves_off_{false};  // a move was refused (no MREMAP_DONTUNMAP, the map count): none again
   std::atomic<bool> decay_start_due_{false};  // ... and the background thread is wanted, not yet started
   HugeAllocations huge_;

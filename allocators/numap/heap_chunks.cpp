@@ -133,60 +133,71 @@ bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t by
 
 std::uint64_t Heap::move_in(int part, int slot, std::uint64_t index, std::uint64_t have, std::uint64_t need) {
   // A move costs a system call and a TLB shootdown (~5 us here) whatever its size, a fault and a
-  // zeroed page ~2 us per page: below 16 pages faulting is cheaper.
-  if (need - have < kMoveMinPages || opt_.move_chunks <= 0 || opt_.thp || moves_off_.load(std::memory_order_relaxed))
+  // zeroed page ~1.4 us per page: below 16 pages faulting is cheaper.
+  if (need - have < kMoveMinPages || opt_.move_pieces <= 0 || opt_.thp || moves_off_.load(std::memory_order_relaxed))
     return 0;
   Slot& dst = part_[part].slots[slot];
-  // One moved piece per chunk, so each holder adds at most two mappings and one fresh mapping over
-  // its pages (discard_run) merges them back.
-  if (dst.moved(index) || moved_chunks_.load(std::memory_order_relaxed) >= opt_.move_chunks) return 0;
   NodePart& np = part_[part];
-  // The Slot with the most free resident bytes: the longest runs, the fewest calls.
-  int from = -1;
-  std::uint64_t most = 0;
-  for (int s = 0; s < nslots_; ++s) {
-    const std::uint64_t b = s == slot ? 0 : np.slots[s].free_mapped_bytes();
-    if (b > most) {
-      most = b;
-      from = s;
-    }
-  }
-  if (from < 0) return 0;
-  Slot& src = np.slots[from];
-  const std::uint64_t want = (need - have) * kPage;
+  const std::uint64_t start = have;
   const std::uint32_t now = tick();
-  PurgeRun run{};
-  // Idle pages first, as the exchange takes: under churn each class keeps what it is about to reuse.
-  int n = opt_.exchange_ms > 0 ? src.purge_begin(&run, 1, want, true, now - static_cast<std::uint32_t>(opt_.exchange_ms)) : 0;
-  if (n == 0) n = src.purge_begin(&run, 1, want, false, 0);
-  if (n == 0) return 0;
-  // A run with a moved piece in it spans mappings, which one mremap cannot take.
-  if (run.bytes < kMoveMinPages * kPage || src.any_moved(run.first, run.count)) {
-    src.move_done(run, run.bytes);
-    return 0;
+  int tried[kMoveSources];
+  for (int source = 0; source < kMoveSources && need - have >= kMoveMinPages; ++source) {
+    // The Slot with the most free resident bytes: the longest runs, the fewest calls.
+    int from = -1;
+    std::uint64_t most = kMoveMinPages * kPage - 1;
+    for (int s = 0; s < nslots_; ++s) {
+      bool seen = s == slot;
+      for (int t = 0; t < source; ++t) seen = seen || tried[t] == s;
+      const std::uint64_t b = seen ? 0 : np.slots[s].free_mapped_bytes();
+      if (b > most) {
+        most = b;
+        from = s;
+      }
+    }
+    if (from < 0) break;
+    tried[source] = from;
+    Slot& src = np.slots[from];
+    const std::uint64_t want = (need - have) * kPage;
+    PurgeRun runs[kMoveRuns];
+    // Idle pages first, as the exchange takes: under churn each class keeps what it is about to reuse.
+    int n = opt_.exchange_ms > 0
+                ? src.purge_begin(runs, kMoveRuns, want, true, now - static_cast<std::uint32_t>(opt_.exchange_ms))
+                : 0;
+    if (n == 0) n = src.purge_begin(runs, kMoveRuns, want, false, 0);
+    for (int r = 0; r < n; ++r) {
+      const PurgeRun& run = runs[r];
+      // One mremap cannot span mappings: only the run's part after its last chunk holding a moved
+      // piece can go. Its last bytes go, so that what stays is still each chunk's first pages.
+      const std::int64_t last = src.last_moved(run.first, run.count);
+      const std::uint64_t skip = last < 0 ? 0 : (static_cast<std::uint64_t>(last) + 1 - run.first) * src.chunk();
+      std::uint64_t bytes = run.bytes > skip ? run.bytes - skip : 0;
+      if (bytes > (need - have) * kPage) bytes = (need - have) * kPage;
+      std::uint64_t kept = run.bytes;
+      if (bytes >= kMoveMinPages * kPage && dst.pieces(index) < Slot::kMaxPieces && take_piece()) {
+        if (os_->move_pages(src.address(run.first) + (run.bytes - bytes), dst.address(index) + have * kPage, bytes)) {
+          kept = run.bytes - bytes;
+          have += bytes / kPage;
+          dst.add_piece(index);
+          src.mapped_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+          dst.mapped_bytes.fetch_add(bytes, std::memory_order_relaxed);
+          counters_.moved_bytes.fetch_add(bytes, std::memory_order_relaxed);
+        } else {
+          moved_pieces_.fetch_sub(1, std::memory_order_relaxed);
+          moves_off_.store(true, std::memory_order_relaxed);
+        }
+      }
+      src.move_done(run, kept);
+    }
+    if (moves_off_.load(std::memory_order_relaxed)) break;
   }
-  const std::uint64_t bytes = run.bytes < want ? run.bytes : want;
-  moved_chunks_.fetch_add(1, std::memory_order_relaxed);
-  // The run's last bytes, so that what stays in it is still each chunk's first pages.
-  const bool ok = os_->move_pages(src.address(run.first) + (run.bytes - bytes), dst.address(index) + have * kPage, bytes);
-  src.move_done(run, ok ? run.bytes - bytes : run.bytes);
-  if (!ok) {
-    moved_chunks_.fetch_sub(1, std::memory_order_relaxed);
-    moves_off_.store(true, std::memory_order_relaxed);
-    return 0;
-  }
-  dst.set_moved(index);
-  src.mapped_bytes.fetch_sub(bytes, std::memory_order_relaxed);
-  dst.mapped_bytes.fetch_add(bytes, std::memory_order_relaxed);
-  counters_.moved_bytes.fetch_add(bytes, std::memory_order_relaxed);
-  return bytes / kPage;
+  return have - start;
 }
 
 bool Heap::discard_run(int part, Slot& sl, std::uint64_t first, std::uint64_t count, std::uint64_t bytes) {
   char* p = sl.address(first);
   // The run's chunks are the caller's (purged or being freed): their moved bits are stable.
   if (!sl.any_moved(first, count) || !os_->replace(p, bytes)) return os_->advise_free(p, bytes);
-  moved_chunks_.fetch_sub(static_cast<std::int64_t>(sl.take_moved(first, count)), std::memory_order_relaxed);
+  moved_pieces_.fetch_sub(static_cast<std::int64_t>(sl.take_moved(first, count)), std::memory_order_relaxed);
   // The arena's advice and binding (init), so the fresh mapping merges with its neighbours.
   if (!opt_.thp) os_->advise_huge(p, bytes, false);
   if (numa_) bind_part(p, bytes, part);

@@ -165,7 +165,7 @@ class HeapTest : public ::testing::Test {
     o.class_span = 1ull << 30;
     o.capacity = capacity;
     o.thp = thp;
-    o.move_chunks = move_chunks;
+    o.move_pieces = move_pieces;
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
@@ -196,7 +196,7 @@ class HeapTest : public ::testing::Test {
     o.exchange_ms = exchange_ms;
     o.free_percent = 0;  // decay and exchange alone
     o.tcache = false;
-    o.move_chunks = move_chunks;
+    o.move_pieces = move_pieces;
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
@@ -211,7 +211,7 @@ class HeapTest : public ::testing::Test {
     o.free_percent = percent;
     o.free_floor = floor;
     o.tcache = false;
-    o.move_chunks = move_chunks;
+    o.move_pieces = move_pieces;
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
@@ -241,9 +241,9 @@ class HeapTest : public ::testing::Test {
   Heap heap;
   bool heap_ready = false;
   Options numa_options;  // what make_numa and make_kernel start from (a test may set fields first)
-  // NUMAP_MOVE_CHUNKS for make_single, make_decay and make_limit: 0 in the tests of what a move
+  // NUMAP_MOVE_PIECES for make_single, make_decay and make_limit: 0 in the tests of what a move
   // would otherwise serve first (a purge, the exchange, the free limit's give-back and refault).
-  long long move_chunks = Options{}.move_chunks;
+  long long move_pieces = Options{}.move_pieces;
 };
 
 constexpr std::size_t kChunk = 256 << 10;  // a power-of-two page class
@@ -336,7 +336,7 @@ TEST_F(HeapTest, DistanceLimitFailsBeyondIt) {
 }
 
 TEST_F(HeapTest, DistanceLimitPurgesBeyondItWhenConfigured) {
-  numa_options.move_chunks = 0;  // the purge, not a move of the free chunk's pages
+  numa_options.move_pieces = 0;  // the purge, not a move of the free chunk's pages
   make_numa(1 << 20, 16, BeyondLimit::kPurge);
   std::vector<void*> keep;
   FakeOs::cpu = 0;
@@ -354,7 +354,7 @@ TEST_F(HeapTest, DistanceLimitPurgesBeyondItWhenConfigured) {
 }
 
 TEST_F(HeapTest, CapacityPurgesFreePagesThenFailsWithEnomem) {
-  move_chunks = 0;  // the purge (MovesResidentPages... has the same frees served by a move)
+  move_pieces = 0;  // the purge (MovesResidentPages... has the same frees served by a move)
   make_single(8 << 20);
   std::vector<void*> keep;
   for (;;) {
@@ -1074,7 +1074,7 @@ TEST_F(HeapTest, FreeLimitKeepsChurnAndGivesBackARelease) {
 // back as it is freed, as glibc unmaps blocks that large. A 16 MiB one stays. The limit off
 // (FREE_PERCENT=0) keeps both.
 TEST_F(HeapTest, FreeLimitGivesBackChunksOf32MiBAsTheyAreFreed) {
-  move_chunks = 0;  // the 16 MiB chunk's pages would move into the 32 MiB one
+  move_pieces = 0;  // the 16 MiB chunk's pages would move into the 32 MiB one
   make_limit(12, 8 << 20);
   std::vector<void*> held = touched(10, 32 << 20);
   void* mid = touched(1, 16 << 20)[0];
@@ -1165,7 +1165,7 @@ TEST_F(HeapTest, FreeLimitFloorBacksOffAtMostFourTimes) {
 }
 
 TEST_F(HeapTest, ExchangeReleasesOtherClassesIdlePagesBeforeFreshPages) {
-  move_chunks = 0;  // idle pages would move instead of being exchanged
+  move_pieces = 0;  // idle pages would move instead of being exchanged
   for (bool exchange : {true, false}) {
     make_decay(0, false, exchange ? 50 : 0);
     for (void* p : touched(8, 1 << 20)) heap.free(p);
@@ -1281,6 +1281,89 @@ TEST_F(HeapTest, AMoveTakesTheEndOfALongerRunAndLeavesItsStartResident) {
   heap.free(big);
 }
 
+// Free chunks with held ones between them: a request takes one run after another, one mremap
+// each, in address order, instead of faulting what the first run does not cover. Each piece is a
+// mapping of its own; a purge of the chunk covers them all with one fresh mapping.
+TEST_F(HeapTest, AChunkTakesSeveralRunsWithHeldChunksBetweenThem) {
+  Options o = moving_options();
+  o.decay_ms = 0;
+  make_with(o);
+  std::vector<void*> keep;
+  for (int i = 0; i < 8; ++i) {
+    keep.push_back(heap.malloc(kMiB));
+    memset(keep.back(), 'a' + i, kMiB);
+  }
+  const int maps_before = mapping_count();
+  for (int i : {1, 3, 5}) heap.free(keep[i]);
+  FakeOs::now += 200;  // idle
+  char* big = static_cast<char*>(heap.malloc(3 * kMiB));
+  ASSERT_NE(big, nullptr);
+  Stats s = stats();
+  EXPECT_EQ(s.moved_bytes, 3 * kMiB);
+  EXPECT_EQ(s.mremap_calls, 3u);
+  EXPECT_EQ(s.advised_bytes, 0u);
+  EXPECT_EQ(heap.mapped_bytes(), 8 * kMiB);  // nothing charged fresh
+  EXPECT_EQ(big[0], 'b');
+  EXPECT_EQ(big[kMiB], 'd');
+  EXPECT_EQ(big[3 * kMiB - 1], 'f');
+  EXPECT_GT(mapping_count(), maps_before);
+  EXPECT_LE(mapping_count(), maps_before + 6);
+  heap.free(big);
+  EXPECT_EQ(heap.purge(), 3 * kMiB);
+  EXPECT_EQ(mapping_count(), maps_before);
+  for (int i : {0, 2, 4, 6, 7}) heap.free(keep[i]);
+}
+
+// When one class's free pages do not cover a request, the class with the next most free resident
+// bytes gives the rest.
+TEST_F(HeapTest, AChunkTakesRunsOfSeveralClasses) {
+  Options o = moving_options();
+  o.decay_ms = 0;
+  make_with(o);
+  std::vector<void*> mib = touched(2, kMiB), half = touched(2, kMiB / 2);
+  memset(mib[0], 'm', kMiB);
+  memset(mib[1], 'n', kMiB);
+  memset(half[0], 'h', kMiB / 2);
+  memset(half[1], 'i', kMiB / 2);
+  for (void* p : mib) heap.free(p);
+  for (void* p : half) heap.free(p);
+  char* big = static_cast<char*>(heap.malloc(3 * kMiB));
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(stats().moved_bytes, 3 * kMiB);
+  EXPECT_EQ(stats().mremap_calls, 2u);
+  EXPECT_EQ(heap.mapped_bytes(), 3 * kMiB);
+  EXPECT_EQ(big[0], 'm');          // the 1 MiB class first (the most free bytes) ...
+  EXPECT_EQ(big[2 * kMiB], 'h');   // ... then the 512 KiB class's run
+  EXPECT_EQ(big[3 * kMiB - 1], 'i');
+  heap.free(big);
+}
+
+// A chunk that holds moved pieces is a mapping boundary: a run through it gives only what follows
+// it (one mremap cannot span mappings), and the request faults the rest.
+TEST_F(HeapTest, ARunGivesOnlyWhatFollowsAChunkHoldingMovedPieces) {
+  Options o = moving_options();
+  o.decay_ms = 0;
+  make_with(o);
+  std::vector<void*> mib = touched(2, kMiB);
+  for (void* p : mib) heap.free(p);
+  void* a = heap.malloc(2 * kMiB);  // takes the two 1 MiB chunks' pages: one piece
+  EXPECT_EQ(stats().moved_bytes, 2 * kMiB);
+  void* b = heap.malloc(2 * kMiB);  // nothing left to move: fresh
+  ASSERT_EQ(static_cast<char*>(b), static_cast<char*>(a) + 2 * kMiB);  // neighbours in their class
+  memset(a, 'a', 2 * kMiB);
+  memset(b, 'b', 2 * kMiB);
+  heap.free(a);
+  heap.free(b);  // a run of two free 2 MiB chunks, the first holding a moved piece
+  char* big = static_cast<char*>(heap.malloc(4 * kMiB));
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(stats().moved_bytes, 4 * kMiB);  // b's pages only
+  EXPECT_EQ(big[0], 'b');
+  EXPECT_EQ(big[2 * kMiB - 1], 'b');
+  EXPECT_EQ(big[2 * kMiB], 0);  // faulted fresh
+  EXPECT_EQ(heap.mapped_bytes(), 6 * kMiB);
+  heap.free(big);
+}
+
 // calloc over moved pages: they hold the freed chunks' bytes, so calloc must clear them (fresh
 // pages it leaves alone).
 TEST_F(HeapTest, CallocClearsMovedPages) {
@@ -1323,12 +1406,12 @@ TEST_F(HeapTest, ARefusedMoveFallsBackToFreshPagesAndIsNotRetried) {
   heap.free(big);
 }
 
-// NUMAP_MOVE_CHUNKS bounds the chunks holding moved pieces (each up to two more mappings): at the
-// bound a request faults fresh pages; once a purge has covered the piece, moves go on.
-TEST_F(HeapTest, MovesStopAtTheChunkBoundUntilAPurgeCoversAPiece) {
+// NUMAP_MOVE_PIECES bounds the moved pieces (each up to two more mappings): at the bound a request
+// faults fresh pages; once a purge has covered the piece, moves go on.
+TEST_F(HeapTest, MovesStopAtThePieceBoundUntilAPurgeCoversAPiece) {
   Options o = moving_options();
   o.exchange_ms = 0;
-  o.move_chunks = 1;
+  o.move_pieces = 1;
   make_with(o);
   for (void* p : touched(8, kMiB)) heap.free(p);
   void* a = heap.malloc(2 * kMiB);
@@ -1344,6 +1427,23 @@ TEST_F(HeapTest, MovesStopAtTheChunkBoundUntilAPurgeCoversAPiece) {
   void* c = heap.malloc(3 * kMiB);
   EXPECT_EQ(stats().moved_bytes, 5 * kMiB);
   heap.free(c);
+}
+
+// The bound counts pieces, not chunks: a chunk that would take three runs gets two at a bound of
+// two and faults the third's share.
+TEST_F(HeapTest, ThePieceBoundCountsEachRunAChunkTakes) {
+  Options o = moving_options();
+  o.exchange_ms = 0;
+  o.move_pieces = 2;
+  make_with(o);
+  std::vector<void*> keep = touched(8, kMiB);
+  for (int i : {1, 3, 5}) heap.free(keep[i]);
+  void* big = heap.malloc(3 * kMiB);
+  EXPECT_EQ(stats().moved_bytes, 2 * kMiB);
+  EXPECT_EQ(stats().mremap_calls, 2u);
+  EXPECT_EQ(heap.mapped_bytes(), 9 * kMiB);
+  heap.free(big);
+  for (int i : {0, 2, 4, 6, 7}) heap.free(keep[i]);
 }
 
 
@@ -1755,7 +1855,7 @@ TEST_F(HeapTest, StrictBindingToOneNodeIsACapacity) {
   // the process's.
   std::vector<std::uint64_t> free_bytes(8, 64 * kMiB);
   free_bytes[0] = 4 * kMiB + 256 * 1024;
-  numa_options.move_chunks = 0;  // the purge before the failure, not a move
+  numa_options.move_pieces = 0;  // the purge before the failure, not a move
   make_kernel(free_bytes, 64, 1);
   ASSERT_FALSE(heap.numa());
   EXPECT_TRUE(FakeOs::bound.empty());

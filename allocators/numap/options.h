@@ -55,9 +55,9 @@ inline constexpr const char* kBeyondLimitNames[] = {"purge", "fail", nullptr};
     "a background thread applies DECAY_MS while the program does not allocate")                                 \
   X(EXCHANGE_MS, exchange_ms, long long, kInt, 100, 0, 3600000, nullptr,                                        \
     "before touching fresh pages, advise away as many bytes of other classes' pages idle this long; 0 = off")   \
-  X(MOVE_CHUNKS, move_chunks, long long, kInt, 8192, 0, 1 << 20, nullptr,                                     \
+  X(MOVE_PIECES, move_pieces, long long, kInt, 8192, 0, 1 << 20, nullptr,                                     \
     "before touching fresh pages, move other classes' free resident pages in (mremap, no refault); at most "    \
-    "this many chunks hold moved pages at once (each up to two more /proc/self/maps entries); 0 = never")       \
+    "this many moved pieces exist at once (each up to two more /proc/self/maps entries); 0 = never")            \
   X(STATS_AT_EXIT, stats_at_exit, bool, kBool, false, 0, 1, nullptr,                                            \
     "print one line of numap's counters to stderr at exit")                                                     \
   X(FREE_REFRESH_MS, free_refresh_ms, long long, kInt, 100, 0, 60000, nullptr,                                  \

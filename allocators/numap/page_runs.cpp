@@ -13,7 +13,7 @@ std::uint64_t round8(std::uint64_t b) { return (b + 7) & ~std::uint64_t{7}; }
 std::size_t Slot::metadata_bytes(std::uint64_t nchunks) {
   std::uint64_t w = words_for(nchunks);
   std::uint64_t s = words_for(w);
-  return (3 * w + 2 * s) * 8 + 2 * round8(nchunks * 4);
+  return (2 * w + 2 * s) * 8 + 2 * round8(nchunks * 4) + round8(nchunks);
 }
 
 void Slot::init(char* base, std::uint64_t chunk, std::uint64_t nchunks, std::uint32_t grain_pages, void* meta) {
@@ -31,7 +31,7 @@ void Slot::init(char* base, std::uint64_t chunk, std::uint64_t nchunks, std::uin
   fm_sum_ = full_sum_ + s;
   extent_ = reinterpret_cast<std::uint32_t*>(fm_sum_ + s);
   freed_at_ = reinterpret_cast<std::uint32_t*>(reinterpret_cast<char*>(extent_) + round8(nchunks * 4));
-  moved_ = reinterpret_cast<std::uint64_t*>(reinterpret_cast<char*>(freed_at_) + round8(nchunks * 4));
+  pieces_ = reinterpret_cast<std::uint8_t*>(freed_at_) + round8(nchunks * 4);
   // Bits past the end stay free in the bitmap (writing them would touch a page of every class's
   // metadata at start); take_locked never returns an index at or past nchunks.
   ready_.store(1, std::memory_order_release);
@@ -237,17 +237,15 @@ void Slot::move_done(const PurgeRun& run, std::uint64_t kept) {
 
 std::uint64_t Slot::take_moved(std::uint64_t first, std::uint64_t count) {
   std::uint64_t n = 0;
-  for (std::uint64_t i = first; i < first + count; ++i) {
-    const std::uint64_t bit = std::uint64_t{1} << (i % 64);
-    if (__atomic_fetch_and(&moved_[i / 64], ~bit, __ATOMIC_RELAXED) & bit) ++n;
-  }
+  for (std::uint64_t i = first; i < first + count; ++i)
+    if (moved(i)) n += __atomic_exchange_n(&pieces_[i], std::uint8_t{0}, __ATOMIC_RELAXED);
   return n;
 }
 
-bool Slot::any_moved(std::uint64_t first, std::uint64_t count) const {
-  for (std::uint64_t i = first; i < first + count; ++i)
-    if (moved(i)) return true;
-  return false;
+std::int64_t Slot::last_moved(std::uint64_t first, std::uint64_t count) const {
+  for (std::uint64_t i = first + count; i > first; --i)
+    if (moved(i - 1)) return static_cast<std::int64_t>(i - 1);
+  return -1;
 }
 
 }  // namespace numap

@@ -72,16 +72,18 @@ class Slot {
   // are free again, each resident up to what is left of the first `kept` bytes (mapped iff any).
   void move_done(const PurgeRun& run, std::uint64_t kept);
 
-  // Chunks holding pages moved in from another Slot (Heap::move_in): such a piece is a mapping of
-  // its own until the chunk's pages are discarded by a fresh mapping. Set and cleared by whoever
-  // holds the chunk (atomically: other chunks' bits share the word).
-  bool moved(std::uint64_t i) const {
-    return (__atomic_load_n(&moved_[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
-  }
-  void set_moved(std::uint64_t i) { __atomic_fetch_or(&moved_[i / 64], std::uint64_t{1} << (i % 64), __ATOMIC_RELAXED); }
-  // How many of chunks first .. first + count - 1 hold moved pages; clears their bits.
+  // Pieces of pages moved into chunk i from other Slots (Heap::move_in): each is a mapping of its
+  // own until the chunk's pages are discarded by a fresh mapping. Counted by whoever holds the
+  // chunk (a byte each, atomically: neighbouring chunks' counts share the word).
+  static constexpr std::uint32_t kMaxPieces = 255;
+  std::uint32_t pieces(std::uint64_t i) const { return __atomic_load_n(&pieces_[i], __ATOMIC_RELAXED); }
+  bool moved(std::uint64_t i) const { return pieces(i) != 0; }
+  void add_piece(std::uint64_t i) { __atomic_fetch_add(&pieces_[i], std::uint8_t{1}, __ATOMIC_RELAXED); }
+  // The pieces of chunks first .. first + count - 1 together; clears their counts.
   std::uint64_t take_moved(std::uint64_t first, std::uint64_t count);
-  bool any_moved(std::uint64_t first, std::uint64_t count) const;
+  bool any_moved(std::uint64_t first, std::uint64_t count) const { return last_moved(first, count) >= 0; }
+  // The last of chunks first .. first + count - 1 that holds a moved piece; -1 when none does.
+  std::int64_t last_moved(std::uint64_t first, std::uint64_t count) const;
 
   char* base() const { return base_; }
   std::uint64_t chunk() const { return chunk_; }
@@ -124,7 +126,7 @@ class Slot {
   std::uint64_t* fm_sum_ = nullptr;    // bit w: word w has a free mapped chunk
   std::uint32_t* extent_ = nullptr;
   std::uint32_t* freed_at_ = nullptr;  // tick at which each free mapped chunk was given back
-  std::uint64_t* moved_ = nullptr;     // bit i: chunk i holds pages moved in (a mapping of its own)
+  std::uint8_t* pieces_ = nullptr;     // chunk i's moved pieces (each a mapping of its own)
   std::atomic<std::uint64_t> free_mapped_{0};  // written under the lock; read racily to skip empty slots
   std::atomic<std::uint64_t> free_mapped_bytes_{0};  // sum of their extents x page; same rules
   // Under the lock there is one writer: a plain load and store, no locked read-modify-write on

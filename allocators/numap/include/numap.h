@@ -98,7 +98,7 @@ struct numap_stats {
   uint64_t tcache_give_backs;  /* ... and times a thread gave half of its claim back when asked */
   /* Version 8. */
   uint64_t moved_bytes;        /* resident bytes of other classes' free chunks moved into a chunk that needed
-                                  fresh pages (NUMAP_MOVE_CHUNKS): reused without a refault */
+                                  fresh pages (NUMAP_MOVE_PIECES): reused without a refault */
   uint64_t mremap_calls;       /* moves tried (mremap) ... */
   uint64_t mremap_bytes;       /* ... and the bytes they moved */
 };
