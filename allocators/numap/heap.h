@@ -216,6 +216,11 @@ class Heap {
   // moved (charged on the node already: only the Slots' shares change). NUMAP_MOVE_PIECES bounds
   // the moved pieces at once (each a mapping of its own until discard_run).
   std::uint64_t move_in(int part, int slot, std::uint64_t index, std::uint64_t have, std::uint64_t need);
+  // move_in's work on n runs that purge_begin marked in `src`: each run's clean tail, as much as
+  // the chunk still needs, moves into chunk `index` of `dst` from page `have` on (one mremap and
+  // one piece each); every run is then free again with what stayed. Returns the pages moved.
+  std::uint64_t move_runs(Slot& src, const PurgeRun* runs, int n, Slot& dst, std::uint64_t index, std::uint64_t have,
+                          std::uint64_t need);
   // Room for one more moved piece under NUMAP_MOVE_PIECES (false at the bound).
   bool take_piece() {
     if (moved_pieces_.fetch_add(1, std::memory_order_relaxed) < opt_.move_pieces) return true;

@@ -157,38 +157,54 @@ std::uint64_t Heap::move_in(int part, int slot, std::uint64_t index, std::uint64
     if (from < 0) break;
     tried[source] = from;
     Slot& src = np.slots[from];
-    const std::uint64_t want = (need - have) * kPage;
-    PurgeRun runs[kMoveRuns];
-    // Idle pages first, as the exchange takes: under churn each class keeps what it is about to reuse.
-    int n = opt_.exchange_ms > 0
-                ? src.purge_begin(runs, kMoveRuns, want, true, now - static_cast<std::uint32_t>(opt_.exchange_ms))
-                : 0;
-    if (n == 0) n = src.purge_begin(runs, kMoveRuns, want, false, 0);
-    for (int r = 0; r < n; ++r) {
-      const PurgeRun& run = runs[r];
-      // One mremap cannot span mappings: only the run's part after its last chunk holding a moved
-      // piece can go. Its last bytes go, so that what stays is still each chunk's first pages.
-      const std::int64_t last = src.last_moved(run.first, run.count);
-      const std::uint64_t skip = last < 0 ? 0 : (static_cast<std::uint64_t>(last) + 1 - run.first) * src.chunk();
-      std::uint64_t bytes = run.bytes > skip ? run.bytes - skip : 0;
-      if (bytes > (need - have) * kPage) bytes = (need - have) * kPage;
-      std::uint64_t kept = run.bytes;
-      if (bytes >= kMoveMinPages * kPage && dst.pieces(index) < Slot::kMaxPieces && take_piece()) {
-        if (os_->move_pages(src.address(run.first) + (run.bytes - bytes), dst.address(index) + have * kPage, bytes)) {
-          kept = run.bytes - bytes;
-          have += bytes / kPage;
-          dst.add_piece(index);
-          src.mapped_bytes.fetch_sub(bytes, std::memory_order_relaxed);
-          dst.mapped_bytes.fetch_add(bytes, std::memory_order_relaxed);
-          counters_.moved_bytes.fetch_add(bytes, std::memory_order_relaxed);
-        } else {
-          moved_pieces_.fetch_sub(1, std::memory_order_relaxed);
-          moves_off_.store(true, std::memory_order_relaxed);
-        }
+    // Idle pages first, as the exchange takes; then young ones only as far as the class holds more
+    // free bytes than it has in use (a structure freed): a class in steady churn reuses the chunks
+    // it has just freed, and taking them made it fault them again (orc_scan's steady phase lost a
+    // third of its speed, docs/benchmarks.md "Several moved runs per chunk").
+    for (int young = opt_.exchange_ms > 0 ? 0 : 1; young < 2 && need - have >= kMoveMinPages; ++young) {
+      std::uint64_t want = (need - have) * kPage;
+      if (young) {
+        const std::uint64_t free = src.free_mapped_bytes(), in_use = src.in_use_bytes.load(std::memory_order_relaxed);
+        const std::uint64_t spare = free > in_use ? free - in_use : 0;
+        if (spare < kMoveMinPages * kPage) break;
+        if (want > spare) want = spare;
       }
-      src.move_done(run, kept);
+      PurgeRun runs[kMoveRuns];
+      const int n = src.purge_begin(runs, kMoveRuns, want, !young, now - static_cast<std::uint32_t>(opt_.exchange_ms));
+      have += move_runs(src, runs, n, dst, index, have, need);
     }
     if (moves_off_.load(std::memory_order_relaxed)) break;
+  }
+  return have - start;
+}
+
+std::uint64_t Heap::move_runs(Slot& src, const PurgeRun* runs, int n, Slot& dst, std::uint64_t index,
+                              std::uint64_t have, std::uint64_t need) {
+  const std::uint64_t start = have;
+  for (int r = 0; r < n; ++r) {
+    const PurgeRun& run = runs[r];
+    // One mremap cannot span mappings: only the run's part after its last chunk holding a moved
+    // piece can go. Its last bytes go, so that what stays is still each chunk's first pages.
+    const std::int64_t last = src.last_moved(run.first, run.count);
+    const std::uint64_t skip = last < 0 ? 0 : (static_cast<std::uint64_t>(last) + 1 - run.first) * src.chunk();
+    std::uint64_t bytes = run.bytes > skip ? run.bytes - skip : 0;
+    if (bytes > (need - have) * kPage) bytes = (need - have) * kPage;
+    std::uint64_t kept = run.bytes;
+    if (bytes >= kMoveMinPages * kPage && dst.pieces(index) < Slot::kMaxPieces &&
+        !moves_off_.load(std::memory_order_relaxed) && take_piece()) {
+      if (os_->move_pages(src.address(run.first) + (run.bytes - bytes), dst.address(index) + have * kPage, bytes)) {
+        kept = run.bytes - bytes;
+        have += bytes / kPage;
+        dst.add_piece(index);
+        src.mapped_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+        dst.mapped_bytes.fetch_add(bytes, std::memory_order_relaxed);
+        counters_.moved_bytes.fetch_add(bytes, std::memory_order_relaxed);
+      } else {
+        moved_pieces_.fetch_sub(1, std::memory_order_relaxed);
+        moves_off_.store(true, std::memory_order_relaxed);
+      }
+    }
+    src.move_done(run, kept);
   }
   return have - start;
 }
