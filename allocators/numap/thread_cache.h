@@ -50,9 +50,13 @@ constexpr std::uint32_t kAskMost = 4096;
 // bytes of a thread's cached chunks are bounded by NUMAP_PAGE_CACHE_BYTES. Above, a thread keeps
 // at most one chunk per class, and only while all threads' cached large chunks of its node stay
 // within NUMAP_LARGE_CACHE_BYTES (NodePart::large_cached): a bound per thread would grow with the
-// thread count (64 pool threads each keeping a 4 MiB buffer hold 256 MiB).
+// thread count (64 pool threads each keeping a 4 MiB buffer hold 256 MiB); and only in a thread
+// that allocates that class itself (ThreadCache::large_taken): a thread that only frees what
+// another allocated (a flush thread freeing a writer's memtable blocks) would keep a chunk nobody
+// takes, which the free limit counts as free and gives other pages back for.
 constexpr int kPageCacheClasses = 36;
 constexpr int kLargeCachedClass = 20;  // 320 KiB
+static_assert(kPageCacheClasses - kLargeCachedClass <= 32, "ThreadCache::large_taken has a bit per large class");
 constexpr int kPageCacheDepth = 8;
 
 struct PageCacheList {
@@ -103,6 +107,7 @@ struct ThreadCache {
   std::uint32_t steal_next;
   std::uint32_t epoch;
   std::uint64_t page_bytes;      // charged bytes of the chunks in `pages` below kLargeCachedClass
+  std::uint32_t large_taken;     // bit c - kLargeCachedClass: this thread has allocated a chunk of class c
   // The page cache is the one part another thread touches: purge() flushes every registered
   // thread's page cache unless its owner is inside a page-cache operation (page_lock set; the
   // purger never waits for a busy thread). With membarrier (Heap::asymmetric_page_guard) the
