@@ -12,7 +12,11 @@ namespace numap {
 void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool borrow) {
   ThreadCache* tc;
   if (cls < kPageCacheClasses && (tc = live_cache()) != nullptr && tc->pages[cls].limit != 0) {
-    if (cls >= kLargeCachedClass) tc->large_taken |= 1u << (cls - kLargeCachedClass);
+    if (cls >= kLargeCachedClass) {
+      const std::uint32_t bit = 1u << (cls - kLargeCachedClass);
+      tc->large_again |= tc->large_taken & bit;
+      tc->large_taken |= bit;
+    }
     page_enter(tc);
     PageCacheList& l = tc->pages[cls];
     if (l.count == 0 && cls < kLargeCachedClass) page_refill(tc, cls);
@@ -95,7 +99,7 @@ bool Heap::large_cache_take(int part, std::uint64_t bytes) {
 bool Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pages) {
   PageCacheList& l = tc->pages[cls];
   if (cls >= kLargeCachedClass) {
-    if (!(tc->large_taken & (1u << (cls - kLargeCachedClass)))) return false;  // nobody here would take it
+    if (!(tc->large_again & (1u << (cls - kLargeCachedClass)))) return false;  // nobody here would take it
     const std::uint64_t bytes = std::uint64_t{extent_pages} * kPage;
     page_enter(tc);
     const int part = part_of_chunk(p);

@@ -59,7 +59,7 @@ ThreadCache* Heap::cache() {
   tc->steal_next = 0;
   tc->epoch = tcache_epoch_.load(std::memory_order_relaxed);
   tc->page_bytes = 0;
-  tc->large_taken = 0;
+  tc->large_taken = tc->large_again = 0;
   __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELAXED);
   __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELAXED);
   for (int c = 0; c < kPageCacheClasses; ++c) {

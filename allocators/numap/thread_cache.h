@@ -107,7 +107,10 @@ struct ThreadCache {
   std::uint32_t steal_next;
   std::uint32_t epoch;
   std::uint64_t page_bytes;      // charged bytes of the chunks in `pages` below kLargeCachedClass
-  std::uint32_t large_taken;     // bit c - kLargeCachedClass: this thread has allocated a chunk of class c
+  // Bit c - kLargeCachedClass: this thread has allocated a chunk of large class c (large_taken),
+  // and at least twice (large_again: only then does it cache what it frees of that class).
+  std::uint32_t large_taken;
+  std::uint32_t large_again;
   // The page cache is the one part another thread touches: purge() flushes every registered
   // thread's page cache unless its owner is inside a page-cache operation (page_lock set; the
   // purger never waits for a busy thread). With membarrier (Heap::asymmetric_page_guard) the
