@@ -28,11 +28,30 @@ class FreeLimit {
     freed_since_check_.store(0, std::memory_order_relaxed);
     return true;
   }
-  // One thread applies the limit at a time (false: another is; the others go on freeing).
-  bool enter() { return applying_.exchange(1, std::memory_order_acquire) == 0; }
-  void leave() { applying_.store(0, std::memory_order_release); }
+  // One thread applies the limit at a time: false when another is, and the others go on freeing.
+  // A check that finds it busy is not lost: it leaves a request (pending_) that the applying
+  // thread honours before it leaves (again()). Dropped checks left a release's last hundreds of
+  // MiB resident at its end whenever the other thread's frees came due while one thread was
+  // giving pages back (orc_scan's drain, 1 cell in 10). pending_ is stored before applying_ is
+  // tried, and read after it is released (sequentially consistent, both sides), so either the
+  // applying thread sees the request or the requester gets the limit itself.
+  bool enter() {
+    pending_.store(1);
+    return applying_.exchange(1) == 0;
+  }
+  // The applying thread, before it reads the node's figures: the requests so far are its own.
+  void begin() { pending_.store(0); }
+  // Releases the limit; true when a check came due meanwhile and this thread took the limit again
+  // (the caller applies it once more).
+  bool again() {
+    applying_.store(0);
+    return pending_.load() != 0 && applying_.exchange(1) == 0;
+  }
   // In a forked child: the thread that was applying it is gone.
-  void forget_applier() { applying_.store(0, std::memory_order_relaxed); }
+  void forget_applier() {
+    applying_.store(0, std::memory_order_relaxed);
+    pending_.store(0, std::memory_order_relaxed);
+  }
 
   // The free bytes the node may keep now (tick `now`), holding `free` free and `in_use` in use,
   // after the back-off below; called by the thread inside enter(). *new_window: a window ended,
@@ -49,6 +68,7 @@ class FreeLimit {
 
   std::atomic<std::uint64_t> freed_since_check_{0};
   std::atomic<std::uint32_t> applying_{0};
+  std::atomic<std::uint32_t> pending_{0};  // a check came due while another thread was applying
   // The back-off: the allowance is multiplied by scale_ (1, 2, 4 .. kMaxScale), doubled when,
   // within a window of DECAY_MS from window_, a quarter of what the limit gave back (given_) was
   // charged again by the same classes (refaulted_: see Slot::limit_owed); at the end of a window

@@ -395,6 +395,7 @@ class Heap {
   // pages back at once, where decay by age would wait DECAY_MS; steady churn, whose free pages
   // are a small share of what it holds, keeps them.
   void limit_free(int part);
+  void limit_pass(int part);  // limit_free's work, by the thread inside FreeLimit::enter()
   // Fresh pages charged for a Slot the free limit took pages from: the limit was too tight.
   void note_refault(int part, Slot& sl, std::uint64_t bytes);
 

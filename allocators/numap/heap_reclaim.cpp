@@ -102,7 +102,15 @@ void Heap::exchange(int part, int slot, std::uint64_t bytes) {
 
 void Heap::limit_free(int part) {
   NodePart& np = part_[part];
-  if (!np.free_limit.enter()) return;
+  if (!np.free_limit.enter()) return;  // the thread applying it looks again before it leaves
+  do {
+    np.free_limit.begin();
+    limit_pass(part);
+  } while (np.free_limit.again());
+}
+
+void Heap::limit_pass(int part) {
+  NodePart& np = part_[part];
   std::uint64_t free = 0;
   for (int s = 0; s < nslots_; ++s) free += np.slots[s].free_mapped_bytes();
   // Large chunks waiting in thread caches are free memory too: the limit trims the Slots' free
@@ -115,18 +123,16 @@ void Heap::limit_free(int part) {
   const std::uint64_t allowed = np.free_limit.allowance(now, free, in_use, opt_, &new_window);
   if (new_window)
     for (int s = 0; s < nslots_; ++s) np.slots[s].limit_owed.store(0, std::memory_order_relaxed);
-  if (free > allowed) {
-    // Down to three quarters of the allowance, so that a release does not come back every MiB.
-    const std::uint64_t want = free - allowed / 4 * 3;
-    std::uint64_t got = 0;
-    if (opt_.exchange_ms > 0)
-      got = purge_pages(want, part, -1, true, now - static_cast<std::uint32_t>(opt_.exchange_ms), true);
-    if (got < want) got += purge_pages(want - got, part, -1, false, 0, true);
-    np.free_limit.gave(got);
-    if (got != 0) tcache_pressure();
-    counters_.limited_bytes.fetch_add(got, std::memory_order_relaxed);
-  }
-  np.free_limit.leave();
+  if (free <= allowed) return;
+  // Down to three quarters of the allowance, so that a release does not come back every MiB.
+  const std::uint64_t want = free - allowed / 4 * 3;
+  std::uint64_t got = 0;
+  if (opt_.exchange_ms > 0)
+    got = purge_pages(want, part, -1, true, now - static_cast<std::uint32_t>(opt_.exchange_ms), true);
+  if (got < want) got += purge_pages(want - got, part, -1, false, 0, true);
+  np.free_limit.gave(got);
+  if (got != 0) tcache_pressure();
+  counters_.limited_bytes.fetch_add(got, std::memory_order_relaxed);
 }
 
 void Heap::note_refault(int part, Slot& sl, std::uint64_t bytes) {
