@@ -228,6 +228,12 @@ class HeapTest : public ::testing::Test {
     }
     return v;
   }
+  // n blocks of 1 MiB, block i filled with 'a' + i (where a move takes its pages from shows).
+  std::vector<void*> lettered(int n) {
+    std::vector<void*> v = touched(n, 1 << 20);
+    for (int i = 0; i < n; ++i) memset(v[static_cast<std::size_t>(i)], 'a' + i, 1 << 20);
+    return v;
+  }
   Stats stats() {
     Stats s{};
     s.struct_size = sizeof s;
@@ -1271,11 +1277,7 @@ TEST_F(HeapTest, MovesResidentPagesOfAnotherClassInsteadOfFaultingFresh) {
   Options o = moving_options();
   o.decay_ms = 0;
   make_with(o);
-  std::vector<void*> keep;
-  for (int i = 0; i < 8; ++i) {
-    keep.push_back(heap.malloc(kMiB));
-    memset(keep.back(), 'a' + i, kMiB);
-  }
+  std::vector<void*> keep = lettered(8);
   const int maps_before = mapping_count();
   for (int i = 2; i < 6; ++i) heap.free(keep[i]);
   FakeOs::now += 200;  // idle
@@ -1316,11 +1318,7 @@ TEST_F(HeapTest, MovesResidentPagesOfAnotherClassInsteadOfFaultingFresh) {
 TEST_F(HeapTest, AMoveTakesTheEndOfALongerRunAndLeavesItsStartResident) {
   Options o = moving_options();
   make_with(o);
-  std::vector<void*> keep;
-  for (int i = 0; i < 4; ++i) {
-    keep.push_back(heap.malloc(kMiB));
-    memset(keep.back(), 'a' + i, kMiB);
-  }
+  std::vector<void*> keep = lettered(4);
   for (void* p : keep) heap.free(p);
   char* big = static_cast<char*>(heap.malloc(2 * kMiB + kMiB / 2));  // the run grows to 3 chunks
   ASSERT_NE(big, nullptr);
@@ -1350,11 +1348,7 @@ TEST_F(HeapTest, AChunkTakesSeveralRunsWithHeldChunksBetweenThem) {
   Options o = moving_options();
   o.decay_ms = 0;
   make_with(o);
-  std::vector<void*> keep;
-  for (int i = 0; i < 8; ++i) {
-    keep.push_back(heap.malloc(kMiB));
-    memset(keep.back(), 'a' + i, kMiB);
-  }
+  std::vector<void*> keep = lettered(8);
   const int maps_before = mapping_count();
   for (int i : {1, 3, 5}) heap.free(keep[i]);
   FakeOs::now += 200;  // idle
