@@ -211,7 +211,7 @@ std::uint64_t Heap::move_runs(Slot& src, const PurgeRun* runs, int n, Slot& dst,
 
 bool Heap::discard_run(int part, Slot& sl, std::uint64_t first, std::uint64_t count, std::uint64_t bytes) {
   char* p = sl.address(first);
-  // The run's chunks are the caller's (purged or being freed): their moved bits are stable.
+  // The run's chunks are the caller's (purged or being freed): their piece counts are stable.
   if (!sl.any_moved(first, count) || !os_->replace(p, bytes)) return os_->advise_free(p, bytes);
   moved_pieces_.fetch_sub(static_cast<std::int64_t>(sl.take_moved(first, count)), std::memory_order_relaxed);
   // The arena's advice and binding (init), so the fresh mapping merges with its neighbours.

@@ -51,12 +51,13 @@ constexpr std::uint32_t kAskMost = 4096;
 // at most one chunk per class, and only while all threads' cached large chunks of its node stay
 // within NUMAP_LARGE_CACHE_BYTES (NodePart::large_cached): a bound per thread would grow with the
 // thread count (64 pool threads each keeping a 4 MiB buffer hold 256 MiB); and only in a thread
-// that allocates that class itself (ThreadCache::large_taken): a thread that only frees what
-// another allocated (a flush thread freeing a writer's memtable blocks) would keep a chunk nobody
-// takes, which the free limit counts as free and gives other pages back for.
+// that has allocated that class twice itself (ThreadCache::large_again): a thread that only frees
+// what another allocated (a flush thread freeing a writer's memtable blocks), or made one buffer of
+// the class in its life (a pool thread), would keep a chunk nobody takes, which the free limit
+// counts as free and gives other pages back for.
 constexpr int kPageCacheClasses = 36;
 constexpr int kLargeCachedClass = 20;  // 320 KiB
-static_assert(kPageCacheClasses - kLargeCachedClass <= 32, "ThreadCache::large_taken has a bit per large class");
+static_assert(kPageCacheClasses - kLargeCachedClass <= 32, "ThreadCache::large_taken/again have a bit per large class");
 constexpr int kPageCacheDepth = 8;
 
 struct PageCacheList {
