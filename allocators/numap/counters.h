@@ -22,6 +22,7 @@
   X(borrowed_bytes, heap, 1, 1)         \
   X(exchanged_bytes, heap, 1, 1)        \
   X(moved_bytes, heap, 1, 1)            \
+  X(reused_bytes, stats, 1, 1)          \
   X(limited_bytes, heap, 1, 1)          \
   X(purges, heap, 1, 1)                 \
   X(trims, heap, 1, 1)                  \

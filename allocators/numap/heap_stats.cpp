@@ -30,6 +30,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
     NUMAP_TOTALS(NUMAP_COPY_COUNTER)
 #undef NUMAP_COPY_COUNTER
     s.allocs = s.tcache_hits + huge_.allocs();
+    s.reused_bytes = s.borrowed_bytes + s.moved_bytes;
     const std::uint64_t unclaimed = tcache_pool_.load(std::memory_order_relaxed);
     s.tcache_claimed_bytes = opt_.tcache_total > unclaimed ? opt_.tcache_total - unclaimed : 0;
     int nd = 0;

@@ -1285,6 +1285,7 @@ TEST_F(HeapTest, MovesResidentPagesOfAnotherClassInsteadOfFaultingFresh) {
   ASSERT_NE(big, nullptr);
   Stats s = stats();
   EXPECT_EQ(s.moved_bytes, 3 * kMiB);
+  EXPECT_EQ(s.reused_bytes, 3 * kMiB);  // moved, nothing borrowed
   EXPECT_EQ(s.mremap_calls, 1u);
   EXPECT_EQ(s.mremap_bytes, 3 * kMiB);
   EXPECT_EQ(s.advised_bytes, 0u);
@@ -1543,6 +1544,7 @@ TEST_F(HeapTest, BorrowedChunksAreCounted) {
   void* q = heap.malloc(800 << 10);  // the 896 KiB class, empty: borrows the resident 1 MiB chunk
   EXPECT_EQ(q, p);
   EXPECT_EQ(stats().borrowed_bytes, 1u << 20);
+  EXPECT_EQ(stats().reused_bytes, 1u << 20);  // borrowed, nothing moved
   heap.free(q);
 }
 

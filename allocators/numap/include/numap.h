@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 8
+#define NUMAP_STATS_VERSION 9
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -101,6 +101,10 @@ struct numap_stats {
                                   fresh pages (NUMAP_MOVE_PIECES): reused without a refault */
   uint64_t mremap_calls;       /* moves tried (mremap) ... */
   uint64_t mremap_bytes;       /* ... and the bytes they moved */
+  /* Version 9. */
+  uint64_t reused_bytes;       /* borrowed_bytes + moved_bytes: free resident bytes of one class that served
+                                  another without being advised away and faulted again (reused_bytes / 4096
+                                  page faults avoided) */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
