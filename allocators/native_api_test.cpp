@@ -33,14 +33,15 @@ bool scrubbed(std::string_view var) {
          name.starts_with("MALLOC_") || name.starts_with("TCMALLOC_") || name.starts_with("MIMALLOC_");
 }
 
-// Runs the probe for `backend` with `lib` preloaded (none when empty) and `env` added; returns its JSON.
+// Runs the probe for `backend` with `lib` preloaded (none when empty; a name in kLibDir or an
+// absolute path) and `env` added; returns its JSON.
 json run_probe(const std::string& backend, const std::string& lib,
                const std::map<std::string, std::string>& env = {}) {
   std::vector<std::string> vars;
   for (char** e = environ; *e != nullptr; ++e) {
     if (!scrubbed(*e)) vars.emplace_back(*e);
   }
-  if (!lib.empty()) vars.push_back("LD_PRELOAD=" + std::string(kLibDir) + lib);
+  if (!lib.empty()) vars.push_back("LD_PRELOAD=" + (lib.front() == '/' ? lib : std::string(kLibDir) + lib));
   for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
   std::vector<char*> envp;
   for (auto& v : vars) envp.push_back(v.data());
@@ -208,6 +209,24 @@ TEST(NativeApi, MimallocEnvironment) {
   ASSERT_FALSE(r["options"].contains("unverified")) << r["options"]["unverified"];
   EXPECT_EQ(r["options"]["page_reset"], 1);
   EXPECT_EQ(r["options"]["decommit_delay"], 0);
+}
+
+// numap's totals: reused_bytes is borrowed + moved; a library built before a total existed leaves
+// it out instead of reporting 0.
+TEST(NativeApi, Numap) {
+  const json r = run_probe("numap", NUMAP_LIBRARY);
+  ASSERT_TRUE(r["stats"].contains("reused_bytes")) << r["stats"].dump();
+  EXPECT_EQ(r["stats"]["reused_bytes"].get<std::uint64_t>(),
+            r["stats"]["borrowed_bytes"].get<std::uint64_t>() + r["stats"]["moved_bytes"].get<std::uint64_t>());
+  EXPECT_GT(r["stats"].value("allocs", 0), 0);
+  EXPECT_FALSE(r["version"].get<std::string>().empty());
+}
+
+TEST(NativeApi, NumapOlderLibraryLeavesOutTotalsItDoesNotHave) {
+  const json r = run_probe("numap", NUMAP_V8_FAKE);
+  EXPECT_EQ(r["stats"].value("moved_bytes", 0), 5 << 20);
+  EXPECT_EQ(r["stats"].value("borrowed_bytes", 0), 3 << 20);
+  EXPECT_FALSE(r["stats"].contains("reused_bytes")) << r["stats"].dump();
 }
 
 }  // namespace

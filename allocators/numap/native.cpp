@@ -2,6 +2,7 @@
 // Statistics: totals as flat keys, then "nodes" (per node) and "classes" (per node and size class,
 // only those ever used), so a phase's alloc_stats say where the pages are.
 #include <cctype>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,10 @@ nlohmann::json read_stats() {
   struct numap_stats s;
   std::vector<numap_class_stats> classes;
   if (!read_all(s, classes)) return out;
-#define NUMAP_ALLOC_STATS_KEY(name, counted_by, exit_line, alloc_stats) NUMAP_WHEN(alloc_stats, out[#name] = s.name;)
+  // A library built before a total existed fills a shorter struct (struct_size is its own size):
+  // a total past its end is left out, not reported as 0 (comparing against an older build).
+#define NUMAP_ALLOC_STATS_KEY(name, counted_by, exit_line, alloc_stats) \
+  NUMAP_WHEN(alloc_stats, if (offsetof(struct numap_stats, name) + sizeof s.name <= s.struct_size) out[#name] = s.name;)
   NUMAP_TOTALS(NUMAP_ALLOC_STATS_KEY)
 #undef NUMAP_ALLOC_STATS_KEY
   nlohmann::json fallback = nlohmann::json::object();
