@@ -51,6 +51,7 @@
   X(tcache_claimed_bytes, stats, 0, 1)  \
   X(tcache_asks, heap, 0, 1)            \
   X(tcache_give_backs, heap, 0, 1)      \
+  X(tcache_idle_bytes, heap, 0, 1)      \
   X(split_allocs, heap, 0, 1)           \
   X(numa_enabled, stats, 0, 1)          \
   X(option_warnings, stats, 1, 1)

@@ -43,6 +43,7 @@ bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
   given_back_.store(false, std::memory_order_relaxed);  // (tests init a destroyed heap again)
   decay_start_due_.store(false, std::memory_order_relaxed);
   decay_period_ = static_cast<std::uint32_t>(opt_.decay_ms / 4 > 0 ? opt_.decay_ms / 4 : 1);
+  idle_look_ms_ = opt_.decay_ms > 0 ? static_cast<std::uint32_t>(opt_.decay_ms) : ~0u;
   // One thread's lists grow by at most NUMAP_TCACHE_BUDGET, all threads' by NUMAP_TCACHE_TOTAL.
   const std::uint64_t one_thread = opt_.tcache_budget < opt_.tcache_total ? opt_.tcache_budget : opt_.tcache_total;
   lists_adapt_ = one_thread != 0;

@@ -94,6 +94,8 @@ void* Heap::refill(ThreadCache* tc, int cls) {
   std::uint32_t want = 1;
   if (tc != nullptr) {
     recheck_node(tc);
+    tc->slow_classes |= std::uint64_t{1} << cls;
+    tc->held_classes |= std::uint64_t{1} << cls;
     lists_check_pressure(tc);
     node = tc->node;
     want = tc->lists[cls].limit / 2 > 0 ? tc->lists[cls].limit / 2 : 1;  // half the (grown) limit
@@ -130,6 +132,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     s->capacity = static_cast<std::uint16_t>(kSlabBytes / size);
     s->nfree = s->capacity;
     Central& c2 = np.central[cls];
+    c2.slab_bytes.fetch_add(kSlabBytes, std::memory_order_relaxed);
     LockGuard g(c2.lock);
     central_link(&c2, s);
     got = c2.pop(np.slots[kSlabSlot].base(), kSlabBytes, np.slab_meta, &head, first_batch(c2, size, want));
@@ -252,6 +255,8 @@ void Heap::list_shrink(ThreadCache* tc, int cls, std::uint32_t batches) {
 }
 
 void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
+  tc->slow_classes |= std::uint64_t{1} << cls;
+  tc->held_classes |= std::uint64_t{1} << cls;
   lists_check_pressure(tc);
   CacheList& l = tc->lists[cls];
   if (l.count < l.limit) return;  // the pressure check made room
@@ -264,6 +269,35 @@ void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
   // Half the limit goes back, in one step (the caller then pushes one object: the list stays
   // within its limit). At the base limit that is one batch, as before the lists adapted.
   list_release(&l, cls, part, l.limit / 2 > 0 ? l.limit / 2 : 1);
+}
+
+void Heap::lists_return_idle(ThreadCache* tc) {
+  const std::uint64_t slow = tc->slow_classes;
+  tc->slow_classes = 0;
+  tc->idle_looked_at = tick();
+  bool shrunk = false;
+  for (int c = 0; c < kSmallClasses; ++c) {
+    if (!(tc->held_classes >> c & 1)) continue;
+    if (slow >> c & 1) {
+      const Central& ce = part_[tc->node].central[c];
+      const std::uint64_t slabs = ce.slab_bytes.load(std::memory_order_relaxed);
+      const std::uint64_t in_use = ce.in_use_bytes.load(std::memory_order_relaxed);
+      if (slabs < 2 * in_use + kSparseSlack) continue;  // in use and not sparse: keep it
+    }
+    tc->held_classes &= ~(std::uint64_t{1} << c);
+    CacheList& l = tc->lists[c];
+    // Into the slabs, not the transfer cache: an object parked there pins its slab as well. The
+    // batches this thread's overflows parked on its node go back too (another thread still
+    // using the class refills from the slabs instead).
+    const std::uint64_t bytes = drain_transfer(tc->node, c) + std::uint64_t{l.count} * kSmallSize[c];
+    if (bytes != 0) counters_.tcache_idle_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    flush_list(&l, l.count);
+    if (l.limit > base_limit_[c]) {
+      list_shrink(tc, c, kMaxListLength);
+      shrunk = true;
+    }
+  }
+  if (shrunk) settle_claim(tc);
 }
 
 void Heap::recheck_node(ThreadCache* tc) {
@@ -285,6 +319,7 @@ void Heap::set_home(ThreadCache* tc) {
 
 
 void Heap::release_slab(int part, SlabMeta* s) {
+  part_[part].central[s->cls].slab_bytes.fetch_sub(kSlabBytes, std::memory_order_relaxed);
   chunk_free(part, kSlabSlot, static_cast<std::uint64_t>(s - part_[part].slab_meta));
 }
 
@@ -376,25 +411,29 @@ bool Heap::transfer_put(CacheList* list, int cls, int part, std::uint32_t n) {
 }
 
 void Heap::drain_transfers() {
-  for (int p = 0; p < nparts_; ++p) {
-    if (!part_[p].slots[kSlabSlot].ready()) continue;  // no slab yet: nothing parked (see refill)
-    for (int cls = 0; cls < kSmallClasses; ++cls) {
-      Central& c = part_[p].central[cls];
-      CacheList taken[kTransferBatches];
-      int n = 0;
-      {
-        LockGuard g(c.lock);
-        c.transfer.drain([&](void* head, std::uint32_t count) { taken[n++] = CacheList{head, count, 0}; });
-        // Back in the slabs they count as flushed already: undo the transfer's accounting, which
-        // flush_list repeats.
-        for (int i = 0; i < n; ++i) {
-          c.frees.fetch_sub(taken[i].count, std::memory_order_relaxed);
-          c.in_use_bytes.fetch_add(std::uint64_t{taken[i].count} * kSmallSize[cls], std::memory_order_relaxed);
-        }
-      }
-      for (int i = 0; i < n; ++i) flush_list(&taken[i], taken[i].count);  // n is 0 for most classes
+  for (int p = 0; p < nparts_; ++p)
+    for (int cls = 0; cls < kSmallClasses; ++cls) drain_transfer(p, cls);
+}
+
+std::uint64_t Heap::drain_transfer(int part, int cls) {
+  if (!part_[part].slots[kSlabSlot].ready()) return 0;  // no slab yet: nothing parked (see refill)
+  Central& c = part_[part].central[cls];
+  CacheList taken[kTransferBatches];
+  int n = 0;
+  std::uint64_t objects = 0;
+  {
+    LockGuard g(c.lock);
+    c.transfer.drain([&](void* head, std::uint32_t count) { taken[n++] = CacheList{head, count, 0}; });
+    // Back in the slabs they count as flushed already: undo the transfer's accounting, which
+    // flush_list repeats.
+    for (int i = 0; i < n; ++i) {
+      objects += taken[i].count;
+      c.frees.fetch_sub(taken[i].count, std::memory_order_relaxed);
+      c.in_use_bytes.fetch_add(std::uint64_t{taken[i].count} * kSmallSize[cls], std::memory_order_relaxed);
     }
   }
+  for (int i = 0; i < n; ++i) flush_list(&taken[i], taken[i].count);  // n is 0 for most classes
+  return objects * kSmallSize[cls];
 }
 
 void Heap::flush_cache(ThreadCache* tc) {

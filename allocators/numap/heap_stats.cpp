@@ -82,7 +82,7 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
       if (k >= max_classes || classes == nullptr) continue;
       Central& ce = np.central[c];
       classes[k] = numap_class_stats{static_cast<std::uint32_t>(p), static_cast<std::uint32_t>(c), kSmallSize[c], 0, 0,
-                                     ce.in_use_bytes.load(), 0, 0, ce.allocs.load(), ce.frees.load(),
+                                     ce.in_use_bytes.load(), ce.slab_bytes.load(), 0, ce.allocs.load(), ce.frees.load(),
                                      ce.lock.acquisitions(), ce.lock.contended(), ce.lock.wait_ns()};
     }
     for (int si = 0; si < nslots_; ++si, ++k) {

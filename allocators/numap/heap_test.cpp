@@ -18,6 +18,8 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <algorithm>
+#include <random>
 #include <thread>
 #include <set>
 #include <vector>
@@ -541,6 +543,89 @@ TEST_F(HeapTest, ListLimitsShrinkBackUnderPressureAndOverflows) {
   EXPECT_EQ(stats().in_use_bytes, 0u);
 }
 
+// A class a thread stopped using: once DECAY_MS has passed with no miss and no overflow of it, its
+// list goes back to the slabs (emptied slabs are released) and its limit to its base; a class still
+// missing or overflowing keeps its list.
+TEST_F(HeapTest, IdleListsGoBackToTheirSlabsAfterTheDecayTime) {
+  make_with(Options{});  // DECAY_MS 1000
+  const int cls = small_class(kListObject);
+  const int busy = small_class(1024);
+  auto slab_bytes_of = [&](int c) {
+    numap_class_stats cs[200];
+    EXPECT_GT(heap.stats(nullptr, cs, 200), static_cast<std::size_t>(c));
+    return cs[c].mapped_bytes;
+  };
+  std::thread([&] {
+    ThreadCache* tc = thread_cache_tls();
+    std::vector<void*> v(1000), w(6000);
+    auto busy_rounds = [&] {  // 6 MiB of 1024 B, past any list's growth: misses and overflows
+      for (int round = 0; round < 2; ++round) {
+        for (void*& p : w) p = heap.malloc(1024);
+        for (void* p : w) heap.free(p);
+      }
+    };
+    batch_round(heap, v);  // the 256 B list holds its objects, pinning their slabs
+    ASSERT_GE(tc->lists[cls].count, 1000u);
+    EXPECT_GE(slab_bytes_of(cls), 1000u * kListObject);
+    // The first look after the decay time: the 256 B class missed since the start, so it stays
+    // (at its base limit: the 1024 B class took its growth).
+    FakeOs::now += 1100;
+    busy_rounds();
+    const std::uint32_t kept = tc->lists[cls].count;
+    EXPECT_GT(kept, 0u);
+    EXPECT_EQ(stats().tcache_idle_bytes, 0u);
+    // Before the decay time has passed again, slow paths of other classes change nothing.
+    FakeOs::now += 500;
+    busy_rounds();
+    EXPECT_EQ(tc->lists[cls].count, kept);
+    EXPECT_GT(slab_bytes_of(cls), 0u);
+    // The next look: no miss or overflow of 256 B since the last one.
+    FakeOs::now += 600;
+    busy_rounds();
+    EXPECT_EQ(tc->lists[cls].count, 0u);
+    EXPECT_EQ(tc->lists[cls].limit, 128u);
+    EXPECT_EQ(slab_bytes_of(cls), 0u);  // every slab emptied and released
+    EXPECT_GE(stats().tcache_idle_bytes, std::uint64_t{kept} * kListObject);  // and the batches it parked
+    EXPECT_GT(tc->lists[busy].count, 0u);  // the busy class kept its list
+  }).join();
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
+// A class still in use whose slabs are mostly free (objects freed in random order: the ones the
+// thread's list keeps are spread over every slab): at the next look its list goes back too, and
+// the slabs only the list pinned are released; a class in use whose slabs are full keeps its list.
+TEST_F(HeapTest, SparseClassesGiveTheirListsBackWhileInUse) {
+  make_with(Options{});  // DECAY_MS 1000
+  const int cls = small_class(64);
+  const int busy = small_class(1024);
+  auto class_stats = [&](int c) {
+    numap_class_stats cs[200];
+    EXPECT_GT(heap.stats(nullptr, cs, 200), static_cast<std::size_t>(c));
+    return cs[c];
+  };
+  std::thread([&] {
+    ThreadCache* tc = thread_cache_tls();
+    std::vector<void*> v(100000), w(6000);
+    for (void*& p : v) p = heap.malloc(64);  // 98 slabs
+    std::mt19937 rng(7);
+    std::shuffle(v.begin(), v.end(), rng);
+    for (void* p : v) heap.free(p);  // overflows: the class is in use
+    for (void*& p : w) p = heap.malloc(1024);  // the 1024 B class in use, its 6 MiB all held
+    const numap_class_stats before = class_stats(cls);
+    ASSERT_GT(tc->lists[cls].count, 0u);
+    EXPECT_GE(before.mapped_bytes, 2 * before.in_use_bytes + (1 << 20));  // sparse
+    // The next slow path after the decay time (the 1024 B frees' overflows) looks: both classes
+    // missed or overflowed since the start, so only sparseness sends a list back.
+    FakeOs::now += 1100;
+    for (void* p : w) heap.free(p);
+    EXPECT_EQ(class_stats(cls).mapped_bytes, 0u) << "slabs only the list pinned were released";
+    EXPECT_EQ(tc->lists[cls].limit, 128u * 4);  // back to its base (32 KiB / 64 B)
+    EXPECT_GT(tc->lists[busy].count, 0u);  // not sparse: kept
+    EXPECT_GT(stats().tcache_idle_bytes, 0u);
+  }).join();
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
 TEST_F(HeapTest, ZeroBudgetKeepsTheBaseLimits) {
   Options o;
   o.tcache_budget = 0;
@@ -851,6 +936,26 @@ TEST_F(HeapTest, ThreadExitReturnsCachedObjects) {
   Stats s = stats();
   EXPECT_GT(s.tcache_hits, 0u);
   EXPECT_GT(s.tcache_misses, 0u);
+}
+
+// A small class's mapped_bytes is the slabs it holds: what its free objects pin beside in_use_bytes.
+TEST_F(HeapTest, SmallClassesCountTheSlabsTheyHold) {
+  make_single(0);
+  auto class48 = [&] {
+    numap_class_stats c[200];
+    EXPECT_GT(heap.stats(nullptr, c, 200), 3u);
+    EXPECT_EQ(c[2].size, 48u);
+    return c[2];
+  };
+  const std::uint64_t per_slab = (64 << 10) / 48;  // objects of 48 B in a 64 KiB slab
+  std::thread([&] {
+    std::vector<void*> v;
+    for (std::uint64_t i = 0; i < 2 * per_slab + 1; ++i) v.push_back(heap.malloc(48));
+    EXPECT_EQ(class48().mapped_bytes, 3u * (64 << 10));  // two full slabs and one more object
+    for (void* p : v) heap.free(p);
+  }).join();
+  EXPECT_EQ(class48().in_use_bytes, 0u);
+  EXPECT_EQ(class48().mapped_bytes, 0u);  // every slab entirely free again, released
 }
 
 // A process that used up its pthread keys (PTHREAD_KEYS_MAX) leaves numap none to return a

@@ -29,6 +29,9 @@ struct Central {
   Lock lock;
   SlabMeta* partial = nullptr;  // slabs with at least one free object
   std::atomic<std::uint64_t> in_use_bytes{0}, allocs{0}, frees{0};
+  // Bytes of the slabs this class holds (from the slab's creation to its release): beside
+  // in_use_bytes, what the class's free objects pin (numap_class_stats' mapped_bytes).
+  std::atomic<std::uint64_t> slab_bytes{0};
   TransferCache transfer;  // under the lock
 
   // Pops up to n objects into a singly linked list (*head); returns how many.

@@ -32,6 +32,8 @@ struct CacheList {
   std::uint32_t limit;  // the base limit, plus the batches it grew by
 };
 
+static_assert(kSmallClasses <= 64, "ThreadCache::slow_classes has a bit per small class");
+
 // Overflows of a grown list before it gives a batch of its limit back (tcmalloc's kMaxOverages).
 constexpr std::uint8_t kMaxOverages = 3;
 // The most objects a small list may grow to (tcmalloc's kMaxDynamicFreeListLength).
@@ -88,6 +90,14 @@ struct ThreadCache {
   std::int32_t node;             // partition the cache refills from
   std::uint32_t until_recheck;   // refills until the node is looked up again
   std::uint64_t hits;            // not yet added to the heap's counters
+  // Idle and sparse lists (Heap::lists_return_idle): bit c of `slow_classes` and of
+  // `held_classes` is set when class c misses or overflows; at a small-object slow path DECAY_MS
+  // after the last look, the held classes that were not slow since then, or whose slabs are
+  // mostly free, go back to their slabs and leave `held_classes`, and `slow_classes` is cleared.
+  // (Only held classes are looked at: a Central this thread never used is not touched.)
+  std::uint64_t slow_classes;
+  std::uint64_t held_classes;
+  std::uint32_t idle_looked_at;  // tick of the last look
   CacheList lists[kSmallClasses];
   // The lists' growth (slow paths only): bytes of limit above the base limits, all classes
   // together (at most NUMAP_TCACHE_BUDGET), overflows of each grown list, where the next class to

@@ -23,7 +23,8 @@ struct numap_class_stats {
   uint32_t kind;               /* 0 small (slab objects), 1 page class, 2 slab pages */
   uint32_t pad;
   uint64_t in_use_bytes;       /* now: handed out (small: held by the application or thread caches) */
-  uint64_t mapped_bytes;       /* now: page-class bytes allowed to be resident (charged to capacity) */
+  uint64_t mapped_bytes;       /* now: page-class bytes allowed to be resident (charged to capacity);
+                                  small: bytes of the slabs the class holds (in_use_bytes of them in use) */
   uint64_t advised_bytes;      /* total bytes advised away (MADV_DONTNEED) in this class */
   uint64_t allocs;             /* allocations served from the central structures of this class */
   uint64_t frees;
@@ -105,6 +106,8 @@ struct numap_stats {
   uint64_t reused_bytes;       /* borrowed_bytes + moved_bytes: free resident bytes of one class that served
                                   another without being advised away and faulted again (reused_bytes / 4096
                                   page faults avoided) */
+  uint64_t tcache_idle_bytes;  /* small objects a thread cache held of a class that neither missed nor
+                                  overflowed for NUMAP_DECAY_MS, returned to their slabs (so emptied slabs go) */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
