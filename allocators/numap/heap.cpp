@@ -208,7 +208,7 @@ void Heap::free_slow(void* p) {
   if (off < tc->page_span && tc->owner == this) {
     const int cls = static_cast<int>(off >> span_shift_);
     PageCacheList& l = tc->pages[cls];
-    Slot& sl = part_[tc->node].slots[1 + cls];
+    Slot& sl = tc->page_slots[cls];
     const std::uint32_t ext = sl.extent(sl.index_of(p));
     // Chunks above 256 KiB take page_push's path (the node's bound, evictions) through free_uncached.
     if (__builtin_expect(cls < kLargeCachedClass, 1)) {

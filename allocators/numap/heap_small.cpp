@@ -315,6 +315,7 @@ void Heap::set_home(ThreadCache* tc) {
   tc->slab_span = span_ / kSlabBytes * kSlabBytes;
   tc->page_base = reinterpret_cast<std::uintptr_t>(slot_base(tc->node, 1));
   tc->page_span = static_cast<std::uint64_t>(npage_ < kPageCacheClasses ? npage_ : kPageCacheClasses) * span_;
+  tc->page_slots = &part_[tc->node].slots[1];
 }
 
 

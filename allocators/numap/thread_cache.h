@@ -24,6 +24,8 @@
 
 namespace numap {
 
+class Slot;
+
 class Heap;
 
 struct CacheList {
@@ -85,6 +87,7 @@ struct ThreadCache {
   // Heap::span_shift_; 0 span when not live).
   std::uintptr_t page_base;
   std::uint64_t page_span;
+  Slot* page_slots;  // the home node's Slot of page class 0 (a page chunk's free reads its extent there)
   Heap* owner;
   CacheState state;
   std::int32_t node;             // partition the cache refills from
