@@ -295,7 +295,8 @@ class Heap {
   void list_shrink(ThreadCache* tc, int cls, std::uint32_t batches);
   // Every list back to its base limit when the heap's pressure epoch moved since the cache last
   // looked (slow paths only; the owner's own lists: no other thread touches them).
-  // Also honours another thread's request for budget (ThreadCache::give_back).
+  // Also honours another thread's request for budget (ThreadCache::give_back), and looks at the
+  // idle and sparse lists once DECAY_MS has passed (lists_return_idle).
   void lists_check_pressure(ThreadCache* tc) {
     if (__builtin_expect(tick() - tc->idle_looked_at >= idle_look_ms_, 0)) lists_return_idle(tc);
     const std::uint32_t e = tcache_epoch_.load(std::memory_order_relaxed);
@@ -319,6 +320,11 @@ class Heap {
   // pinning its 64 KiB slab: insert_phases' set nodes, 1,500 cached objects of 64 B, held 15 MiB
   // of slabs from l.x to its end.
   void lists_return_idle(ThreadCache* tc);
+  // A miss or an overflow of class cls: the class is in use and held (the idle look's bits).
+  static void note_slow(ThreadCache* tc, int cls) {
+    tc->slow_classes |= std::uint64_t{1} << cls;
+    tc->held_classes |= std::uint64_t{1} << cls;
+  }
   // A class's slabs are sparse when their free objects are more than half of them and at least
   // this much: objects that live on or sit in caches then pin mostly empty slabs.
   static constexpr std::uint64_t kSparseSlack = 1 << 20;
@@ -441,8 +447,8 @@ class Heap {
   DecayThread decay_thread_;
   std::uint64_t epoch_ms_ = 0;
   Pacer decay_pacer_;
-  std::uint32_t decay_period_ = 1;
-  std::uint32_t idle_look_ms_ = ~0u;  // DECAY_MS, or never (0)  // ms: decay passes run at most once per quarter of the decay time
+  std::uint32_t decay_period_ = 1;  // ms: decay passes run at most once per quarter of the decay time
+  std::uint32_t idle_look_ms_ = ~0u;  // ms between a thread's looks at its idle lists: DECAY_MS, or never (0)
   std::uint64_t allowed_os_ = 0;  // kernel nodes the process may use (bind masks)
   // Each small class's base list limit (NUMAP_TCACHE_BYTES / size, 4..512) and the most it may
   // grow to (base + NUMAP_TCACHE_BUDGET / size in whole batches, at most kMaxListLength).

@@ -94,8 +94,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
   std::uint32_t want = 1;
   if (tc != nullptr) {
     recheck_node(tc);
-    tc->slow_classes |= std::uint64_t{1} << cls;
-    tc->held_classes |= std::uint64_t{1} << cls;
+    note_slow(tc, cls);
     lists_check_pressure(tc);
     node = tc->node;
     want = tc->lists[cls].limit / 2 > 0 ? tc->lists[cls].limit / 2 : 1;  // half the (grown) limit
@@ -255,8 +254,7 @@ void Heap::list_shrink(ThreadCache* tc, int cls, std::uint32_t batches) {
 }
 
 void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
-  tc->slow_classes |= std::uint64_t{1} << cls;
-  tc->held_classes |= std::uint64_t{1} << cls;
+  note_slow(tc, cls);
   lists_check_pressure(tc);
   CacheList& l = tc->lists[cls];
   if (l.count < l.limit) return;  // the pressure check made room

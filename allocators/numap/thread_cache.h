@@ -24,9 +24,8 @@
 
 namespace numap {
 
-class Slot;
-
 class Heap;
+class Slot;
 
 struct CacheList {
   void* head;

@@ -106,8 +106,9 @@ struct numap_stats {
   uint64_t reused_bytes;       /* borrowed_bytes + moved_bytes: free resident bytes of one class that served
                                   another without being advised away and faulted again (reused_bytes / 4096
                                   page faults avoided) */
-  uint64_t tcache_idle_bytes;  /* small objects a thread cache held of a class that neither missed nor
-                                  overflowed for NUMAP_DECAY_MS, returned to their slabs (so emptied slabs go) */
+  uint64_t tcache_idle_bytes;  /* small objects a thread cache held (or parked in its node's transfer cache) of a
+                                  class that neither missed nor overflowed for NUMAP_DECAY_MS, or whose slabs were
+                                  mostly free, returned to their slabs (so emptied slabs go) */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
