@@ -11,17 +11,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <new>
+#include <random>
+#include <set>
 #include <sstream>
 #include <string>
-#include <algorithm>
-#include <random>
 #include <thread>
-#include <set>
 #include <vector>
 
 namespace numap {
