@@ -40,6 +40,7 @@
   X(madvise_bytes, os, 0, 1)            \
   X(mremap_calls, os, 0, 1)             \
   X(mremap_bytes, os, 0, 1)             \
+  X(populated_bytes, os, 0, 1)          \
   X(mbind_calls, os, 0, 1)              \
   X(bind_fallbacks, os, 0, 1)           \
   X(bind_failures, os, 0, 1)            \

@@ -40,6 +40,11 @@ constexpr std::uint64_t kMoveMinPages = 16;  // Heap::move_in: smaller needs and
 constexpr int kMoveSources = 4;
 constexpr int kMoveRuns = 8;
 constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident chunk up to a doubling above
+// NUMAP_POPULATE=slabs: a small class's new slabs are populated once it holds this many bytes of
+// slabs on the node. Below it a class may be one object in a program that allocates little (a
+// first malloc(64) touches one page of its slab, target 3); above it the slab is carved within
+// moments, and what is populated ahead of use is at most the newest slab (1/16 of the class's).
+constexpr std::uint64_t kPopulateAfter = 1ull << 20;
 
 // Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
 // threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), above which it unmaps every freed block.
@@ -209,6 +214,10 @@ class Heap {
   // Charges chunk `index` up to `bytes`; *dirty (when given): its bytes that may hold old data after
   // (pages moved in from another class are not zero, as fresh ones are).
   bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes, std::uint64_t* dirty = nullptr);
+  // Makes fresh charged pages [p, p + bytes) resident in one call (NUMAP_POPULATE) instead of a
+  // fault per page when the program touches them. A kernel that refuses the advice (before 5.14, a
+  // sandbox) turns it off for the process; other failures (no memory now) leave the pages to fault.
+  void populate(char* p, std::uint64_t bytes);
   // Chunk `index` of (part, slot) has `have` pages and needs `need`: moves the resident pages of
   // other classes' free chunks (runs of the Slots with the most free resident bytes, idle ones
   // first) into its pages from `have` on, one mremap per run instead of a page fault and a zeroed
@@ -439,6 +448,7 @@ class Heap {
   std::atomic<bool> given_back_{false};  // a resident chunk went back to a Slot (note_given_back)
   std::atomic<std::int64_t> moved_pieces_{0};  // moved pieces now (Slot::pieces)
   std::atomic<bool> moves_off_{false};  // a move was refused (no MREMAP_DONTUNMAP, the map count): none again
+  std::atomic<bool> populate_off_{false};  // MADV_POPULATE_WRITE refused: none again
   std::atomic<bool> decay_start_due_{false};  // ... and the background thread is wanted, not yet started
   HugeAllocations huge_;
   NodeBudget budget_;

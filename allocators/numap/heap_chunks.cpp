@@ -55,6 +55,8 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
         sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
         if (sl.limit_owed.load(std::memory_order_relaxed) != 0) note_refault(m, sl, (need - ext) * kPage);
         exchange(m, slot, (need - ext) * kPage);
+        if (opt_.populate == Populate::kAll && slot0 != kSlabSlot)
+          populate(sl.address(static_cast<std::uint64_t>(i)) + std::uint64_t{ext} * kPage, (need - ext) * kPage);
         ext = static_cast<std::uint32_t>(need);
       } else if (slot != slot0) {
         counters_.borrowed_bytes.fetch_add(ext * kPage, std::memory_order_relaxed);
@@ -123,12 +125,19 @@ bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t by
       sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
       if (sl.limit_owed.load(std::memory_order_relaxed) != 0) note_refault(part, sl, (need - ext) * kPage);
       exchange(part, slot, (need - ext) * kPage);
+      if (opt_.populate == Populate::kAll && slot != kSlabSlot)
+        populate(sl.address(index) + std::uint64_t{ext} * kPage, (need - ext) * kPage);
       ext = static_cast<std::uint32_t>(need);
       return true;
     }
     if (pass == 1 || purge((need - ext) * kPage, r == Charge::kNodeFull ? part : -1) == 0) break;
   }
   return false;
+}
+
+void Heap::populate(char* p, std::uint64_t bytes) {
+  if (populate_off_.load(std::memory_order_relaxed) || os_->populate(p, bytes)) return;
+  if (errno != ENOMEM && errno != EAGAIN && errno != EINTR) populate_off_.store(true, std::memory_order_relaxed);
 }
 
 std::uint64_t Heap::move_in(int part, int slot, std::uint64_t index, std::uint64_t have, std::uint64_t need) {

@@ -131,6 +131,9 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     s->capacity = static_cast<std::uint16_t>(kSlabBytes / size);
     s->nfree = s->capacity;
     Central& c2 = np.central[cls];
+    if (opt_.populate != Populate::kNone && old < kSlabBytes &&
+        c2.slab_bytes.load(std::memory_order_relaxed) >= kPopulateAfter)
+      populate(slab + old, kSlabBytes - old);
     c2.slab_bytes.fetch_add(kSlabBytes, std::memory_order_relaxed);
     LockGuard g(c2.lock);
     central_link(&c2, s);

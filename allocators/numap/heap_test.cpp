@@ -66,6 +66,15 @@ struct FakeOs {
     huge_advice.push_back({reinterpret_cast<std::uintptr_t>(p), b, h});
     return real_os().advise_huge(p, b, h);
   }
+  // MADV_POPULATE_WRITE: each call's range; fail_populate, when not 0, is the errno it fails with.
+  static inline std::vector<Advice> populated;
+  static inline int fail_populate = 0;
+  static int populate(void* p, std::size_t b) {
+    populated.push_back({reinterpret_cast<std::uintptr_t>(p), b, false});
+    if (fail_populate == 0) return real_os().populate(p, b);
+    errno = fail_populate;
+    return -1;
+  }
   static inline bool fail_move = false;  // mremap refused (an old kernel, valgrind, the map count)
   static inline bool fail_replace = false;
   static int move_pages(void* from, void* to, std::size_t b) { return fail_move ? -1 : real_os().move_pages(from, to, b); }
@@ -111,13 +120,15 @@ struct FakeOs {
     advises = 0;
     on_advise = nullptr;
     huge_advice.clear();
+    populated.clear();
+    fail_populate = 0;
     files.clear();
   }
 };
-const OsOps kFakeOps{FakeOs::reserve,    FakeOs::unmap,        FakeOs::advise_free, FakeOs::advise_huge,
-                     FakeOs::move_pages, FakeOs::replace,      FakeOs::bind_home,   FakeOs::prefer,
-                     FakeOs::current_cpu, FakeOs::policy_nodes, FakeOs::now_ms,     FakeOs::read_lines,
-                     FakeOs::membarrier};
+const OsOps kFakeOps{FakeOs::reserve,      FakeOs::unmap,       FakeOs::advise_free,  FakeOs::advise_huge,
+                     FakeOs::populate,     FakeOs::move_pages,  FakeOs::replace,      FakeOs::bind_home,
+                     FakeOs::prefer,       FakeOs::current_cpu, FakeOs::policy_nodes, FakeOs::now_ms,
+                     FakeOs::read_lines,   FakeOs::membarrier};
 
 // Recorded /sys/devices/system/node/nodeN/meminfo text with the given MemFree.
 std::string meminfo(int node, std::uint64_t free_bytes) {
@@ -2139,6 +2150,113 @@ TEST_F(HeapTest, StrictBindingToTwoNodesFailsPastBothWithNothingElsewhere) {
   EXPECT_EQ(s.node[1].mapped_bytes, kMiB);
   for (int n = 2; n < 8; ++n) EXPECT_EQ(s.node[n].mapped_bytes, 0u) << n;
   for (void* p : keep) heap.free(p);
+}
+
+// ---- fresh pages populated in one call (NUMAP_POPULATE) ----
+
+// The slab holding small object p (slabs are 64 KiB chunks of the slab Slot, aligned to their size).
+char* slab_of(void* p) {
+  return reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{kSlabBytes - 1});
+}
+
+// n objects of `size` bytes from a heap without thread caches (each malloc takes one from its
+// Central, writing only that object's link).
+std::vector<void*> objects(Heap& heap, int n, std::size_t size) {
+  std::vector<void*> out;
+  for (int i = 0; i < n; ++i) out.push_back(heap.malloc(size));
+  return out;
+}
+
+// The default (slabs): a class's first MiB of slabs faults page by page as its objects are
+// written; each slab after it is resident in one call before its first object is handed out.
+TEST_F(HeapTest, ASmallClassesSlabsArePopulatedOnceItHoldsAMebibyte) {
+  Options o;
+  o.tcache = false;
+  make_with(o);
+  ASSERT_EQ(heap.options().populate, Populate::kSlabs);
+  std::vector<void*> keep = objects(heap, 1, 64);
+  EXPECT_EQ(written_pages(slab_of(keep[0]), kSlabBytes), 1u);  // a first malloc(64): one page
+  const int per_slab = static_cast<int>(kSlabBytes / 64);
+  for (void* p : objects(heap, 16 * per_slab - 1, 64)) keep.push_back(p);  // 16 slabs: 1 MiB
+  EXPECT_TRUE(FakeOs::populated.empty());
+  void* next = heap.malloc(64);  // the 17th slab
+  ASSERT_EQ(FakeOs::populated.size(), 1u);
+  EXPECT_EQ(FakeOs::populated[0].addr, reinterpret_cast<std::uintptr_t>(slab_of(next)));
+  EXPECT_EQ(FakeOs::populated[0].bytes, kSlabBytes);
+  EXPECT_EQ(written_pages(slab_of(next), kSlabBytes), kSlabBytes / kPage);
+  EXPECT_EQ(stats().populated_bytes, kSlabBytes);
+  // Another class is still cold: its first slab is not populated.
+  void* other = heap.malloc(128);
+  EXPECT_EQ(FakeOs::populated.size(), 1u);
+  EXPECT_EQ(written_pages(slab_of(other), kSlabBytes), 1u);
+  // Page chunks are not populated by default: a 1 MiB chunk has only what the program writes.
+  char* chunk = static_cast<char*>(heap.malloc(kMiB));
+  chunk[0] = 1;
+  EXPECT_EQ(written_pages(chunk, kMiB), 1u);
+  EXPECT_EQ(FakeOs::populated.size(), 1u);
+  heap.free(chunk);
+  heap.free(other);
+  heap.free(next);
+  for (void* p : keep) heap.free(p);
+}
+
+TEST_F(HeapTest, PopulateNoneLeavesEveryFreshPageToItsFault) {
+  Options o;
+  o.tcache = false;
+  o.populate = Populate::kNone;
+  make_with(o);
+  std::vector<void*> keep = objects(heap, 17 * static_cast<int>(kSlabBytes / 64), 64);
+  void* next = heap.malloc(64);
+  EXPECT_TRUE(FakeOs::populated.empty());
+  EXPECT_EQ(written_pages(slab_of(next), kSlabBytes), 1u);
+  EXPECT_EQ(stats().populated_bytes, 0u);
+  heap.free(next);
+  for (void* p : keep) heap.free(p);
+}
+
+// NUMAP_POPULATE=all: a page chunk's requested pages (not the rest of its class's chunk) are
+// resident when malloc returns, and so are the pages a realloc grows it by in place.
+TEST_F(HeapTest, PopulateAllMakesAPageChunksRequestedPagesResident) {
+  Options o;
+  o.tcache = false;
+  o.populate = Populate::kAll;
+  make_with(o);
+  const std::size_t n = kMiB + 5000;  // the 1.25 MiB class: 257 of its 320 pages requested
+  char* p = static_cast<char*>(heap.malloc(n));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(written_pages(p, kMiB + (320 << 10)), (n + kPage - 1) / kPage);
+  EXPECT_EQ(stats().populated_bytes, (n + kPage - 1) / kPage * kPage);
+  const std::size_t grown = kMiB + (200 << 10);
+  char* q = static_cast<char*>(heap.realloc(p, grown));
+  ASSERT_EQ(q, p);  // in place: the same class
+  EXPECT_EQ(written_pages(q, kMiB + (320 << 10)), grown / kPage);
+  EXPECT_EQ(stats().populated_bytes, grown);
+  heap.free(q);
+}
+
+// A kernel that refuses the advice (EINVAL before Linux 5.14, a sandbox) is asked once: the pages
+// fault as before and nothing fails. A refusal for want of memory now is not final.
+TEST_F(HeapTest, ARefusedPopulateIsNotAskedAgainButAShortageIs) {
+  Options o;
+  o.tcache = false;
+  o.populate = Populate::kAll;
+  make_with(o);
+  FakeOs::fail_populate = ENOMEM;
+  void* a = heap.malloc(kMiB);
+  void* b = heap.malloc(kMiB);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(FakeOs::populated.size(), 2u);
+  FakeOs::fail_populate = EINVAL;
+  void* c = heap.malloc(kMiB);
+  void* d = heap.malloc(kMiB);
+  ASSERT_NE(c, nullptr);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(FakeOs::populated.size(), 3u);
+  EXPECT_EQ(written_pages(d, kMiB), 0u);
+  memset(d, 1, kMiB);
+  EXPECT_EQ(stats().populated_bytes, 0u);
+  for (void* p : {a, b, c, d}) heap.free(p);
 }
 
 }  // namespace

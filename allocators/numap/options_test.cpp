@@ -35,6 +35,7 @@ TEST(NumapOptions, DefaultsWithoutEnvironment) {
   EXPECT_EQ(o.numa, -1);
   EXPECT_TRUE(o.tcache);
   EXPECT_FALSE(o.strict);
+  EXPECT_EQ(o.populate, Populate::kSlabs);
   EXPECT_EQ(o.warnings, 0u);
 }
 
@@ -44,7 +45,9 @@ TEST(NumapOptions, ReadsEveryKindFromEnvironment) {
   setenv("NUMAP_BEYOND_LIMIT", "fail", 1);
   setenv("NUMAP_THP", "true", 1);
   setenv("NUMAP_FREE_REFRESH_MS", "250", 1);
+  setenv("NUMAP_POPULATE", "all", 1);
   Options o = options_from_env();
+  unsetenv("NUMAP_POPULATE");
   unsetenv("NUMAP_FREE_REFRESH_MS");
   unsetenv("NUMAP_CAPACITY");
   unsetenv("NUMAP_DISTANCE_LIMIT");
@@ -55,6 +58,7 @@ TEST(NumapOptions, ReadsEveryKindFromEnvironment) {
   EXPECT_EQ(o.beyond_limit, BeyondLimit::kFail);
   EXPECT_TRUE(o.thp);
   EXPECT_EQ(o.free_refresh_ms, 250);
+  EXPECT_EQ(o.populate, Populate::kAll);
   EXPECT_EQ(o.warnings, 0u);
   const char* text = nullptr;
   EXPECT_EQ(option_value(o, 0, &text), 512ll << 20);

@@ -38,6 +38,10 @@ int real_advise_free(void* p, std::size_t bytes) { return ::madvise(p, bytes, MA
 int real_advise_huge(void* p, std::size_t bytes, bool huge) {
   return ::madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack the name
+#endif
+int real_populate(void* p, std::size_t bytes) { return ::madvise(p, bytes, MADV_POPULATE_WRITE); }
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4  // Linux 5.7; older headers lack the name
 #endif
@@ -111,9 +115,9 @@ bool real_read_lines(const char* path, void (*line)(void* ctx, const char* text)
   return true;
 }
 
-const OsOps kReal{real_reserve,     real_unmap,        real_advise_free,  real_advise_huge, real_move_pages,
-                  real_replace,     real_bind_home,    real_prefer,       real_current_cpu, real_policy_nodes,
-                  real_now_ms,      real_read_lines,   real_membarrier};
+const OsOps kReal{real_reserve,     real_unmap,        real_advise_free,  real_advise_huge, real_populate,
+                  real_move_pages,  real_replace,      real_bind_home,    real_prefer,      real_current_cpu,
+                  real_policy_nodes, real_now_ms,      real_read_lines,   real_membarrier};
 
 }  // namespace
 
@@ -143,6 +147,12 @@ bool Os::advise_free(void* p, std::size_t bytes) {
 bool Os::advise_huge(void* p, std::size_t bytes, bool huge) {
   counters.madvise_calls.fetch_add(1, std::memory_order_relaxed);
   return ops_->advise_huge(p, bytes, huge) == 0;
+}
+bool Os::populate(void* p, std::size_t bytes) {
+  counters.madvise_calls.fetch_add(1, std::memory_order_relaxed);
+  if (ops_->populate(p, bytes) != 0) return false;
+  counters.populated_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  return true;
 }
 bool Os::move_pages(void* from, void* to, std::size_t bytes) {
   counters.mremap_calls.fetch_add(1, std::memory_order_relaxed);

@@ -19,6 +19,10 @@ struct OsOps {
   int (*unmap)(void* p, std::size_t bytes);
   int (*advise_free)(void* p, std::size_t bytes);            // MADV_DONTNEED: pages read as zero after
   int (*advise_huge)(void* p, std::size_t bytes, bool huge); // MADV_HUGEPAGE / MADV_NOHUGEPAGE
+  // MADV_POPULATE_WRITE (Linux 5.14): the range's missing pages are allocated and mapped writable
+  // in one call, as if each were written (zero-filled, placed by the range's policy, counted as
+  // minor faults), without a trap per page. Fails with EINVAL before 5.14.
+  int (*populate)(void* p, std::size_t bytes);
   // mremap(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, Linux 5.7): the resident pages of
   // [from, from + bytes) move to `to` (page-table entries only: no copy, no fault, no zeroing), and
   // `from` stays mapped as it was, reading zero. `to` becomes a mapping of its own (its pages keep
@@ -73,6 +77,8 @@ class Os {
   bool unmap(void* p, std::size_t bytes);
   bool advise_free(void* p, std::size_t bytes);
   bool advise_huge(void* p, std::size_t bytes, bool huge);
+  // False with errno set when refused (see OsOps::populate).
+  bool populate(void* p, std::size_t bytes);
   bool move_pages(void* from, void* to, std::size_t bytes);
   bool replace(void* p, std::size_t bytes);
   // The home-node bind, else the preferred policy, else nothing: counted, never fatal.

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 9
+#define NUMAP_STATS_VERSION 10
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -109,6 +109,10 @@ struct numap_stats {
   uint64_t tcache_idle_bytes;  /* small objects a thread cache held (or parked in its node's transfer cache) of a
                                   class that neither missed nor overflowed for NUMAP_DECAY_MS, or whose slabs were
                                   mostly free, returned to their slabs (so emptied slabs go) */
+  /* Version 10. */
+  uint64_t populated_bytes;    /* fresh pages made resident ahead of use in one call each (NUMAP_POPULATE:
+                                  new slabs of busy classes; with "all" every page chunk's requested pages)
+                                  instead of one page fault each; their calls are in madvise_calls */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
