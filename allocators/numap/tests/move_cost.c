@@ -1,10 +1,13 @@
-// numap_move_cost: what a page move costs against what it saves (issue 24, "Page moves across
-// classes" in docs/benchmarks.md). For each size, the median of many rounds of
+// numap_move_cost: what a page move, or a populate, costs against the page faults it saves (issue
+// 24, "Page moves across classes" in docs/benchmarks.md). For each size, the median of many rounds of
 //   move:    mremap(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) of resident pages to another
 //            address of the same mapping, as numap's move_in does, then a write to each moved page;
 //   refault: madvise(MADV_DONTNEED) of resident pages, then a write to each page (a fault and a
 //            zeroed page each), which is what the exchange and the free limit cost a chunk that
-//            needs fresh pages while other classes' pages were given back.
+//            needs fresh pages while other classes' pages were given back;
+//   populate: the same discard, then one madvise(MADV_POPULATE_WRITE) (Linux 5.14) before the
+//            writes: the same zeroed pages without a trap each, as NUMAP_POPULATE makes a busy
+//            class's new slab resident ("Busy classes' slabs populated in one call").
 // Plain C and system calls only, so it measures the kernel and nothing of allocmark or numap.
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -16,6 +19,9 @@
 
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
 #endif
 
 enum { kRounds = 201, kPage = 4096 };
@@ -42,7 +48,7 @@ static double median(double* v, int n) {
 
 int main(void) {
   static const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
-  printf("bytes,move_us,refault_us,refault_over_move\n");
+  printf("bytes,move_us,refault_us,populate_us,refault_over_move,refault_over_populate\n");
   for (size_t k = 0; k < sizeof sizes / sizeof *sizes; ++k) {
     const size_t bytes = sizes[k];
     // One anonymous mapping with a source and a destination half, as numap's arena holds both
@@ -51,7 +57,7 @@ int main(void) {
     if (base == MAP_FAILED) return perror("mmap"), 1;
     madvise(base, 2 * bytes, MADV_NOHUGEPAGE);
     char *from = base, *to = base + bytes;
-    double move[kRounds], refault[kRounds];
+    double move[kRounds], refault[kRounds], populate[kRounds];
     for (int r = 0; r < kRounds; ++r) {
       touch(from, bytes, (char)r);
       madvise(to, bytes, MADV_DONTNEED);
@@ -71,9 +77,14 @@ int main(void) {
       madvise(to, bytes, MADV_DONTNEED);
       touch(to, bytes, (char)(r + 1));
       refault[r] = now_us() - t0;
+      t0 = now_us();
+      madvise(to, bytes, MADV_DONTNEED);
+      if (madvise(to, bytes, MADV_POPULATE_WRITE) != 0) return perror("madvise(MADV_POPULATE_WRITE)"), 1;
+      touch(to, bytes, (char)(r + 2));
+      populate[r] = now_us() - t0;
     }
-    const double m = median(move, kRounds), f = median(refault, kRounds);
-    printf("%zu,%.1f,%.1f,%.2f\n", bytes, m, f, f / m);
+    const double m = median(move, kRounds), f = median(refault, kRounds), p = median(populate, kRounds);
+    printf("%zu,%.1f,%.1f,%.1f,%.2f,%.2f\n", bytes, m, f, p, f / m, f / p);
     munmap(base, 2 * bytes);
   }
   return 0;
