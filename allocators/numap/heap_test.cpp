@@ -2167,13 +2167,22 @@ std::vector<void*> objects(Heap& heap, int n, std::size_t size) {
   return out;
 }
 
+// One node without thread caches (each malloc reaches its Central or Slot), populating as `mode` says.
+class PopulateTest : public HeapTest {
+ protected:
+  void make(Populate mode) {
+    Options o;
+    o.tcache = false;
+    o.populate = mode;
+    make_with(o);
+  }
+};
+
 // The default (slabs): a class's first MiB of slabs faults page by page as its objects are
 // written; each slab after it is resident in one call before its first object is handed out.
-TEST_F(HeapTest, ASmallClassesSlabsArePopulatedOnceItHoldsAMebibyte) {
-  Options o;
-  o.tcache = false;
-  make_with(o);
-  ASSERT_EQ(heap.options().populate, Populate::kSlabs);
+TEST_F(PopulateTest, ASmallClassesSlabsArePopulatedOnceItHoldsAMebibyte) {
+  ASSERT_EQ(Options{}.populate, Populate::kSlabs);
+  make(Options{}.populate);
   std::vector<void*> keep = objects(heap, 1, 64);
   EXPECT_EQ(written_pages(slab_of(keep[0]), kSlabBytes), 1u);  // a first malloc(64): one page
   const int per_slab = static_cast<int>(kSlabBytes / 64);
@@ -2200,11 +2209,8 @@ TEST_F(HeapTest, ASmallClassesSlabsArePopulatedOnceItHoldsAMebibyte) {
   for (void* p : keep) heap.free(p);
 }
 
-TEST_F(HeapTest, PopulateNoneLeavesEveryFreshPageToItsFault) {
-  Options o;
-  o.tcache = false;
-  o.populate = Populate::kNone;
-  make_with(o);
+TEST_F(PopulateTest, NoneLeavesEveryFreshPageToItsFault) {
+  make(Populate::kNone);
   std::vector<void*> keep = objects(heap, 17 * static_cast<int>(kSlabBytes / 64), 64);
   void* next = heap.malloc(64);
   EXPECT_TRUE(FakeOs::populated.empty());
@@ -2216,11 +2222,8 @@ TEST_F(HeapTest, PopulateNoneLeavesEveryFreshPageToItsFault) {
 
 // NUMAP_POPULATE=all: a page chunk's requested pages (not the rest of its class's chunk) are
 // resident when malloc returns, and so are the pages a realloc grows it by in place.
-TEST_F(HeapTest, PopulateAllMakesAPageChunksRequestedPagesResident) {
-  Options o;
-  o.tcache = false;
-  o.populate = Populate::kAll;
-  make_with(o);
+TEST_F(PopulateTest, AllMakesAPageChunksRequestedPagesResident) {
+  make(Populate::kAll);
   const std::size_t n = kMiB + 5000;  // the 1.25 MiB class: 257 of its 320 pages requested
   char* p = static_cast<char*>(heap.malloc(n));
   ASSERT_NE(p, nullptr);
@@ -2236,11 +2239,8 @@ TEST_F(HeapTest, PopulateAllMakesAPageChunksRequestedPagesResident) {
 
 // A kernel that refuses the advice (EINVAL before Linux 5.14, a sandbox) is asked once: the pages
 // fault as before and nothing fails. A refusal for want of memory now is not final.
-TEST_F(HeapTest, ARefusedPopulateIsNotAskedAgainButAShortageIs) {
-  Options o;
-  o.tcache = false;
-  o.populate = Populate::kAll;
-  make_with(o);
+TEST_F(PopulateTest, ARefusalIsNotAskedAgainButAShortageIs) {
+  make(Populate::kAll);
   FakeOs::fail_populate = ENOMEM;
   void* a = heap.malloc(kMiB);
   void* b = heap.malloc(kMiB);
