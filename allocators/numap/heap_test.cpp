@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <new>
 #include <random>
 #include <set>
@@ -66,11 +67,16 @@ struct FakeOs {
     huge_advice.push_back({reinterpret_cast<std::uintptr_t>(p), b, h});
     return real_os().advise_huge(p, b, h);
   }
-  // MADV_POPULATE_WRITE: each call's range; fail_populate, when not 0, is the errno it fails with.
+  // MADV_POPULATE_WRITE: each call's range (any thread of a test may populate a busy class's slab);
+  // fail_populate, when not 0, is the errno it fails with.
+  static inline std::mutex populated_lock;
   static inline std::vector<Advice> populated;
   static inline int fail_populate = 0;
   static int populate(void* p, std::size_t b) {
-    populated.push_back({reinterpret_cast<std::uintptr_t>(p), b, false});
+    {
+      std::lock_guard<std::mutex> g(populated_lock);
+      populated.push_back({reinterpret_cast<std::uintptr_t>(p), b, false});
+    }
     if (fail_populate == 0) return real_os().populate(p, b);
     errno = fail_populate;
     return -1;
