@@ -136,8 +136,12 @@ bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t by
 }
 
 void Heap::populate(char* p, std::uint64_t bytes) {
-  if (populate_off_.load(std::memory_order_relaxed) || os_->populate(p, bytes)) return;
-  if (errno != ENOMEM && errno != EAGAIN && errno != EINTR) populate_off_.store(true, std::memory_order_relaxed);
+  if (populate_off_.load(std::memory_order_relaxed)) return;
+  // The allocation it serves succeeds either way: a refusal must not leave its errno behind.
+  const int saved_errno = errno;
+  if (!os_->populate(p, bytes) && errno != ENOMEM && errno != EAGAIN && errno != EINTR)
+    populate_off_.store(true, std::memory_order_relaxed);
+  errno = saved_errno;
 }
 
 std::uint64_t Heap::move_in(int part, int slot, std::uint64_t index, std::uint64_t have, std::uint64_t need) {

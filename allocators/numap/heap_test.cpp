@@ -2254,7 +2254,9 @@ TEST_F(PopulateTest, ARefusalIsNotAskedAgainButAShortageIs) {
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(FakeOs::populated.size(), 2u);
   FakeOs::fail_populate = EINVAL;
+  errno = 0;
   void* c = heap.malloc(kMiB);
+  EXPECT_EQ(errno, 0);  // the malloc succeeded: the refusal's errno is not left behind
   void* d = heap.malloc(kMiB);
   ASSERT_NE(c, nullptr);
   ASSERT_NE(d, nullptr);
