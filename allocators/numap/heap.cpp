@@ -227,8 +227,13 @@ void Heap::free_slow(void* p) {
 }
 
 void Heap::free_uncached(void* p) {
+  // free() leaves errno as it was (POSIX.1-2024, glibc): a madvise, mremap or munmap refused on the
+  // way (the pages then stay charged) is numap's business, not the caller's. Only this path, past
+  // the thread caches, makes system calls.
+  const int saved_errno = errno;
   free_central(p);
   start_decay_thread();  // no lock held; the first chunk given back to a Slot may have been this one
+  errno = saved_errno;
 }
 
 __attribute__((always_inline)) inline void Heap::free_central(void* p) {

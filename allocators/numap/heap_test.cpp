@@ -61,7 +61,9 @@ struct FakeOs {
   static int advise_free(void* p, std::size_t b) {
     ++advises;
     if (on_advise) std::exchange(on_advise, nullptr)();
-    return fail_advise ? -1 : real_os().advise_free(p, b);
+    if (!fail_advise) return real_os().advise_free(p, b);
+    errno = EINVAL;  // as madvise sets it
+    return -1;
   }
   static int advise_huge(void* p, std::size_t b, bool h) {
     huge_advice.push_back({reinterpret_cast<std::uintptr_t>(p), b, h});
@@ -858,6 +860,21 @@ TEST_F(HeapTest, FailingMadviseKeepsPagesCharged) {
   EXPECT_GE(heap.mapped_bytes(), 1u << 20);
   FakeOs::fail_advise = false;
   EXPECT_GE(heap.purge(), 1u << 20);
+}
+
+// free() leaves errno as it was (POSIX.1-2024; glibc's does since 2.33): a program may free a
+// buffer between a failing call and reading its errno. Here the madvise that gives a freed 32 MiB
+// chunk back at once (the free limit) is refused on the way.
+TEST_F(HeapTest, FreeKeepsErrnoWhenAMadviseOnTheWayFails) {
+  make_single(0);
+  void* p = heap.malloc(32 << 20);
+  ASSERT_NE(p, nullptr);
+  FakeOs::fail_advise = true;
+  const int advises = FakeOs::advises;
+  errno = ENOENT;
+  heap.free(p);
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_GT(FakeOs::advises, advises);  // the refused call was made
 }
 
 // An address-space limit (ulimit -v) that refuses the arena at NUMAP_CLASS_SPAN (16 GiB: over a TiB
