@@ -214,6 +214,10 @@ class Heap {
   // Charges chunk `index` up to `bytes`; *dirty (when given): its bytes that may hold old data after
   // (pages moved in from another class are not zero, as fresh ones are).
   bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes, std::uint64_t* dirty = nullptr);
+  // Chunk `index` of (part, slot) was just charged from `have` to `need` pages (chunk_alloc,
+  // grow_extent): the Slot's mapped share, a refault of what the free limit took from the Slot, the
+  // exchange of as many idle bytes of other classes, and with NUMAP_POPULATE=all the pages themselves.
+  void charged_fresh(int part, int slot, std::uint64_t index, std::uint64_t have, std::uint64_t need);
   // Makes fresh charged pages [p, p + bytes) resident in one call (NUMAP_POPULATE) instead of a
   // fault per page when the program touches them. A kernel that refuses the advice (before 5.14, a
   // sandbox) turns it off for the process; other failures (no memory now) leave the pages to fault.

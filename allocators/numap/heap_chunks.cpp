@@ -52,11 +52,7 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
           (r == Charge::kGlobalFull ? global_full : node_full) = true;
           continue;
         }
-        sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
-        if (sl.limit_owed.load(std::memory_order_relaxed) != 0) note_refault(m, sl, (need - ext) * kPage);
-        exchange(m, slot, (need - ext) * kPage);
-        if (opt_.populate == Populate::kAll && slot0 != kSlabSlot)
-          populate(sl.address(static_cast<std::uint64_t>(i)) + std::uint64_t{ext} * kPage, (need - ext) * kPage);
+        charged_fresh(m, slot, static_cast<std::uint64_t>(i), ext, need);
         ext = static_cast<std::uint32_t>(need);
       } else if (slot != slot0) {
         counters_.borrowed_bytes.fetch_add(ext * kPage, std::memory_order_relaxed);
@@ -122,17 +118,23 @@ bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t by
   for (int pass = 0; pass < 2; ++pass) {
     const Charge r = budget_.charge(part, (need - ext) * kPage);
     if (r == Charge::kOk) {
-      sl.mapped_bytes.fetch_add((need - ext) * kPage, std::memory_order_relaxed);
-      if (sl.limit_owed.load(std::memory_order_relaxed) != 0) note_refault(part, sl, (need - ext) * kPage);
-      exchange(part, slot, (need - ext) * kPage);
-      if (opt_.populate == Populate::kAll && slot != kSlabSlot)
-        populate(sl.address(index) + std::uint64_t{ext} * kPage, (need - ext) * kPage);
+      charged_fresh(part, slot, index, ext, need);
       ext = static_cast<std::uint32_t>(need);
       return true;
     }
     if (pass == 1 || purge((need - ext) * kPage, r == Charge::kNodeFull ? part : -1) == 0) break;
   }
   return false;
+}
+
+void Heap::charged_fresh(int part, int slot, std::uint64_t index, std::uint64_t have, std::uint64_t need) {
+  Slot& sl = part_[part].slots[slot];
+  const std::uint64_t bytes = (need - have) * kPage;
+  sl.mapped_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  if (sl.limit_owed.load(std::memory_order_relaxed) != 0) note_refault(part, sl, bytes);
+  exchange(part, slot, bytes);
+  // Slabs are populated by refill, which knows whether their class is busy.
+  if (opt_.populate == Populate::kAll && slot != kSlabSlot) populate(sl.address(index) + have * kPage, bytes);
 }
 
 void Heap::populate(char* p, std::uint64_t bytes) {
