@@ -23,6 +23,7 @@ MATRIX = ["-a", "glibc,jemalloc", "-w", "size_mix", "-t", "1", "-r", "2"] + SMAL
 # Cells of a few seconds each, so that a task can be cancelled while it runs its second cell.
 SLOW = ["-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "4", "--set", "size_mix.live_mib=8",
         "--set", "size_mix.ops=4000000"]
+SLOW_ONE = SLOW[:6] + ["-r", "1"] + SLOW[8:]
 HOST = socket.gethostname()
 
 cluster = None
@@ -55,6 +56,18 @@ def run(args, env=None, timeout=300):
 def records(out):
     with open(os.path.join(out, "results.jsonl")) as f:
         return [json.loads(line) for line in f.read().splitlines()]
+
+
+def task_outputs(out):
+    """What each Slurm task of `out` printed: the first thing to read when a test here fails."""
+    text = []
+    slurm = os.path.join(out, "slurm")
+    for sub in sorted(os.listdir(slurm)) if os.path.isdir(slurm) else []:
+        for name in sorted(os.listdir(os.path.join(slurm, sub))):
+            if name.startswith("task-"):
+                with open(os.path.join(slurm, sub, name), errors="replace") as f:
+                    text.append(f"--- {sub}/{name}\n{f.read()[-3000:]}")
+    return "\n".join(text) or "(no task output)"
 
 
 def status(out):
@@ -149,7 +162,7 @@ class SlurmExecutor(ClusterTest):
         s = self.wait_until_idle(out)
 
         # Its finished cell is intact, the one it was running is missing, task 1's are done.
-        self.assertEqual((s["cells"], s["ok"], s["missing"], s["failed"]), (4, 3, 1, 0), s)
+        self.assertEqual((s["cells"], s["ok"], s["missing"], s["failed"]), (4, 3, 1, 0), f"{s}\n{task_outputs(out)}")
         self.assertEqual(s["missing_cells"], [second_of_task0["label"]])
 
         p = run(["run"] + SLOW + ["-o", out, "--executor", "slurm", "--resume"])
@@ -166,6 +179,28 @@ class SlurmExecutor(ClusterTest):
         self.assertNotIn("duplicate", p.stderr)
         s = status(out)
         self.assertEqual((s["ok"], s["missing"]), (4, 0))
+
+    def test_a_cell_that_ends_while_status_reads_the_folder_is_never_called_missing(self):
+        # status reads the queue and the records at two moments. The task that finishes between
+        # them must show as recorded (or running), not missing: here an squeue that answers only
+        # once the array has left the real queue puts the task's end exactly between the reads.
+        out = self.path("out")
+        p = run(["run"] + SLOW_ONE + ["-o", out, "--executor", "slurm", "--no-wait"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "slurm", "s1", "job_id")) as f:
+            job = f.read().strip()
+        env = cluster.env()
+        real = shutil.which("squeue", path=env["PATH"])
+        late = self.path("late")
+        os.mkdir(late)
+        with open(os.path.join(late, "squeue"), "w") as f:
+            f.write(f"#!/bin/sh\nwhile [ -n \"$({real} -h -j {job} 2>/dev/null)\" ]; do sleep 0.2; done\nexec {real} \"$@\"\n")
+        os.chmod(os.path.join(late, "squeue"), 0o755)
+        env["PATH"] = late + os.pathsep + env["PATH"]
+        p = run(["status", out, "--json"], env=env, timeout=180)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        s = json.loads(p.stdout)
+        self.assertEqual((s["cells"], s["ok"], s["missing"], s["running"]), (1, 1, 0, 0), f"{s}\n{task_outputs(out)}")
 
     def start_waiting_run(self, out, extra=()):
         """A `run` that follows its array, and the array's job id once it is submitted."""

@@ -24,9 +24,10 @@ int status(const std::string& dir, bool as_json) {
   if (!fs::is_directory(dir, ec)) throw rs::ResultsError(dir + ": no such results folder");
   if (!fs::exists(rs::layout::path_in(dir, rs::layout::kMeta), ec))
     throw rs::ResultsError(fmt::format("{}: no {} (not a results folder?)", dir, rs::layout::kMeta));
+  const runner::QueueSnapshot queue = runner::snapshot_queue(dir);  // before the records: see its header
   rs::Model model = rs::Model::load({dir}, {/*require_cells=*/false});
   print_reading_notes(model);
-  const json s = runner::folder_status(dir, model);
+  const json s = runner::folder_status(dir, queue, model);
   if (as_json) {
     std::cout << s.dump(2) << "\n";
     return kExitOk;

@@ -30,7 +30,19 @@ struct HostCounts {
 
 }  // namespace
 
-json folder_status(const std::string& dir, const rs::Model& model) {
+QueueSnapshot snapshot_queue(const std::string& dir) {
+  QueueSnapshot q;
+  const std::set<long> jobs = slurm_jobs_of(dir);
+  if (jobs.empty()) return q;
+  try {
+    for (const auto& t : slurm_active_tasks(jobs)) q.active[{t.job, t.task}] = t;
+  } catch (const std::exception& e) {
+    q.squeue_error = e.what();
+  }
+  return q;
+}
+
+json folder_status(const std::string& dir, const QueueSnapshot& queue, const rs::Model& model) {
   namespace fs = std::filesystem;
   // key -> (status, attempt, host) of its latest record
   struct Recorded {
@@ -47,14 +59,8 @@ json folder_status(const std::string& dir, const rs::Model& model) {
   for (const auto& [key, r] : recorded) cells.emplace(key, key);
 
   // Slurm: which submitted cells are still queued or running, and where.
-  std::set<long> jobs = slurm_jobs_of(dir);
-  std::map<std::pair<long, int>, SlurmTask> active;
-  std::string squeue_error;
-  if (!jobs.empty()) try {
-      for (const auto& t : slurm_active_tasks(jobs)) active[{t.job, t.task}] = t;
-    } catch (const std::exception& e) {
-      squeue_error = e.what();
-    }
+  const auto& active = queue.active;
+  const std::string& squeue_error = queue.squeue_error;
   std::map<std::string, SlurmTask> queued;  // key -> the active task that will (re)run it
   json job_list = json::array();
   for (const auto& sub : rs::submission_dirs(dir)) {

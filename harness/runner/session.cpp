@@ -111,9 +111,11 @@ RunSession::RunSession(const mx::Plan& plan, SessionOptions options) : plan_(pla
 
 SessionOutcome RunSession::run() {
   const SessionOptions& o = options_;
+  // Asked before the folder's records are read and its parts gathered: a task that ends between
+  // the two would leave a record no one gathers and its cell run a second time.
+  refuse_while_cells_run_elsewhere(o.out_dir, "run again with --resume");
   rs::ResultsDir dir(o.out_dir, {o.resume, o.extend, o.discard_corrupt, o.command});
   for (const auto& n : dir.notes()) std::cerr << "allocmark: " << dir.path() << ": " << n << "\n";
-  if (dir.had_results()) refuse_while_cells_run_elsewhere(dir.path(), "run again with --resume");
   // Before the machine is described: meta.json says the mode the cells ran under. Put back when
   // this function returns or throws (and by its restorer if the driver is killed).
   std::optional<SystemThpSwitch> thp_switch;
