@@ -194,7 +194,9 @@ class SlurmExecutor(ClusterTest):
         late = self.path("late")
         os.mkdir(late)
         with open(os.path.join(late, "squeue"), "w") as f:
-            f.write(f"#!/bin/sh\nwhile [ -n \"$({real} -h -j {job} 2>/dev/null)\" ]; do sleep 0.2; done\nexec {real} \"$@\"\n")
+            # At most 2 minutes, so that it never outlives the test.
+            f.write(f"#!/bin/sh\nn=0\nwhile [ $n -lt 600 ] && [ -n \"$({real} -h -j {job} 2>/dev/null)\" ]; do\n"
+                    f"  sleep 0.2; n=$((n + 1))\ndone\nexec {real} \"$@\"\n")
         os.chmod(os.path.join(late, "squeue"), 0o755)
         env["PATH"] = late + os.pathsep + env["PATH"]
         p = run(["status", out, "--json"], env=env, timeout=180)
