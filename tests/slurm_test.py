@@ -180,29 +180,45 @@ class SlurmExecutor(ClusterTest):
         s = status(out)
         self.assertEqual((s["ok"], s["missing"]), (4, 0))
 
-    def test_a_cell_that_ends_while_status_reads_the_folder_is_never_called_missing(self):
-        # status reads the queue and the records at two moments. The task that finishes between
-        # them must show as recorded (or running), not missing: here an squeue that answers only
-        # once the array has left the real queue puts the task's end exactly between the reads.
-        out = self.path("out")
-        p = run(["run"] + SLOW_ONE + ["-o", out, "--executor", "slurm", "--no-wait"])
-        self.assertEqual(p.returncode, 0, p.stderr)
+    def late_squeue(self, out):
+        """The environment of a command whose squeue answers only once `out`'s array has left the
+        real queue: whatever the command read before asking squeue predates the task's end."""
         with open(os.path.join(out, "slurm", "s1", "job_id")) as f:
             job = f.read().strip()
         env = cluster.env()
         real = shutil.which("squeue", path=env["PATH"])
         late = self.path("late")
-        os.mkdir(late)
+        os.makedirs(late, exist_ok=True)
         with open(os.path.join(late, "squeue"), "w") as f:
             # At most 2 minutes, so that it never outlives the test.
             f.write(f"#!/bin/sh\nn=0\nwhile [ $n -lt 600 ] && [ -n \"$({real} -h -j {job} 2>/dev/null)\" ]; do\n"
                     f"  sleep 0.2; n=$((n + 1))\ndone\nexec {real} \"$@\"\n")
         os.chmod(os.path.join(late, "squeue"), 0o755)
         env["PATH"] = late + os.pathsep + env["PATH"]
-        p = run(["status", out, "--json"], env=env, timeout=180)
+        return env
+
+    # status and --resume read the queue and the records at two moments. The task that finishes
+    # between them must count as recorded (or running): neither missing nor to be run again.
+    def test_a_cell_that_ends_while_status_reads_the_folder_is_never_called_missing(self):
+        out = self.path("out")
+        p = run(["run"] + SLOW_ONE + ["-o", out, "--executor", "slurm", "--no-wait"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = run(["status", out, "--json"], env=self.late_squeue(out), timeout=180)
         self.assertEqual(p.returncode, 0, p.stderr)
         s = json.loads(p.stdout)
         self.assertEqual((s["cells"], s["ok"], s["missing"], s["running"]), (1, 1, 0, 0), f"{s}\n{task_outputs(out)}")
+
+    def test_a_cell_that_ends_while_resume_opens_the_folder_is_not_run_again(self):
+        out = self.path("out")
+        p = run(["run"] + SLOW_ONE + ["-o", out, "--executor", "slurm", "--no-wait"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = run(["run"] + SLOW_ONE + ["-o", out, "--resume"], env=self.late_squeue(out), timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("1 of 1 cells already recorded", p.stderr)
+        recs = records(out)
+        self.assertEqual(len(recs), 1, task_outputs(out))
+        self.assertEqual(recs[0]["host"], HOST)
+        self.assertEqual(os.listdir(os.path.join(out, "parts", "s1")), [])
 
     def start_waiting_run(self, out, extra=()):
         """A `run` that follows its array, and the array's job id once it is submitted."""
