@@ -16,7 +16,7 @@ std::uint64_t FreeLimit::allowance(std::uint32_t now, std::uint64_t free, std::u
   // rebuild long after a release is no thrash). The floor scales at most kMaxFloorScale times, so
   // a release down to almost nothing in use still goes back to a few floors.
   std::uint32_t scale = scale_.load(std::memory_order_relaxed);
-  const std::uint32_t quiet = static_cast<std::uint32_t>(opt.decay_ms > 0 ? opt.decay_ms : 1000);
+  const std::uint32_t quiet = window_ms(opt);
   const std::uint32_t elapsed = now - window_.load(std::memory_order_relaxed);
   const std::uint64_t given = given_.load(std::memory_order_relaxed);
   const bool thrash = given >= 4 * kCheckBytes && refaulted_.load(std::memory_order_relaxed) * 4 >= given;

@@ -58,8 +58,35 @@ class FreeLimit {
   // and the Slots' debts (Slot::limit_owed) are to be forgotten with its counts.
   std::uint64_t allowance(std::uint32_t now, std::uint64_t free, std::uint64_t in_use, const Options& opt,
                           bool* new_window);
-  // Bytes the limit advised away, and bytes of them the same classes charged again.
-  void gave(std::uint64_t bytes) { given_.fetch_add(bytes, std::memory_order_relaxed); }
+  // Bytes the limit advised away (at tick `now`), and bytes of them the same classes charged again.
+  void gave(std::uint64_t bytes, std::uint32_t now) {
+    given_.fetch_add(bytes, std::memory_order_relaxed);
+    recent_tick_.store(now, std::memory_order_relaxed);
+    recent_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  // The limit's window: DECAY_MS, or 1 s when decay is off.
+  static std::uint32_t window_ms(const Options& opt) {
+    return static_cast<std::uint32_t>(opt.decay_ms > 0 ? opt.decay_ms : 1000);
+  }
+  // Whether the limit gave back pages that no fresh charge has taken since (one relaxed load, so
+  // that a fresh charge reads the clock only then).
+  bool has_recent() const { return recent_.load(std::memory_order_relaxed) != 0; }
+  // Up to `bytes` of what the limit gave back within the window before tick `now`, taken (each
+  // byte once; all of it is forgotten once a window passes with no give-back).
+  std::uint64_t take_recent(std::uint64_t bytes, std::uint32_t now, const Options& opt) {
+    std::uint64_t have = recent_.load(std::memory_order_relaxed);
+    if (have == 0) return 0;
+    if (now - recent_tick_.load(std::memory_order_relaxed) > window_ms(opt)) {
+      recent_.store(0, std::memory_order_relaxed);
+      return 0;
+    }
+    std::uint64_t take;
+    do {
+      if (have == 0) return 0;
+      take = have < bytes ? have : bytes;
+    } while (!recent_.compare_exchange_weak(have, have - take, std::memory_order_relaxed));
+    return take;
+  }
   void refaulted(std::uint64_t bytes) { refaulted_.fetch_add(bytes, std::memory_order_relaxed); }
 
  private:
@@ -76,6 +103,10 @@ class FreeLimit {
   // further DECAY_MS. Written by the thread inside enter().
   std::atomic<std::uint32_t> scale_{1}, window_{0}, need_{1};
   std::atomic<std::uint64_t> given_{0}, refaulted_{0};
+  // What the limit gave back lately and no fresh charge has populated since (take_recent), and
+  // the tick of its latest give-back.
+  std::atomic<std::uint64_t> recent_{0};
+  std::atomic<std::uint32_t> recent_tick_{0};
 };
 
 }  // namespace numap

@@ -134,7 +134,17 @@ void Heap::charged_fresh(int part, int slot, std::uint64_t index, std::uint64_t 
   if (sl.limit_owed.load(std::memory_order_relaxed) != 0) note_refault(part, sl, bytes);
   exchange(part, slot, bytes);
   // Slabs are populated by refill, which knows whether their class is busy.
-  if (opt_.populate == Populate::kAll && slot != kSlabSlot) populate(sl.address(index) + have * kPage, bytes);
+  if (slot == kSlabSlot || opt_.populate == Populate::kNone) return;
+  std::uint64_t fill = bytes;
+  if (opt_.populate == Populate::kAuto) {
+    // As far as the free limit gave this node's pages back within its window: the program is
+    // rebuilding in other sizes what it just freed (rss_budget's tables after its cache), and
+    // will write these pages as it wrote those. They come back in one call instead of a fault
+    // each, and RSS goes no higher than it was before the give-back.
+    FreeLimit& limit = part_[part].free_limit;
+    fill = limit.has_recent() ? limit.take_recent(bytes, tick(), opt_) / kPage * kPage : 0;
+  }
+  if (fill != 0) populate(sl.address(index) + have * kPage, fill);
 }
 
 void Heap::populate(char* p, std::uint64_t bytes) {

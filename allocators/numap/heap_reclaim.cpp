@@ -130,7 +130,7 @@ void Heap::limit_pass(int part) {
   if (opt_.exchange_ms > 0)
     got = purge_pages(want, part, -1, true, now - static_cast<std::uint32_t>(opt_.exchange_ms), true);
   if (got < want) got += purge_pages(want - got, part, -1, false, 0, true);
-  np.free_limit.gave(got);
+  np.free_limit.gave(got, now);
   if (got != 0) tcache_pressure();
   counters_.limited_bytes.fetch_add(got, std::memory_order_relaxed);
 }

@@ -2204,7 +2204,7 @@ class PopulateTest : public HeapTest {
 // The default (slabs): a class's first MiB of slabs faults page by page as its objects are
 // written; each slab after it is resident in one call before its first object is handed out.
 TEST_F(PopulateTest, ASmallClassesSlabsArePopulatedOnceItHoldsAMebibyte) {
-  ASSERT_EQ(Options{}.populate, Populate::kSlabs);
+  ASSERT_EQ(Options{}.populate, Populate::kAuto);
   make(Options{}.populate);
   std::vector<void*> keep = objects(heap, 1, 64);
   EXPECT_EQ(written_pages(slab_of(keep[0]), kSlabBytes), 1u);  // a first malloc(64): one page
@@ -2230,6 +2230,49 @@ TEST_F(PopulateTest, ASmallClassesSlabsArePopulatedOnceItHoldsAMebibyte) {
   heap.free(other);
   heap.free(next);
   for (void* p : keep) heap.free(p);
+}
+
+// auto also populates a fresh page chunk as far as the free limit gave this node's pages back
+// within its window (DECAY_MS; 1 s with decay off): a structure rebuilt in other sizes right after
+// its predecessor was freed (rss_budget's tables after its cache) gets that many pages back in one
+// call instead of a fault each, and never more than the limit took. Each byte is taken once, and
+// what is left is forgotten once a window passes.
+TEST_F(PopulateTest, AFreshChunkTakesBackInOneCallWhatTheLimitJustGaveBack) {
+  Options o;
+  o.tcache = false;
+  o.decay_ms = 0;
+  o.free_percent = 25;
+  o.free_floor = kMiB;
+  o.move_pieces = 0;  // the freed pages would move into the new chunks instead
+  make_with(o);
+  std::vector<void*> held = touched(8, kMiB);
+  for (void* p : touched(8, kMiB)) heap.free(p);  // 8 MiB free against 8 MiB held: over 25%
+  const std::uint64_t given = stats().limited_bytes;
+  ASSERT_GE(given, 4 * kMiB);
+  ASSERT_LT(given, 16 * kMiB);
+  EXPECT_TRUE(FakeOs::populated.empty());  // fresh chunks before any give-back: none
+  char* a = static_cast<char*>(heap.malloc(2 * kMiB));  // another class: fresh pages
+  ASSERT_EQ(FakeOs::populated.size(), 1u);
+  EXPECT_EQ(FakeOs::populated[0].addr, reinterpret_cast<std::uintptr_t>(a));
+  EXPECT_EQ(FakeOs::populated[0].bytes, 2 * kMiB);
+  EXPECT_EQ(written_pages(a, 2 * kMiB), 2 * kMiB / kPage);
+  char* b = static_cast<char*>(heap.malloc(16 * kMiB));  // the rest of what was given back, no more
+  ASSERT_EQ(FakeOs::populated.size(), 2u);
+  EXPECT_EQ(FakeOs::populated[1].addr, reinterpret_cast<std::uintptr_t>(b));
+  EXPECT_EQ(FakeOs::populated[1].bytes, given - 2 * kMiB);
+  EXPECT_EQ(written_pages(b, 16 * kMiB), (given - 2 * kMiB) / kPage);
+  EXPECT_EQ(stats().populated_bytes, given);
+  char* c = static_cast<char*>(heap.malloc(2 * kMiB));  // all taken: faults as before
+  EXPECT_EQ(FakeOs::populated.size(), 2u);
+  EXPECT_EQ(written_pages(c, 2 * kMiB), 0u);
+  // A new give-back, a window without one, then a fresh chunk: nothing populated.
+  for (void* p : held) heap.free(p);
+  ASSERT_GT(stats().limited_bytes, given);
+  FakeOs::now += 1100;
+  char* d = static_cast<char*>(heap.malloc(4 * kMiB));
+  EXPECT_EQ(FakeOs::populated.size(), 2u);
+  EXPECT_EQ(written_pages(d, 4 * kMiB), 0u);
+  for (char* p : {a, b, c, d}) heap.free(p);
 }
 
 TEST_F(PopulateTest, NoneLeavesEveryFreshPageToItsFault) {

@@ -16,8 +16,8 @@ enum class OptKind { kSize, kPowerOfTwo, kInt, kBool, kChoice, kPath };
 enum class BeyondLimit { kPurge = 0, kFail = 1 };
 // kChoice options: the accepted words, the value being the index (null-terminated).
 inline constexpr const char* kBeyondLimitNames[] = {"purge", "fail", nullptr};
-enum class Populate { kNone = 0, kSlabs = 1, kAll = 2 };
-inline constexpr const char* kPopulateNames[] = {"none", "slabs", "all", nullptr};
+enum class Populate { kNone = 0, kAuto = 1, kAll = 2 };
+inline constexpr const char* kPopulateNames[] = {"none", "auto", "all", nullptr};
 
 // THE option table: each row is the name after NUMAP_, the Options member, its type, how it is
 // parsed, its default, its accepted range (kSize / kInt), its words (kChoice) and its help. The
@@ -72,10 +72,11 @@ inline constexpr const char* kPopulateNames[] = {"none", "slabs", "all", nullptr
   X(LARGE_CACHE_BYTES, large_cache_bytes, std::uint64_t, kSize, 8 << 20, 0, 1ll << 40, nullptr,                 \
     "chunks of 320 KiB-4 MiB all threads together may keep in their caches, per node (one per class and "      \
     "thread; free pages for FREE_PERCENT); 0 = none")                                                           \
-  X(POPULATE, populate, Populate, kChoice, Populate::kSlabs, 0, 2, kPopulateNames,                             \
+  X(POPULATE, populate, Populate, kChoice, Populate::kAuto, 0, 2, kPopulateNames,                              \
     "fresh pages numap hands out are made resident in one call (MADV_POPULATE_WRITE) instead of one fault "    \
-    "per page: slabs = each new slab of a small class holding 1 MiB of slabs on its node; all = also the "     \
-    "requested pages of every page chunk (programs that write all they allocate); none")                       \
+    "per page: auto = those about to be written: each new slab of a small class holding 1 MiB of slabs on "    \
+    "its node, and a fresh page chunk as far as the free limit gave pages back on its node within DECAY_MS; "  \
+    "all = also the requested pages of every page chunk (programs that write all they allocate); none")        \
   X(STRICT, strict, bool, kBool, false, 0, 1, nullptr,                                                          \
     "abort() on an unknown NUMAP_* name or a value numap cannot use, instead of a warning and the default") \
   X(BIND_CAPACITY, bind_capacity, bool, kBool, true, 0, 1, nullptr,                                             \

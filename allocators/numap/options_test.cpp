@@ -35,7 +35,7 @@ TEST(NumapOptions, DefaultsWithoutEnvironment) {
   EXPECT_EQ(o.numa, -1);
   EXPECT_TRUE(o.tcache);
   EXPECT_FALSE(o.strict);
-  EXPECT_EQ(o.populate, Populate::kSlabs);
+  EXPECT_EQ(o.populate, Populate::kAuto);
   EXPECT_EQ(o.warnings, 0u);
 }
 
