@@ -40,7 +40,7 @@ constexpr std::uint64_t kMoveMinPages = 16;  // Heap::move_in: smaller needs and
 constexpr int kMoveSources = 4;
 constexpr int kMoveRuns = 8;
 constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident chunk up to a doubling above
-// NUMAP_POPULATE=slabs: a small class's new slabs are populated once it holds this many bytes of
+// NUMAP_POPULATE=auto (and all): a small class's new slabs are populated once it holds this many bytes of
 // slabs on the node. Below it a class may be one object in a program that allocates little (a
 // first malloc(64) touches one page of its slab, target 3); above it the slab is carved within
 // moments, and what is populated ahead of use is at most the newest slab (1/16 of the class's).
@@ -216,7 +216,8 @@ class Heap {
   bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes, std::uint64_t* dirty = nullptr);
   // Chunk `index` of (part, slot) was just charged from `have` to `need` pages (chunk_alloc,
   // grow_extent): the Slot's mapped share, a refault of what the free limit took from the Slot, the
-  // exchange of as many idle bytes of other classes, and with NUMAP_POPULATE=all the pages themselves.
+  // exchange of as many idle bytes of other classes, and the pages themselves populated: all of them
+  // with NUMAP_POPULATE=all, with auto as many as the free limit gave back lately (FreeLimit::take_recent).
   void charged_fresh(int part, int slot, std::uint64_t index, std::uint64_t have, std::uint64_t need);
   // Makes fresh charged pages [p, p + bytes) resident in one call (NUMAP_POPULATE) instead of a
   // fault per page when the program touches them. A kernel that refuses the advice (before 5.14, a
