@@ -4,6 +4,9 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <fstream>
+#include <map>
+#include <set>
 #include <string>
 
 namespace numap {
@@ -64,6 +67,52 @@ TEST(NumapOptions, ReadsEveryKindFromEnvironment) {
   EXPECT_EQ(option_value(o, 0, &text), 512ll << 20);
   option_value(o, 7, &text);
   EXPECT_STREQ(text, "fail");
+}
+
+// The README's options table is what users read, the X-macro table what numap reads: every
+// option in both, none in one only, and each README default (its first word, as a user would type
+// it) read through options_from_env gives numap's own default with no warning.
+TEST(NumapOptions, TheReadmeListsEveryOptionWithItsDefault) {
+  std::ifstream readme(NUMAP_TEST_DATA "/../../README.md");
+  ASSERT_TRUE(readme) << NUMAP_TEST_DATA "/../../README.md";
+  std::map<std::string, std::string> documented;  // name without NUMAP_ -> default's first word
+  bool in_options = false;
+  for (std::string line; std::getline(readme, line);) {
+    if (line.rfind("## ", 0) == 0) in_options = line == "## Options";
+    const std::string row = "| `NUMAP_";
+    if (!in_options || line.rfind(row, 0) != 0) continue;
+    const std::size_t name_end = line.find('`', row.size());
+    const std::size_t cell = line.find("| ", name_end);
+    ASSERT_NE(cell, std::string::npos) << line;
+    const std::string name = line.substr(row.size(), name_end - row.size());
+    const std::string def = line.substr(cell + 2, line.find_first_of(" |", cell + 2) - cell - 2);
+    EXPECT_TRUE(documented.emplace(name, def).second) << "NUMAP_" << name << " listed twice";
+  }
+  std::size_t count = 0;
+  const OptionInfo* table = option_table(&count);
+  std::set<std::string> known;
+  for (std::size_t i = 0; i < count; ++i) {
+    known.insert(table[i].name);
+    EXPECT_TRUE(documented.count(table[i].name)) << "NUMAP_" << table[i].name << " missing from README.md's Options";
+  }
+  for (const auto& [name, def] : documented) {
+    EXPECT_TRUE(known.count(name)) << "README.md lists NUMAP_" << name << ", which is no option";
+    if (known.count(name)) setenv(("NUMAP_" + name).c_str(), def.c_str(), 1);
+  }
+  testing::internal::CaptureStderr();
+  const Options read = options_from_env();
+  const std::string err = testing::internal::GetCapturedStderr();
+  for (const auto& [name, def] : documented) unsetenv(("NUMAP_" + name).c_str());
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(read.warnings, 0u);
+  const Options defaults;
+  for (std::size_t i = 0; i < count; ++i) {
+    const char* got = nullptr;
+    const char* want = nullptr;
+    const long long got_value = option_value(read, i, &got);
+    EXPECT_EQ(got_value, option_value(defaults, i, &want)) << "NUMAP_" << table[i].name << "'s README default";
+    EXPECT_STREQ(got == nullptr ? "" : got, want == nullptr ? "" : want) << "NUMAP_" << table[i].name;
+  }
 }
 
 // A harmless variable in a shell must not kill every program started from it: an unknown name or a
