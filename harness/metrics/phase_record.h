@@ -30,6 +30,15 @@ struct PhaseFigures {
   std::optional<ThpEvents> thp_events;      // the system's THP events during the phase; absent: unread
 };
 
+// A phase's `thp_events` object: one key per row of ALLOCMARK_THP_EVENTS.
+inline nlohmann::json thp_events_record(const ThpEvents& e) {
+  nlohmann::json out = nlohmann::json::object();
+#define ALLOCMARK_THP_KEY(name) out[#name] = e.name;
+  ALLOCMARK_THP_EVENTS(ALLOCMARK_THP_KEY)
+#undef ALLOCMARK_THP_KEY
+  return out;
+}
+
 inline nlohmann::json phase_record(const PhaseFigures& f) {
   using nlohmann::json;
   auto maybe = [](const auto& v) { return v ? json(*v) : json(nullptr); };
@@ -50,13 +59,7 @@ inline nlohmann::json phase_record(const PhaseFigures& f) {
               {"user_s", f.counters.user_s},
               {"sys_s", f.counters.sys_s},
               {"anon_huge_bytes", maybe(f.anon_huge_bytes)},
-              {"thp_events", f.thp_events ? json{{"fault_alloc", f.thp_events->fault_alloc},
-                                                 {"fault_fallback", f.thp_events->fault_fallback},
-                                                 {"collapse_alloc", f.thp_events->collapse_alloc},
-                                                 {"split_page", f.thp_events->split_page},
-                                                 {"split_pmd", f.thp_events->split_pmd},
-                                                 {"deferred_split_page", f.thp_events->deferred_split_page}}
-                                          : json(nullptr)},
+              {"thp_events", f.thp_events ? thp_events_record(*f.thp_events) : json(nullptr)},
               {"t_begin_ns", f.begin_ns},
               {"t_end_ns", f.end_ns}};
 }

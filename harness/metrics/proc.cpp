@@ -232,19 +232,17 @@ std::string thp_defrag_mode() { return sysfs_choice("/sys/kernel/mm/transparent_
 bool read_thp_events(ThpEvents& out) {
   char buf[16384];  // /proc/vmstat is about 6 KiB on Debian 12's kernels
   if (read_small_file("/proc/vmstat", buf, sizeof buf) <= 0) return false;
-  return parse_vmstat_value(buf, "thp_fault_alloc", out.fault_alloc) &&
-         parse_vmstat_value(buf, "thp_fault_fallback", out.fault_fallback) &&
-         parse_vmstat_value(buf, "thp_collapse_alloc", out.collapse_alloc) &&
-         parse_vmstat_value(buf, "thp_split_page", out.split_page) &&
-         parse_vmstat_value(buf, "thp_split_pmd", out.split_pmd) &&
-         parse_vmstat_value(buf, "thp_deferred_split_page", out.deferred_split_page);
+#define ALLOCMARK_READ_THP(name) parse_vmstat_value(buf, "thp_" #name, out.name) &&
+  return ALLOCMARK_THP_EVENTS(ALLOCMARK_READ_THP) true;
+#undef ALLOCMARK_READ_THP
 }
 
 ThpEvents thp_events_since(const ThpEvents& now, const ThpEvents& before) {
-  auto d = [](uint64_t a, uint64_t b) { return a >= b ? a - b : 0; };
-  return {d(now.fault_alloc, before.fault_alloc), d(now.fault_fallback, before.fault_fallback),
-          d(now.collapse_alloc, before.collapse_alloc), d(now.split_page, before.split_page),
-          d(now.split_pmd, before.split_pmd),     d(now.deferred_split_page, before.deferred_split_page)};
+  ThpEvents d;
+#define ALLOCMARK_THP_SINCE(name) d.name = now.name >= before.name ? now.name - before.name : 0;
+  ALLOCMARK_THP_EVENTS(ALLOCMARK_THP_SINCE)
+#undef ALLOCMARK_THP_SINCE
+  return d;
 }
 
 bool reset_peak_rss(pid_t pid) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/metrics/thp_events.h"
+
 namespace allocmark::metrics {
 
 struct MemStatus {
@@ -26,17 +28,7 @@ bool read_mem_status(pid_t pid, MemStatus& out);
 // readings"), so it is read at phase edges only, after the phase's other figures.
 bool read_anon_huge_bytes(pid_t pid, uint64_t& bytes);
 
-// The system's transparent-huge-page events (/proc/vmstat), counted since boot for every process:
-// a phase's figure is the difference of two readings, system-wide.
-struct ThpEvents {
-  uint64_t fault_alloc = 0;     // thp_fault_alloc: a fault served by a huge page
-  uint64_t fault_fallback = 0;  // thp_fault_fallback: one that wanted a huge page and got 4 KiB pages
-  uint64_t collapse_alloc = 0;  // thp_collapse_alloc: khugepaged made 512 pages one
-  uint64_t split_page = 0;      // thp_split_page: a huge page split back (a partial unmap or advice)
-  uint64_t split_pmd = 0;       // thp_split_pmd: a huge mapping made small-page mappings (advice on part of it)
-  uint64_t deferred_split_page = 0;  // thp_deferred_split_page: a partly unmapped huge page queued to be
-                                     // split later: its whole 2 MiB stay allocated until memory pressure
-};
+// The system's transparent-huge-page events now (/proc/vmstat; harness/metrics/thp_events.h names them).
 bool read_thp_events(ThpEvents& out);
 ThpEvents thp_events_since(const ThpEvents& now, const ThpEvents& before);
 // The machine's transparent-huge-page modes, the bracketed word of

@@ -47,12 +47,9 @@ constexpr std::array<FieldRow, kFieldCount> kFieldTable{{
     // Transparent huge pages: the process's at the phase end (smaps_rollup) and the system's
     // events during it (/proc/vmstat, every process's).
     {Field::anon_huge_bytes, "anon_huge_bytes", "", Fold::last, false},
-    {Field::thp_fault_alloc, "thp_events.fault_alloc", "", Fold::sum, false},
-    {Field::thp_fault_fallback, "thp_events.fault_fallback", "", Fold::sum, false},
-    {Field::thp_collapse_alloc, "thp_events.collapse_alloc", "", Fold::sum, false},
-    {Field::thp_split_page, "thp_events.split_page", "", Fold::sum, false},
-    {Field::thp_split_pmd, "thp_events.split_pmd", "", Fold::sum, false},
-    {Field::thp_deferred_split_page, "thp_events.deferred_split_page", "", Fold::sum, false},
+#define ALLOCMARK_THP_FIELD_ROW(name) {Field::thp_##name, "thp_events." #name, "", Fold::sum, false},
+    ALLOCMARK_THP_EVENTS(ALLOCMARK_THP_FIELD_ROW)
+#undef ALLOCMARK_THP_FIELD_ROW
     // The whole system's huge pages per node at the phase end (node meminfo, every process's); the
     // phase's is the sum over its nodes.
     {Field::system_anon_huge_bytes, "", "system_anon_huge_bytes", Fold::last, true},

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/metrics/thp_events.h"  // ALLOCMARK_THP_EVENTS
+
 namespace allocmark::results {
 
 // ---------------------------------------------------------------------------------------------
@@ -30,6 +32,8 @@ namespace allocmark::results {
   X(minor_faults) X(major_faults) X(voluntary_ctx_switches) X(involuntary_ctx_switches) X(user_s) X(sys_s)
 #define ALLOCMARK_CALL_LATENCIES(X) \
   X(alloc_p50_ns) X(alloc_p99_ns) X(alloc_p999_ns) X(alloc_max_ns) X(free_p50_ns) X(free_p99_ns) X(free_p999_ns) X(free_max_ns)
+// The system's THP events (harness/metrics/thp_events.h), as field and metric thp_NAME.
+#define ALLOCMARK_THP_ENUMERATOR(name) thp_##name,
 
 enum class Field : std::size_t {
   wall_s,
@@ -49,12 +53,7 @@ enum class Field : std::size_t {
   runqueue_wait_ns,
   run_ns,
   anon_huge_bytes,
-  thp_fault_alloc,
-  thp_fault_fallback,
-  thp_collapse_alloc,
-  thp_split_page,
-  thp_split_pmd,
-  thp_deferred_split_page,
+  ALLOCMARK_THP_EVENTS(ALLOCMARK_THP_ENUMERATOR)
   system_anon_huge_bytes,
   kCount
 };
@@ -112,12 +111,7 @@ enum class Metric : std::size_t {
   runqueue_wait_s,
   runqueue_wait_share,
   anon_huge_bytes,
-  thp_fault_alloc,
-  thp_fault_fallback,
-  thp_collapse_alloc,
-  thp_split_page,
-  thp_split_pmd,
-  thp_deferred_split_page,
+  ALLOCMARK_THP_EVENTS(ALLOCMARK_THP_ENUMERATOR)
   system_anon_huge_bytes,
   kCount
 };
