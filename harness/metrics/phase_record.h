@@ -52,12 +52,9 @@ inline nlohmann::json phase_record(const PhaseFigures& f) {
               {"start_live_bytes", maybe(f.start_live_bytes)},
               {"peak_live_bytes", maybe(f.peak_live_bytes)},
               {"end_live_bytes", maybe(f.end_live_bytes)},
-              {"minor_faults", f.counters.minor_faults},
-              {"major_faults", f.counters.major_faults},
-              {"voluntary_ctx_switches", f.counters.voluntary_ctx_switches},
-              {"involuntary_ctx_switches", f.counters.involuntary_ctx_switches},
-              {"user_s", f.counters.user_s},
-              {"sys_s", f.counters.sys_s},
+#define ALLOCMARK_COUNTER_KEY(name) {#name, f.counters.name},
+              ALLOCMARK_PROCESS_COUNTERS(ALLOCMARK_COUNTER_KEY)
+#undef ALLOCMARK_COUNTER_KEY
               {"anon_huge_bytes", maybe(f.anon_huge_bytes)},
               {"thp_events", f.thp_events ? thp_events_record(*f.thp_events) : json(nullptr)},
               {"t_begin_ns", f.begin_ns},

@@ -418,12 +418,9 @@ TaskCounters counters_of(const struct rusage& usage) {
 
 TaskCounters counters_since(const TaskCounters& later, const TaskCounters& earlier) {
   TaskCounters c;
-  c.minor_faults = later.minor_faults - earlier.minor_faults;
-  c.major_faults = later.major_faults - earlier.major_faults;
-  c.user_s = later.user_s - earlier.user_s;
-  c.sys_s = later.sys_s - earlier.sys_s;
-  c.voluntary_ctx_switches = later.voluntary_ctx_switches - earlier.voluntary_ctx_switches;
-  c.involuntary_ctx_switches = later.involuntary_ctx_switches - earlier.involuntary_ctx_switches;
+#define ALLOCMARK_COUNTER_SINCE(name) c.name = later.name - earlier.name;
+  ALLOCMARK_PROCESS_COUNTERS(ALLOCMARK_COUNTER_SINCE)
+#undef ALLOCMARK_COUNTER_SINCE
   return c;
 }
 

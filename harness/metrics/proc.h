@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/metrics/thp_events.h"
+#include "harness/metrics/figure_names.h"
 
 namespace allocmark::metrics {
 
@@ -28,7 +28,13 @@ bool read_mem_status(pid_t pid, MemStatus& out);
 // readings"), so it is read at phase edges only, after the phase's other figures.
 bool read_anon_huge_bytes(pid_t pid, uint64_t& bytes);
 
-// The system's transparent-huge-page events now (/proc/vmstat; harness/metrics/thp_events.h names them).
+// The system's transparent-huge-page events (/proc/vmstat; ALLOCMARK_THP_EVENTS names them), counted
+// since boot for every process: a phase's figure is the difference of two readings, system-wide.
+struct ThpEvents {
+#define ALLOCMARK_THP_MEMBER(name) uint64_t name = 0;
+  ALLOCMARK_THP_EVENTS(ALLOCMARK_THP_MEMBER)
+#undef ALLOCMARK_THP_MEMBER
+};
 bool read_thp_events(ThpEvents& out);
 ThpEvents thp_events_since(const ThpEvents& now, const ThpEvents& before);
 // The machine's transparent-huge-page modes, the bracketed word of
@@ -46,7 +52,8 @@ bool parse_vmstat_value(const char* text, const char* key, uint64_t& value);
 bool reset_peak_rss(pid_t pid = 0);
 
 // What getrusage says of a process, read from the outside (/proc/<pid>/stat and status): for the
-// phase edges of a program the driver runs, where the process cannot measure itself.
+// phase edges of a program the driver runs, where the process cannot measure itself. Its members
+// are ALLOCMARK_PROCESS_COUNTERS (figure_names.h), which the records and the model expand.
 struct TaskCounters {
   uint64_t minor_faults = 0, major_faults = 0;
   double user_s = 0, sys_s = 0;

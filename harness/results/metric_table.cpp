@@ -17,12 +17,10 @@ constexpr std::array<FieldRow, kFieldCount> kFieldTable{{
     {Field::peak_rss_bytes, "peak_rss_bytes", "", Fold::max, false},
     {Field::end_rss_bytes, "end_rss_bytes", "", Fold::last, false},
     {Field::peak_live_bytes, "peak_live_bytes", "", Fold::max, false},
-    {Field::minor_faults, "minor_faults", "", Fold::sum, false},
-    {Field::major_faults, "major_faults", "", Fold::sum, false},
-    {Field::voluntary_ctx_switches, "voluntary_ctx_switches", "", Fold::sum, false},
-    {Field::involuntary_ctx_switches, "involuntary_ctx_switches", "", Fold::sum, false},
-    {Field::user_s, "user_s", "", Fold::sum, false},
-    {Field::sys_s, "sys_s", "", Fold::sum, false},
+    // The process's counters (harness/metrics/figure_names.h), each under its own name in the phase.
+#define ALLOCMARK_COUNTER_FIELD_ROW(name) {Field::name, #name, "", Fold::sum, false},
+    ALLOCMARK_PROCESS_COUNTERS(ALLOCMARK_COUNTER_FIELD_ROW)
+#undef ALLOCMARK_COUNTER_FIELD_ROW
     // Allocators with lock counters (jemalloc, numap).
     {Field::lock_wait_ns, "contention.total_wait_ns", "", Fold::sum, false},
     {Field::lock_ops, "contention.num_ops", "", Fold::sum, false},

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/metrics/thp_events.h"  // ALLOCMARK_THP_EVENTS
+#include "harness/metrics/figure_names.h"  // ALLOCMARK_PROCESS_COUNTERS, ALLOCMARK_THP_EVENTS
 
 namespace allocmark::results {
 
@@ -28,11 +28,9 @@ namespace allocmark::results {
 // them from here: the process's counters (summed over a cell) and the sampled call latencies (the
 // worst phase's).
 #define ALLOCMARK_ENUMERATOR(name) name,
-#define ALLOCMARK_PROCESS_COUNTERS(X) \
-  X(minor_faults) X(major_faults) X(voluntary_ctx_switches) X(involuntary_ctx_switches) X(user_s) X(sys_s)
 #define ALLOCMARK_CALL_LATENCIES(X) \
   X(alloc_p50_ns) X(alloc_p99_ns) X(alloc_p999_ns) X(alloc_max_ns) X(free_p50_ns) X(free_p99_ns) X(free_p999_ns) X(free_max_ns)
-// The system's THP events (harness/metrics/thp_events.h), as field and metric thp_NAME.
+// The system's THP events, as field and metric thp_NAME.
 #define ALLOCMARK_THP_ENUMERATOR(name) thp_##name,
 
 enum class Field : std::size_t {
