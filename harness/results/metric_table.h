@@ -25,8 +25,8 @@ namespace allocmark::results {
 // Fields: what the model keeps of a phase. The enum names the rows of kFieldTable (same order).
 
 // Figures that are both a field of each phase and a metric of the same name, so both enums list
-// them from here: the process's counters (summed over a cell) and the sampled call latencies (the
-// worst phase's).
+// them from one list: the process's counters (summed over a cell) and the THP events (figure_names.h,
+// which the records' writers expand too), and the sampled call latencies (the worst phase's; here).
 #define ALLOCMARK_ENUMERATOR(name) name,
 #define ALLOCMARK_CALL_LATENCIES(X) \
   X(alloc_p50_ns) X(alloc_p99_ns) X(alloc_p999_ns) X(alloc_max_ns) X(free_p50_ns) X(free_p99_ns) X(free_p999_ns) X(free_max_ns)
