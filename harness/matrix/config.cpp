@@ -44,6 +44,8 @@ std::string scalar_text(const std::string& path, const toml::node& node, const s
 std::vector<std::string> string_list(const std::string& path, const toml::node& node, const std::string& key) {
   const auto* arr = node.as_array();
   if (!arr) fail(path, node, "'" + key + "' must be a list of strings");
+  // An axis with no value is not a request for the defaults: leave the key out for those.
+  if (arr->empty()) fail(path, node, "'" + key + "' is an empty list (name at least one, or leave the key out for the default)");
   std::vector<std::string> out;
   for (const auto& item : *arr) {
     if (!item.is_string()) fail(path, item, "'" + key + "' must be a list of strings");
@@ -91,6 +93,7 @@ void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFil
   if (auto n = t.get("threads")) {
     const auto* arr = n->as_array();
     if (!arr) fail(path, *n, "'threads' must be a list of integers");
+    if (arr->empty()) fail(path, *n, "'threads' is an empty list (name at least one, or leave the key out for the default)");
     for (const auto& item : *arr) out.threads.push_back(number<int>(path, item, "threads", 1, kMaxThreads));
   }
   if (auto n = t.get("thp")) {
@@ -126,6 +129,10 @@ void parse_allocator_defs(const std::string& path, const toml::node& node, Matri
     std::string name(key.str());
     const auto* t = value.as_table();
     if (!t) fail(path, value, "allocator '" + name + "' must be a table");
+    // '@' is the thp axis' mark in a crossed name (jemalloc@thp=never): a variant of its own
+    // spelled like one would read as a cell of the axis.
+    if (name.find('@') != std::string::npos)
+      fail(path, value, "allocator '" + name + "': '@' is not allowed in a variant's name (the thp axis names its cells NAME@thp=MODE)");
     reject_unknown_keys(path, *t, "allocator '" + name + "'", {"backend", "kind", "library", "env", "description"});
     AllocatorDef def;
     def.name = name;

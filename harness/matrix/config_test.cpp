@@ -83,6 +83,20 @@ TEST(Config, WrongTypesAreErrors) {
   EXPECT_NE(error_of("[allocators.x]\nbackend = \"glibc\"\nkind = \"glibc\"\n").find("both"), std::string::npos);
 }
 
+TEST(Config, AnEmptyAxisIsAnErrorNotTheDefaults) {
+  for (const char* key : {"allocators", "workloads", "threads", "thp"}) {
+    std::string e = error_of(std::string("[matrix]\nreps = 1\n") + key + " = []\n");
+    EXPECT_NE(e.find(std::string("'") + key + "' is an empty list"), std::string::npos) << key << ": " << e;
+    EXPECT_NE(e.find(":3:"), std::string::npos) << key << ": " << e;  // the file, line and column
+  }
+}
+
+TEST(Config, AVariantNameWithTheThpAxisMarkIsRefused) {
+  std::string e = error_of("[allocators.\"g@thp=always\"]\nbackend = \"glibc\"\n");
+  EXPECT_NE(e.find(":1:1: allocator 'g@thp=always': '@' is not allowed"), std::string::npos) << e;
+  EXPECT_NE(error_of("[allocators.\"a@b\"]\nbackend = \"glibc\"\n", true).find("'@' is not allowed"), std::string::npos);
+}
+
 TEST(Config, VariantsFileTakesOnlyAllocators) {
   EXPECT_NE(error_of("[matrix]\nreps = 1\n", true).find("unknown key 'matrix'"), std::string::npos);
   EXPECT_EQ(error_of("[allocators.\"glibc:x\"]\nbackend = \"glibc\"\n", true), "");
