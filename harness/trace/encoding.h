@@ -8,6 +8,9 @@
 //       time in microseconds since the recording started)
 //   'I' varint pid: a new image of the traced process began (exec): everything before it is void
 //   'E' varint unknown_frees, varint lost_events: the process ended normally; nothing follows
+//   'X' varint length, then the path (at most kMaxExecPath bytes, cut there): the traced image is
+//       about to exec it; an 'I' follows when the recorder loaded into the new image (only on the
+//       recording pipe: trace files never hold it)
 // Events (one op byte, then varints; dt is microseconds since the thread's previous event, for its
 // first event since the recording started, so that every thread's events have one time base):
 //   alloc ops (Op::Malloc .. Op::NewArrayAligned): dt, id, size, [align for aligned ops]
@@ -52,7 +55,18 @@ enum class Op : uint8_t {
   Phase = 50,
 };
 
-inline constexpr uint8_t kTagChunk = 'C', kTagPhase = 'P', kTagImage = 'I', kTagEnd = 'E';
+inline constexpr uint8_t kTagChunk = 'C', kTagPhase = 'P', kTagImage = 'I', kTagEnd = 'E', kTagExec = 'X';
+
+// Plausibility limits, shared by the recorder and every reader (docs/traces.md):
+// a trace holds at most this many phase marks (the recorder answers `error` to more): each phase
+// is a record's row in every replay cell, and 20,000 of them made one results line 31 MB;
+inline constexpr uint64_t kMaxPhaseMarks = 128;
+// a phase name is 1 to 64 bytes, as a program cell's;
+inline constexpr uint64_t kMaxPhaseName = 64;
+// an event's time is less than a year (in microseconds) after the recording started;
+inline constexpr uint64_t kMaxTimeUs = 366ull * 24 * 3600 * 1000000;
+// an exec chunk names at most this many bytes of the path.
+inline constexpr uint64_t kMaxExecPath = 256;
 
 constexpr bool is_alloc(Op op) { return op >= Op::Malloc && op <= Op::NewArrayAligned; }
 constexpr bool is_free(Op op) { return op >= Op::Free && op <= Op::DeleteArrayAligned; }

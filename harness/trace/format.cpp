@@ -12,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "units/input_file.h"
+
 namespace allocmark::trace {
 namespace {
 
@@ -75,6 +77,30 @@ std::size_t decode_event(const uint8_t* p, const uint8_t* end, Event& e, uint64_
   return static_cast<std::size_t>(q - p);
 }
 
+// Writes `e` as the recorder would, with `dt` as its time field; returns its length.
+std::size_t put_event(uint8_t* out, const Event& e, uint64_t dt) {
+  std::size_t n = 0;
+  out[n++] = static_cast<uint8_t>(e.op);
+  auto field = [&](uint64_t v) { n += put_varint(out + n, v); };
+  field(dt);
+  if (is_alloc(e.op)) {
+    field(e.id);
+    field(e.size);
+    if (has_align(e.op)) field(e.align);
+  } else if (e.op == Op::Realloc) {
+    field(e.old_id);
+    field(e.id);
+    field(e.size);
+    field(e.old_size);
+  } else if (is_free(e.op)) {
+    field(e.id);
+    field(e.size);
+  } else {
+    field(e.epoch);
+  }
+  return n;
+}
+
 }  // namespace
 
 void* map_bytes(std::size_t bytes) {
@@ -97,27 +123,76 @@ bool EventCursor::next(Event& e) {
   return true;
 }
 
+// The longest unit the parser waits for whole: a 'P' chunk (tag, three varints, a 64-byte name) or
+// an 'X' chunk (tag, varint, a 256-byte path); an event or a chunk's head is shorter.
+constexpr std::size_t kMaxUnit = 1 + 3 * kMaxVarint + kMaxExecPath;
+
 void StreamParser::feed(const uint8_t* data, std::size_t size) {
-  // Whole chunks are parsed where they are; only a chunk cut by the end of `data` is kept.
-  const uint8_t* p = data;
-  const uint8_t* end = data + size;
-  if (!pending_.empty()) {
-    pending_.insert(pending_.end(), data, end);
-    p = pending_.data();
-    end = p + pending_.size();
+  // Units are parsed where they lie; only a unit cut by the end of `data` waits in pending_ (less
+  // than kMaxUnit bytes), completed from the next feed a few bytes at a time.
+  while (size > 0) {
+    if (pending_.empty()) {
+      const std::size_t n = parse_units(data, data + size, consumed_);
+      consumed_ += n;
+      pending_.assign(data + n, data + size);
+      return;
+    }
+    const std::size_t had = pending_.size();
+    const std::size_t take = std::min(size, kMaxUnit);
+    pending_.insert(pending_.end(), data, data + take);
+    const std::size_t n = parse_units(pending_.data(), pending_.data() + pending_.size(), consumed_);
+    if (n == 0) {
+      data += take;
+      size -= take;
+      continue;  // still short of one unit (take < kMaxUnit: data ran out)
+    }
+    // The first unit began in the old bytes and needed new ones: n > had.
+    consumed_ += n;
+    data += n - had;
+    size -= n - had;
+    pending_.clear();
   }
-  std::size_t done = 0;
-  while (p + done < end) {
-    std::size_t n = parse_chunk(p + done, end, consumed_ + done);
-    if (!n) break;
-    done += n;
-  }
-  consumed_ += done;
-  Bytes rest(p + done, end);
-  pending_.swap(rest);
 }
 
-// Parses one whole chunk at p (stream offset `base`); 0 when the chunk is not complete yet.
+std::size_t StreamParser::parse_units(const uint8_t* p, const uint8_t* end, uint64_t base) {
+  const uint8_t* q = p;
+  while (q < end) {
+    const std::size_t n = chunk_left_ ? parse_event(q, end, base + (q - p)) : parse_chunk(q, end, base + (q - p));
+    if (!n) break;
+    q += n;
+  }
+  return static_cast<std::size_t>(q - p);
+}
+
+// One event of the 'C' chunk being read, at p (stream offset `base`); 0 when it is not all here yet.
+std::size_t StreamParser::parse_event(const uint8_t* p, const uint8_t* end, uint64_t base) {
+  const auto here = static_cast<uint64_t>(end - p);
+  const uint8_t* e_end = p + std::min(here, chunk_left_);
+  const uint64_t thread = thread_number_[chunk_slot_];
+  Event e;
+  uint64_t time_us = last_time_us_[chunk_slot_];
+  const std::size_t n = decode_event(p, e_end, e, time_us);
+  if (!n) {
+    if (here >= chunk_left_ || here >= kMaxEventBytes || !is_known(*p))
+      throw TraceError(at(base) + ": corrupt event (op byte " + std::to_string(*p) + ") of thread " + std::to_string(thread));
+    return 0;
+  }
+  if (time_us > kMaxTimeUs || time_us < last_time_us_[chunk_slot_])
+    throw TraceError(at(base) + ": event time " + std::to_string(time_us) + " us of thread " + std::to_string(thread) +
+                     " is implausible (more than a year after the recording started)");
+  if (e.op == Op::Phase && (e.epoch == 0 || e.epoch > trace_.phase_names.size()))
+    throw TraceError(at(base) + ": phase event of thread " + std::to_string(thread) + " names mark " + std::to_string(e.epoch) +
+                     " of " + std::to_string(trace_.phase_names.size()) + " phase marks");
+  last_time_us_[chunk_slot_] = time_us;
+  auto& t = trace_.threads[chunk_slot_];
+  t.bytes.insert(t.bytes.end(), p, p + n);
+  ++t.events;
+  ++trace_.events;
+  chunk_left_ -= n;
+  return n;
+}
+
+// One chunk's head at p (stream offset `base`), or a whole small chunk; 0 when it is not all here.
 std::size_t StreamParser::parse_chunk(const uint8_t* p, const uint8_t* end, uint64_t base) {
   if (trace_.ended) throw TraceError(at(base) + ": data after the end of the trace");
   const uint8_t* q = p + 1;
@@ -130,43 +205,37 @@ std::size_t StreamParser::parse_chunk(const uint8_t* p, const uint8_t* end, uint
     q += n;
     return true;
   };
-  switch (*p) {
+  const uint8_t tag = *p;
+  if (tag != kTagExec) trace_.unrecorded_exec.clear();  // what follows an exec shows it went on recording
+  switch (tag) {
     case kTagChunk: {
       uint64_t thread = 0, length = 0;
       if (!field(thread) || !field(length)) return 0;
-      if (thread > 1'000'000) throw TraceError(at(base) + ": thread number " + std::to_string(thread) + " is implausible");
-      if (static_cast<uint64_t>(end - q) < length) return 0;
-      if (trace_.threads.size() <= thread) {
-        trace_.threads.resize(thread + 1);
-        last_time_us_.resize(thread + 1, 0);
+      auto [it, added] = slot_of_.try_emplace(thread, trace_.threads.size());
+      if (added) {
+        trace_.threads.emplace_back();
+        thread_number_.push_back(thread);
+        last_time_us_.push_back(0);
       }
-      auto& t = trace_.threads[thread];
-      // Times are deltas per thread across its chunks: decoding goes on from the thread's last time.
-      uint64_t& time_us = last_time_us_[thread];
-      const uint8_t* e_end = q + length;
-      for (const uint8_t* r = q; r < e_end;) {
-        Event e;
-        std::size_t n = decode_event(r, e_end, e, time_us);
-        if (!n) throw TraceError(at(base + (r - p)) + ": corrupt event (op byte " + std::to_string(*r) + ") of thread " +
-                                 std::to_string(thread));
-        if (e.op == Op::Phase && (e.epoch == 0 || e.epoch > 1'000'000))
-          throw TraceError(at(base + (r - p)) + ": phase event with epoch " + std::to_string(e.epoch));
-        if (e.id > trace_.max_id) trace_.max_id = e.id;
-        r += n;
-        ++t.events;
-        ++trace_.events;
-      }
-      t.bytes.insert(t.bytes.end(), q, e_end);
-      return static_cast<std::size_t>(e_end - p);
+      chunk_slot_ = it->second;
+      chunk_left_ = length;  // its events follow, parsed one by one (parse_event)
+      return static_cast<std::size_t>(q - p);
     }
     case kTagPhase: {
       uint64_t epoch = 0, time_us = 0, length = 0;
       if (!field(epoch) || !field(time_us) || !field(length)) return 0;
-      if (length > 64) throw TraceError(at(base) + ": phase name of " + std::to_string(length) + " bytes (at most 64)");
+      if (length == 0 || length > kMaxPhaseName)
+        throw TraceError(at(base) + ": phase name of " + std::to_string(length) + " bytes (1 to " + std::to_string(kMaxPhaseName) + ")");
       if (static_cast<uint64_t>(end - q) < length) return 0;
       if (epoch != trace_.phase_names.size() + 1)
         throw TraceError(at(base) + ": phase mark " + std::to_string(epoch) + " after " +
                          std::to_string(trace_.phase_names.size()) + " marks");
+      if (epoch > kMaxPhaseMarks)
+        throw TraceError(at(base) + ": phase mark " + std::to_string(epoch) + ": a trace holds at most " +
+                         std::to_string(kMaxPhaseMarks) + " phase marks");
+      if (time_us > kMaxTimeUs)
+        throw TraceError(at(base) + ": phase mark " + std::to_string(epoch) + " time " + std::to_string(time_us) +
+                         " us is implausible (more than a year after the recording started)");
       trace_.phase_names.emplace_back(reinterpret_cast<const char*>(q), length);
       trace_.phase_times_us.push_back(time_us);
       return static_cast<std::size_t>(q + length - p);
@@ -178,8 +247,20 @@ std::size_t StreamParser::parse_chunk(const uint8_t* p, const uint8_t* end, uint
       uint64_t images = trace_.images + 1;
       trace_ = Trace{};
       trace_.images = images;
+      thread_number_.clear();
       last_time_us_.clear();
+      slot_of_.clear();
       return static_cast<std::size_t>(q - p);
+    }
+    case kTagExec: {
+      uint64_t length = 0;
+      if (!field(length)) return 0;
+      if (length > kMaxExecPath)
+        throw TraceError(at(base) + ": exec path of " + std::to_string(length) + " bytes (at most " + std::to_string(kMaxExecPath) + ")");
+      if (static_cast<uint64_t>(end - q) < length) return 0;
+      trace_.unrecorded_exec.assign(reinterpret_cast<const char*>(q), length);
+      if (trace_.unrecorded_exec.empty()) trace_.unrecorded_exec = "?";
+      return static_cast<std::size_t>(q + length - p);
     }
     case kTagEnd: {
       uint64_t unknown = 0, lost = 0;
@@ -190,53 +271,86 @@ std::size_t StreamParser::parse_chunk(const uint8_t* p, const uint8_t* end, uint
       return static_cast<std::size_t>(q - p);
     }
     default:
-      throw TraceError(at(base) + ": unknown chunk tag " + std::to_string(*p));
+      throw TraceError(at(base) + ": unknown chunk tag " + std::to_string(tag));
   }
 }
 
 Trace StreamParser::finish() {
-  if (!pending_.empty())
-    throw TraceError(at(consumed_) + ": the stream ends inside a chunk (" + std::to_string(pending_.size()) + " bytes)");
-  for (const auto& t : trace_.threads)
-    for (EventCursor c = t.cursor();;) {
-      Event e;
-      if (!c.next(e)) break;
-      if (e.op == Op::Phase && e.epoch > trace_.phase_names.size())
-        throw TraceError("a thread marks phase " + std::to_string(e.epoch) + " of " +
-                         std::to_string(trace_.phase_names.size()) + " phase marks");
-    }
-  check_ids(trace_);
+  if (!pending_.empty() || chunk_left_)
+    throw TraceError(at(consumed_) + ": the stream ends inside a chunk (" + std::to_string(pending_.size() + chunk_left_) +
+                     " bytes missing or waiting)");
+  // Threads in the order of their numbers, those without an event left out: numbers are only
+  // names, so thread 999999 alone is thread 0.
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < trace_.threads.size(); ++i)
+    if (trace_.threads[i].events) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return thread_number_[a] < thread_number_[b]; });
+  std::vector<ThreadEvents> threads;
+  threads.reserve(order.size());
+  for (std::size_t i : order) threads.push_back(std::move(trace_.threads[i]));
+  trace_.threads = std::move(threads);
+  thread_number_.clear();
+  last_time_us_.clear();
+  slot_of_.clear();
+  renumber_ids(trace_);
   return std::move(trace_);
 }
 
-void check_ids(const Trace& trace) {
-  // 1: allocated, 2: freed (or resized away).
-  std::vector<uint8_t, MappedAllocator<uint8_t>> state(trace.max_id + 1, 0);
-  auto allocated = [&](uint64_t id, std::size_t thread) {
-    if (!id) return;
-    if (state[id] & 1) throw TraceError("object " + std::to_string(id) + " is allocated twice (thread " + std::to_string(thread) + ")");
-    state[id] |= 1;
+void renumber_ids(Trace& trace) {
+  // Every id allocated, sorted: an id's new number is its place here, from 1.
+  std::vector<uint64_t, MappedAllocator<uint64_t>> ids;
+  for (const auto& t : trace.threads)
+    for (EventCursor c = t.cursor();;) {
+      Event e;
+      if (!c.next(e)) break;
+      if ((is_alloc(e.op) || e.op == Op::Realloc) && e.id) ids.push_back(e.id);
+    }
+  std::sort(ids.begin(), ids.end());
+  for (std::size_t i = 1; i < ids.size(); ++i)
+    if (ids[i] == ids[i - 1]) throw TraceError("object " + std::to_string(ids[i]) + " is allocated twice");
+  auto number = [&](uint64_t id) -> uint64_t {
+    auto it = std::lower_bound(ids.begin(), ids.end(), id);
+    return it != ids.end() && *it == id ? static_cast<uint64_t>(it - ids.begin()) + 1 : 0;
   };
-  for (std::size_t t = 0; t < trace.threads.size(); ++t)
+  std::vector<uint8_t, MappedAllocator<uint8_t>> freed(ids.size() + 1, 0);
+  auto free_of = [&](uint64_t id, std::size_t thread, const char* how) -> uint64_t {
+    const uint64_t n = number(id);
+    if (!n) throw TraceError("object " + std::to_string(id) + " is " + how + " by thread " + std::to_string(thread) + " but never allocated");
+    if (freed[n]) throw TraceError("object " + std::to_string(id) + " is freed twice (thread " + std::to_string(thread) + ")");
+    freed[n] = 1;
+    return n;
+  };
+  for (std::size_t t = 0; t < trace.threads.size(); ++t) {
+    Bytes out;
+    out.reserve(trace.threads[t].bytes.size());
+    uint64_t previous_us = 0;
     for (EventCursor c = trace.threads[t].cursor();;) {
       Event e;
       if (!c.next(e)) break;
-      if (is_alloc(e.op) || e.op == Op::Realloc) allocated(e.id, t);
+      if (is_alloc(e.op)) {
+        e.id = e.id ? number(e.id) : 0;
+      } else if (e.op == Op::Realloc) {
+        if (e.old_id) {
+          if (realloc_frees_old(e)) {
+            e.old_id = free_of(e.old_id, t, "resized");
+          } else if (const uint64_t n = number(e.old_id)) {
+            e.old_id = n;  // a failed realloc: its block stays live
+          } else {
+            throw TraceError("object " + std::to_string(e.old_id) + " is resized by thread " + std::to_string(t) + " but never allocated");
+          }
+        }
+        e.id = e.id ? number(e.id) : 0;
+      } else if (is_free(e.op) && e.id) {
+        e.id = free_of(e.id, t, "freed");
+      }
+      uint8_t b[kMaxEventBytes];
+      const std::size_t n = put_event(b, e, e.time_us - previous_us);
+      previous_us = e.time_us;
+      out.insert(out.end(), b, b + n);
     }
-  auto freed = [&](uint64_t id, std::size_t thread) {
-    if (!id) return;
-    if (!(state[id] & 1))
-      throw TraceError("object " + std::to_string(id) + " is freed by thread " + std::to_string(thread) + " but never allocated");
-    if (state[id] & 2) throw TraceError("object " + std::to_string(id) + " is freed twice (thread " + std::to_string(thread) + ")");
-    state[id] |= 2;
-  };
-  for (std::size_t t = 0; t < trace.threads.size(); ++t)
-    for (EventCursor c = trace.threads[t].cursor();;) {
-      Event e;
-      if (!c.next(e)) break;
-      if (is_free(e.op)) freed(e.id, t);
-      if (realloc_frees_old(e)) freed(e.old_id, t);
-    }
+    trace.threads[t].bytes.swap(out);
+  }
+  trace.max_id = ids.size();
 }
 
 std::vector<uint8_t> encode_stream(const Trace& trace) {
@@ -284,7 +398,9 @@ struct MappedFile {
   const uint8_t* bytes = nullptr;
   std::size_t length = 0;
   explicit MappedFile(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // A fifo or a device would block the open or never end: the one check of a user's input file.
+    if (std::string problem = units::input_file_problem(path); !problem.empty()) throw std::runtime_error(problem);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -313,6 +429,7 @@ struct MappedFile {
 
 Trace read_trace(const std::string& path) {
   const MappedFile file(path);
+  Trace t;
   if (file.size() < kFileHeaderBytes || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0)
     throw TraceError(path + ": not an allocmark trace (file offset 0: no AMTRACE header)");
   uint32_t version = get_u32(file.data() + 8);
@@ -325,36 +442,53 @@ Trace read_trace(const std::string& path) {
                      " bytes do not fit a file of " + std::to_string(file.size()) + " bytes (cut off?)");
   const uint8_t* z = file.data() + kFileHeaderBytes;
   unsigned long long raw = ZSTD_getFrameContentSize(z, body);
-  if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN || raw > (1ull << 40))
+  if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN)
     throw TraceError(path + ": file offset 32: the body is not a zstd frame");
+  // What the frame claims is judged before anything is decompressed: a 32 KB zstd bomb declared
+  // (and held) 1.8 GB.
+  const uint64_t most = kMaxExpansion * body + (64 << 10);
+  if (raw > most)
+    throw TraceError(path + ": file offset 32: the zstd frame's content size " + std::to_string(raw) + " is more than " +
+                     std::to_string(kMaxExpansion) + " times the body's " + std::to_string(body) +
+                     " bytes: implausible for a trace (a damaged or hostile file)");
   // zstd's own context would come from malloc: in a worker, from the allocator under test.
   ZSTD_DCtx* dctx = ZSTD_createDCtx_advanced(ZSTD_customMem{zstd_alloc, zstd_free, nullptr});
   if (!dctx) throw std::bad_alloc();
-  // The frame's declared size is not trusted for the buffer: one damaged byte there made a 22 KB
-  // trace claim gigabytes, which were zeroed (12-15 s) before zstd found the damage. The buffer
-  // grows with what zstd really produces, up to the declared size, which must then be met.
-  Bytes stream(std::min<unsigned long long>(raw, 4 * body + (64 << 10)));
+  struct Free {
+    ZSTD_DCtx* d;
+    ~Free() { ZSTD_freeDCtx(d); }
+  } free_dctx{dctx};
+  // The window (zstd's own buffer) is capped: write_trace's frames use 4 MiB at most.
+  ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, 24);
+  // Decoded while it decompresses, a window at a time: the stream is never held whole.
+  Bytes window(ZSTD_DStreamOutSize());
   ZSTD_inBuffer in{z, body, 0};
-  std::size_t produced = 0;
+  uint64_t produced = 0;
   const char* damage = nullptr;
-  for (;;) {
-    if (produced == stream.size() && stream.size() < raw) stream.resize(std::min<unsigned long long>(raw, 2 * stream.size()));
-    ZSTD_outBuffer out{stream.data(), stream.size(), produced};
-    const std::size_t consumed = in.pos;
-    const std::size_t left = ZSTD_decompressStream(dctx, &out, &in);
-    if (ZSTD_isError(left)) damage = ZSTD_getErrorName(left);
-    else if (left != 0 && out.pos == produced && in.pos == consumed)
-      damage = out.pos == raw ? "longer than its declared size" : "short";  // no progress is possible
-    produced = out.pos;
-    if (left == 0 || damage) break;
-  }
-  ZSTD_freeDCtx(dctx);
-  if (!damage && produced != raw) damage = "short";
-  if (damage) throw TraceError(path + ": file offset 32: the body does not decompress (" + std::string(damage) + ")");
-  Trace t;
+  StreamParser parser;
   try {
-    StreamParser parser;
-    parser.feed(stream.data(), stream.size());
+    for (;;) {
+      ZSTD_outBuffer out{window.data(), window.size(), 0};
+      const std::size_t consumed = in.pos;
+      const std::size_t left = ZSTD_decompressStream(dctx, &out, &in);
+      if (ZSTD_isError(left)) {
+        damage = ZSTD_getErrorName(left);
+        break;
+      }
+      produced += out.pos;
+      if (produced > raw) {
+        damage = "longer than its declared size";
+        break;
+      }
+      parser.feed(window.data(), out.pos);
+      if (left == 0) break;
+      if (out.pos == 0 && in.pos == consumed) {
+        damage = "short";  // no progress is possible
+        break;
+      }
+    }
+    if (!damage && produced != raw) damage = "short";
+    if (damage) throw TraceError("file offset 32: the body does not decompress (" + std::string(damage) + ")");
     t = parser.finish();
   } catch (const TraceError& e) {
     throw TraceError(path + ": " + e.what());
@@ -369,26 +503,35 @@ Trace read_trace(const std::string& path) {
   return t;
 }
 
-void write_trace(const std::string& path, const Trace& trace) {
+std::string file_bytes(const Trace& trace) {
   std::vector<uint8_t> stream = encode_stream(trace);
-  std::vector<uint8_t> out(kFileHeaderBytes + ZSTD_compressBound(stream.size()));
-  std::size_t z = ZSTD_compress(out.data() + kFileHeaderBytes, out.size() - kFileHeaderBytes, stream.data(), stream.size(), 9);
-  if (ZSTD_isError(z)) throw std::runtime_error(path + ": compressing the trace failed: " + ZSTD_getErrorName(z));
-  out.resize(kFileHeaderBytes + z);
+  std::string out(kFileHeaderBytes + ZSTD_compressBound(stream.size()), '\0');
+  auto* o = reinterpret_cast<uint8_t*>(out.data());
+  std::size_t z = ZSTD_compress(o + kFileHeaderBytes, out.size() - kFileHeaderBytes, stream.data(), stream.size(), 9);
+  if (ZSTD_isError(z)) throw std::runtime_error(std::string("compressing the trace failed: ") + ZSTD_getErrorName(z));
   std::string header = trace.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::memcpy(out.data(), kMagic, sizeof kMagic);
-  put_u32(out.data() + 8, kFormatVersion);
-  put_u32(out.data() + 12, 0);
-  put_u64(out.data() + 16, z);
-  put_u64(out.data() + 24, header.size());
-  out.insert(out.end(), header.begin(), header.end());
+  std::memcpy(o, kMagic, sizeof kMagic);
+  put_u32(o + 8, kFormatVersion);
+  put_u32(o + 12, 0);
+  put_u64(o + 16, z);
+  put_u64(o + 24, header.size());
+  out.resize(kFileHeaderBytes + z);
+  return out + header;
+}
+
+void write_trace(const std::string& path, const Trace& trace) {
+  const std::string out = file_bytes(trace);
   std::string tmp = path + ".part";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) throw std::runtime_error(tmp + ": cannot create: " + std::strerror(errno));
-    f.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size()));
+    f.write(out.data(), static_cast<std::streamsize>(out.size()));
     f.flush();
-    if (!f) throw std::runtime_error(tmp + ": write failed: " + std::strerror(errno));
+    if (!f) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      throw std::runtime_error(tmp + ": write failed: " + std::strerror(err));
+    }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;

@@ -5,19 +5,31 @@
 //             an 'E' chunk)
 //   the header: JSON (program, arguments, machine, threads, counts; docs/traces.md)
 // Everything read is checked: a file that is not a trace, a newer version, a cut-off or corrupt
-// body, an event that does not parse, an id allocated twice or freed without being allocated are
-// refused with TraceError naming the byte offset (in the file, or in the decompressed stream).
+// body, an event that does not parse, an implausible value (encoding.h's limits), an id allocated
+// twice or freed without being allocated are refused with TraceError naming the byte offset (in
+// the file, or in the decompressed stream) and the field.
+//
+// What reading costs is bounded by the file's size, whatever the file says: the body is decoded
+// while it decompresses (never held whole), it may expand at most kMaxExpansion times, zstd's
+// window is capped, and every table is sized by what the trace holds: threads, object ids and
+// phases are renumbered densely (thread 999999 alone is thread 0; ids 1..objects), so a trace of
+// N bytes costs O(N) memory and time.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "harness/trace/encoding.h"
 
 namespace allocmark::trace {
+
+// How many times its compressed size a body may decompress to (the recorder's traces: about 6;
+// a 32 KB zstd bomb claimed 1.8 GB). 64 KiB more are always allowed, for tiny traces.
+inline constexpr uint64_t kMaxExpansion = 64;
 
 class TraceError : public std::runtime_error {
  public:
@@ -86,41 +98,56 @@ struct Trace {
   nlohmann::json header = nlohmann::json::object();
   std::vector<std::string> phase_names;  // [k - 1]: the k-th phase mark's name
   std::vector<uint64_t> phase_times_us;  // [k - 1]: when it was made
-  std::vector<ThreadEvents> threads;     // index: the recorder's thread number
-  uint64_t max_id = 0;
+  std::vector<ThreadEvents> threads;     // in the order of the recorder's thread numbers, densely
+  uint64_t max_id = 0;                   // once read: ids are 1..max_id, each allocated once
   uint64_t events = 0;
   uint64_t unknown_frees = 0, lost_events = 0;
   bool ended = false;  // the stream's 'E' chunk was seen: the process ended by exit or _exit
   uint64_t images = 0;  // 'I' chunks seen while recording (exec); the trace is the last image's
+  // The recording pipe only: the program exec'd this path last and the recorder never began in it
+  // (statically linked, set-uid, LD_PRELOAD cleared); empty when every image was recorded.
+  std::string unrecorded_exec;
 };
 
-// Reads a record stream as it arrives (the recording pipe) or as a body decompresses; throws
-// TraceError naming the stream offset of what does not parse.
+// Reads a record stream as it arrives (the recording pipe) or as a body decompresses, event by
+// event (an incomplete chunk is never held whole: at most one event's bytes wait for the next
+// feed); throws TraceError naming the stream offset and the field of what does not parse.
 class StreamParser {
  public:
   void feed(const uint8_t* data, std::size_t size);
-  // The stream ended here: a chunk cut off in the middle is an error; then the trace read so far
-  // (its ids checked, see check_ids).
+  // The stream ended here: a chunk cut off in the middle is an error; then the trace read so far,
+  // threads in the order of their numbers and ids renumbered (renumber_ids).
   Trace finish();
   uint64_t offset() const { return consumed_ + pending_.size(); }
 
  private:
+  std::size_t parse_units(const uint8_t* p, const uint8_t* end, uint64_t base);
   std::size_t parse_chunk(const uint8_t* p, const uint8_t* end, uint64_t base);
+  std::size_t parse_event(const uint8_t* p, const uint8_t* end, uint64_t base);
   Trace trace_;
-  std::vector<uint64_t> last_time_us_;  // per thread: the time of its last event parsed
-  Bytes pending_;  // an incomplete chunk waiting for more bytes
-  uint64_t consumed_ = 0;         // stream bytes parsed before pending_
+  std::vector<uint64_t> thread_number_;  // per slot of trace_.threads: the number the stream gave it
+  std::vector<uint64_t> last_time_us_;   // per slot: the time of its last event parsed
+  std::unordered_map<uint64_t, std::size_t> slot_of_;  // thread number -> slot
+  std::size_t chunk_slot_ = 0;  // the 'C' chunk being read: its thread's slot, and its bytes not read yet
+  uint64_t chunk_left_ = 0;
+  Bytes pending_;           // an incomplete unit (a chunk's head, an event) waiting for more bytes
+  uint64_t consumed_ = 0;   // stream bytes parsed before pending_
 };
 
-// Every freed or resized id was allocated, and none twice; throws TraceError otherwise. The
-// replay relies on it (a free waits for its allocation).
-void check_ids(const Trace& trace);
+// Every freed or resized id was allocated, and none twice (TraceError otherwise: the replay relies
+// on it, a free waits for its allocation); then the ids are renumbered 1..objects in their order,
+// so tables indexed by id are sized by what the trace holds (an id of 2^31 is not 2^31 entries).
+void renumber_ids(Trace& trace);
 
 // The record stream of `trace` in its canonical form (what write_trace compresses).
 std::vector<uint8_t> encode_stream(const Trace& trace);
 
 Trace read_trace(const std::string& path);  // throws TraceError (format) or std::runtime_error (I/O)
-// Writes `trace` (its header as given) to `path` atomically (a temporary file, then rename).
+// The file's bytes for `trace` (its header as given); `trace record` writes them with
+// results::write_file_atomically.
+std::string file_bytes(const Trace& trace);
+// Writes file_bytes(trace) to `path` atomically (a temporary file, then rename; no .part is left
+// when the write fails). For tests and tools without a results folder.
 void write_trace(const std::string& path, const Trace& trace);
 
 }  // namespace allocmark::trace
