@@ -257,6 +257,42 @@ class SystemWide(TempDirTest):
         self.assertEqual(r["status"], "crashed")
         self.assertEqual(thp_mode(), self.original)
 
+    def test_a_second_switch_while_one_runs_is_refused_and_the_machine_gets_its_first_mode_back(self):
+        # Two real runs: the first holds the machine at `other` while its cell hangs; the second asks
+        # for `never` meanwhile. Whatever happens, the machine gets the mode it started in.
+        start = thp_mode()
+        first = None
+        try:
+            first = subprocess.Popen([ALLOCMARK, "run", "-a", "glibc", "-w", "fault_inject", "--set", "fault_inject.mode=hang",
+                                      "-t", "1", "-r", "1", "--timeout", "120", "--system-thp", self.other,
+                                      "--out", os.path.join(self.tmp, "first")],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.assertTrue(self.wait_for_mode(self.other), "the first run never set the mode")
+            second_mode = "never" if self.other != "never" else "madvise"
+            second_out = os.path.join(self.tmp, "second")
+            p = run(["run", "-a", "glibc", "-w", "size_mix", "--set", "size_mix.ops=1000", "--set", "size_mix.live_mib=4",
+                     "-t", "1", "-r", "1", "--system-thp", second_mode, "--out", second_out])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("another allocmark run holds this machine's transparent huge page mode (pid %d" % first.pid, p.stderr)
+            self.assertFalse(os.path.exists(second_out))
+            self.assertEqual(thp_mode(), self.other)  # the second changed nothing
+            first.send_signal(signal.SIGINT)
+            first.wait(timeout=60)
+            self.assertTrue(self.wait_for_mode(start, 10), "mode left at %s" % thp_mode())
+            # Once the first has ended, a switch is free again.
+            p = run(["run", "-a", "glibc", "-w", "size_mix", "--set", "size_mix.ops=1000", "--set", "size_mix.live_mib=4",
+                     "-t", "1", "-r", "1", "--system-thp", second_mode, "--out", second_out])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(thp_mode(), start)
+        finally:
+            if first is not None and first.poll() is None:
+                first.kill()
+                first.wait()
+            self.wait_for_mode(start, 10)
+            if thp_mode() != start:
+                with open(THP_ENABLED, "w") as f:
+                    f.write(start)
+
     def test_bad_input_changes_nothing(self):
         p = run(["run", "-a", "glibc", "-w", "size_mix", "--system-thp", "sometimes", "--out", self.out])
         self.assertEqual(p.returncode, 2, p.stderr)

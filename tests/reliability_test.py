@@ -224,6 +224,43 @@ class WorkerEnvironment(TempDir):
             self.assertFalse(os.path.exists(self.out))
 
 
+    def test_progress_outside_a_terminal_is_a_line_per_cell_never_a_redraw(self):
+        # A pipe (a CI log), and a terminal whose reader is not one (the lab's guest console, which
+        # the lab sets to lines when its own output is a file or pipe): one line per finished cell.
+        import pty
+        args = [ALLOCMARK, "run", "-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "3"] + SMALL
+        piped = subprocess.run(args + ["--out", os.path.join(self.tmp, "piped")], capture_output=True, text=True, timeout=120)
+        primary, secondary = pty.openpty()
+        try:
+            p = subprocess.run(args + ["--out", os.path.join(self.tmp, "console")], stdout=subprocess.DEVNULL, stderr=secondary,
+                               env=dict(os.environ, ALLOCMARK_PROGRESS="lines"), timeout=120)
+            os.close(secondary)
+            console = b""
+            while True:
+                try:
+                    chunk = os.read(primary, 65536)
+                except OSError:  # EIO: the writer is gone
+                    break
+                if not chunk:
+                    break
+                console += chunk
+        finally:
+            os.close(primary)
+        self.assertEqual(piped.returncode, 0, piped.stderr)
+        self.assertEqual(p.returncode, 0, console)
+        for what, text in [("pipe", piped.stderr), ("console", console.decode().replace("\r\n", "\n"))]:
+            self.assertNotIn("\r", text, what)
+            self.assertNotIn("\x1b", text, what)
+            cells = [l for l in text.splitlines() if l.startswith("[")]
+            self.assertEqual(len(cells), 3, (what, text))
+            for i, line in enumerate(cells, 1):
+                self.assertRegex(line, r"^\[%d/3\] glibc size_mix .*: ok \(" % i, what)
+        bad = run(["run"] + ONE + ["--out", self.out], env=dict(os.environ, ALLOCMARK_PROGRESS="sometimes"))
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("ALLOCMARK_PROGRESS='sometimes'", bad.stderr)
+        self.assertFalse(os.path.exists(self.out))
+
+
 class BadInput(TempDir):
     def assert_usage_error(self, args, *needles):
         p = run(args)

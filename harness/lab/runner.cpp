@@ -290,6 +290,10 @@ LabOutcome run_lab(const LabRequest& request) {
   command.argv.insert(command.argv.end(), request.guest_args.begin(), request.guest_args.end());
   command.cwd = cwd;
   command.env = request.guest_env;
+  // The guest's console is a terminal, so a run there would redraw its progress line; what the
+  // lab forwards of it is only one where the lab's own output is (runner::progress_redraws).
+  const char* progress = std::getenv("ALLOCMARK_PROGRESS");
+  command.env.emplace_back("ALLOCMARK_PROGRESS", progress && *progress ? progress : ::isatty(1) ? "redraw" : "lines");
   if (const char* path = std::getenv("PATH")) command.path = path;
   if (request.allocmark_run) {
     command.argv.push_back("--out");

@@ -28,6 +28,9 @@ struct ExecutorEvents {
   std::function<void(const CellJob&)> started;                              // may be empty
   std::function<void(const CellJob&, const nlohmann::json& record)> finished;  // stores it; may throw to stop the run
   std::function<void()> tick;                                               // about once a second; may be empty
+  // tick redraws a progress line in place (a terminal): an executor then prints no lines of its own
+  // while cells run. Otherwise tick only prints a heartbeat now and then.
+  bool tick_redraws = false;
   std::function<bool()> stop_requested;                                     // checked between and during cells
 };
 

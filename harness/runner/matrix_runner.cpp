@@ -4,7 +4,10 @@
 #include <signal.h>
 #include <sys/random.h>
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -96,6 +99,15 @@ std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::Resul
   return jobs;
 }
 
+bool progress_redraws() {
+  const char* asked = std::getenv("ALLOCMARK_PROGRESS");
+  if (!asked || !*asked) return ::isatty(2) != 0;
+  const std::string value = asked;
+  if (value == "redraw") return true;
+  if (value == "lines") return false;
+  throw matrix::ConfigError("ALLOCMARK_PROGRESS='" + value + "': expected lines or redraw (unset: redraw on a terminal)");
+}
+
 MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, Executor& executor,
                            const MatrixRunOptions& options) {
   std::ostream& msg = options.messages ? *options.messages : std::cerr;
@@ -126,12 +138,25 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
                        results::terminal_line(current->cell.label()), clock_text(elapsed), eta)
         << std::flush;
   };
+  // Outside a terminal: a line now and then while a long cell runs, never a redraw.
+  auto last_line = std::chrono::steady_clock::now();
+  auto heartbeat = [&] {
+    const auto now = std::chrono::steady_clock::now();
+    if (!current || std::chrono::duration<double>(now - last_line).count() < kHeartbeatSeconds) return;
+    last_line = now;
+    msg << results::terminal_line(fmt::format("[{}/{}] {}: running, elapsed {}", current->index, report.total,
+                                              current->cell.label(),
+                                              clock_text(std::chrono::duration<double>(now - t0).count())))
+        << "\n" << std::flush;
+  };
   SummaryWriter summaries(dir);
   ExecutorEvents events;
   events.stop_requested = [] { return g_interrupted.load(); };
-  if (tty) events.tick = progress;
+  events.tick = tty ? std::function<void()>(progress) : std::function<void()>(heartbeat);
+  events.tick_redraws = tty;
   events.started = [&](const CellJob& job) {
     current = &job;
+    last_line = std::chrono::steady_clock::now();
     if (tty) progress();
   };
   events.finished = [&](const CellJob& job, const nlohmann::json& record) {
@@ -154,6 +179,8 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
       msg << fmt::format("{}[{}/{}] {}\n", tty ? "\r\033[K" : "", job.index, report.total,
                          results::terminal_line(fmt::format("{}: {} ({:.1f} s){}", job.cell.label(), status,
                                                             record.value("wall_s", 0.0), error)));
+      msg << std::flush;
+      last_line = std::chrono::steady_clock::now();
     }
   };
   auto restore = [&] {

@@ -30,10 +30,19 @@ class RunStopped : public std::runtime_error {
 
 struct MatrixRunOptions {
   bool retry_failed = false;   // rerun cells whose recorded status is not ok (as a new attempt)
-  bool progress_line = false;  // one updating line (a terminal); else one line per finished cell
+  // One line redrawn in place (a terminal); else one line per finished cell and, while a cell
+  // runs, a heartbeat line at most every kHeartbeatSeconds (a file, a pipe, a CI log).
+  bool progress_line = false;
   std::ostream* messages = nullptr;
   std::string run_id;          // stamped on every record (random_id() when empty); also in meta.json's runs[]
 };
+
+inline constexpr double kHeartbeatSeconds = 30;
+
+// Whether a run's progress redraws one line: $ALLOCMARK_PROGRESS "redraw" or "lines" where set
+// (the lab sets "lines" in its guest, whose console is a terminal, when the lab's own output is not
+// one), else whether standard error is a terminal. Another value is a matrix::ConfigError.
+bool progress_redraws();
 
 // 128 random bits as 32 hex digits: a run id (one per invocation that records cells) or a record id.
 std::string random_id();

@@ -96,7 +96,8 @@ CellSettings cell_settings(const mx::Plan& plan, const std::string& worker, cons
 
 }  // namespace
 
-RunSession::RunSession(const mx::Plan& plan, SessionOptions options) : plan_(plan), options_(std::move(options)) {
+RunSession::RunSession(const mx::Plan& plan, SessionOptions options)
+    : plan_(plan), options_(std::move(options)), progress_redraws_(progress_redraws()) {
   if (options_.executor.runs_here()) check_placement_here(plan_);
   if (::access(options_.worker.c_str(), X_OK) != 0)
     throw std::runtime_error("worker not found: " + options_.worker + " (set ALLOCMARK_WORKER)");
@@ -106,6 +107,8 @@ RunSession::RunSession(const mx::Plan& plan, SessionOptions options) : plan_(pla
       throw mx::ConfigError("--system-thp: sets this machine's mode, and --executor " + options_.executor.name() +
                             " runs cells on other machines");
     if (auto problem = system_thp_problem(); !problem.empty()) throw mx::ConfigError("--system-thp: " + problem);
+    // Before anything is written: a second run changing the machine's mode is refused here.
+    thp_lock_.emplace(options_.command);
   }
 }
 
@@ -119,7 +122,7 @@ SessionOutcome RunSession::run() {
   // Before the machine is described: meta.json says the mode the cells ran under. Put back when
   // this function returns or throws (and by its restorer if the driver is killed).
   std::optional<SystemThpSwitch> thp_switch;
-  if (!o.system_thp.empty()) thp_switch.emplace(o.system_thp, std::cerr);
+  if (!o.system_thp.empty()) thp_switch.emplace(o.system_thp, *thp_lock_, std::cerr);
   json machine = rs::machine_info();
   if (thp_switch) machine["thp_enabled_set_by_run"] = {{"mode", o.system_thp}, {"was", thp_switch->original()}};
   // Every record this invocation writes carries its id, and so does its entry in meta.json's runs.
@@ -173,7 +176,7 @@ SessionOutcome RunSession::run() {
     }
   } describe_on_exit{dir, *executor};
   SessionOutcome outcome;
-  outcome.report = run_matrix(plan_, dir, *executor, {o.retry_failed, static_cast<bool>(::isatty(2)), &std::cerr, run_id});
+  outcome.report = run_matrix(plan_, dir, *executor, {o.retry_failed, progress_redraws_, &std::cerr, run_id});
   outcome.folder = dir.path();
   outcome.returned_early = executor->returned_early();
   return outcome;

@@ -13,6 +13,7 @@
 #include "harness/matrix/plan.h"
 #include "harness/runner/executor_choice.h"
 #include "harness/runner/matrix_runner.h"
+#include "harness/runner/system_thp.h"
 
 namespace allocmark::runner {
 
@@ -48,6 +49,8 @@ class RunSession {
   const matrix::Plan& plan_;
   SessionOptions options_;
   nlohmann::json allocators_;  // meta.json's `allocators`: each probed library and what serves malloc
+  bool progress_redraws_;      // progress_redraws(), read before anything runs
+  std::optional<SystemThpLock> thp_lock_;  // with --system-thp: held from the checks to the end
 };
 
 // meta.json's `allocmark`: the version and commit of the program writing a folder.

@@ -216,7 +216,7 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
           }
       }
       std::string state = fmt::format("{} running, {} pending, {}/{} cells recorded", running, pending, reported_count, jobs.size());
-      if (msg && state != last_state && !events.tick)
+      if (msg && state != last_state && !events.tick_redraws)
         *msg << fmt::format("allocmark: Slurm job {}: tasks {}\n", job_id_, state) << std::flush;
       last_state = state;
     }

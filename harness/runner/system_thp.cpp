@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,13 +35,48 @@ std::string system_thp_problem() {
   return "";
 }
 
-SystemThpSwitch::SystemThpSwitch(const std::string& mode, std::ostream& messages) : original_(metrics::thp_enabled_mode()) {
+SystemThpLock::SystemThpLock(const std::string& command) {
+  const std::string path = kThpLockPath;
+  // Root's file in a shared folder: never followed through a link someone planted there.
+  fd_ = ::open(kThpLockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  struct stat st {};
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const std::string why = fd_ < 0 ? std::strerror(errno) : "not a regular file";
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    throw std::runtime_error("--system-thp: cannot open the machine's lock " + path + " (" + why + ")");
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[1024];
+    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+    std::string holder(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\r')) holder.pop_back();
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK)
+      throw std::runtime_error("--system-thp: another allocmark run holds this machine's transparent huge page mode (" +
+                               (holder.empty() ? std::string("holder unknown") : holder) + "; lock " + path +
+                               "); only one run at a time may change it: wait for that run to end");
+    throw std::runtime_error("--system-thp: cannot lock " + path + ": " + std::strerror(err));
+  }
+  const std::string text = "pid " + std::to_string(::getpid()) + (command.empty() ? "" : ": " + command) + "\n";
+  if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, text.data(), text.size(), 0);
+}
+
+SystemThpLock::~SystemThpLock() {
+  if (fd_ >= 0) ::close(fd_);  // the restorer's copy, if any, holds it until the mode is back
+}
+
+SystemThpSwitch::SystemThpSwitch(const std::string& mode, const SystemThpLock& lock, std::ostream& messages)
+    : original_(metrics::thp_enabled_mode()) {
   if (auto problem = system_thp_problem(); !problem.empty()) throw std::runtime_error("--system-thp: " + problem);
   int keepalive[2];
   if (::pipe2(keepalive, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   // Everything the restorer uses is ready before fork: the child of a threaded driver may only
   // make system calls.
   const std::string original = original_;
+  const int lock_fd = lock.fd();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(keepalive[0]);
@@ -50,10 +87,14 @@ SystemThpSwitch::SystemThpSwitch(const std::string& mode, std::ostream& messages
     // Its own session, deaf to the signals that stop a run: it outlives the driver by design.
     ::setsid();
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);
-    if (keepalive[0] != 3) ::dup2(keepalive[0], 3);
+    // fd 3: the keepalive pipe; fd 4: the machine's lock, held until the mode is back. Moved
+    // above 10 first, so that neither dup2 overwrites the other.
+    const int keep = ::fcntl(keepalive[0], F_DUPFD, 10), held = ::fcntl(lock_fd, F_DUPFD, 10);
+    ::dup2(keep, 3);
+    ::dup2(held, 4);
     int null = ::open("/dev/null", O_RDWR);
     for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
-    ::syscall(SYS_close_range, 4u, ~0u, 0u);  // the results folder's lock and logs are not the restorer's
+    ::syscall(SYS_close_range, 5u, ~0u, 0u);  // the results folder's lock and logs are not the restorer's
     for (char byte;;) {
       const ssize_t n = ::read(3, &byte, 1);
       if (n == 0 || (n < 0 && errno != EINTR)) break;  // EOF: no driver holds the pipe any more

@@ -17,11 +17,32 @@ inline constexpr const char* kThpEnabledPath = "/sys/kernel/mm/transparent_hugep
 // Whether the machine's mode can be set here: "" when it can, else why not (no THP, not writable).
 std::string system_thp_problem();
 
+// The machine-wide lock of the switch (kThpLockPath, flock): one run at a time may change the
+// machine's mode, so that the mode read as "what the machine had" is never another run's. Taken
+// before the run writes anything; a second run is refused naming the holder's pid and command.
+// The restorer shares it, so it is held until the machine's own mode is back, even after the
+// driver was killed.
+inline constexpr const char* kThpLockPath = "/run/lock/allocmark-system-thp.lock";
+
+class SystemThpLock {
+ public:
+  // Throws std::runtime_error naming the lock file and its holder when another run holds it.
+  explicit SystemThpLock(const std::string& command);
+  ~SystemThpLock();
+  SystemThpLock(const SystemThpLock&) = delete;
+  SystemThpLock& operator=(const SystemThpLock&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
 class SystemThpSwitch {
  public:
-  // Sets the mode (after starting the restorer) and says so on `messages`; throws
-  // std::runtime_error naming the file when it cannot.
-  SystemThpSwitch(const std::string& mode, std::ostream& messages);
+  // Sets the mode (after starting the restorer, which inherits `lock`) and says so on `messages`;
+  // the mode it puts back is the one read under the lock. Throws std::runtime_error naming the
+  // file when it cannot.
+  SystemThpSwitch(const std::string& mode, const SystemThpLock& lock, std::ostream& messages);
   ~SystemThpSwitch();
   SystemThpSwitch(const SystemThpSwitch&) = delete;
   SystemThpSwitch& operator=(const SystemThpSwitch&) = delete;
