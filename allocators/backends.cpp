@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <regex>
+#include <sstream>
+
 #include "allocators/native_backends.h"
 
 namespace allocmark::allocators {
@@ -76,6 +79,24 @@ std::string allocator_env_summary() {
     for (const auto& n : b->env_names) out += (out.empty() ? "" : ", ") + n;
   }
   return out;
+}
+
+std::string env_value_problem(const std::string& name, const std::string& value) {
+  for (const Backend* b : backends())
+    for (const auto& form : b->env_value_forms)
+      if (form.name == name && !std::regex_match(value, std::regex(form.pattern)))
+        return name + "=" + value + ": " + b->name + " expects " + form.expected +
+               " and would ignore this value without a word";
+  return "";
+}
+
+std::string invalid_config_line(const Backend& backend, const std::string& output) {
+  if (backend.invalid_config_line.empty()) return "";
+  const std::regex said(backend.invalid_config_line);
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, said)) return line;
+  return "";
 }
 
 }  // namespace allocmark::allocators

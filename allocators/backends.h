@@ -15,6 +15,13 @@
 
 namespace allocmark::allocators {
 
+// A variable whose malformed value the allocator ignores without a word: the form of a valid one.
+struct EnvValueForm {
+  std::string name;      // "MALLOC_ARENA_MAX"
+  std::string pattern;   // ECMAScript regex the whole value must match
+  std::string expected;  // "an unsigned integer (decimal, or 0x hex)", for the message
+};
+
 struct Backend {
   std::string name;                    // "jemalloc"
   std::string summary;
@@ -31,7 +38,21 @@ struct Backend {
   // the run's preload probe (exit 2, the allocator's own message) before any cell runs. Not part
   // of the variant's environment (the cell key, the record's `env`).
   std::vector<std::pair<std::string, std::string>> strict_env;
+  // The allocator's own line for a configuration it cannot use and then runs without (ECMAScript
+  // regex, searched in each line it writes to standard error as it loads): the run's preload probe
+  // fails on such a line, quoting it (exit 2 before any cell runs). "" where it says nothing.
+  std::string invalid_config_line;
+  // Values it reads and, when malformed, ignores silently: checked at plan time (exit 2 naming the
+  // variant and the variable) where the form is known.
+  std::vector<EnvValueForm> env_value_forms;
 };
+
+// "" when `value` of `name` has the form every backend that declares one for it expects, else
+// "NAME=VALUE: expected ..." for the variant's message.
+std::string env_value_problem(const std::string& name, const std::string& value);
+// The first line of `output` (an allocator's standard error as it loaded) that `backend` uses to
+// say its configuration is invalid; "" when none.
+std::string invalid_config_line(const Backend& backend, const std::string& output);
 
 const std::vector<const Backend*>& backends();
 const Backend* find_backend(std::string_view name);

@@ -85,6 +85,10 @@ std::string version() {
 
 }  // namespace
 
+// The numbers the tunables read (_dl_strtoul): decimal, 0x hex or 0 octal, nothing after.
+constexpr const char* kUnsigned = "0[xX][0-9a-fA-F]+|[0-9]+";
+constexpr const char* kUnsignedText = "an unsigned integer (decimal, or 0x hex)";
+
 constexpr NativeApi kGlibcApi{"glibc", &read_stats, &read_contention, &read_options, &purge, &version};
 
 const Backend kGlibcBackend{
@@ -93,6 +97,19 @@ const Backend kGlibcBackend{
     {"MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_CHECK_", "MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_",
      "MALLOC_PERTURB_", "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TRACE", "GLIBC_TUNABLES"},
     {},
-    &kGlibcApi};
+    &kGlibcApi,
+    {},
+    // glibc prints nothing for a value it cannot read: the tunables (elf/dl-tunables.c) drop a
+    // number _dl_strtoul cannot read whole, and GLIBC_TUNABLES an item without '='.
+    "",
+    {{"MALLOC_ARENA_MAX", kUnsigned, kUnsignedText},
+     {"MALLOC_ARENA_TEST", kUnsigned, kUnsignedText},
+     {"MALLOC_MMAP_MAX_", kUnsigned, kUnsignedText},
+     {"MALLOC_MMAP_THRESHOLD_", kUnsigned, kUnsignedText},
+     {"MALLOC_TOP_PAD_", kUnsigned, kUnsignedText},
+     {"MALLOC_TRIM_THRESHOLD_", kUnsigned, kUnsignedText},
+     {"MALLOC_PERTURB_", kUnsigned, kUnsignedText},
+     {"MALLOC_CHECK_", "[0-3]", "0, 1, 2 or 3"},
+     {"GLIBC_TUNABLES", "[A-Za-z0-9_.]+=[^:=]*(:[A-Za-z0-9_.]+=[^:=]*)*", "NAME=VALUE items separated by ':' (glibc.malloc.arena_max=2)"}}};
 
 }  // namespace allocmark::allocators

@@ -182,6 +182,9 @@ const Backend kJemallocBackend{
     // _RJEM_MALLOC_CONF for Rust's tikv-jemallocator builds.
     {"MALLOC_CONF", "JE_MALLOC_CONF", "_RJEM_MALLOC_CONF"},
     {"JE_MALLOC_"},
-    &kJemallocApi};
+    &kJemallocApi,
+    {},
+    // src/jemalloc.c, malloc_conf_error: it then runs on the defaults.
+    "^<jemalloc>: (Invalid conf|Malformed conf|Conf string ends)"};
 
 }  // namespace allocmark::allocators

@@ -118,6 +118,9 @@ constexpr NativeApi kMimallocApi{"mimalloc", &read_stats, &read_contention, &rea
 const Backend kMimallocBackend{
     "mimalloc", "Microsoft mimalloc", {"libmimalloc.so.2"}, "mi_version", "libmimalloc2.0",
     {}, {"MIMALLOC_"},  // every option is MIMALLOC_<NAME> (src/options.c)
-    &kMimallocApi};
+    &kMimallocApi,
+    {},
+    // src/options.c, mi_option_init: it then keeps the option's default.
+    "^mimalloc: warning: environment option .* has an invalid value"};
 
 }  // namespace allocmark::allocators

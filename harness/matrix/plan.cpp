@@ -158,6 +158,8 @@ ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std:
     if (!al::is_allocator_env(k))
       throw ConfigError(def.origin + ": allocator '" + name + "' sets " + k +
                         ", which is not an allocator setting (" + al::allocator_env_summary() + ")");
+    if (auto problem = al::env_value_problem(k, v); !problem.empty())
+      throw ConfigError(def.origin + ": allocator '" + name + "': " + problem);
   }
   if (def.env.count("LD_PRELOAD"))
     throw ConfigError(def.origin + ": allocator '" + name + "' sets LD_PRELOAD; name the library with library = \"...\"");

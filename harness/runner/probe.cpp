@@ -49,6 +49,9 @@ json probe_allocator(const matrix::ResolvedAllocator& allocator, const std::stri
   ::waitpid(w.pid, &status, 0);
   kill_group(w.pid);
   std::string log_tail = tail_of_file(log, 400);
+  // What the allocator said as it loaded: a configuration it cannot use and runs without.
+  const allocators::Backend* backend = allocators::find_backend(allocator.backend);
+  const std::string invalid = backend ? allocators::invalid_config_line(*backend, tail_of_file(log, 64 << 10)) : "";
   ::unlink(log);
   const std::string library = allocator.library.empty() ? "the C library" : allocator.library;
   if (timed_out) {
@@ -56,6 +59,12 @@ json probe_allocator(const matrix::ResolvedAllocator& allocator, const std::stri
     std::snprintf(limit, sizeof limit, "%g", timeout_s);
     return {{"error", library + " did not finish loading within " + limit + " s (the probe worker was killed)" +
                           (log_tail.empty() ? "" : ": " + log_tail)}};
+  }
+  if (!invalid.empty()) {
+    std::string env;
+    for (const auto& [k, v] : allocator.env) env += (env.empty() ? "" : " ") + k + "=" + v;
+    return {{"error", "the allocator says its configuration is invalid and would run without it: \"" + invalid + "\"" +
+                          (env.empty() ? "" : " (the variant sets " + env + ")")}};
   }
   json result = json::parse(out.substr(0, out.find('\n')), nullptr, false);
   if (result.is_discarded() || !result.is_object()) {
