@@ -7,6 +7,7 @@ Assertions are about behaviour (exit codes, files, messages), never about timing
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -273,7 +274,7 @@ class BadInput(TempDir):
 
     def test_each_bad_value_is_named(self):
         base = ["run", "-a", "glibc", "-w", "size_mix", "--out", self.out]
-        self.assert_usage_error(["run", self.tmp, "--out", self.out], "is not a file")
+        self.assert_usage_error(["run", self.tmp, "--out", self.out], "matrix: " + self.tmp + " is a folder, not a regular file")
         self.assert_usage_error(base[:-1] + [""], "--out", "empty")
         self.assert_usage_error(base + ["--timeout", "nan"], "--timeout")
         self.assert_usage_error(base + ["--timeout", "inf"], "--timeout")
@@ -282,6 +283,66 @@ class BadInput(TempDir):
         self.assert_usage_error(base + ["--reps", "0"], "--reps", "1..")
         self.assert_usage_error(["run", "-a", "glibc", "-w", "arena_churn", "--set", "arena_churn.big_chance=nan",
                                  "--out", self.out], "big_chance", "finite")
+
+    def test_a_fifo_or_folder_where_a_file_is_expected_is_refused_without_waiting(self):
+        # Nothing ever writes into the fifo: a reader that opens it waits for ever, and the timeout
+        # fails the test. Each input is named with its flag or field, and nothing runs (issue 41).
+        fifo = os.path.join(self.tmp, "fifo")
+        os.mkfifo(fifo)
+        folder = os.path.join(self.tmp, "folder")
+        os.mkdir(folder)
+        results = os.path.join(self.tmp, "results")  # any results folder: gate reads --confirm-matrix first
+        shutil.copytree(os.path.join(os.path.dirname(__file__), "fixtures", "results-small"), results,
+                        ignore=shutil.ignore_patterns("golden"))
+        baseline = os.path.join(self.tmp, "b.json")
+        with open(baseline, "w") as f:
+            f.write("{}")
+
+        def matrix(name, text):
+            path = os.path.join(self.tmp, name)
+            with open(path, "w") as f:
+                f.write(text)
+            return path
+
+        configs = os.path.join(self.tmp, "configs")  # a config folder whose variants file is a fifo
+        os.mkdir(configs)
+        os.mkfifo(os.path.join(configs, "variants.toml"))
+        seed = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", "topologies", "seed-8node.toml")
+        replay = ["run", "-a", "glibc", "-w", "replay", "-r", "1", "--out", self.out]
+        cases = [  # (what, arguments, environment, what the message says)
+            ("trace show", ["trace", "show", fifo], None, "trace show: " + fifo + " is a fifo"),
+            ("--set replay.trace", replay + ["--set", "replay.trace=" + fifo], None, "replay.trace: " + fifo + " is a fifo"),
+            ("--set replay.trace, --dry-run", replay + ["--set", "replay.trace=" + fifo, "--dry-run"], None, fifo + " is a fifo"),
+            ("[traces.x] file", ["run", matrix("traces.toml", '[traces.x]\nfile = "fifo"\n'), "--out", self.out], None,
+             "trace x: replay.trace: " + fifo + " is a fifo"),
+            ("--confirm-matrix fifo", ["gate", baseline, results, "--confirm", "--confirm-matrix", fifo,
+                                       "--confirm-out", self.out], None, "--confirm-matrix: " + fifo + " is a fifo"),
+            ("--confirm-matrix folder", ["gate", baseline, results, "--confirm", "--confirm-matrix", folder,
+                                         "--confirm-out", self.out], None, "--confirm-matrix: " + folder + " is a folder"),
+            ("topology", ["topology", fifo], None, "topology: " + fifo + " is a fifo"),
+            ("lab --topology", ["lab", "--topology", fifo, "--out", self.out, "--", "run", "-w", "size_mix"], None,
+             "--topology: " + fifo + " is a fifo"),
+            ("lab --carry", ["lab", "--topology", seed, "--carry", fifo, "--out", self.out, "--", "run", "-w", "size_mix",
+                             "-a", "glibc"], None, "--carry: " + fifo + " is a fifo"),
+            ("lab --kernel", ["lab", "--topology", seed, "--kernel", fifo, "--out", self.out, "--", "run", "-w", "size_mix",
+                              "-a", "glibc"], None, "--kernel: " + fifo + " is a fifo"),
+            ("matrix", ["run", fifo, "--out", self.out], None, "matrix: " + fifo + " is a fifo"),
+            ("cell", ["cell", fifo], None, "spec: " + fifo + " is a fifo"),
+            ("gate BASELINE", ["gate", fifo, results], None, fifo + " is a fifo"),
+            ("[programs.x] input", ["run", matrix("programs.toml", '[programs.x]\ncommand = "cat"\ninput = "fifo"\n'), "--out", self.out],
+             None, "program x: input: " + fifo + " is a fifo"),
+            ("library", ["run", matrix("library.toml", f'[allocators.x]\nbackend = "jemalloc"\nlibrary = "{fifo}"\n'
+                                       '[matrix]\nallocators = ["x"]\nworkloads = ["size_mix"]\n'), "--out", self.out], None,
+             "allocator 'x': library: " + fifo + " is a fifo"),
+            ("variants file", ["run", "-a", "glibc", "-w", "size_mix", "--dry-run"], dict(os.environ, ALLOCMARK_CONFIG_DIR=configs),
+             "the variants file: " + os.path.join(configs, "variants.toml") + " is a fifo"),
+        ]
+        for what, args, env, needle in cases:
+            with self.subTest(input=what):
+                p = run(args, timeout=60, env=env)
+                self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+                self.assertIn(needle, p.stderr)
+                self.assertFalse(os.path.exists(self.out), "nothing may be written for bad input")
 
     def test_a_numap_setting_numap_cannot_use_stops_the_run_before_any_cell(self):
         # Preloaded into someone's program, numap warns and keeps its default; in a benchmark the

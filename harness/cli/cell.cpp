@@ -34,6 +34,7 @@
 #include "harness/runner/cell_runner.h"
 #include "harness/runner/executor.h"
 #include "harness/runner/matrix_runner.h"
+#include "units/input_file.h"
 
 namespace allocmark::cli {
 namespace {
@@ -85,8 +86,8 @@ json read_spec(const std::string& spec_path) {
   std::error_code ec;
   if (fs::is_directory(spec_path, ec))
     throw matrix::ConfigError(spec_path + ": is a folder, not a cell description (a JSON file, e.g. DIR/slurm/s1/cells/0.json)");
-  if (!fs::exists(spec_path, ec)) throw matrix::ConfigError(spec_path + ": no such file (expected a cell description, JSON)");
-  if (!fs::is_regular_file(spec_path, ec)) throw matrix::ConfigError(spec_path + ": not a file (expected a cell description, JSON)");
+  if (std::string problem = units::input_file_problem(spec_path); !problem.empty())
+    throw matrix::ConfigError("spec: " + problem + " (expected a cell description, JSON)");
   std::ifstream in(spec_path, std::ios::binary);
   if (!in) throw matrix::ConfigError(spec_path + ": cannot read the cell description: " + std::strerror(errno));
   json spec = json::parse(in, nullptr, false);

@@ -65,7 +65,7 @@ std::string command_line() {
 
 
 matrix::MatrixFile load_variants() {
-  return matrix::load_matrix_file(matrix::config_dir() + "/variants.toml", /*variants_only=*/true);
+  return matrix::load_matrix_file(matrix::config_dir() + "/variants.toml", /*variants_only=*/true, "the variants file");
 }
 
 namespace {

@@ -156,7 +156,7 @@ Subcommand add_gate_command(CLI::App& app) {
             std::optional<matrix::MatrixFile> confirm_matrix;
             if (f->confirm) {
               check_confirm_out(out, f->results);
-              if (!f->confirm_matrix.empty()) confirm_matrix = matrix::load_matrix_file(f->confirm_matrix);
+              if (!f->confirm_matrix.empty()) confirm_matrix = matrix::load_matrix_file(f->confirm_matrix, false, "--confirm-matrix");
             }
             gate::RunSummary base = gate::read_baseline(f->baseline);
             // Read the same as ever; said so that whoever owns the file knows its next rewrite changes the keys.

@@ -19,7 +19,7 @@ Subcommand add_topology_command(CLI::App& app) {
   cmd->add_option("file", *file, "a topology file (configs/topologies/*.toml) to validate and print");
   cmd->add_flag("--json", *as_json, fmt::format("print it as {} keeps it instead", results::layout::kMeta));
   return {cmd, [file, as_json] {
-            const topology::Topology t = file->empty() ? topology::detect() : topology::load_topology_file(*file);
+            const topology::Topology t = file->empty() ? topology::detect() : topology::load_topology_file(*file, "topology");
             if (*as_json)
               std::cout << topology::to_json(t).dump(2) << "\n";
             else

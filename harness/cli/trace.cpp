@@ -9,6 +9,7 @@
 #include "harness/cli/common.h"
 #include "harness/runner/trace_recording.h"
 #include "harness/trace/summary.h"
+#include "units/input_file.h"
 
 namespace allocmark::cli {
 
@@ -59,3 +60,4 @@ Subcommand add_trace_command(CLI::App& app) {
 }
 
 }  // namespace allocmark::cli
+            units::check_input_file(a->file, "trace show");

@@ -12,6 +12,7 @@
 #include "harness/matrix/config.h"
 #include "harness/matrix/program.h"
 #include "harness/runner/process.h"
+#include "units/input_file.h"
 #include "units/units.h"
 
 namespace allocmark::lab {
@@ -92,7 +93,7 @@ std::string resolve_program(const std::string& word, const std::string& flag) {
 LabRequest lab_request(const LabArgs& args, const std::function<GuestRun()>& check_guest_run,
                        const std::string& default_out_dir, const std::string& host_command) {
   LabRequest request;
-  request.topology = topology::load_topology_file(args.topology_file);
+  request.topology = topology::load_topology_file(args.topology_file, "--topology");
   request.topology_file = args.topology_file;
   if (args.memory_per_node) {
     try {
@@ -132,6 +133,9 @@ LabRequest lab_request(const LabArgs& args, const std::function<GuestRun()>& che
   for (const auto& path : args.carry) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw mx::ConfigError("--carry: " + path + " does not exist");
+    // A folder is carried whole; anything else must be a file to copy (a fifo would block the copy).
+    if (!fs::is_directory(path, ec))
+      if (std::string problem = units::input_file_problem(path); !problem.empty()) throw mx::ConfigError("--carry: " + problem);
     const std::string absolute = fs::absolute(path).lexically_normal().string();
     (fs::is_directory(path, ec) ? request.carry_folders : request.carry_elves).push_back(absolute);
     request.carry_extra.push_back(absolute);

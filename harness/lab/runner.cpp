@@ -24,6 +24,7 @@
 #include "harness/results/meta.h"
 #include "harness/results/results_dir.h"
 #include "harness/runner/process.h"
+#include "units/input_file.h"
 
 extern char** environ;
 
@@ -245,9 +246,10 @@ Prerequisites find_prerequisites(const std::string& kernel) {
   p.qemu = *qemu;
   p.kernel = kernel.empty() ? newest_kernel() : kernel;
   if (p.kernel.empty()) throw LabError(missing("no kernel image /boot/vmlinuz-*", "linux-image-amd64"));
-  if (::access(p.kernel.c_str(), R_OK) != 0)
-    throw LabError(fmt::format("cannot read the kernel image {}: {} (Debian's images are readable by root only: run as root, "
-                               "or give --kernel a readable copy)", p.kernel, std::strerror(errno)));
+  // A fifo would block qemu for ever: the one check of a user's input file.
+  if (std::string problem = units::input_file_problem(p.kernel); !problem.empty())
+    throw LabError(fmt::format("--kernel: {}{}", problem, problem.rfind("cannot read", 0) == 0 ? " (Debian's images are readable by "
+                               "root only: run as root, or give --kernel a readable copy)" : ""));
   auto busybox = runner::find_on_path("busybox");
   for (const char* fallback : {"/usr/bin/busybox", "/bin/busybox"})
     if (!busybox && ::access(fallback, X_OK) == 0) busybox = fallback;

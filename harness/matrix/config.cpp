@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 
 #include "harness/toml/unknown_keys.h"
+#include "units/input_file.h"
 #include "units/units.h"
 
 namespace allocmark::matrix {
@@ -222,7 +223,9 @@ void parse_traces(const std::string& path, const toml::node& node, MatrixFile& o
 
 }  // namespace
 
-MatrixFile load_matrix_file(const std::string& path, bool variants_only) {
+MatrixFile load_matrix_file(const std::string& path, bool variants_only, const std::string& what) {
+  // toml++ would read a folder as an empty matrix and wait for ever on a fifo.
+  if (std::string problem = units::input_file_problem(path); !problem.empty()) throw ConfigError(what + ": " + problem);
   toml::table root;
   try {
     root = toml::parse_file(path);

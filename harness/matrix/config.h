@@ -61,7 +61,9 @@ struct MatrixFile : SettingChoices {
 };
 
 // Parses a matrix or variants file. `variants_only`: only [allocators.*] tables are allowed.
-MatrixFile load_matrix_file(const std::string& path, bool variants_only = false);
+// `what` names it in the message when it is not a readable regular file ("--confirm-matrix": a
+// fifo, a folder, a missing file; units::input_file_problem), a ConfigError before anything is read.
+MatrixFile load_matrix_file(const std::string& path, bool variants_only = false, const std::string& what = "matrix");
 
 // Where configs/ lives: $ALLOCMARK_CONFIG_DIR, else the source tree the binary was built from.
 std::string config_dir();

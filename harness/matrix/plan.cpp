@@ -13,6 +13,7 @@
 #include "allocators/backends.h"
 #include "harness/metrics/proc.h"
 #include "workloads/replay.h"
+#include "units/input_file.h"
 #include "workloads/workload.h"
 
 namespace allocmark::matrix {
@@ -173,9 +174,8 @@ ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std:
                           join(al::library_dirs()));
       path = *found;
     }
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-      throw ConfigError(at + ": allocator '" + name + "': library " + path + " does not exist or is not a file");
+    if (std::string problem = units::input_file_problem(path); !problem.empty())
+      throw ConfigError(at + ": allocator '" + name + "': library: " + problem);
     if (def.backend == "glibc")
       throw ConfigError(def.origin + ": allocator '" + name + "': backend glibc takes no library (it is the C library)");
     out.library = path;

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "harness/matrix/config.h"
+#include "units/input_file.h"
 
 namespace allocmark::matrix {
 
@@ -106,8 +107,8 @@ void check_program(const ProgramDef& def) {
     throw ConfigError(at + ": program " + def.name + ": '" + words[0] + "' is not an executable file (nor found on PATH)");
   if (!def.input.empty()) {
     const std::string in = program_input(def);
-    if (!fs::is_regular_file(in) || ::access(in.c_str(), R_OK) != 0)
-      throw ConfigError(at + ": program " + def.name + ": input '" + def.input + "' is not a readable file");
+    if (std::string problem = units::input_file_problem(in); !problem.empty())
+      throw ConfigError(at + ": program " + def.name + ": input: " + problem);
   }
   for (const auto& [k, v] : def.env) {
     bool ok = !k.empty() && !std::isdigit(static_cast<unsigned char>(k[0]));

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "units/input_file.h"
+
 namespace allocmark::results {
 
 namespace {
@@ -245,9 +247,8 @@ bool Folder::remove_if_empty(const std::string& name) const {
 void check_readable_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return;  // missing (or unreachable): the reader's open says so
-  if (S_ISREG(st.st_mode)) return;
-  throw ResultsError(path + " is " + (S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a fifo" : "a device or socket") +
-                     ", not a regular file; refusing to read it");
+  if (std::string problem = units::input_file_problem(path); !problem.empty())
+    throw ResultsError(problem + "; refusing to read it");
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

@@ -86,7 +86,8 @@ std::string misplaced(const std::string& path, Folder::Type found, const std::st
 
 // For readers, before they open `path`: nothing when it is missing or a regular file (links
 // followed: reading through one changes nothing); otherwise ResultsError naming it, since a fifo
-// or a device in a folder from someone else would block the reader or feed it without end.
+// or a device in a folder from someone else would block the reader or feed it without end. The
+// check is units::input_file_problem, the one every file a user names goes through.
 void check_readable_file(const std::string& path);
 
 // Writes `text` to `path` through a temporary file beside it (Folder::write_atomically in the

@@ -14,6 +14,7 @@
 
 #include "harness/toml/unknown_keys.h"
 
+#include "units/input_file.h"
 #include "units/units.h"
 
 namespace allocmark::topology {
@@ -155,7 +156,8 @@ void validate(const Topology& t, const std::string& where) {
   if (owner.empty()) bad("no node has CPUs");
 }
 
-Topology load_topology_file(const std::string& path) {
+Topology load_topology_file(const std::string& path, const std::string& what) {
+  if (std::string problem = units::input_file_problem(path); !problem.empty()) throw TopologyError(what + ": " + problem);
   toml::table root;
   try {
     root = toml::parse_file(path);

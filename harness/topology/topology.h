@@ -50,8 +50,9 @@ struct Topology {
 
 // Reads and validates a topology file. Every problem (unknown key, missing field, a CPU in two
 // nodes, asymmetric or missing distances, a non-local self distance, bad sizes) is a
-// TopologyError naming path:line:column.
-Topology load_topology_file(const std::string& path);
+// TopologyError naming path:line:column. A path that is not a readable regular file (a fifo, a
+// folder, a missing file: units::input_file_problem) is a TopologyError "WHAT: ..." before it is read.
+Topology load_topology_file(const std::string& path, const std::string& what = "topology file");
 
 // Validates a topology however it was built; `where` prefixes messages. Throws TopologyError.
 void validate(const Topology& t, const std::string& where);
