@@ -170,6 +170,34 @@ class SameRecordTwice(TempDirTest):
         self.assertEqual({g["cells"] for g in json.loads(p.stdout)["groups"]}, {1})
         self.assertIn("1 record appears in more than one folder; counted once", p.stderr)
 
+    def test_records_of_other_cells_sharing_an_id_are_both_kept_and_said(self):
+        # An id is not a record's identity alone: two repetitions given one record_id (an edit, a
+        # botched copy) were "line 2 repeats line 1", and merge dropped the second (issue 41).
+        p = run(["run", "-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "2", *SMALL, "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        first, second = records(self.out)
+        second["record_id"] = first["record_id"]
+        with open(os.path.join(self.out, "results.jsonl"), "w") as f:
+            f.write(json.dumps(first) + "\n" + json.dumps(second) + "\n")
+        said = "1 record shares its record_id with a record of another cell or attempt"
+        p = run(["show", self.out, "--format", "json"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual({g["cells"] for g in json.loads(p.stdout)["groups"]}, {2})  # each phase's group
+        self.assertIn(said, p.stderr)
+        self.assertNotIn("repeats", p.stderr)
+        other = os.path.join(self.tmp, "other")
+        p = run(["run", *ONE, "--out", other])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        merged = os.path.join(self.tmp, "merged")
+        p = run(["merge", self.out, other, "-o", merged])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(said, p.stderr)
+        self.assertEqual(len(lines(merged)), 3, "both records of the shared id, and the other folder's")
+        p = run(["show", merged, "--format", "json"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual({g["cells"] for g in json.loads(p.stdout)["groups"]}, {3})
+        self.assertIn(said, p.stderr)
+
     def test_records_from_before_ids_are_the_same_record_by_content(self):
         a = fixture_copy(self.tmp, "a")  # the fixture predates record ids
         b = fixture_copy(self.tmp, "b")

@@ -15,6 +15,7 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
   if (m.repeated)
     std::cerr << fmt::format("allocmark: {} record{} appear{} in more than one folder; counted once\n", m.repeated,
                              m.repeated == 1 ? "" : "s", m.repeated == 1 ? "s" : "");
+  if (!m.id_collisions.empty()) std::cerr << "allocmark: warning: " << m.id_collisions << "\n";
   std::cout << fmt::format("merged {} cells from {} folders ({} host{}) into {}\n", m.cells, m.folders, m.hosts,
                            m.hosts == 1 ? "" : "s", out);
   return kExitOk;

@@ -362,6 +362,7 @@ void Model::add_line(std::string_view text, const std::string& file, std::size_t
   if (record.is_discarded() || !record.is_object()) {
     warnings_.push_back(unterminated ? describe_line(file, line) +
                                            ": last line cut short (no newline at the end: a run still writing, or "
+  id_collisions_.add(record, file, line);
                                            "one that died mid-write); skipped"
                                      : describe_line(file, line) + ": not a JSON object; line skipped");
     return;
@@ -538,6 +539,7 @@ class Disambiguator {
     std::string parts;
     for (const auto& k : keys) {
       std::optional<std::string> first;
+  model.warn_on_id_collisions();
       bool differs = false;
       for (const auto& other : entries_) {
         if (other.name != e.name) continue;
@@ -546,10 +548,15 @@ class Disambiguator {
         else if (*first != v) differs = true;
       }
       if (!differs) continue;
+  model.warn_on_id_collisions();
       std::string v = value_of(e, k);
       // A library path or a long MALLOC_CONF would swamp the column: a short hash still tells them apart.
       if (v.size() > 24) v = "#" + fnv1a_hex(v, 6);
       parts += (parts.empty() ? "" : ",") + k + "=" + v;
+void Model::warn_on_id_collisions() {
+  if (std::string warning = id_collisions_.warning(); !warning.empty()) warnings_.push_back(warning);
+}
+
     }
     return parts.empty() ? e.name : e.name + "[" + parts + "]";
   }

@@ -292,3 +292,6 @@ class Model {
 };
 
 }  // namespace allocmark::results
+  // Records of other cells or attempts that share a record_id: both kept, said once at the end.
+  RecordIdCollisions id_collisions_;
+  void warn_on_id_collisions();

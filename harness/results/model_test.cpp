@@ -343,6 +343,37 @@ TEST(Reading, TheSameRecordInTwoFoldersCountsOnceAndIsSaid) {
 }
 
 TEST(Reading, RecordIdentityIsTheIdElseTheContentWithoutOriginAndHost) {
+// An id is drawn per record, but an edit or a botched copy can give two records of other cells one
+// id: they are two records, both kept, and said (issue 41: "line 2 repeats line 1" dropped one).
+TEST(Reading, RecordsOfOtherCellsSharingAnIdAreBothKeptAndSaid) {
+  std::string d = fresh_dir("shared_id");
+  json r1 = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)}), r2 = cell("glibc", 2, {phase("fill", 1100, 1000, 1, 1)});
+  r1["record_id"] = r2["record_id"] = "0123456789abcdef0123456789abcdef";
+  json retry = r1;  // the same cell's next attempt under the same id: another record too
+  retry["attempt"] = 2;
+  write(d + "/results.jsonl", r1.dump() + "\n" + r2.dump() + "\n");
+  Model m = Model::load({d});
+  EXPECT_EQ(m.cells().size(), 2u);
+  EXPECT_EQ(m.group(default_dimensions()).groups.at(0).cells, 2u);
+  ASSERT_EQ(m.warnings().size(), 1u) << m.warnings()[0];
+  EXPECT_EQ(m.warnings()[0].find("repeats"), std::string::npos) << m.warnings()[0];
+  EXPECT_NE(m.warnings()[0].find("1 record shares its record_id with a record of another cell or attempt"), std::string::npos)
+      << m.warnings()[0];
+  EXPECT_NE(m.warnings()[0].find(d + "/results.jsonl:2 and line 1 (record_id 0123456789abcdef0123456789abcdef)"),
+            std::string::npos) << m.warnings()[0];
+
+  // Across folders the same: the copy of line 1 is one record, counted once; line 2 and the retry are more.
+  std::string e = fresh_dir("shared_id_other");
+  write(e + "/results.jsonl", r1.dump() + "\n" + retry.dump() + "\n");
+  Model both = Model::load({d, e});
+  EXPECT_EQ(both.cells().size(), 3u) << "r1 once, r2, and r1's retry in the second folder";
+  std::string said;
+  for (const auto& w : both.warnings()) said += w + "\n";
+  EXPECT_NE(said.find("1 record appears in more than one folder; counted once"), std::string::npos) << said;
+  EXPECT_NE(said.find("2 records share their record_id"), std::string::npos) << said;
+  EXPECT_NE(said.find(e + "/results.jsonl:2 and " + d + "/results.jsonl:1"), std::string::npos) << said;
+}
+
   json r = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)});
   json moved = r;
   moved["origin"] = "/elsewhere";

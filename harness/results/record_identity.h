@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 namespace allocmark::results {
 
@@ -42,8 +44,32 @@ enum class RecordVersus { supersedes, duplicate, superseded };
 RecordVersus versus(const RecordIdentity& later, const RecordIdentity& kept);
 
 // What makes two copies of a record one record wherever they are read (a copied folder, a folder
-// merged with a merge of itself): its record_id; for records from before ids, its content without
-// `origin` and `host`, the fields merge adds.
+// merged with a merge of itself): its record_id with its key and attempt, so that two records of
+// other cells (or attempts) that share an id, by an edit or a copy's mistake, stay two records; for
+// records from before ids, its content without `origin` and `host`, the fields merge adds.
 std::string record_copy_identity(const nlohmann::json& record);
+
+// The record's record_id, "" when it has none (a record from before ids).
+std::string record_id_of(const nlohmann::json& record);
+
+// Records that share a record_id but are other cells or attempts (record_copy_identity differs):
+// both are kept, and every reader says so. Fed each record as it is read, with the file and line
+// that name it; a few words per record (hashes), so a large file costs little.
+class RecordIdCollisions {
+ public:
+  void add(const nlohmann::json& record, const std::string& file, std::size_t line);
+  // "" when none; else one line naming the first few pairs and the count.
+  std::string warning() const;
+  std::size_t count() const { return count_; }
+
+ private:
+  struct First {
+    std::size_t copy, file, line;  // hash of record_copy_identity; index in files_
+  };
+  std::unordered_map<std::size_t, First> first_;  // hash of the record_id -> the first record read with it
+  std::vector<std::string> files_;
+  std::vector<std::string> listed_;
+  std::size_t count_ = 0;
+};
 
 }  // namespace allocmark::results

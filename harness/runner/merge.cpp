@@ -42,6 +42,7 @@ struct Source {
   std::string folder;  // canonical
   json meta;
   std::vector<json> records;  // the winning attempt of each key, in file order
+  std::vector<std::pair<std::string, std::size_t>> read_at;  // each record's file and line
 };
 
 Source read_source(const std::string& dir) {
@@ -56,18 +57,24 @@ Source read_source(const std::string& dir) {
   refuse_if_in_use(dir);
   const std::string host = rs::meta::host(s.meta);
 
-  std::vector<std::pair<std::string, std::string>> texts;  // (where, line)
+  struct Text {
+    std::string file;
+    std::size_t line;
+    std::string text;
+  };
+  std::vector<Text> texts;
   const std::string results = rs::layout::path_in(dir, rs::layout::kResults);
   std::ifstream in(results, std::ios::binary);
   std::string line;
   for (std::size_t n = 1; std::getline(in, line); ++n)
-    if (line.find_first_not_of(" \t\r") != std::string::npos) texts.emplace_back(fmt::format("{}:{}", results, n), line);
+    if (line.find_first_not_of(" \t\r") != std::string::npos) texts.push_back({results, n, line});
   for (const auto& part : rs::part_files(dir)) {
     std::ifstream p(part, std::ios::binary);
-    texts.emplace_back(part, std::string((std::istreambuf_iterator<char>(p)), std::istreambuf_iterator<char>()));
+    texts.push_back({part, 1, std::string((std::istreambuf_iterator<char>(p)), std::istreambuf_iterator<char>())});
   }
   std::map<std::string, std::pair<std::size_t, rs::RecordIdentity>> by_slot;  // -> index in records, its identity
-  for (const auto& [where, text] : texts) {
+  for (const auto& [file, n, text] : texts) {
+    const std::string where = file == results ? fmt::format("{}:{}", file, n) : file;
     json r = json::parse(text, nullptr, false);
     if (!rs::record_identity_of(r))
       throw MergeError(where + ": not a valid record; repair the folder (`allocmark run ... --resume` names and handles damaged lines) before merging it");
@@ -75,9 +82,12 @@ Source read_source(const std::string& dir) {
     if (!r.contains(rs::kRecordOrigin) || !r[rs::kRecordOrigin].is_string()) r[rs::kRecordOrigin] = s.folder;
     const rs::RecordIdentity id = *rs::record_identity_of(r);
     auto [it, fresh] = by_slot.try_emplace(id.slot(), s.records.size(), id);
-    if (fresh) s.records.push_back(std::move(r));
-    else if (rs::versus(id, it->second.second) == rs::RecordVersus::supersedes) {
+    if (fresh) {
+      s.records.push_back(std::move(r));
+      s.read_at.emplace_back(file, n);
+    } else if (rs::versus(id, it->second.second) == rs::RecordVersus::supersedes) {
       s.records[it->second.first] = std::move(r);
+      s.read_at[it->second.first] = {file, n};
       it->second.second = id;
     }
   }
@@ -112,6 +122,7 @@ MergeOutcome merge_folders(const std::vector<std::string>& dirs, const std::stri
   std::map<std::string, std::size_t> by_slot;  // RecordIdentity::slot -> index in kept
   std::vector<json> kept;
   std::size_t repeated = 0;
+  rs::RecordIdCollisions collisions;  // records of other cells sharing an id: both kept, and said
   for (const auto& s : sources) {
     for (const auto& [host, machine] : rs::meta::machines(s.meta)) {
       auto [it, fresh] = machines.try_emplace(host, machine);
@@ -128,7 +139,9 @@ MergeOutcome merge_folders(const std::vector<std::string>& dirs, const std::stri
       if (!known) allocators.push_back(a);
     }
     std::size_t cells = 0;
-    for (const auto& r : s.records) {
+    for (std::size_t i = 0; i < s.records.size(); ++i) {
+      const json& r = s.records[i];
+      collisions.add(r, s.read_at[i].first, s.read_at[i].second);
       if (!records_seen.insert(rs::record_copy_identity(r)).second) {
         ++repeated;
         continue;
@@ -185,7 +198,7 @@ MergeOutcome merge_folders(const std::vector<std::string>& dirs, const std::stri
     fs::remove_all(tmp, ec);
     throw;
   }
-  return {kept.size(), sources.size(), machines.size(), repeated};
+  return {kept.size(), sources.size(), machines.size(), repeated, collisions.warning()};
 }
 
 }  // namespace allocmark::runner
