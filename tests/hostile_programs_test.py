@@ -56,6 +56,36 @@ class UnreadPhaseAnswers(TempDirTest):
             self.assertEqual(r["phase_mark_errors"], [])
 
 
+    def test_a_mark_repeated_or_named_startup_is_a_phase_of_its_own(self):
+        # Readers pool phases of one name as repetitions: `load` marked twice was "load ... 2 ok" per
+        # cell, and with -r 2 the baseline held n=4 and the gate judged what had only 2 (issue 41).
+        marks = ("marks=/bin/sh -c 'm() { echo \"phase $1\" >&$ALLOCMARK_PHASE_FD; read -r _ <&$ALLOCMARK_PHASE_FD; }; "
+                 "m load; m load; m startup'")
+        p = run(["run", "-a", "glibc", "-r", "2", "--out", self.out, "--program", marks])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        recs = records(self.out)
+        self.assertEqual(len(recs), 2)
+        for r in recs:
+            self.assertEqual(r["status"], "ok", r["error"])
+            self.assertEqual([ph["name"] for ph in r["phases"]], ["startup", "load", "load#2", "startup#2"])
+        p = run(["show", self.out, "--format", "json", "--by", "phase"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        cells = {g["phase"]: g["cells"] for g in json.loads(p.stdout)["groups"] if "phase" in g}
+        self.assertEqual(cells.get("load"), 2, cells)
+        self.assertEqual(cells.get("load#2"), 2, cells)
+        baseline = os.path.join(self.tmp, "b.json")
+        p = run(["baseline", self.out, "-o", baseline])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(baseline) as f:
+            by_phase = {c["phase"]: c for c in json.load(f)["cells"]}
+        self.assertEqual(len(by_phase["load"]["values"]["peak_rss_bytes"]), 2)
+        self.assertEqual(len(by_phase["load#2"]["values"]["peak_rss_bytes"]), 2)
+        # Two repetitions are below the gate's minimum of 3: not judged (exit 2), never a pass.
+        p = run(["gate", baseline, self.out, "--phase", "load"])
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("fewer than 3 repetitions (baseline 2, results 2)", p.stdout)
+
+
 class NotUtf8(TempDirTest):
     def test_bytes_that_are_not_utf8_are_recorded_and_resume_completes(self):
         tail_cut = "cut=" + PYTHON + " -c 'import sys; sys.stderr.buffer.write(b\"\\xc3\\xa9\" * 300 + b\"!\"); sys.exit(4)'"

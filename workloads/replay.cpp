@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "harness/trace/format.h"
+#include "harness/trace/phase_marks.h"
 #include "workloads/call_latency.h"
 #include "workloads/touch.h"
 
@@ -53,13 +54,9 @@ uint64_t now_ns() {
 // result, freed at once): a malloc/free pair it can see may otherwise go.
 inline void escape(void* p) { asm volatile("" : : "r"(p) : "memory"); }
 
-// The phase names a trace gives: "run" without marks, else "startup" and each mark's name.
-std::vector<std::string> phase_names_of(const tr::Trace& t) {
-  if (t.phase_names.empty()) return {"run"};
-  std::vector<std::string> names{"startup"};
-  names.insert(names.end(), t.phase_names.begin(), t.phase_names.end());
-  return names;
-}
+// The phase names a trace gives: "run" without marks, else "startup" and each mark's name, a
+// repeated one made unique (load, load#2), as a program cell's marks are (trace/phase_marks.h).
+std::vector<std::string> phase_names_of(const tr::Trace& t) { return tr::phase_names_for_marks(t.phase_names); }
 
 // What the plan needs of a trace (its threads), read once per file version: validate() and
 // own_threads() both ask, and reading a large trace takes a while.

@@ -124,9 +124,9 @@ std::vector<json> ProgramPhases::feed(const char* data, std::size_t size, int64_
     }
     if (!marked_) {
       marked_ = true;
-      current_ = "startup";
+      current_ = trace::kBeforeFirstMark;
     }
-    closed.push_back(close_phase(name, now_ns));
+    closed.push_back(close_phase(names_.open(name), now_ns));
     answers_ += "ok\n";
   }
   if (partial_.size() > kMaxLine) {  // no newline in sight: not a phase line

@@ -4,7 +4,8 @@
 // resets the high-water mark (clear_refs 5) for the next phase. The last phase is closed by the
 // preload companion's exit report (VmHWM read by the process itself as it exits) and the wait4
 // totals. A program that marks nothing is one phase, "run"; one that marks phases has a "startup"
-// phase before its first mark. The driver answers each line with "ok\n" once the edge is measured
+// phase before its first mark, and a mark repeated opens NAME#2 (trace/phase_marks.h, the rule a
+// replayed trace's marks follow too). The driver answers each line with "ok\n" once the edge is measured
 // (or "error\n"), so a program that reads the answer before going on has exact phase edges.
 // Each phase also gets `nodes`: the program's resident bytes per NUMA node at its end (numa_maps,
 // read by the driver at a mark and by the companion at exit) and the whole system's huge-page
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "harness/metrics/proc.h"
+#include "harness/trace/phase_marks.h"
 
 namespace allocmark::runner {
 
@@ -61,8 +63,9 @@ class ProgramPhases {
   pid_t pid_;
   bool ended_ = false;
   std::vector<int> node_ids_;
-  std::string current_ = "run";
+  std::string current_ = trace::kUnmarkedPhase;
   bool marked_ = false;
+  trace::PhaseNames names_;  // a mark repeated (or named `startup`) opens NAME#2: names stay unique
   int64_t begin_ns_;
   bool reset_ok_ = true;  // the high-water mark of the current phase started at its beginning
   metrics::TaskCounters at_begin_{};

@@ -6,6 +6,8 @@
 #include <map>
 #include <queue>
 
+#include "harness/trace/phase_marks.h"
+
 
 namespace allocmark::trace {
 namespace {
@@ -25,11 +27,6 @@ int lifetime_class(uint64_t us) {
   int k = 0;
   for (uint64_t limit = 10; k < 7 && us >= limit; limit *= 10) ++k;
   return k;
-}
-
-std::string phase_name(const Trace& t, uint64_t epoch) {
-  if (t.phase_names.empty()) return "run";
-  return epoch == 0 ? "startup" : t.phase_names[epoch - 1];
 }
 
 }  // namespace
@@ -132,8 +129,9 @@ json summarize(const Trace& t) {
   j["lifetimes"] = json::array();
   for (std::size_t k = 0; k < lifetimes.size(); ++k) j["lifetimes"].push_back({{"lifetime", kLifetimeLabels[k]}, {"frees", lifetimes[k]}});
   j["phases"] = json::array();
+  const std::vector<std::string> names = phase_names_for_marks(t.phase_names);  // as a replay of it names them
   for (std::size_t p = 0; p < phases; ++p) {
-    j["phases"].push_back({{"name", phase_name(t, p)}, {"events", phase_events[p]}, {"peak_live_bytes", peak[p]}});
+    j["phases"].push_back({{"name", names[p]}, {"events", phase_events[p]}, {"peak_live_bytes", peak[p]}});
   }
   for (std::size_t i = 0; i < t.threads.size(); ++i)
     threads.push_back({{"thread", i}, {"events", per_thread[i][0]}, {"allocations", per_thread[i][1]}, {"requested_bytes", per_thread[i][2]}});
