@@ -25,6 +25,7 @@ FIXTURE = os.path.join(HERE, "fixtures", "results-small")
 MARKUP = '<img src=x onerror=alert(1)>'
 SCRIPT = '<script>alert(2)</script>'
 CLEAR = "evil\x1b[2J\x1b]0;owned\x07name"
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: reverses the rest of the line it is on
 
 
 def fixture_copy(tmp, name="folder"):
@@ -133,6 +134,25 @@ class TerminalControls(TempDirTest):
         self.assertNotIn("\x1b", p.stdout)
         self.assertIn("[1/1]", p.stderr)
 
+
+    def test_a_right_to_left_override_is_shown_not_obeyed(self):
+        folder = fixture_copy(self.tmp)
+        name = "je" + RLO + "collam-evil"
+        rewrite_records(folder, lambda i, r: r.__setitem__("allocator", name) if r["allocator"] == "jemalloc" else None)
+        for fmt in ("table", "markdown"):
+            p = run(["show", folder, "--format", fmt])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertNotIn(RLO, p.stdout + p.stderr, fmt)
+            self.assertIn("je\\u202ecollam-evil" if fmt == "table" else "je\\\\u202ecollam-evil", p.stdout, fmt)
+        # The isolates and marks too (U+2066, U+200F), in a phase name.
+        rewrite_records(folder, lambda i, r: [ph.__setitem__("name", "\u2066churn\u200f") for ph in r.get("phases") or []
+                                              if ph["name"] == "churn"])
+        p = run(["show", folder])
+        self.assertNotIn("\u2066", p.stdout)
+        self.assertIn("\\u2066churn\\u200f", p.stdout)
+        # JSON is data: the name as it is.
+        groups = json.loads(run(["show", folder, "--format", "json"]).stdout)["groups"]
+        self.assertIn(name, {g["allocator"] for g in groups})
 
 class SameRecordTwice(TempDirTest):
     def test_records_carry_their_run_id_and_an_id_of_their_own(self):

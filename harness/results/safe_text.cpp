@@ -37,6 +37,19 @@ void append_hex(std::string& out, unsigned value) {
   out += buf;
 }
 
+// The code point of a bidirectional formatting character (Unicode's Bidi_Control: ALM, LRM, RLM,
+// the embeddings and overrides LRE..RLO with PDF, the isolates LRI..PDI) at text[i] of valid UTF-8,
+// or 0. A right-to-left override in a name would otherwise reverse the rest of the line it is on.
+unsigned bidi_control_at(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return k < text.size() ? static_cast<unsigned char>(text[k]) : 0u; };
+  if (byte(i) == 0xD8 && byte(i + 1) == 0x9C) return 0x061C;
+  if (byte(i) != 0xE2) return 0;
+  const unsigned cp = 0x2000 | ((byte(i + 1) & 0x3F) << 6) | (byte(i + 2) & 0x3F);
+  const bool bidi = (byte(i + 1) == 0x80 || byte(i + 1) == 0x81) &&
+                    (cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069));
+  return bidi ? cp : 0;
+}
+
 // Shared by terminal_text and terminal_line: `keep_layout` leaves tab and newline alone.
 std::string without_controls(std::string_view raw, bool keep_layout) {
   const std::string text = valid_utf8(raw);
@@ -54,6 +67,11 @@ std::string without_controls(std::string_view raw, bool keep_layout) {
     } else if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
       append_hex(out, static_cast<unsigned char>(text[i + 1]));  // C1 controls U+0080..U+009F (CSI is one)
       i += 2;
+    } else if (const unsigned cp = bidi_control_at(text, i)) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+      out += buf;
+      i += cp == 0x061C ? 2 : 3;
     } else {
       out += static_cast<char>(c);
       ++i;

@@ -15,7 +15,9 @@ namespace allocmark::results {
 std::string valid_utf8(std::string_view text);
 
 // For a terminal: valid UTF-8 with control characters (C0 but tab and newline, DEL, C1) shown as
-// \xHH, so a record cannot move the cursor, clear the screen or retitle the window.
+// \xHH, so a record cannot move the cursor, clear the screen or retitle the window, and the
+// bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069)
+// shown as \uHHHH, so a right-to-left override in a name cannot reverse the rest of its line.
 std::string terminal_text(std::string_view text);
 
 // For one line of output (a table cell, a progress line): terminal_text with newlines and tabs

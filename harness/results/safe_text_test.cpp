@@ -42,5 +42,17 @@ TEST(SafeText, MarkdownTextNeverRendersAsMarkup) {
   EXPECT_EQ(markdown_text("line\nbreak"), "line break");
 }
 
+// A right-to-left override in a name reversed the rest of the line it was on (issue 41).
+TEST(SafeText, BidirectionalControlsAreShownNotApplied) {
+  EXPECT_EQ(terminal_line("glibc\xE2\x80\xAE" "coda"), "glibc\\u202ecoda");
+  EXPECT_EQ(terminal_text("\xD8\x9C \xE2\x80\x8E \xE2\x80\x8F \xE2\x80\xAA \xE2\x80\xAC \xE2\x81\xA6 \xE2\x81\xA9"),
+            "\\u061c \\u200e \\u200f \\u202a \\u202c \\u2066 \\u2069");
+  EXPECT_EQ(markdown_text("a\xE2\x80\xAE" "b"), "a\\\\u202eb");
+  // Their neighbours are text: an en dash (U+2013), a zero-width joiner (U+200D), U+2070.
+  EXPECT_EQ(terminal_line("\xE2\x80\x93 \xE2\x80\x8D \xE2\x81\xB0"), "\xE2\x80\x93 \xE2\x80\x8D \xE2\x81\xB0");
+  // Cut short at the end of the text: made valid first, never read past the end.
+  EXPECT_EQ(terminal_line("x\xE2"), "x\xEF\xBF\xBD");
+}
+
 }  // namespace
 }  // namespace allocmark::results
