@@ -312,5 +312,48 @@ class Charts(TempDirTest):
         self.assertIn("chart-peak_rss-size_mix", page)  # the charts were drawn
 
 
+# Issue 41, second round: values no measurement gives.
+
+class ImplausibleValues(TempDirTest):
+    def test_values_no_measurement_gives_stop_every_reader_naming_line_cell_and_metric(self):
+        other = fixture_copy(self.tmp, "other")
+        page = os.path.join(self.tmp, "page.html")
+        # The third record is jemalloc's rep 2; phases[1] is churn.
+        for field, value, metric in (("peak_rss_bytes", -5, "peak_rss_bytes"), ("peak_rss_bytes", 0, "peak_rss_bytes"),
+                                     ("peak_rss_bytes", 1e300, "peak_rss_bytes"), ("ops", 1e300, "ops_per_s"),
+                                     ("end_rss_bytes", -1, "end_rss_bytes")):
+            folder = fixture_copy(self.tmp, "bad-%s-%s" % (field, value))
+            rewrite_records(folder, lambda i, r: r["phases"][1].__setitem__(field, value) if i == 4 else None)
+            where = os.path.join(folder, "results.jsonl") + ":5: cell jemalloc size_mix t1 r2, phases[1] (churn): "
+            for args in (["show", folder], ["show", folder, "--format", "json"], ["compare", other, folder],
+                         ["report", folder, "-o", page], ["plot", folder, "--out", os.path.join(self.tmp, "charts")],
+                         ["baseline", folder, "-o", os.path.join(self.tmp, "b.json")]):
+                p = run(args)
+                self.assertEqual(p.returncode, 2, (args, p.stdout, p.stderr))
+                self.assertIn(where, p.stderr, args)
+                self.assertIn("is not a " + metric, p.stderr, args)
+                self.assertLess(len(p.stderr), 1000, p.stderr)  # 1e300 is not written out in 300 digits
+                self.assertNotIn("0" * 40, p.stdout + p.stderr)
+            self.assertFalse(os.path.exists(page))
+            self.assertFalse(os.path.exists(os.path.join(self.tmp, "charts")))
+        # A run into that folder stops before a cell runs, naming the line (it used to run a cell first).
+        folder = fixture_copy(self.tmp, "resume")
+        rewrite_records(folder, lambda i, r: r["phases"][1].__setitem__("peak_rss_bytes", -5) if i == 4 else None)
+        with open(os.path.join(folder, "results.jsonl")) as f:
+            before = f.read()
+        p = run(["run", *ONE, "--out", folder, "--extend"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("results.jsonl:5: cell jemalloc size_mix t1 r2, phases[1] (churn): -5 is not a peak_rss_bytes", p.stderr)
+        with open(os.path.join(folder, "results.jsonl")) as f:
+            self.assertEqual(f.read(), before)
+        # A share above one: more lock waits than acquisitions, in a node's figures too.
+        folder = fixture_copy(self.tmp, "share")
+        rewrite_records(folder, lambda i, r: r["phases"][0].__setitem__("contention", {"num_ops": 10, "num_wait": 11})
+                        if i == 1 else None)
+        p = run(["show", folder])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("results.jsonl:2: cell jemalloc size_mix t1 r1, phases[0] (fill): 1.1 is not a contended_share", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

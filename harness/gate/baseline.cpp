@@ -75,12 +75,6 @@ json measurement_settings(const json& matrix) {
   return out;
 }
 
-// Beyond any machine: more bytes than a 57-bit address space (x86-64 and arm64 with 5-level
-// page tables), more operations a second than 10^12.
-constexpr double kMaxBytes = 144115188075855872.0;  // 2^57
-constexpr double kMaxOpsPerSecond = 1e12;
-constexpr double kMaxRatio = 1e9;
-
 // A baseline's fields, read with the file, the entry and the field named in every complaint.
 struct BaselineReader {
   const std::string& path;
@@ -114,23 +108,9 @@ struct BaselineReader {
 
 }  // namespace
 
-std::string value_problem(const GateMetric& metric, double v) {
-  if (!std::isfinite(v)) return fmt::format("{} is not a finite number", v);
-  if (metric.bytes()) {
-    // A process may hold no huge page at all; it always holds some memory.
-    if (metric.metric == rs::Metric::anon_huge_bytes ? v < 0 : v <= 0)
-      return fmt::format("{} is not a {}: expected bytes {}", v, metric.name,
-                         metric.metric == rs::Metric::anon_huge_bytes ? "of 0 or more" : "above 0 (a running process holds memory)");
-    if (v > kMaxBytes) return fmt::format("{} is not a {}: more bytes than a 57-bit address space holds", v, metric.name);
-  } else if (metric.metric == rs::Metric::ops_per_s) {
-    if (v < 0) return fmt::format("{} is not an ops_per_s: expected 0 or more operations a second", v);
-    if (v > kMaxOpsPerSecond) return fmt::format("{} is not an ops_per_s: more than 10^12 operations a second", v);
-  } else if (std::abs(v) > kMaxRatio) {
-    // (peak - idle) / live may fall below 0 when the phase's peak is under the idle RSS.
-    return fmt::format("{} is not an {}: its magnitude exceeds 10^9", v, metric.name);
-  }
-  return "";
-}
+// The results' own rule set (results::value_problem): a baseline is held to what the model holds
+// every record to.
+std::string value_problem(const GateMetric& metric, double v) { return rs::value_problem(metric.metric, v); }
 
 std::string json_excerpt(const json& v) {
   std::string text = v.dump();

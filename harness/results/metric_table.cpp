@@ -278,6 +278,45 @@ std::vector<Metric> default_node_metrics() {
   return out;
 }
 
+namespace {
+// Beyond any machine: more bytes than a 57-bit address space (x86-64 and arm64 with 5-level page
+// tables), more operations a second than 10^12, a count or a number of nanoseconds beyond 10^18
+// (32 years in ns), a time beyond 10^9 s (32 years, even summed over threads), a ratio beyond 10^9.
+constexpr double kMaxBytes = 144115188075855872.0;  // 2^57
+constexpr double kMaxOpsPerSecond = 1e12;
+constexpr double kMaxCount = 1e18;
+constexpr double kMaxSeconds = 1e9;
+constexpr double kMaxRatio = 1e9;
+}  // namespace
+
+std::string value_problem(Metric m, double v) {
+  const MetricRow& row = metric_row(m);
+  const auto wrong = [&](std::string_view expected) { return fmt::format("{} is not a {}: {}", v, row.name, expected); };
+  if (!std::isfinite(v)) return fmt::format("{} is not a {}: not a finite number", v, row.name);
+  const std::string_view unit = row.unit;
+  if (unit == "bytes") {
+    // A process may hold no huge page, and a node none of its pages; it always holds some memory.
+    const bool held = m == Metric::peak_rss_bytes || m == Metric::end_rss_bytes;
+    if (held ? v <= 0 : v < 0) return wrong(held ? "expected bytes above 0 (a running process holds memory)" : "expected bytes of 0 or more");
+    if (v > kMaxBytes) return wrong("more bytes than a 57-bit address space holds");
+  } else if (unit == "1/s") {
+    if (v < 0) return wrong("expected 0 or more operations a second");
+    if (v > kMaxOpsPerSecond) return wrong("more than 10^12 operations a second");
+  } else if (unit == "ratio" && row.display == Display::percent) {
+    if (v < 0 || v > 1) return wrong("expected a share from 0 to 1");
+  } else if (unit == "ratio") {
+    // (peak - idle) / live may fall below 0 when the phase's peak is under the idle RSS.
+    if (std::abs(v) > kMaxRatio) return wrong("its magnitude exceeds 10^9");
+  } else if (unit == "s") {
+    if (v < 0 || v > kMaxSeconds) return wrong("expected seconds from 0 to 10^9");
+  } else if (v < 0 || v > (unit == "1/Mop" ? kMaxCount * 1e6 : kMaxCount)) {  // counts, ns, events per Mop
+    return wrong(unit == "1/Mop" ? "expected events per million operations from 0 to 10^24"
+                 : unit == "ns"  ? "expected nanoseconds from 0 to 10^18"
+                                 : "expected a count from 0 to 10^18");
+  }
+  return "";
+}
+
 std::string metric_names(const std::vector<Metric>& metrics) {
   std::string out;
   for (Metric m : metrics) out += (out.empty() ? "" : ", ") + std::string(metric_row(m).name);

@@ -174,6 +174,14 @@ std::vector<Metric> gated_metrics();
 std::vector<Metric> node_metrics();
 std::vector<Metric> default_node_metrics();
 
+// What is wrong with `value` as a value of metric `m` ("" when nothing), by its unit: a number that
+// is not finite; bytes below 0 (a peak or end RSS of 0 or less: a running process holds memory) or
+// beyond a 57-bit address space; below 0 or above 10^12 operations a second; a share outside 0..1;
+// a ratio beyond 10^9 in magnitude; seconds below 0 or above 10^9; counts and nanoseconds below 0
+// or above 10^18. No measurement gives such a value. One rule set: the model holds each phase of
+// every record it reads to it, and the gate each value of a baseline.
+std::string value_problem(Metric m, double value);
+
 // "peak_rss_bytes, rss_above_idle_over_live, ..." for help texts and messages.
 std::string metric_names(const std::vector<Metric>& metrics);
 

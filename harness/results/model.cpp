@@ -3,10 +3,12 @@
 #include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
 #include "harness/results/meta.h"
+#include "harness/results/safe_text.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -275,7 +277,71 @@ class RecordReader {
 
 std::string describe_line(const std::string& file, std::size_t line) { return fmt::format("{}:{}", file, line); }
 
+// Holds each phase of a record, and each of its nodes, to the metrics' one rule set (value_problem,
+// which the gate holds baselines to): a value no measurement gives (a peak RSS of 0 or -5, 1e300
+// operations a second, a share above 1) is a record edited or damaged after it was written,
+// refused like a record of the wrong shape, naming the line, the cell, the phase and the metric.
+void check_plausible(const RecordReader& r, const CellResult& cell, const CellIdentity& id) {
+  const auto refuse = [&](std::size_t phase, const std::string& node, const std::string& problem) {
+    r.fail(fmt::format("cell {} {} t{} r{}, phases[{}] ({}){}: {}", terminal_line(id.allocator), terminal_line(id.workload),
+                       cell.threads, cell.rep, phase, terminal_line(cell.phases[phase].name), node, problem));
+  };
+  for (std::size_t i = 0; i < cell.phases.size(); ++i) {
+    const PhaseValues& p = cell.phases[i];
+    for (const MetricRow& row : metric_table())
+      if (auto v = row.formula(p, cell.idle_rss_bytes))
+        if (std::string problem = value_problem(row.metric, *v); !problem.empty()) refuse(i, "", problem);
+    for (std::size_t k = 0; k < p.nodes.size(); ++k) {
+      const PhaseValues view = node_view(p, p.nodes[k]);
+      static const std::vector<Metric> per_node = node_metrics();
+      for (Metric m : per_node)
+        if (auto v = metric_value(m, cell, view))
+          if (std::string problem = value_problem(m, *v); !problem.empty())
+            refuse(i, fmt::format(" nodes[{}] (node {})", k, p.nodes[k].node), problem);
+    }
+  }
+}
+
 }  // namespace
+
+void add_figures_for_readers(json& record) {
+  const RecordReader r(record, "(record)", 0);
+  CellResult cell;
+  cell.idle_rss_bytes = r.optional_number(record, "idle_rss_bytes", "");
+  cell.phases = r.phases([](const std::string&) { return std::size_t{0}; });
+  const auto figure = [&](Metric m, const PhaseValues& p) {
+    auto v = metric_value(m, cell, p);
+    return v ? json(*v) : json(nullptr);
+  };
+  for (std::size_t i = 0; i < cell.phases.size(); ++i) {
+    json& phase = record["phases"][i];
+    phase["ops_per_s"] = figure(Metric::ops_per_s, cell.phases[i]);
+    if (auto c = phase.find("contention"); c != phase.end() && c->is_object()) {
+      (*c)["voluntary_ctx_switches_per_mop"] = figure(Metric::vol_ctx_switches_per_mop, cell.phases[i]);
+      (*c)["runqueue_wait_share"] = figure(Metric::runqueue_wait_share, cell.phases[i]);
+    }
+  }
+  const PhaseValues whole = whole_cell(cell);
+  // Byte counts as the integers version 1 wrote them (a reader may decode them as one).
+  const auto bytes = [&](Metric m) {
+    auto v = metric_value(m, cell, whole);
+    return v ? json(static_cast<int64_t>(std::llround(*v))) : json(nullptr);
+  };
+  record["peak_rss_bytes"] = cell.phases.empty() ? json(nullptr) : bytes(Metric::peak_rss_bytes);
+  record["peak_live_bytes"] = bytes(Metric::peak_live_bytes);
+  if (auto ratio = metric_value(Metric::rss_above_idle_over_live, cell, whole)) record["fragmentation_ratio"] = *ratio;
+  if (cell.phases.empty()) return;
+  // Sums over the phases (a figure no phase has is 0, as it always was), and ops/s over the sums.
+  json totals = json::object();
+  const auto sum = [&](Metric m) { return metric_value(m, cell, whole).value_or(0.0); };
+  totals["wall_s"] = sum(Metric::wall_s);
+  totals["ops"] = whole.get(Field::ops).value_or(0.0);
+#define ALLOCMARK_TOTAL(name) totals[#name] = sum(Metric::name);
+  ALLOCMARK_PROCESS_COUNTERS(ALLOCMARK_TOTAL)
+#undef ALLOCMARK_TOTAL
+  totals["ops_per_s"] = figure(Metric::ops_per_s, whole);
+  record["totals"] = totals;
+}
 
 std::size_t Model::intern(CellIdentity id) {
   std::string text = id.allocator + '\n' + id.backend + '\n' + id.workload + '\n' + id.params.dump() + '\n' +
@@ -321,6 +387,7 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
   cell.idle_rss_bytes = r.optional_number(record, "idle_rss_bytes", "");
   cell.phases = r.phases([this](const std::string& name) { return intern_workload_metric(name); });
   cell.stdout_checksum = r.optional_string("stdout_checksum");
+  check_plausible(r, cell, id);
   // Records always carry a key; one written by hand may not. It gets one of the same shape, but
   // without the driver's key nothing says two records are the same cell: each is taken as its own.
   auto key = r.optional_string(kRecordKey);

@@ -109,6 +109,24 @@ std::optional<double> metric_value(Metric m, const CellResult& cell, const Phase
 PhaseValues whole_cell(const CellResult& cell);
 
 // ---------------------------------------------------------------------------------------------
+// What a record carries for the scripts that read results.jsonl themselves.
+
+// The version of the records' schema, which every record carries as `schema_version`
+// (docs/results-schema.md, "Schema versions"): 1, records written before 2026-12-03 (no such field);
+// 2, those of 2026-12-03 up to this field (no such field either), which lacked the figures below;
+// 3, every record since. A field is only ever added; one that must go moves the version.
+inline constexpr int kRecordSchemaVersion = 3;
+
+// Adds to a record (as runner/record.cpp builds it) the figures records carried before 2026-12-03
+// for their readers: at its top `peak_rss_bytes`, `peak_live_bytes`, `fragmentation_ratio` (absent
+// without live bytes) and `totals`; in each phase `ops_per_s`; in each phase's `contention`
+// `voluntary_ctx_switches_per_mop` and `runqueue_wait_share`. Each is the value of the model's
+// metric (metric_value over the phase, or over whole_cell), computed by the metric's own formula,
+// so a record never holds a second one; the model reads none of them. Throws ResultsError for a
+// record of the wrong shape.
+void add_figures_for_readers(nlohmann::json& record);
+
+// ---------------------------------------------------------------------------------------------
 // Grouping.
 
 // node: one row per NUMA node of each phase (or cell), from the records' `nodes`; those rows carry

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 using namespace allocmark::results;
 using nlohmann::json;
@@ -384,6 +385,136 @@ TEST(Reading, RecordsOfOtherCellsSharingAnIdAreBothKeptAndSaid) {
   r["record_id"] = "abc";
   moved["record_id"] = "abc";
   EXPECT_EQ(record_copy_identity(r), record_copy_identity(moved));
+}
+
+// The first line of tests/fixtures/records/vN.jsonl: one real record of each schema version.
+json record_of_version(int version) {
+  std::ifstream in(std::string(ALLOCMARK_FIXTURES_DIR) + "/records/v" + std::to_string(version) + ".jsonl");
+  std::string line;
+  std::getline(in, line);
+  return json::parse(line);
+}
+
+// `a` and `b` the same JSON, numbers equal to within 1e-12 of their size (an integer written by the
+// old code, a double by the model).
+void expect_same_figures(const json& a, const json& b, const std::string& where) {
+  if (a.is_number() && b.is_number()) {
+    const double x = a.get<double>(), y = b.get<double>();
+    EXPECT_NEAR(x, y, 1e-12 * std::max(std::abs(x), std::abs(y))) << where;
+  } else if (a.is_object() && b.is_object()) {
+    EXPECT_EQ(a.size(), b.size()) << where << ": " << a.dump() << " vs " << b.dump();
+    for (const auto& [k, v] : a.items()) {
+      ASSERT_TRUE(b.contains(k)) << where << "." << k;
+      expect_same_figures(v, b[k], where + "." + k);
+    }
+  } else if (a.is_array() && b.is_array()) {
+    ASSERT_EQ(a.size(), b.size()) << where;
+    for (std::size_t i = 0; i < a.size(); ++i) expect_same_figures(a[i], b[i], where + "[" + std::to_string(i) + "]");
+  } else {
+    EXPECT_EQ(a, b) << where;
+  }
+}
+
+// What records of schema version 3 carry beyond version 2's (docs/results-schema.md, "Schema versions").
+json without_figures_for_readers(json r) {
+  for (const char* k : {"schema_version", "peak_rss_bytes", "peak_live_bytes", "fragmentation_ratio", "totals"}) r.erase(k);
+  for (auto& p : r["phases"]) {
+    p.erase("ops_per_s");
+    if (p.contains("contention") && p["contention"].is_object())
+      for (const char* k : {"voluntary_ctx_switches_per_mop", "runqueue_wait_share"}) p["contention"].erase(k);
+  }
+  return r;
+}
+
+// Issue 41: the records of 2026-12-03 dropped fields the schema promised to keep. A record of each
+// version (v1 written on 2026-11-30, v2 as 7b59db7 wrote them, v3 now) is read alike, and the
+// figures v1 and v3 carry for their readers are the model's metrics, computed again the same.
+TEST(Reading, RecordsOfEverySchemaVersionReadAlike) {
+  for (int version : {1, 2, 3}) {
+    SCOPED_TRACE("schema version " + std::to_string(version));
+    const json record = record_of_version(version);
+    EXPECT_EQ(record.contains("schema_version"), version == 3);
+    if (version == 3) {
+      EXPECT_EQ(record["schema_version"], kRecordSchemaVersion);
+    }
+    EXPECT_EQ(record.contains("peak_rss_bytes"), version != 2);
+    const Model model = Model::from_records({record});
+    ASSERT_EQ(model.cells().size(), 1u);
+    const CellResult& c = model.cells()[0];
+    ASSERT_TRUE(c.ok());
+    ASSERT_EQ(c.phases.size(), 3u);
+    const PhaseValues whole = whole_cell(c);
+    EXPECT_GT(*metric_value(Metric::peak_rss_bytes, c, whole), 1 << 20);
+    EXPECT_GT(*metric_value(Metric::ops_per_s, c, c.phases[1]), 0);
+    // Added again to the record without them: what the record itself carries (v2 carries none).
+    json added = without_figures_for_readers(record);
+    add_figures_for_readers(added);
+    if (version == 2) {
+      json v3 = record_of_version(3);
+      EXPECT_EQ(without_figures_for_readers(v3), record) << "v2 is v3 without the figures for readers";
+      v3.erase("schema_version");
+      expect_same_figures(added, v3, "v2 with its figures added");
+      continue;
+    }
+    for (const char* k : {"peak_rss_bytes", "peak_live_bytes", "fragmentation_ratio", "totals"}) {
+      ASSERT_TRUE(record.contains(k)) << k;
+      expect_same_figures(added[k], record[k], k);
+    }
+    for (std::size_t i = 0; i < 3; ++i) {
+      expect_same_figures(added["phases"][i]["ops_per_s"], record["phases"][i]["ops_per_s"], "ops_per_s");
+      // v1's writer put the shares in a phase's contention only once it measured them.
+      for (const char* k : {"voluntary_ctx_switches_per_mop", "runqueue_wait_share"})
+        if (version == 3 || record["phases"][i]["contention"].contains(k))
+          expect_same_figures(added["phases"][i]["contention"][k], record["phases"][i]["contention"][k], k);
+    }
+    // Each is the metric's value.
+    EXPECT_EQ(record["peak_rss_bytes"].get<double>(), *metric_value(Metric::peak_rss_bytes, c, whole));
+    EXPECT_EQ(record["peak_live_bytes"].get<double>(), *metric_value(Metric::peak_live_bytes, c, whole));
+    EXPECT_NEAR(record["fragmentation_ratio"].get<double>(), *metric_value(Metric::rss_above_idle_over_live, c, whole), 1e-12);
+    EXPECT_NEAR(record["totals"]["ops_per_s"].get<double>(), *metric_value(Metric::ops_per_s, c, whole), 1e-6);
+    for (std::size_t i = 0; i < 3; ++i)
+      EXPECT_NEAR(record["phases"][i]["ops_per_s"].get<double>(), *metric_value(Metric::ops_per_s, c, c.phases[i]), 1e-6) << i;
+  }
+}
+
+// Issue 41: a value no measurement gives is refused as the record is read, naming the file, the
+// line, the cell, the phase and the metric, by the rule baselines are held to.
+TEST(Reading, ImplausibleValuesAreRefusedNamingLineCellPhaseAndMetric) {
+  const auto refusal = [](json record) -> std::string {
+    try {
+      (void)Model::from_records({record}, "F/results.jsonl");
+      return "";
+    } catch (const ResultsError& e) {
+      return e.what();
+    }
+  };
+  const json good = cell("glibc", 1, json::array({phase("fill", 1e7, 4e6, 1000, 0.5), phase("churn", 1.1e7, 4e6, 3000, 1.0)}));
+  EXPECT_EQ(refusal(good), "");
+  for (auto [field, value, expected] :
+       std::vector<std::tuple<std::string, double, std::string>>{
+           {"peak_rss_bytes", -5, "-5 is not a peak_rss_bytes: expected bytes above 0"},
+           {"peak_rss_bytes", 0, "0 is not a peak_rss_bytes: expected bytes above 0"},
+           {"peak_rss_bytes", 1e300, "1e+300 is not a peak_rss_bytes: more bytes than a 57-bit address space holds"},
+           {"ops", 1e300, "is not a ops_per_s: more than 10^12 operations a second"},
+           {"wall_s", -1, "-1 is not a wall_s: expected seconds from 0 to 10^9"},
+           {"minor_faults", -1, "-1 is not a minor_faults: expected a count from 0 to 10^18"},
+           {"peak_live_bytes", -1, "is not a"}}) {
+    json bad = good;
+    bad["phases"][1][field] = value;
+    const std::string why = refusal(bad);
+    EXPECT_NE(why.find("F/results.jsonl:1: cell glibc size_mix t2 r1, phases[1] (churn): "), std::string::npos) << why;
+    EXPECT_NE(why.find(expected), std::string::npos) << field << ": " << why;
+  }
+  // A node's share above one (the phase's, over both nodes, is 0.55).
+  json nodes = good;
+  nodes["phases"][0]["nodes"] = json::array({{{"node", 0}, {"sampled_blocks", 10}, {"local_blocks", 11}},
+                                             {{"node", 1}, {"sampled_blocks", 10}, {"local_blocks", 0}}});
+  EXPECT_NE(refusal(nodes).find("phases[0] (fill) nodes[0] (node 0): 1.1 is not a local_fraction: expected a share from 0 to 1"),
+            std::string::npos) << refusal(nodes);
+  // The same rule as a baseline's (harness/gate): one function.
+  EXPECT_EQ(value_problem(Metric::anon_huge_bytes, 0), "");
+  EXPECT_NE(value_problem(Metric::end_rss_bytes, 0), "");
+  EXPECT_EQ(value_problem(Metric::rss_above_idle_over_live, -0.5), "");
 }
 
 TEST(Reading, OneRuleSaysWhichRecordOfACellCounts) {

@@ -119,6 +119,10 @@ SessionOutcome RunSession::run() {
   refuse_while_cells_run_elsewhere(o.out_dir, "run again with --resume");
   rs::ResultsDir dir(o.out_dir, {o.resume, o.extend, o.discard_corrupt, o.command});
   for (const auto& n : dir.notes()) std::cerr << "allocmark: " << dir.path() << ": " << n << "\n";
+  // The records there read once as every reader, and the summaries after each cell, will read them:
+  // one no reader accepts (a wrong shape, a value no measurement gives) stops the run here, naming
+  // its line, before the machine's settings, meta.json or a cell are touched.
+  if (dir.had_results()) (void)rs::Model::load({dir.path()}, rs::LoadOptions{.require_cells = false, .own_folder = true});
   // Before the machine is described: meta.json says the mode the cells ran under. Put back when
   // this function returns or throws (and by its restorer if the driver is killed).
   std::optional<SystemThpSwitch> thp_switch;
