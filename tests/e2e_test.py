@@ -82,10 +82,22 @@ class AllBackends(TempDirTest):
             self.assertGreater(max(ph["peak_live_bytes"] for ph in r["phases"]), 4 << 20)
             self.assertGreater(max(ph["peak_rss_bytes"] for ph in r["phases"]), r["idle_rss_bytes"])
             self.assertGreater(len(r["timeline"]), 0)
-            # Measured values only: whole-cell figures and formulas are the results model's.
-            for derived in ("peak_rss_bytes", "peak_live_bytes", "fragmentation_ratio", "totals"):
-                self.assertNotIn(derived, r)
-            self.assertNotIn("ops_per_s", r["phases"][0])
+            # The figures records carry for their readers (schema version 3, issue 41): the model's
+            # metrics, the same values `show` gives (below).
+            self.assertEqual(r["schema_version"], 3)
+            self.assertEqual(r["totals"]["ops"], sum(ph["ops"] for ph in r["phases"]))
+        # One repetition per cell: each group's median is the cell's own value.
+        per_cell = json.loads(run(["show", self.out, "--by", "workload,threads,allocator", "--format", "json"]).stdout)["groups"]
+        per_phase = json.loads(run(["show", self.out, "--format", "json"]).stdout)["groups"]
+        for r in recs:
+            g = next(g for g in per_cell if (g["allocator"], g["threads"]) == (r["allocator"], r["threads"]))
+            for field, metric in (("peak_rss_bytes", "peak_rss_bytes"), ("peak_live_bytes", "peak_live_bytes"),
+                                  ("fragmentation_ratio", "rss_above_idle_over_live")):
+                self.assertEqual(r[field], g["metrics"][metric]["median"], (r["allocator"], field))
+            self.assertEqual(r["totals"]["ops_per_s"], g["metrics"]["ops_per_s"]["median"])
+            for ph in r["phases"]:
+                g = next(g for g in per_phase if (g["allocator"], g["threads"], g["phase"]) == (r["allocator"], r["threads"], ph["name"]))
+                self.assertEqual(ph["ops_per_s"], g["metrics"]["ops_per_s"]["median"], (r["allocator"], ph["name"]))
         je = [r for r in recs if r["allocator"] == "jemalloc"]
         self.assertGreater(je[0]["alloc_stats"]["stats.active"], 0)
         self.assertGreater(je[0]["phases"][1]["alloc_stats"]["stats.active"], 0)

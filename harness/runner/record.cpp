@@ -1,5 +1,6 @@
 #include "harness/runner/record.h"
 
+#include "harness/results/model.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::runner {
@@ -78,6 +79,10 @@ json RecordBuilder::finish(const json& timeline, uint64_t sampled_peak_rss, doub
   record["wall_s"] = wall_s;
   record["status"] = status.status;
   record["error"] = status.error;
+  // For the scripts that read results.jsonl: the schema's version, and the figures records always
+  // carried beside the measurements, each computed by the results model's metric (one formula).
+  record["schema_version"] = results::kRecordSchemaVersion;
+  results::add_figures_for_readers(record);
   return record;
 }
 

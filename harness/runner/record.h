@@ -1,5 +1,7 @@
 // Builds one results.jsonl record from the cell, the worker's events and the parent's timeline:
-// what was measured, never a figure computed from it (those are the results model's metrics).
+// what was measured, and beside it the figures records have always carried for their readers
+// (whole-cell peaks, totals, phase ops/s), each computed by the results model's metric
+// (results::add_figures_for_readers), never by a formula of its own.
 // Pure: unit-tested on recorded event streams. The status comes from classify() (status.h).
 #pragma once
 

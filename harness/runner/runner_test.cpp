@@ -107,22 +107,63 @@ TEST(RecordBuilder, OkStreamInAnyChunkingGivesTheSameRecord) {
   EXPECT_DOUBLE_EQ(first["phases"][0]["start_ms"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(first["phases"][1]["end_ms"].get<double>(), 1501.0);
   EXPECT_FALSE(first["phases"][0].contains("t_begin_ns"));
-  // Measured values only: the whole-cell figures and every formula are the model's, from these.
-  for (const char* derived : {"peak_rss_bytes", "peak_live_bytes", "fragmentation_ratio", "totals"})
-    EXPECT_FALSE(first.contains(derived)) << derived;
+  // The figures records carried before 2026-12-03 are back (issue 41), each the model's metric
+  // over the measured fields, so the two can never differ.
+  EXPECT_EQ(first["schema_version"], results::kRecordSchemaVersion);
   const results::Model model = results::Model::from_records({first});
   ASSERT_EQ(model.cells().size(), 1u);
-  const results::PhaseValues whole = results::whole_cell(model.cells()[0]);
-  EXPECT_EQ(whole.get(results::Field::peak_rss_bytes), 11000000);
-  EXPECT_EQ(whole.get(results::Field::peak_live_bytes), 4000000);
+  const results::CellResult& cell = model.cells()[0];
+  const results::PhaseValues whole = results::whole_cell(cell);
+  const auto metric = [&](results::Metric m, const results::PhaseValues& p) { return *results::metric_value(m, cell, p); };
+  EXPECT_EQ(first["peak_rss_bytes"], 11000000);
+  EXPECT_EQ(first["peak_rss_bytes"].get<double>(), metric(results::Metric::peak_rss_bytes, whole));
+  EXPECT_EQ(first["peak_live_bytes"], 4000000);
+  EXPECT_EQ(first["peak_live_bytes"].get<double>(), metric(results::Metric::peak_live_bytes, whole));
   // (11,000,000 - 1,000,000) / 4,000,000
-  EXPECT_DOUBLE_EQ(*results::metric_value(results::Metric::rss_above_idle_over_live, model.cells()[0], whole), 2.5);
-  EXPECT_DOUBLE_EQ(*whole.get(results::Field::ops), 4000);
-  EXPECT_DOUBLE_EQ(*results::metric_value(results::Metric::ops_per_s, model.cells()[0], whole), 4000 / 1.5);
+  EXPECT_DOUBLE_EQ(first["fragmentation_ratio"].get<double>(), 2.5);
+  EXPECT_EQ(first["fragmentation_ratio"].get<double>(), metric(results::Metric::rss_above_idle_over_live, whole));
+  EXPECT_DOUBLE_EQ(first["totals"]["ops"].get<double>(), 4000);
+  EXPECT_DOUBLE_EQ(first["totals"]["wall_s"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(first["totals"]["minor_faults"].get<double>(), 20);
+  EXPECT_DOUBLE_EQ(first["totals"]["user_s"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(first["totals"]["major_faults"].get<double>(), 0);  // no phase has it: 0, as before
+  EXPECT_DOUBLE_EQ(first["totals"]["ops_per_s"].get<double>(), 4000 / 1.5);
+  EXPECT_EQ(first["totals"]["ops_per_s"].get<double>(), metric(results::Metric::ops_per_s, whole));
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(first["phases"][i]["ops_per_s"].get<double>(), metric(results::Metric::ops_per_s, cell.phases[i])) << i;
+  EXPECT_DOUBLE_EQ(first["phases"][1]["ops_per_s"].get<double>(), 3000.0);
   EXPECT_EQ(first["alloc_stats"]["stats.active"], 123);
   EXPECT_EQ(first["contention"]["num_wait"], 2);
   EXPECT_EQ(first["key"], test_cell().key());
   EXPECT_EQ(first["env"]["MALLOC_CONF"], "background_thread:true");
+}
+
+// A phase's contention gets back its two shares, as the metrics compute them; null where a metric
+// has no value (no operations, no schedstat).
+TEST(RecordBuilder, ContentionCarriesItsSharesAsTheMetricsComputeThem) {
+  auto phase = [](const char* name, double ops, json contention) {
+    return json{{"event", "phase_end"},
+                {"phase", {{"name", name}, {"wall_s", 0.5}, {"ops", ops}, {"peak_rss_bytes", 1 << 20}, {"voluntary_ctx_switches", 30},
+                           {"contention", contention}, {"t_begin_ns", 0}, {"t_end_ns", 500000000}}}}
+               .dump() + "\n";
+  };
+  const std::string stream =
+      json{{"event", "start"}, {"library", "/usr/lib/libjemalloc.so.2"}}.dump() + "\n" +
+      phase("busy", 3e6, {{"runqueue_wait_ns", 1000}, {"run_ns", 3000}, {"runqueue_threads", 2}}) +
+      phase("idle", 0, {{"runqueue_wait_ns", nullptr}, {"run_ns", nullptr}, {"runqueue_threads", nullptr}}) +
+      json{{"event", "done"}}.dump() + "\n";
+  EventStream s;
+  RecordBuilder b = replay(stream, s, 0, 1);
+  const json r = b.finish(json::array(), 0, 1.0, classify(ended(b, s, W_EXITCODE(0, 0))));
+  const json& busy = r["phases"][0]["contention"];
+  EXPECT_DOUBLE_EQ(busy["runqueue_wait_share"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(busy["voluntary_ctx_switches_per_mop"].get<double>(), 10.0);
+  const json& idle = r["phases"][1]["contention"];
+  EXPECT_TRUE(idle["runqueue_wait_share"].is_null());
+  EXPECT_TRUE(idle["voluntary_ctx_switches_per_mop"].is_null());
+  EXPECT_EQ(r["phases"][1]["ops_per_s"], 0.0);
+  EXPECT_TRUE(r["peak_live_bytes"].is_null());  // size_mix counts live bytes; this stream has none
+  EXPECT_FALSE(r.contains("fragmentation_ratio"));  // absent without live bytes, as it always was
 }
 
 TEST(Classify, CrashHangCutShortAndMissingDone) {
