@@ -255,6 +255,56 @@ class HostileGate(TempDirTest):
             self.assert_refused(run(["baseline", copy, "-o", os.path.join(copy, own)]), "-o")
             self.assertEqual(read_text(os.path.join(copy, own)), before)
 
+    # Issue 41: results held to the baselines' rules; every count and setting of a baseline checked.
+
+    def test_results_are_held_to_the_rules_baselines_are_held_to(self):
+        for value in (-5, 0, 1e300):
+            bad = self.copy_run("bad-%s" % value)
+            edit_records(bad, lambda r, value=value: r["phases"][0].__setitem__("peak_rss_bytes", value))
+            p = self.gate(self.base_json, bad)
+            self.assert_refused(p, os.path.join(bad, "results.jsonl") + ":1: cell glibc program:tool t1 r1, phases[0] (run): ",
+                                "is not a peak_rss_bytes")
+            self.assertNotIn("improved", p.stdout + p.stderr)
+            self.assertNotIn("0" * 40, p.stdout + p.stderr)
+            # The one rule set: the same words for the same value in a baseline.
+            rule = p.stderr[p.stderr.index("is not a peak_rss_bytes"):].strip()
+            base = self.edited_baseline("b.json", lambda b, value=value: b["cells"][0]["values"].__setitem__("peak_rss_bytes", [value] * 3))
+            self.assert_refused(self.gate(base, self.base_run), rule)
+
+    def test_counts_in_a_baseline_are_held_to_what_a_run_records(self):
+        rerun = os.path.join(self.tmp, "rerun")
+        inflated = self.copy_run("inflated")
+        edit_records(inflated, inflate_peaks)  # flagged: --confirm would rerun as many as the baseline holds
+        for not_ok, needle in ((1000000000, "cells[0].not_ok: expected an integer from 0 to 10000, found 1000000000"),
+                               (9999, "3 values and not_ok 9999: more repetitions than a run records (at most 10000, "
+                                      "the limit of --reps)")):
+            base = self.edited_baseline("counts.json", lambda b, n=not_ok: b["cells"][0].__setitem__("not_ok", n))
+            p = self.gate(base, inflated, "--confirm", "--confirm-out", rerun)
+            self.assert_refused(p, base + ": " if not_ok > 10000 else base, needle)
+            self.assertFalse(os.path.exists(rerun), "nothing is rerun")
+        # Spread over a cell's phases: its (cell) entry's failures count with the phase's values.
+        def spread(b):
+            b["cells"].append(dict(b["cells"][0], phase="(cell)", values={}, not_ok=9998))
+        p = self.gate(self.edited_baseline("spread.json", spread), inflated, "--confirm", "--confirm-out", rerun)
+        self.assert_refused(p, "cells[1] (glibc program:tool t1 (cell)).not_ok: cell glibc program:tool t1 holds 3 ok and "
+                               "9998 failed repetitions", "at most 10000")
+        self.assertFalse(os.path.exists(rerun))
+
+    def test_a_baselines_settings_are_named_as_its_fields_not_as_flags(self):
+        rerun = os.path.join(self.tmp, "rerun")
+        inflated = self.copy_run("inflated")
+        edit_records(inflated, inflate_peaks)
+        pinned = self.edited_baseline("pinned.json", lambda b: b["settings"].__setitem__("pin", "0-99999"))
+        p = self.gate(pinned, inflated, "--confirm", "--confirm-out", rerun)
+        self.assert_refused(p, pinned + ' settings.pin ("0-99999"): CPU ', "is not allowed to this process")
+        self.assertNotIn("--pin", p.stderr)
+        self.assertFalse(os.path.exists(rerun), "nothing is rerun")
+        for key, value in (("timeout_s", -1), ("sample_ms", 0), ("latency_every", 10 ** 12), ("pin", "sometimes")):
+            bad = self.edited_baseline("bad-%s.json" % key, lambda b, k=key, v=value: b["settings"].__setitem__(k, v))
+            p = self.gate(bad, self.base_run)  # refused as it is read, with or without --confirm
+            self.assert_refused(p, bad + ": settings." + key)
+            self.assertNotIn("--" + key.replace("_", "-") + ":", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -281,6 +281,13 @@ RunSummary read_baseline(const std::string& path) {
     r.fail("allocmark_commit", "expected a string, found " + json_excerpt(j["allocmark_commit"]));
   run.commit = j.value("allocmark_commit", "");
   run.settings = r.object(j, "settings", "settings", json::object());
+  // Checked as a matrix file's [matrix] is, each value named by the file and field (a rerun
+  // measures with them; whether this machine can give its pin is checked when one is planned).
+  try {
+    (void)matrix::recorded_settings(run.settings, path + ": settings");
+  } catch (const matrix::ConfigError& e) {
+    throw GateError(e.what());
+  }
   const json& cells = r.need(j, "baseline", "cells");
   if (!cells.is_array()) r.fail("cells", "expected a list of cells, found " + json_excerpt(cells));
   if (cells.empty()) r.fail("cells", "empty: a baseline needs at least one cell to judge against");
@@ -295,7 +302,9 @@ RunSummary read_baseline(const std::string& path) {
     g.workload = r.text(c, where, "workload");
     g.threads = static_cast<int>(r.integer(c, where, "threads", 1, matrix::kMaxThreads));
     g.phase = r.text(c, where, "phase");
-    g.not_ok = c.contains("not_ok") ? static_cast<std::size_t>(r.integer(c, where, "not_ok", 0, std::numeric_limits<int>::max())) : 0;
+    // Counts are held to what a run can record: a cell has at most --reps (10000) repetitions, and
+    // `gate --confirm` reruns as many as the baseline holds.
+    g.not_ok = c.contains("not_ok") ? static_cast<std::size_t>(r.integer(c, where, "not_ok", 0, matrix::kMaxReps)) : 0;
     g.under_test = r.object(c, where, "under_test", json::object());
     const std::string named = where + " (" + rs::terminal_line(g.id()) + ")";
     const json values = r.object(c, where, "values", json());
@@ -312,6 +321,9 @@ RunSummary read_baseline(const std::string& path) {
       if (g.values.count(m->name))
         r.fail(named + ".values", fmt::format("'{}' and '{}' are one metric; give its values once", m->old_name, m->name));
       if (!v.is_array() || v.empty()) r.fail(named + ".values." + k, "expected a list of one number per repetition, found " + json_excerpt(v));
+      if (v.size() + g.not_ok > static_cast<std::size_t>(matrix::kMaxReps))
+        r.fail(named + ".values." + k, fmt::format("{} values and not_ok {}: more repetitions than a run records (at most {}, "
+                                                   "the limit of --reps)", v.size(), g.not_ok, matrix::kMaxReps));
       for (std::size_t n = 0; n < v.size(); ++n) {
         if (!v[n].is_number()) r.fail(fmt::format("{}.values.{}[{}]", named, k, n), "expected a number, found " + json_excerpt(v[n]));
         if (auto problem = value_problem(*m, v[n].get<double>()); !problem.empty())
@@ -333,6 +345,18 @@ RunSummary read_baseline(const std::string& path) {
     run.cells.push_back(std::move(g));
   }
   if (usable == 0) r.fail("cells", "no cell holds a value (every repetition of its source failed?): nothing to judge against");
+  // What a confirming rerun runs of a cell: its most values in a phase and its entries' not_ok together.
+  std::map<std::string, std::pair<std::size_t, std::size_t>> repetitions;  // cell name -> (most ok, not ok)
+  for (std::size_t i = 0; i < run.cells.size(); ++i) {
+    const GateCell& g = run.cells[i];
+    auto& [ok, failed] = repetitions[g.cell_name()];
+    failed += g.not_ok;
+    for (const auto& [metric, values] : g.values) ok = std::max(ok, values.size());
+    if (ok + failed > static_cast<std::size_t>(matrix::kMaxReps))
+      r.fail(fmt::format("cells[{}] ({}).not_ok", i, rs::terminal_line(g.id())),
+             fmt::format("cell {} holds {} ok and {} failed repetitions over its phases: more than a run records (at most {}, "
+                         "the limit of --reps)", rs::terminal_line(g.cell_name()), ok, failed, matrix::kMaxReps));
+  }
   return run;
 }
 

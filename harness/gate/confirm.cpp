@@ -1,4 +1,6 @@
 #include "harness/gate/confirm.h"
+#include "harness/placement/placement.h"
+#include "harness/topology/topology.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/meta.h"
 
@@ -114,6 +116,22 @@ class Planner {
 
   const std::vector<std::string>& notes() const { return notes_; }
 
+  // The rerun's placement planned on this machine before anything runs: a pin or nodes this machine
+  // cannot give is a field of the baseline (or of the folder's meta.json), named with its value,
+  // never a flag the user did not type.
+  void check_placement_here(const mx::Plan& plan) const {
+    int most_threads = 1;
+    for (const auto& c : plan.cells) most_threads = std::max(most_threads, c.threads);
+    try {
+      (void)placement::plan_placement(topology::detect(), placement::current_allowed(), plan.settings.pin, most_threads);
+    } catch (const placement::PlacementError& e) {
+      const std::string field = e.setting().empty() ? "pin" : e.setting();
+      throw mx::ConfigError(fmt::format("{}.{} ({}): {}; a confirming rerun measures with the baseline's settings, which this "
+                                        "machine cannot give",
+                                        settings_origin_, field, json_excerpt(settings_.value(field, json())), e.detail()));
+    }
+  }
+
  private:
   // The setup every baseline phase of the cell names: kept by the baseline, or, for a baseline
   // written before it kept backend and library, the allocator of that name as configured here
@@ -221,6 +239,7 @@ ConfirmationPlan plan_confirmation(const std::vector<Verdict>& flagged, const Co
       out.not_rerun[v.cell_name()] = e.what();
     }
   }
+  if (!out.plan.cells.empty()) planner.check_placement_here(out.plan);
   std::stable_sort(out.plan.cells.begin(), out.plan.cells.end(), [](const mx::Cell& a, const mx::Cell& b) { return a.rep < b.rep; });
   out.notes = planner.notes();
   return out;

@@ -81,10 +81,10 @@ Placement plan_placement(const topology::Topology& topo, const Allowed& allowed,
     if (index < 0) {
       std::vector<int> ids;
       for (const auto& node : topo.nodes) ids.push_back(node.id);
-      throw PlacementError("--nodes: node " + std::to_string(n) + " does not exist (this machine has nodes " + list_text(ids) + ")");
+      throw PlacementError("nodes", "node " + std::to_string(n) + " does not exist (this machine has nodes " + list_text(ids) + ")");
     }
     if (!contains(allowed.mem_nodes, n))
-      throw PlacementError("--nodes: node " + std::to_string(n) + "'s memory is not allowed to this process (allowed memory nodes: " +
+      throw PlacementError("nodes", "node " + std::to_string(n) + "'s memory is not allowed to this process (allowed memory nodes: " +
                            list_text(allowed.mem_nodes) + ")");
   }
   if (spec.kind == PinSpec::Kind::none) return p;
@@ -104,7 +104,7 @@ Placement plan_placement(const topology::Topology& topo, const Allowed& allowed,
     for (int n : spec.nodes) {
       std::vector<int> cpus = node_cpus(topo.nodes[topo.index_of_node(n)]);
       if (cpus.empty())
-        throw PlacementError("--nodes: node " + std::to_string(n) + " has no CPU this process may run on (allowed CPUs: " +
+        throw PlacementError("nodes", "node " + std::to_string(n) + " has no CPU this process may run on (allowed CPUs: " +
                              list_text(allowed.cpus) + ")");
       per_node.push_back(std::move(cpus));
     }
@@ -141,10 +141,10 @@ Placement plan_placement(const topology::Topology& topo, const Allowed& allowed,
       for (const auto& cpus : per_node) eligible.insert(cpus.begin(), cpus.end());
       for (int cpu : spec.cpus) {
         if (!contains(allowed.cpus, cpu))
-          throw PlacementError("--pin: CPU " + std::to_string(cpu) + " is not allowed to this process (allowed CPUs: " +
+          throw PlacementError("pin", "CPU " + std::to_string(cpu) + " is not allowed to this process (allowed CPUs: " +
                                list_text(allowed.cpus) + "; see taskset, numactl or the cpuset)");
         if (!spec.nodes.empty() && !eligible.count(cpu))
-          throw PlacementError("--pin: CPU " + std::to_string(cpu) + " is not on the nodes asked for (--nodes " + spec.nodes_text() + ")");
+          throw PlacementError("pin", "CPU " + std::to_string(cpu) + " is not on the nodes asked for (--nodes " + spec.nodes_text() + ")");
       }
       p.candidate_cpus = spec.cpus;
       break;

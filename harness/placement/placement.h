@@ -23,6 +23,16 @@ namespace allocmark::placement {
 class PlacementError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  // The half of the policy at fault ("pin" or "nodes") and what is wrong with it; what() names the
+  // flag ("--pin: CPU 2 is not allowed ..."), and a caller whose policy came from elsewhere (a
+  // baseline's settings) names that instead with setting() and detail().
+  PlacementError(const std::string& setting, const std::string& detail)
+      : std::runtime_error("--" + setting + ": " + detail), setting_(setting), detail_(detail) {}
+  const std::string& setting() const { return setting_; }  // "" when neither half is at fault
+  std::string detail() const { return setting_.empty() ? what() : detail_; }
+
+ private:
+  std::string setting_, detail_;
 };
 
 struct PinSpec {
