@@ -312,13 +312,47 @@ class Charts(TempDirTest):
         self.assertIn("chart-peak_rss-size_mix", page)  # the charts were drawn
 
 
+    def test_plot_draws_what_results_jsonl_holds_as_show_and_report_read_it(self):
+        folder = fixture_copy(self.tmp)  # with its summary.json, which matches its results.jsonl
+        charts = os.path.join(self.tmp, "charts")
+        with open(os.path.join(folder, "summary.json")) as f:
+            before = f.read()
+        # results.jsonl emptied: every reader, plot included, says there is no finished cell.
+        empty = fixture_copy(self.tmp, "empty")
+        open(os.path.join(empty, "results.jsonl"), "w").close()
+        for args in (["show", empty], ["plot", empty, "--out", charts], ["report", empty, "-o", os.path.join(self.tmp, "p.html")]):
+            p = run(args)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn("holds no finished cell", p.stderr, args)
+        self.assertFalse(os.path.exists(charts))
+        # jemalloc's records removed by hand: the charts leave it out, and summary.json is written again.
+        rewrite_records(folder, lambda i, r: None)
+        path = os.path.join(folder, "results.jsonl")
+        with open(path) as f:
+            kept = [line for line in f if '"allocator": "jemalloc"' not in line]
+        with open(path, "w") as f:
+            f.writelines(kept)
+        p = run(["plot", folder, "--out", charts, "--only", "peak_rss", "--describe", os.path.join(self.tmp, "d.json")], timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("was written before results.jsonl last changed; writing them from it", p.stderr)
+        with open(os.path.join(folder, "summary.json")) as f:
+            summary = json.load(f)
+        self.assertNotEqual(json.dumps(summary), before)
+        self.assertEqual({g["allocator"] for g in summary["groups"]}, {"glibc", "mimalloc"})
+        with open(os.path.join(self.tmp, "d.json")) as f:
+            self.assertNotIn("jemalloc", f.read())
+        # Drawn again with nothing changed: nothing to write, nothing said.
+        p = run(["plot", folder, "--out", charts, "--only", "peak_rss"], timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("writing them", p.stderr)
+
 # Issue 41, second round: values no measurement gives.
 
 class ImplausibleValues(TempDirTest):
     def test_values_no_measurement_gives_stop_every_reader_naming_line_cell_and_metric(self):
         other = fixture_copy(self.tmp, "other")
         page = os.path.join(self.tmp, "page.html")
-        # The third record is jemalloc's rep 2; phases[1] is churn.
+        # The fifth record is jemalloc's rep 2; phases[1] is churn.
         for field, value, metric in (("peak_rss_bytes", -5, "peak_rss_bytes"), ("peak_rss_bytes", 0, "peak_rss_bytes"),
                                      ("peak_rss_bytes", 1e300, "peak_rss_bytes"), ("ops", 1e300, "ops_per_s"),
                                      ("end_rss_bytes", -1, "end_rss_bytes")):

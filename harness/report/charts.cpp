@@ -18,6 +18,7 @@
 #include "harness/results/folder.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/reporters/reporter.h"
+#include "harness/results/safe_text.h"
 
 #ifndef ALLOCMARK_DEFAULT_PLOTS_DIR
 #define ALLOCMARK_DEFAULT_PLOTS_DIR "plots"
@@ -102,13 +103,16 @@ void ensure_summaries(const std::string& dir) {
   results::check_readable_file(lay::path_in(dir, lay::kResults));
   if (!fs::is_regular_file(lay::path_in(dir, lay::kResults)))
     throw std::invalid_argument(fmt::format("{}: no {} (not a results folder)", dir, lay::kResults));
-  // A folder written before summary.json (or timelines.jsonl) existed: the results model writes them now.
-  for (const char* export_file : {lay::kSummaryJson, lay::kTimelines})
-    if (!fs::is_regular_file(lay::path_in(dir, export_file))) {
-      std::cerr << fmt::format("allocmark: {} has no {}; writing it from {}\n", dir, export_file, lay::kResults);
-      results::write_summaries(dir);
-      break;
-    }
+  // The charts draw what results.jsonl holds now, as `show` and `report` read it: a folder without
+  // a finished cell is the same error here, and summaries written before results.jsonl last changed
+  // (a folder from before summary.json, results edited or emptied since) are written again first.
+  const results::Model model = results::Model::load({dir});
+  const results::SummaryFiles now = results::render_summaries(model);
+  if (results::read_summaries(dir) == now) return;
+  std::cerr << fmt::format("allocmark: {}'s {}, {} or {} is missing or was written before {} last changed; writing them "
+                           "from it\n",
+                           results::terminal_line(dir), lay::kSummaryJson, lay::kSummaryCsv, lay::kTimelines, lay::kResults);
+  results::write_summaries(dir, now);
 }
 
 namespace {

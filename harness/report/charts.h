@@ -21,13 +21,16 @@ struct ChartRequest {
 // plots/ in the source tree, or $ALLOCMARK_PLOTS_DIR.
 std::string plots_dir();
 
-// Checks that DIR is a results folder (std::invalid_argument otherwise) and writes its
-// summary.json and timelines.jsonl from results.jsonl when the folder predates them; checks that the script and
+// Checks that DIR is a results folder (std::invalid_argument otherwise) and that its summary files
+// are what results.jsonl holds now (ensure_summaries); checks that the script and
 // /usr/bin/python3 exist (std::runtime_error naming what is missing).
 void prepare_charts(const ChartRequest& request);
 
-// Writes DIR's summary.json and timelines.jsonl (what plots/ reads) from results.jsonl when the
-// folder predates them; std::invalid_argument for a folder without results.jsonl.
+// Reads DIR/results.jsonl through the results model, as `show` and `report` do (ResultsError for a
+// folder without a finished cell), and writes DIR's summary.json, summary.csv and timelines.jsonl
+// (what plots/ reads) again, saying so, where they differ from what the model renders now: a
+// folder from before them, or results.jsonl changed since the run wrote them.
+// std::invalid_argument for a folder without results.jsonl.
 void ensure_summaries(const std::string& dir);
 
 // Runs plots/SCRIPT_NAME (another entry point, e.g. compare_plots.py) with `args` and this

@@ -5,6 +5,9 @@
 #include "harness/results/folder_layout.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -37,21 +40,41 @@ std::string render_report(const Model& model, std::string_view format, const Rep
   return reporter->render(model, grouping, metrics);
 }
 
-void write_summaries(const std::string& dir) {
-  Model model = Model::load({dir}, LoadOptions{.require_cells = false, .own_folder = true});
-  // Render both before writing either, so a failure leaves the previous pair in place.
-  std::string csv = cells_csv(model);
+SummaryFiles render_summaries(const Model& model) {
+  SummaryFiles out;
+  out.csv = cells_csv(model);
   const Grouping grouping = model.group(default_dimensions());
   nlohmann::ordered_json summary = summary_json(model, grouping, all_metrics());
-  std::string timelines = chart_timelines(model, grouping);
+  out.timelines = chart_timelines(model, grouping);
   // The same groups split by NUMA node, with the per-node metrics only (charts of placement).
   std::vector<Dimension> by_node = default_dimensions();
   by_node.push_back(Dimension::node);
   summary["node_groups"] = summary_json(model, model.group(by_node), node_metrics())["groups"];
-  std::string json = summary.dump(2) + "\n";
-  write_file_atomically(layout::path_in(dir, layout::kSummaryCsv), csv);
-  write_file_atomically(layout::path_in(dir, layout::kSummaryJson), json);
-  write_file_atomically(layout::path_in(dir, layout::kTimelines), timelines);
+  out.json = summary.dump(2) + "\n";
+  return out;
+}
+
+void write_summaries(const std::string& dir) {
+  // Rendered before any is written, so a failure leaves the previous files in place.
+  write_summaries(dir, render_summaries(Model::load({dir}, LoadOptions{.require_cells = false, .own_folder = true})));
+}
+
+void write_summaries(const std::string& dir, const SummaryFiles& files) {
+  write_file_atomically(layout::path_in(dir, layout::kSummaryCsv), files.csv);
+  write_file_atomically(layout::path_in(dir, layout::kSummaryJson), files.json);
+  write_file_atomically(layout::path_in(dir, layout::kTimelines), files.timelines);
+}
+
+SummaryFiles read_summaries(const std::string& dir) {
+  const auto text = [&](const char* name) {
+    const std::string path = layout::path_in(dir, name);
+    check_readable_file(path);  // a fifo there: refused, never waited on
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return std::string();
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  return {text(layout::kSummaryCsv), text(layout::kSummaryJson), text(layout::kTimelines)};
 }
 
 }  // namespace allocmark::results

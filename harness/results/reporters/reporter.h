@@ -66,8 +66,19 @@ std::string cells_csv(const Model& model);
 // besides summary.json.
 std::string chart_timelines(const Model& model, const Grouping& grouping);
 
+// A folder's summary files as the model renders them: summary.csv, summary.json, timelines.jsonl.
+struct SummaryFiles {
+  std::string csv, json, timelines;
+  bool operator==(const SummaryFiles&) const = default;
+};
+SummaryFiles render_summaries(const Model& model);
+
 // Writes DIR/summary.csv, DIR/summary.json and DIR/timelines.jsonl from DIR/results.jsonl, each atomically (a
 // temporary file renamed over the old one). Throws ResultsError on failure.
 void write_summaries(const std::string& dir);
+// The same files given, written into DIR.
+void write_summaries(const std::string& dir, const SummaryFiles& files);
+// What DIR holds of them now ("" for a file it lacks).
+SummaryFiles read_summaries(const std::string& dir);
 
 }  // namespace allocmark::results
