@@ -112,7 +112,14 @@ void ensure_summaries(const std::string& dir) {
   std::cerr << fmt::format("allocmark: {}'s {}, {} or {} is missing or was written before {} last changed; writing them "
                            "from it\n",
                            results::terminal_line(dir), lay::kSummaryJson, lay::kSummaryCsv, lay::kTimelines, lay::kResults);
-  results::write_summaries(dir, now);
+  try {
+    results::write_summaries(dir, now);
+  } catch (const results::ResultsError& e) {
+    // Drawn from the old ones, the charts would not show what results.jsonl holds.
+    throw results::ResultsError(fmt::format("{}; the charts are drawn from these files, so copy the folder somewhere "
+                                            "writable and draw the copy",
+                                            e.what()));
+  }
 }
 
 namespace {
