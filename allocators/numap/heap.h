@@ -244,6 +244,9 @@ class Heap {
   // Discards a purge run's resident pages: MADV_DONTNEED, or where moved pages lie in it a fresh
   // mapping over it, with the arena's advice and binding, so their mappings merge back into the arena.
   bool discard_run(int part, Slot& sl, std::uint64_t first, std::uint64_t count, std::uint64_t bytes);
+  // A fresh mapping over [p, p + bytes) of part's arena with the arena's advice and binding (init),
+  // so that it merges with its neighbours where the kernel merges them; false when mmap refuses it.
+  bool remap_fresh(int part, char* p, std::uint64_t bytes);
 
   // ---- huge allocations (heap_huge.cpp) ----
   void* huge_alloc(std::size_t n, std::size_t align);

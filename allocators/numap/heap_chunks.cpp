@@ -225,6 +225,14 @@ std::uint64_t Heap::move_runs(Slot& src, const PurgeRun* runs, int n, Slot& dst,
         dst.mapped_bytes.fetch_add(bytes, std::memory_order_relaxed);
         counters_.moved_bytes.fetch_add(bytes, std::memory_order_relaxed);
       } else {
+        // The kernel may have unmapped the destination before refusing: Linux 6.1 (the lab's)
+        // unmaps the target of MREMAP_FIXED first, then refuses a source that spans two mappings
+        // (EFAULT; 6.18 moves across them), and a range remap_fresh bound again stays a mapping
+        // of its own on a multi-node 6.1 kernel. The chunk is handed out next and written (issue
+        // 41's segfault): its range gets a fresh mapping back, or numap stops, naming why.
+        char* to = dst.address(index) + have * kPage;
+        if (!remap_fresh(part_of_chunk(to), to, bytes))
+          fatal("a refused mremap left a chunk unmapped and mmap could not map it again");
         moved_pieces_.fetch_sub(1, std::memory_order_relaxed);
         moves_off_.store(true, std::memory_order_relaxed);
       }
@@ -237,8 +245,13 @@ std::uint64_t Heap::move_runs(Slot& src, const PurgeRun* runs, int n, Slot& dst,
 bool Heap::discard_run(int part, Slot& sl, std::uint64_t first, std::uint64_t count, std::uint64_t bytes) {
   char* p = sl.address(first);
   // The run's chunks are the caller's (purged or being freed): their piece counts are stable.
-  if (!sl.any_moved(first, count) || !os_->replace(p, bytes)) return os_->advise_free(p, bytes);
+  if (!sl.any_moved(first, count) || !remap_fresh(part, p, bytes)) return os_->advise_free(p, bytes);
   moved_pieces_.fetch_sub(static_cast<std::int64_t>(sl.take_moved(first, count)), std::memory_order_relaxed);
+  return true;
+}
+
+bool Heap::remap_fresh(int part, char* p, std::uint64_t bytes) {
+  if (!os_->replace(p, bytes)) return false;
   // The arena's advice and binding (init), so the fresh mapping merges with its neighbours.
   if (!opt_.thp) os_->advise_huge(p, bytes, false);
   if (numa_) bind_part(p, bytes, part);

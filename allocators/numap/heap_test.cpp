@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,8 +85,18 @@ struct FakeOs {
     return -1;
   }
   static inline bool fail_move = false;  // mremap refused (an old kernel, valgrind, the map count)
+  // ... refused as Linux 6.1 refuses a source spanning two mappings: the target (MREMAP_FIXED)
+  // unmapped first, then EFAULT.
+  static inline bool fail_move_unmapped = false;
   static inline bool fail_replace = false;
-  static int move_pages(void* from, void* to, std::size_t b) { return fail_move ? -1 : real_os().move_pages(from, to, b); }
+  static int move_pages(void* from, void* to, std::size_t b) {
+    if (fail_move_unmapped) {
+      ::munmap(to, b);
+      errno = EFAULT;
+      return -1;
+    }
+    return fail_move ? -1 : real_os().move_pages(from, to, b);
+  }
   static int replace(void* p, std::size_t b) { return fail_replace ? -1 : real_os().replace(p, b); }
   static int bind_home(void* p, std::size_t b, int node, std::uint64_t mask) {
     if (fail_bind_home) return -1;
@@ -123,7 +134,8 @@ struct FakeOs {
     now = 1000;
     cpu = 0;
     bound.clear();
-    fail_reserve = fail_advise = fail_bind_home = fail_prefer = no_membarrier = fail_move = fail_replace = false;
+    fail_reserve = fail_advise = fail_bind_home = fail_prefer = no_membarrier = fail_move = fail_move_unmapped = fail_replace =
+        false;
     reserve_limit = 0;
     advises = 0;
     on_advise = nullptr;
@@ -1626,6 +1638,31 @@ TEST_F(HeapTest, ARefusedMoveFallsBackToFreshPagesAndIsNotRetried) {
   EXPECT_EQ(stats().moved_bytes, 0u);
   FakeOs::fail_move = false;
   void* other = heap.malloc(2 * kMiB);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(stats().mremap_calls, 1u);
+  heap.free(other);
+  heap.free(big);
+}
+
+// Linux 6.1 unmaps a move's target before it refuses a source spanning two mappings (the lab's
+// 8-node kernel, where ranges numap mapped afresh and bound again stay mappings of their own): the
+// chunk handed out gets its range mapped again (issue 41: the worker's first write segfaulted).
+TEST_F(HeapTest, ARefusedMoveThatUnmappedItsTargetLeavesTheChunkMapped) {
+  Options o = moving_options();
+  o.exchange_ms = 0;
+  make_with(o);
+  FakeOs::fail_move_unmapped = true;
+  for (void* p : touched(4, kMiB)) heap.free(p);
+  char* big = static_cast<char*>(heap.malloc(3 * kMiB));
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(stats().mremap_calls, 1u);
+  EXPECT_EQ(stats().moved_bytes, 0u);
+  std::vector<unsigned char> in_core(3 * kMiB / kPage);
+  ASSERT_EQ(::mincore(big, 3 * kMiB, in_core.data()), 0) << "part of the chunk is unmapped: " << strerror(errno);
+  memset(big, 1, 3 * kMiB);
+  EXPECT_EQ(heap.mapped_bytes(), 7 * kMiB);
+  FakeOs::fail_move_unmapped = false;
+  void* other = heap.malloc(2 * kMiB);  // moves stay off, as after any refusal
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(stats().mremap_calls, 1u);
   heap.free(other);
