@@ -3,8 +3,10 @@
 another allocator, single- and multi-threaded, with phase marks; `trace show`; damaged files
 refused with their offset; and the replay workload under every allocator. Behaviour only: counts,
 statuses and equalities, never timings."""
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import unittest
 
@@ -166,6 +168,37 @@ class Replay(TempDirTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("replay:first", p.stdout)
         self.assertNotIn("replay:second", p.stdout)
+
+    def test_a_trace_replaced_at_its_path_is_another_cell(self):
+        # A replay cell is its trace's contents: the path stored absolute, the SHA-256 in the key, so
+        # a file replaced at the same path is never pooled with the first (issue 41).
+        first, second = os.path.join(self.tmp, "first.trace"), os.path.join(self.tmp, "second.trace")
+        for path, n in ((first, 1000), (second, 3000)):
+            p = run(["trace", "record", "--out", path, "--", "python3", "-c", f"x = [bytearray(100) for i in range({n})]"], env=ENV)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        app = os.path.join(self.tmp, "app.trace")
+        shutil.copy(first, app)
+        args = ["run", "-a", "glibc", "-w", "replay", "--set", "replay.trace=app.trace", "-r", "1", "--out", self.out]
+        p = run(args, cwd=self.tmp)  # a relative path, from where allocmark runs
+        self.assertEqual(p.returncode, 0, p.stderr)
+        (rec,) = records(self.out)
+        self.assertEqual(rec["params"]["trace"], app)
+        with open(first, "rb") as f:
+            self.assertEqual(rec["params"]["trace_sha256"], hashlib.sha256(f.read()).hexdigest())
+        shutil.copy(second, app)
+        p = run(args + ["--resume"], cwd=self.tmp)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("the matrix differs", p.stderr)
+        self.assertIn("trace_sha256", p.stderr)
+        self.assertEqual(len(records(self.out)), 1, "a refused resume runs nothing")
+        p = run(args + ["--extend"], cwd=self.tmp)  # added on purpose: another cell beside the first
+        self.assertEqual(p.returncode, 0, p.stderr)
+        recs = records(self.out)
+        self.assertEqual(len(recs), 2)
+        self.assertNotEqual(recs[0]["key"], recs[1]["key"])
+        p = run(["show", self.out, "--format", "json"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(sorted(g["cells"] for g in json.loads(p.stdout)["groups"]), [1, 1], "two traces, never pooled")
 
     def test_a_multi_threaded_trace_replays_with_its_threads(self):
         data = os.path.join(self.tmp, "data")

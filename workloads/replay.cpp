@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <new>
@@ -33,6 +34,7 @@
 
 #include "harness/trace/format.h"
 #include "harness/trace/phase_marks.h"
+#include "units/input_file.h"
 #include "workloads/call_latency.h"
 #include "workloads/touch.h"
 
@@ -53,6 +55,8 @@ uint64_t now_ns() {
 // Keeps the compiler from removing an allocation whose block is never used (a recorded failure's
 // result, freed at once): a malloc/free pair it can see may otherwise go.
 inline void escape(void* p) { asm volatile("" : : "r"(p) : "memory"); }
+
+constexpr const char* kDigestParam = "trace_sha256";
 
 // The phase names a trace gives: "run" without marks, else "startup" and each mark's name, a
 // repeated one made unique (load, load#2), as a program cell's marks are (trace/phase_marks.h).
@@ -88,10 +92,21 @@ TraceSummary summary_of(const std::string& path) {
 
 enum class Touch { First, All, None };
 
+// The trace's path, once its contents are still those the plan pinned (pin_trace): a file replaced
+// since then is another trace, never recorded as this cell.
+std::string checked_path(const Params& p) {
+  const std::string& path = p.text("trace");
+  if (const std::string& pinned = p.text(kDigestParam); !pinned.empty())
+    if (std::string now = units::file_sha256(path, "replay.trace"); now != pinned)
+      throw std::runtime_error("replay.trace: " + path + " changed since the matrix was planned (sha256 " + pinned.substr(0, 12) +
+                               "..., now " + now.substr(0, 12) + "...): it is another trace; plan the run again");
+  return path;
+}
+
 class Replay final : public Workload {
  public:
   Replay(const Params& p, int threads, const WorkloadEnv&)
-      : path_(p.text("trace")),
+      : path_(checked_path(p)),
         recorded_speed_(p.text("speed") == "recorded"),
         touch_(p.text("touch") == "all" ? Touch::All : p.text("touch") == "none" ? Touch::None : Touch::First),
         trace_(tr::read_trace(path_)),
@@ -445,6 +460,8 @@ const bool registered = register_workload({
          "fast: each event as soon as the one before it; recorded: no event before its recorded time"},
         {"touch", ParamType::String, "first", "first",
          "first: write one byte per 4 KiB page of each new block; all: every byte; none"},
+        {kDigestParam, ParamType::String, "", "",
+         "the trace's SHA-256, set by the plan from the file (part of the cell's identity); a cell whose file changed since fails"},
     },
     [](const Params& p, int threads, const WorkloadEnv& env) { return std::make_unique<Replay>(p, threads, env); },
     [](const Params& p) -> std::string {
@@ -470,6 +487,15 @@ const bool registered = register_workload({
 namespace replay {
 
 void set_wait_limit_ms(int64_t ms) { g_wait_limit_ns.store(ms * 1000000, std::memory_order_relaxed); }
+
+void pin_trace(std::map<std::string, ParamValue>& values) {
+  auto it = values.find("trace");
+  if (it == values.end() || !std::holds_alternative<std::string>(it->second)) return;
+  std::string& path = std::get<std::string>(it->second);
+  if (path.empty()) return;  // validate() names it
+  path = std::filesystem::absolute(path).lexically_normal().string();
+  values[kDigestParam] = units::file_sha256(path, "replay.trace");
+}
 
 uint64_t live_blocks(const Workload& w) { return dynamic_cast<const Replay&>(w).live_blocks(); }
 

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "workloads/workload.h"
 
@@ -15,5 +17,12 @@ inline constexpr const char* kWorkloadName = "replay";
 void set_wait_limit_ms(int64_t ms);
 // Blocks a replay holds now (its id table's non-empty entries); 0 after teardown().
 uint64_t live_blocks(const Workload& replay);
+
+// A replay cell is its trace's contents, not its path: the plan calls this once per replay
+// parameter set, which makes `trace` absolute and sets `trace_sha256` to the file's SHA-256, so
+// the cell key, meta.json's matrix (--resume's "the matrix differs") and every record carry it. A
+// file that is not a readable regular file throws units::InputFileError naming replay.trace; an
+// empty `trace` is left for validate() to name. The worker refuses a file whose digest moved since.
+void pin_trace(std::map<std::string, ParamValue>& values);
 
 }  // namespace allocmark::workloads::replay

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "harness/trace/format.h"
+#include "harness/trace/summary.h"
 #include "workloads/replay.h"
 #include "harness/trace/test_events.h"
 #include "workloads/test_support.h"
@@ -89,6 +90,58 @@ TEST(Replay, PhasesSplitAtTheMarksAndEachThreadReplaysItsOwn) {
   auto out2 = test_support::run_all_phases(*w2, live2, 1);
   EXPECT_EQ(out2.at(0).ops, 2u);
   EXPECT_EQ(out2.at(0).live_after, 0);
+}
+
+TEST(Replay, AMarkRepeatedOrNamedLikeTheHarnesssOwnIsAPhaseOfItsOwn) {
+  // Readers pool phases of one name as repetitions: a second `load` (or a mark named `startup`)
+  // must not be one (issue 41). trace show names them as the replay does.
+  tr::Trace t;
+  t.phase_names = {"load", "load", "startup", "load#2"};
+  t.phase_times_us = {1, 2, 3, 4};
+  t.threads.push_back(Events()
+                          .op(Op::Phase, {1, 1})
+                          .op(Op::Phase, {2, 2})
+                          .op(Op::Phase, {3, 3})
+                          .op(Op::Phase, {4, 4})
+                          .op(Op::Malloc, {5, 1, 10})
+                          .op(Op::Free, {5, 1, 10})
+                          .done());
+  t.max_id = 1;
+  TraceFile f(t, "repeated_marks");
+  auto w = info().make(params(f.path), 1, {});
+  const std::vector<std::string> expected{"startup", "load", "load#2", "startup#2", "load#2#2"};
+  EXPECT_EQ(w->phases(), expected);
+  std::vector<std::string> shown;
+  const nlohmann::json summary = tr::summarize(tr::read_trace(f.path));
+  for (const auto& ph : summary["phases"]) shown.push_back(ph["name"]);
+  EXPECT_EQ(shown, expected);
+}
+
+TEST(Replay, ACellRefusesATraceWhoseContentsChangedSinceThePlan) {
+  // A replay cell is the trace's contents (pin_trace): the path absolute, the SHA-256 pinned; a
+  // file replaced after the plan is another trace, never recorded as this cell (issue 41).
+  tr::Trace t;
+  t.threads.push_back(Events().op(Op::Malloc, {1, 1, 10}).op(Op::Free, {1, 1, 10}).done());
+  t.max_id = 1;
+  TraceFile f(t, "pinned");
+  std::map<std::string, ParamValue> values{{"trace", f.path}};
+  replay::pin_trace(values);
+  const std::string digest = std::get<std::string>(values.at("trace_sha256"));
+  EXPECT_EQ(digest.size(), 64u);
+  auto pinned = [&](const std::string& sha) {
+    return test_support::preset("replay", "quick", {{"trace", f.path}, {"trace_sha256", sha}});
+  };
+  EXPECT_NO_THROW(info().make(pinned(digest), 1, {}));
+  try {
+    info().make(pinned(std::string(64, '0')), 1, {});
+    FAIL() << "a trace other than the one planned was replayed";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("changed since the matrix was planned"), std::string::npos) << e.what();
+  }
+  // A relative path is stored absolute; a fifo is named, never opened.
+  std::map<std::string, ParamValue> relative{{"trace", std::string("some/where.trace")}};
+  EXPECT_THROW(replay::pin_trace(relative), std::invalid_argument);
+  EXPECT_EQ(std::get<std::string>(relative.at("trace")).front(), '/');
 }
 
 TEST(Replay, SingleThreadPeakLiveIsExact) {

@@ -207,6 +207,7 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   // Settings: defaults, then the file, then flags.
   Settings& s = plan.settings;
   if (file) apply_settings(s, *file, file->path + " [matrix]");
+  if (file) plan.expect_hours = file->expect_hours, plan.expect_hours_origin = file->expect_hours_origin;
   apply_settings(s, flags, "flags");
 
   // An axis comes from the flags, else the file, else its default; `origin` names which, for errors.
@@ -354,6 +355,14 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
       }
     if (!found) throw ConfigError(ctx + ": workload '" + w + "' is not in this matrix (" + join(workload_names) + ")");
   }
+  // A replay cell is its trace's contents: the path made absolute and the file's SHA-256 pinned into
+  // its parameters, once, here (a file replaced later is another cell, and --resume says the matrix differs).
+  for (auto& in : instances)
+    if (in.workload == wl::replay::kWorkloadName) try {
+        wl::replay::pin_trace(in.values);
+      } catch (const units::InputFileError& e) {
+        throw ConfigError(in.context + ": " + e.what());
+      }
   for (const auto& in : instances) {
     const auto& w = *wl::find_workload(in.workload);
     if (w.validate)
@@ -407,10 +416,20 @@ std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::j
     if (a == b) continue;
     std::string was = a.dump(), is = b.dump();
     if (a.is_array() && b.is_array() && !a.empty() && a[0].is_object()) {
-      // Named entries (allocators, workloads): what was added, removed, or changed inside one.
+      // Named entries (allocators, workloads): what was added, removed, or changed inside one. A
+      // workload of several parameter sets (replay:NAME per trace) names each by its instance.
+      auto entry_name = [](const nlohmann::json& item) {
+        std::string name = item.value("name", item.dump());
+        const auto* w = wl::find_workload(name);
+        const nlohmann::json params = item.value("params", nlohmann::json());
+        if (w && !w->instance_param.empty() && params.is_object())
+          if (const nlohmann::json instance = params.value(w->instance_param, nlohmann::json()); instance.is_string() && instance != "")
+            name += ":" + instance.get<std::string>();
+        return name;
+      };
       std::map<std::string, nlohmann::json> na, nb;
-      for (const auto& item : a) na[item.value("name", item.dump())] = item;
-      for (const auto& item : b) nb[item.value("name", item.dump())] = item;
+      for (const auto& item : a) na[entry_name(item)] = item;
+      for (const auto& item : b) nb[entry_name(item)] = item;
       std::vector<std::string> parts;
       for (const auto& [name, item] : nb)
         if (!na.count(name)) parts.push_back("+" + name);
@@ -524,7 +543,9 @@ nlohmann::json Plan::as_json() const {
   std::set<std::string> wl_seen;
   std::set<int> th_seen;
   for (const auto& c : cells) {
-    if (wl_seen.insert(c.workload).second) j["workloads"].push_back({{"name", c.workload}, {"params", c.params}});
+    // Each parameter set once (a matrix's several [traces.NAME] are several sets of the replay workload).
+    if (wl_seen.insert(c.workload + '\n' + nlohmann::json(c.params).dump()).second)
+      j["workloads"].push_back({{"name", c.workload}, {"params", c.params}});
     th_seen.insert(c.threads);
   }
   j["threads"] = std::vector<int>(th_seen.begin(), th_seen.end());

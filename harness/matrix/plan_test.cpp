@@ -319,7 +319,7 @@ TEST(Plan, ReplayCellsRunTheTracesThreadsAndAMissingTraceIsAPlanError) {
 
   std::remove(path.c_str());
   o.reps = 1;
-  EXPECT_NE(error_of(std::nullopt, o).find("replay.trace: " + path + ": cannot open"), std::string::npos) << error_of(std::nullopt, o);
+  EXPECT_NE(error_of(std::nullopt, o).find("replay.trace: " + path + " does not exist"), std::string::npos) << error_of(std::nullopt, o);
   o.sets.clear();
   EXPECT_EQ(error_of(std::nullopt, o), "workload replay: replay.trace: name a trace file (allocmark trace record)");
   std::ofstream(path) << "AMTRACE but not really";
@@ -383,5 +383,19 @@ speed = "recorded"
   EXPECT_NE(missing.find(dir + "/gone.trace"), std::string::npos) << missing;
   EXPECT_NE(refused("[traces.x]\nfile = \"a.trace\"\nlanes = 3\n").find("lanes"), std::string::npos);
   EXPECT_NE(refused("[traces.\"a b\"]\nfile = \"a.trace\"\n").find("trace name 'a b'"), std::string::npos);
+
+  // A replay cell is its trace's contents (issue 41): the SHA-256 pinned at plan time is in the key
+  // and in the recorded matrix, where every trace is an entry of its own; b.trace replaced at its
+  // path is another matrix, named by the trace that changed.
+  for (const auto& c : p.cells) EXPECT_EQ(c.params.at("trace_sha256").size(), 64u);
+  EXPECT_EQ(p.as_json()["workloads"].size(), 2u);
+  const std::string before_key = p.cells[1].params.at("name") == "svc-b" ? p.cells[1].key() : p.cells[3].key();
+  tr::testing::write_one_block_per_thread(dir + "/b.trace", 3);
+  Plan replaced = build_plan(f, variants(), o);
+  const std::string after_key = replaced.cells[1].params.at("name") == "svc-b" ? replaced.cells[1].key() : replaced.cells[3].key();
+  EXPECT_NE(before_key, after_key);
+  const std::string differs = matrix_differences(p.as_json(), replaced.as_json());
+  EXPECT_NE(differs.find("replay:svc-b trace_sha256"), std::string::npos) << differs;
+  EXPECT_EQ(differs.find("svc-a"), std::string::npos) << differs;
   std::filesystem::remove_all(dir);
 }
