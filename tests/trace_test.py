@@ -7,10 +7,11 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import unittest
 
-from e2e_test import TempDirTest, records, run
+from e2e_test import ALLOCMARK, TempDirTest, mounted_tmpfs, records, run
 
 # A deterministic single-threaded program: the same calls whatever serves them.
 PYTHON_WORK = (
@@ -33,6 +34,57 @@ def trace_json(path):
     p = run(["trace", "show", path, "--json"])
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# Hostile traces, built from the real format (harness/trace/encoding.h) and compressed by the real
+# zstd: what a damaged or crafted file may say, each refused or read at a cost bounded by its size.
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def event(op, *fields):  # op 1: malloc (dt, id, size); 30: free (dt, id, size)
+    return bytes([op]) + b"".join(varint(f) for f in fields)
+
+
+def chunk(thread, events):
+    return b"C" + varint(thread) + varint(len(events)) + events
+
+
+END = b"E" + varint(0) + varint(0)
+
+
+def write_trace(path, stream, header=b'{"program": "hostile"}'):
+    """A trace file of `stream` (a record stream; bytes, or a callable writing it to a file)."""
+    raw = path + ".stream"
+    with open(raw, "wb") as f:
+        if callable(stream):
+            stream(f)
+        else:
+            f.write(stream)
+    body = subprocess.run(["zstd", "-q", "-c", "-1", raw], capture_output=True, check=True).stdout
+    os.unlink(raw)
+    with open(path, "wb") as f:
+        f.write(b"AMTRACE\0" + struct.pack("<IIQQ", 1, 0, len(body), len(header)) + body + header)
+
+
+def run_measured(args, **kw):
+    """allocmark's result, and its peak resident memory in MiB (the children's rusage of a wrapper
+    that ran only it)."""
+    wrapper = ("import resource, subprocess, sys\n"
+               "p = subprocess.run(sys.argv[1:])\n"
+               "sys.stderr.write('\\npeak_kib=%d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+               "sys.exit(p.returncode)\n")
+    p = subprocess.run(["/usr/bin/python3", "-c", wrapper, ALLOCMARK] + args, capture_output=True, text=True, timeout=120, **kw)
+    peak = int(p.stderr.rsplit("peak_kib=", 1)[1]) / 1024
+    return p, peak
 
 
 class Record(TempDirTest):
@@ -97,6 +149,93 @@ class Record(TempDirTest):
         self.assertEqual(p.returncode, 2)
         self.assertIn("missing.trace", p.stderr)
 
+    def test_outputs_are_checked_before_the_program_runs(self):
+        # Issue 41: `-o F/results.jsonl` replaced the results; a missing folder, a folder or '' lost
+        # the recording at the end. Now exit 2 before the program starts (it would make `ran`).
+        results = os.path.join(self.tmp, "F")
+        os.mkdir(results)
+        with open(os.path.join(results, "results.jsonl"), "w") as f:
+            f.write("{}\n")
+        ran = os.path.join(self.tmp, "ran")
+        for out, needle in ((os.path.join(results, "results.jsonl"), "results folder"),
+                            (os.path.join(self.tmp, "nosuch", "x.trace"), "does not exist"),
+                            (results, "is a folder"), ("", "empty")):
+            p = run(["trace", "record", "--out", out, "--", "touch", ran])
+            self.assertEqual(p.returncode, 2, (out, p.stderr))
+            self.assertIn(needle, p.stderr)
+            self.assertFalse(os.path.exists(ran), f"the program ran before {out!r} was refused")
+        with open(os.path.join(results, "results.jsonl")) as f:
+            self.assertEqual(f.read(), "{}\n")
+
+    def test_a_full_disk_is_exit_3_and_leaves_nothing(self):
+        self.assertEqual(os.geteuid(), 0, "this test mounts a tmpfs: run the suite as root (CI does)")
+        with mounted_tmpfs(os.path.join(self.tmp, "small"), "64k") as mnt:
+            with open(os.path.join(mnt, "fill"), "wb") as f:
+                f.write(b"\0" * 60000)
+            p = run(["trace", "record", "--out", os.path.join(mnt, "x.trace"), "--", "python3", "-c",
+                     "x = [str(i) for i in range(100000)]"], env=ENV)
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertIn("No space left", p.stderr)
+            self.assertEqual(os.listdir(mnt), ["fill"], "a partial trace was left behind")
+
+    def test_a_program_using_descriptor_3_keeps_it(self):
+        # The recording was on descriptor 3: `exec 3>file` sent the recorder's bytes into the file
+        # and cut the trace. It is on a high descriptor now.
+        mine = os.path.join(self.tmp, "mine.txt")
+        path, p = self.record("sh.trace", ["sh", "-c", f"exec 3>{mine}; echo hi >&3"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(mine) as f:
+            self.assertEqual(f.read(), "hi\n")
+        self.assertTrue(trace_json(path)["ended"])
+
+    def test_writes_to_the_recording_descriptor_are_explained(self):
+        # Was: the program killed, "record stream offset 4: unknown chunk tag 104". Now the program
+        # runs on, and the error says who wrote where and how to avoid it: exit 1, no trace.
+        path, p = self.record("w.trace", ["bash", "-c", 'echo hi >&$ALLOCMARK_TRACE_FD; echo after'])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stdout, "after\n", "the program ran to its end")
+        self.assertIn("did not write", p.stderr)
+        self.assertIn("descriptor 1000 (ALLOCMARK_TRACE_FD)", p.stderr)
+        self.assertIn("no trace written", p.stderr)
+        self.assertFalse(os.path.exists(path))
+
+    def test_closing_the_recording_descriptor_is_an_incomplete_trace(self):
+        path, p = self.record("c.trace", ["bash", "-c", "exec 1000>&-; x=$(echo a); echo $x"])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stdout, "a\n")
+        self.assertIn("cut off", p.stderr)
+        self.assertFalse(trace_json(path)["ended"])
+
+    def test_an_exec_into_an_unrecorded_image_is_named(self):
+        # Was: a 0-event trace, exit 0. busybox-static takes no LD_PRELOAD.
+        path, p = self.record("x.trace", ["sh", "-c", "echo x; exec /bin/busybox true"])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("/bin/busybox", p.stderr)
+        self.assertIn("was not recorded", p.stderr)
+        self.assertFalse(os.path.exists(path))
+
+    def test_calls_after_a_threads_end_are_recorded(self):
+        # 64 threads each free a block in a pthread key's destructor, after the recorder's own
+        # end-of-thread hook: those 64 frees were lost without a word.
+        program = os.path.join(self.tmp, "thread_keys")
+        subprocess.run(["cc", "-O2", "-pthread", "-o", program, os.path.join(HERE, "programs", "thread_keys.c")], check=True)
+        path, p = self.record("k.trace", [program])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        s = trace_json(path)
+        self.assertEqual(s["lost_events"], 0)
+        calls = {c["function"]: c for c in s["calls"]}
+        self.assertGreaterEqual(calls["free"]["calls"], 64 * 101)
+        self.assertEqual(sum(1 for c in s["sizes"] if c["up_to_bytes"] == 128 and c["allocations"] >= 64), 1)
+
+    def test_calls_the_recorder_could_not_keep_are_counted_and_exit_1(self):
+        # Out of memory under a 60 MB address-space limit, the recorder cannot grow its address
+        # table: those calls are lost, said, counted in the header, and the status is 1.
+        path, p = self.record("oom.trace", ["prlimit", "--as=60000000", "python3", "-c",
+                                            "x = []\ntry:\n    while True: x.append(bytearray(8))\nexcept MemoryError: pass\n"])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("allocation calls were not recorded", p.stderr)
+        self.assertGreater(trace_json(path)["lost_events"], 0)
+
 
 class Damaged(TempDirTest):
     def test_a_corrupt_or_cut_trace_is_refused_naming_the_offset(self):
@@ -121,6 +260,69 @@ class Damaged(TempDirTest):
                 self.assertIn(needle, p.stderr)
                 self.assertIn("bad.trace", p.stderr)
             self.assertFalse(os.path.exists(os.path.join(self.tmp, "o")))
+
+    def test_a_zstd_bomb_is_refused_by_its_size(self):
+        # 512 MiB of valid events in a ~40 KB file: took 1.8 GB and 22 s (a 1.8 GB bomb) before it
+        # was refused. The frame's size is judged against the body's before anything decompresses.
+        path = os.path.join(self.tmp, "bomb.trace")
+        size = 512 << 20
+
+        def stream(f):
+            f.write(b"C" + varint(0) + varint(size))
+            block = bytes([1]) * (1 << 20)  # malloc, dt 1, id 1, size 1: four bytes of 1
+            for _ in range(size >> 20):
+                f.write(block)
+        write_trace(path, stream)
+        self.assertLess(os.path.getsize(path), 200_000)
+        p, peak = run_measured(["trace", "show", path])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("bomb.trace: file offset 32", p.stderr)
+        self.assertIn("content size", p.stderr)
+        self.assertNotIn("bad_alloc", p.stderr)
+        self.assertLess(peak, 200, "MiB to refuse a bomb")
+
+    def test_an_object_id_of_2_31_costs_what_the_trace_holds(self):
+        # 94 bytes naming object 2^31 took 2.1 GB in `show` and at plan time, a 16 GB id table in the
+        # worker: ids are renumbered 1..objects.
+        path = os.path.join(self.tmp, "id.trace")
+        write_trace(path, chunk(0, event(1, 1, 1 << 31, 8) + event(30, 1, 1 << 31, 8)) + END)
+        p, peak = run_measured(["trace", "show", path, "--json"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout.split("\npeak_kib")[0])["objects"], 1)
+        self.assertLess(peak, 200, "MiB for a one-object trace")
+        p, peak = run_measured(["run", "-a", "glibc", "-w", "replay", "--set", f"replay.trace={path}", "-r", "1",
+                                "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        (rec,) = records(self.out)
+        self.assertEqual(rec["status"], "ok")
+        self.assertLess(rec["idle_rss_bytes"], 200 << 20, "the worker's id table")
+
+    def test_a_thread_numbered_999999_is_one_thread(self):
+        # `show` printed a million lines for it.
+        path = os.path.join(self.tmp, "thread.trace")
+        write_trace(path, chunk(999999, event(1, 1, 1, 8)) + END)
+        p = run(["trace", "show", path])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertLess(len(p.stdout.splitlines()), 60)
+        self.assertEqual(trace_json(path)["threads"], 1)
+
+    def test_phase_marks_past_the_limit_are_refused_where_they_are(self):
+        # 20,000 marks in a 195 KB trace pushed the driver to 1.4 GB and a results line to 31 MB.
+        path = os.path.join(self.tmp, "marks.trace")
+        marks = b"".join(b"P" + varint(k) + varint(k) + varint(6) + b"p%05d" % k for k in range(1, 20001))
+        write_trace(path, marks + chunk(0, event(1, 1, 1, 8)) + END)
+        p, peak = run_measured(["trace", "show", path])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        offset = len(b"".join(b"P" + varint(k) + varint(k) + varint(6) + b"p%05d" % k for k in range(1, 129)))
+        self.assertIn(f"marks.trace: record stream offset {offset}: phase mark 129: a trace holds at most 128", p.stderr)
+        self.assertLess(peak, 200)
+
+    def test_an_implausible_time_is_refused_naming_the_field(self):
+        path = os.path.join(self.tmp, "time.trace")
+        write_trace(path, chunk(0, event(1, 1, 1, 8) + event(1, 1 << 60, 2, 8)) + END)
+        p = run(["trace", "show", path])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("time.trace: record stream offset 7: event time", p.stderr)
 
 
 class Replay(TempDirTest):

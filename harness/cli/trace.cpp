@@ -32,23 +32,50 @@ Subcommand add_trace_command(CLI::App& app) {
   show->add_flag("--json", a->as_json, "print the summary as JSON");
   return {cmd, [a, record]() -> int {
             if (record->parsed()) {
+              // Before the program starts: a recording that cannot be written is lost at its end.
+              check_output_file(a->out, "--out");
               const matrix::MatrixFile variants = load_variants();
               runner::TraceRecording r;
               r.command = a->command;
               r.allocator = matrix::resolve_allocator(a->allocator, variants.allocator_defs, "trace record --allocator");
               r.phases = a->phases;
               r.out = a->out;
-              runner::RecordedTrace got = runner::record_trace(r);
+              runner::RecordedTrace got;
+              try {
+                got = runner::record_trace(r);
+              } catch (const runner::TraceWriteError& e) {
+                std::cerr << "allocmark: error: " << e.what() << "\n";
+                return kExitStopped;
+              }
+              // The program's own failure first; else 1 when the trace is missing or incomplete.
+              const int program_status = got.exit_signal ? 128 + got.exit_signal : got.exit_code;
+              const int incomplete = program_status ? program_status : kExitCellsFailed;
+              if (!got.lost.empty()) {
+                std::cerr << "allocmark: error: " << got.lost << "\n";
+                return incomplete;
+              }
               const auto& t = got.trace;
               std::cerr << fmt::format("allocmark: recorded {} events of {} thread(s), {} blocks allocated, into {}\n", t.events,
                                        t.threads.size(), t.header.value("objects", uint64_t{0}), a->out);
-              if (!t.ended)
-                std::cerr << "allocmark: warning: the program did not end by exit or _exit"
-                          << (got.exit_signal ? fmt::format(" (signal {})", got.exit_signal) : std::string())
+              if (!t.ended) {
+                std::cerr << "allocmark: " << (program_status ? "warning" : "error")
+                          << ": the program did not end by exit or _exit"
+                          << (got.exit_signal ? fmt::format(" (signal {})", got.exit_signal)
+                                              : fmt::format(" (or it closed descriptor {}, the recording's)", runner::record_fd()))
                           << ": the trace is cut off where it stopped\n";
-              if (got.exit_signal) return 128 + got.exit_signal;
-              return got.exit_code;
+                return incomplete;
+              }
+              if (t.lost_events) {
+                std::cerr << fmt::format(
+                    "allocmark: error: {} allocation calls were not recorded (the recorder ran out of memory, or a thread's "
+                    "lock was held when the program ended): the trace is incomplete and a replay of it differs from the "
+                    "program (its header's lost_events says how many)\n",
+                    t.lost_events);
+                return incomplete;
+              }
+              return program_status;
             }
+            units::check_input_file(a->file, "trace show");
             const trace::Trace t = trace::read_trace(a->file);
             const nlohmann::json s = trace::summarize(t);
             if (a->as_json)
@@ -60,4 +87,3 @@ Subcommand add_trace_command(CLI::App& app) {
 }
 
 }  // namespace allocmark::cli
-            units::check_input_file(a->file, "trace show");

@@ -109,7 +109,7 @@ Spawned spawn_process(const std::vector<std::string>& args, const std::vector<st
     // signal stays ignored across exec, and the program must get the default it expects.
     ::signal(SIGPIPE, SIG_DFL);
     // dup2 clears close-on-exec on the copies; the originals close at exec.
-    ::dup2(report[1], 3);
+    ::dup2(report[1], options.report_fd_number);
     if (options.phase_pipe) ::dup2(phase[1], 4);
     if (!options.inherit_stdio) {
       ::dup2(out_fd, 1);

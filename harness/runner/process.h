@@ -13,7 +13,7 @@ namespace allocmark::runner {
 
 struct Spawned {
   pid_t pid = -1;
-  int report_fd = -1;  // read end of the worker's fd 3
+  int report_fd = -1;  // read end of the worker's fd 3 (SpawnOptions::report_fd_number)
   int phase_fd = -1;   // the driver's end of a program's phase socket (the program's fd 4), when asked for
 };
 
@@ -23,6 +23,7 @@ struct SpawnOptions {
   std::string stdin_path;   // "" = /dev/null
   std::string cwd;          // "" = the driver's
   bool phase_pipe = false;  // a socket on fd 4 (matrix::kPhaseFdVariable names it) for phase marks
+  int report_fd_number = 3;  // where the child finds the report pipe's write end (`trace record`: a high one)
   bool search_path = false; // argv[0] is looked up on PATH (execvp rules)
   std::vector<int> cpus;     // the child's CPU affinity before exec; empty: inherited
   std::vector<int> membind;  // nodes its memory policy binds to (MPOL_BIND); empty: inherited

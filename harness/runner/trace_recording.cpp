@@ -1,7 +1,9 @@
 #include "harness/runner/trace_recording.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,8 +13,10 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <iostream>
 
 #include "harness/matrix/program.h"
+#include "harness/results/folder.h"
 #include "harness/results/machine.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/process.h"
@@ -32,13 +36,26 @@ std::string utc_now() {
   return text;
 }
 
-// Reads what is in the pipe now; false at its end.
-bool drain(int fd, trace::StreamParser& parser) {
+// Reads what is in the pipe now; false at its end. Once the stream is found corrupt (`lost` not
+// ""), what comes is read and dropped: the program runs on, never blocked on a full pipe.
+bool drain(int fd, trace::StreamParser& parser, std::string& lost) {
   uint8_t buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n > 0) {
-      parser.feed(buf, static_cast<std::size_t>(n));
+      if (lost.empty()) {
+        try {
+          parser.feed(buf, static_cast<std::size_t>(n));
+        } catch (const trace::TraceError& e) {
+          const int k = record_fd();
+          lost = fmt::format(
+              "the recording holds bytes the recorder did not write ({}): the program, or a process it started, wrote to "
+              "descriptor {} (ALLOCMARK_TRACE_FD), which carries the recording. A program must leave that descriptor "
+              "alone (not write to, dup2 over or close descriptors it did not open); no trace written",
+              e.what(), k);
+          std::cerr << "allocmark: error: the recording is lost (" << e.what() << "); the program runs on to its end\n";
+        }
+      }
       continue;
     }
     if (n == 0) return false;
@@ -49,6 +66,13 @@ bool drain(int fd, trace::StreamParser& parser) {
 
 }  // namespace
 
+int record_fd() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur <= 1000)
+    return std::max(5, static_cast<int>(limit.rlim_cur) - 1);
+  return 1000;
+}
+
 RecordedTrace record_trace(const TraceRecording& r) {
   if (r.command.empty()) throw std::runtime_error("trace record: no command to record (trace record --out FILE -- COMMAND ARGS)");
   std::vector<std::string> env = worker_environment(r.allocator);
@@ -56,12 +80,13 @@ RecordedTrace record_trace(const TraceRecording& r) {
   // The recorder first: it sees every call and passes it on to the allocator (or glibc) after it.
   env.push_back(std::string("LD_PRELOAD=") + ALLOCMARK_TRACE_RECORD_LIBRARY +
                 (r.allocator.library.empty() ? "" : " " + r.allocator.library));
-  env.push_back("ALLOCMARK_TRACE_FD=3");
+  env.push_back("ALLOCMARK_TRACE_FD=" + std::to_string(record_fd()));
   env.push_back("ALLOCMARK_TRACE_DRIVER_PID=" + std::to_string(::getpid()));
   if (r.phases) env.push_back(std::string(matrix::kPhaseFdVariable) + "=4");
   SpawnOptions options;
   options.inherit_stdio = true;
   options.phase_pipe = r.phases;  // keeps fd 4 for the recorder, which puts its own socket there
+  options.report_fd_number = record_fd();
   options.search_path = r.command[0].find('/') == std::string::npos;
   apply_thp_mode(r.allocator, options);
   const auto started = std::chrono::steady_clock::now();
@@ -71,6 +96,7 @@ RecordedTrace record_trace(const TraceRecording& r) {
   ::fcntl(child.report_fd, F_SETFL, O_NONBLOCK);
 
   trace::StreamParser parser;
+  RecordedTrace out;
   int status = 0;
   bool exited = false, open = true;
   try {
@@ -80,11 +106,11 @@ RecordedTrace record_trace(const TraceRecording& r) {
       pollfd p{child.report_fd, POLLIN, 0};
       if (open) ::poll(&p, 1, 100);
       else ::usleep(20000);
-      if (open) open = drain(child.report_fd, parser);
+      if (open) open = drain(child.report_fd, parser, out.lost);
       pid_t w = ::waitpid(child.pid, &status, WNOHANG);
       if (w == child.pid) exited = true;
     }
-    if (open) drain(child.report_fd, parser);
+    if (open) drain(child.report_fd, parser, out.lost);
   } catch (...) {
     ::close(child.report_fd);
     ::kill(child.pid, SIGKILL);
@@ -94,16 +120,30 @@ RecordedTrace record_trace(const TraceRecording& r) {
   ::close(child.report_fd);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  RecordedTrace out;
   out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   out.exit_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  out.trace = parser.finish();
+  if (!out.lost.empty()) return out;
+  try {
+    out.trace = parser.finish();
+  } catch (const trace::TraceError& e) {
+    // Cut inside a chunk (a signal, a closed descriptor), or ids that do not check out.
+    out.lost = fmt::format("the recording does not read back ({}); no trace written", e.what());
+    return out;
+  }
   trace::Trace& t = out.trace;
   // Every image the recorder loads into says so first: without one, nothing was recorded, and an
   // empty trace would replay as a program that allocates nothing.
   if (t.images == 0)
     throw std::runtime_error("trace record: nothing recorded: the recorder did not load into " + r.command[0] +
                              " (a statically linked or set-uid program, or one that cleared LD_PRELOAD); no trace written");
+  if (!t.unrecorded_exec.empty()) {
+    out.lost = fmt::format(
+        "the program's last image, {} (exec'd by image {}), was not recorded: the recorder could not load into it (a "
+        "statically linked or set-uid program, or an environment without LD_PRELOAD); what came before the exec is void. "
+        "Record {} itself, or a dynamically linked build of it; no trace written",
+        t.unrecorded_exec, t.images, t.unrecorded_exec);
+    return out;
+  }
   json summary = trace::summarize(t);
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();
@@ -126,7 +166,11 @@ RecordedTrace record_trace(const TraceRecording& r) {
   h["lost_events"] = t.lost_events;
   h["phases"] = t.phase_names;
   h["calls"] = summary["calls"];
-  trace::write_trace(r.out, t);
+  try {
+    results::write_file_atomically(r.out, trace::file_bytes(t));
+  } catch (const results::ResultsError& e) {
+    throw TraceWriteError(std::string(e.what()) + " (the program ran; its recording is lost)");
+  }
   return out;
 }
 

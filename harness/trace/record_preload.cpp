@@ -107,6 +107,7 @@ struct Tls {
   int depth;         // > 0: inside a recorded call, or a thread that never records
   bool resolving;    // this thread is inside dlsym: serve from the bump arena
   bool no_record;    // registration refused (recording not on, or no memory): do not retry
+  bool no_memory;    // ... for want of memory: its calls are counted as lost
   ThreadRec* rec;
 };
 thread_local Tls t_tls __attribute__((tls_model("initial-exec"))) = {};
@@ -432,7 +433,8 @@ std::size_t g_slab_used = kSlabBytes;
 ThreadRec* register_thread(Tls& t) {
   Buffer* b = take_buffer();
   if (!b) {
-    t.no_record = true;
+    t.no_record = t.no_memory = true;
+    g_lost_events.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   spin_lock(g_registry_lock);
@@ -450,9 +452,14 @@ ThreadRec* register_thread(Tls& t) {
     }
   }
   if (!r) {
+    const bool recording_on = g_state.load(std::memory_order_acquire) == kRecording;
     spin_unlock(g_registry_lock);
     recycle(b);
     t.no_record = true;
+    if (recording_on) {  // no slab: out of memory
+      t.no_memory = true;
+      g_lost_events.fetch_add(1, std::memory_order_relaxed);
+    }
     return nullptr;
   }
   r->buf = b;
@@ -465,9 +472,14 @@ ThreadRec* register_thread(Tls& t) {
   return r;
 }
 
+// The calling thread's record; null when it does not record (a call it made is then counted as
+// lost when that is for want of memory).
 inline ThreadRec* rec_of(Tls& t) {
   if (__builtin_expect(t.rec != nullptr, 1)) return t.rec;
-  if (t.no_record) return nullptr;
+  if (t.no_record) {
+    if (t.no_memory) g_lost_events.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
   return register_thread(t);
 }
 
@@ -479,8 +491,28 @@ inline uint64_t new_id(ThreadRec* r) {
   return r->id_next++;
 }
 
-// Appends one event (after an Op::Phase event when a phase mark came since the thread's last).
-void emit(ThreadRec* r, Op op, std::initializer_list<uint64_t> args) {
+// A thread past its end-of-thread hook still allocates and frees: another pthread key's destructor
+// freeing its value (64 threads lost 64 frees so), glibc's own teardown. Each such event goes out
+// in a buffer of its own, through the queue, after the thread's last one.
+bool late_buffer(ThreadRec* r) {
+  Buffer* b = take_buffer();
+  if (!b) return false;
+  spin_lock(r->lock);
+  r->buf = b;
+  r->flushed = 0;
+  r->committed.store(0, std::memory_order_relaxed);
+  spin_unlock(r->lock);
+  return true;
+}
+
+// Appends one event (after an Op::Phase event when a phase mark came since the thread's last);
+// false when it was lost (counted) for want of a buffer.
+bool emit(ThreadRec* r, Op op, std::initializer_list<uint64_t> args) {
+  const bool late = r->buf == nullptr;
+  if (late && !late_buffer(r)) {
+    g_lost_events.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   std::size_t pos = r->committed.load(std::memory_order_relaxed);
   if (pos + 2 * kMaxEventBytes > kBufferData) {
     hand_over(r, false);
@@ -489,7 +521,7 @@ void emit(ThreadRec* r, Op op, std::initializer_list<uint64_t> args) {
   Buffer* b = r->buf;
   if (!b) {
     g_lost_events.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return false;
   }
   const uint64_t now = now_us();
   uint8_t* const start = b->data + pos;
@@ -509,6 +541,8 @@ void emit(ThreadRec* r, Op op, std::initializer_list<uint64_t> args) {
   for (uint64_t a : args) q += put_varint(q, a);
   ++b->events;
   r->committed.store(pos + static_cast<std::size_t>(q - start), std::memory_order_release);
+  if (late) hand_over(r, true);
+  return true;
 }
 
 inline bool recording(const Tls& t) {
@@ -522,26 +556,35 @@ struct Outer {
   Tls& t_;
 };
 
+// The id of realloc's new block q, entered in the table; 0 (and counted as lost) when the table
+// cannot grow: the replay then keeps the old block and never sees the new one.
+uint64_t realloc_id(ThreadRec* r, void* q, std::size_t n) {
+  const uint64_t id = new_id(r);
+  if (g_table.insert(reinterpret_cast<uintptr_t>(q), id, n)) return id;
+  g_lost_events.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+// A block whose allocation was lost leaves the table: its free is then counted, not recorded.
+void forget(void* p) {
+  AddressTable::Entry dropped{};
+  g_table.remove(reinterpret_cast<uintptr_t>(p), dropped);
+}
+
 void record_alloc(Tls& t, Op op, void* p, uint64_t size, uint64_t align, bool with_align) {
   const int saved = errno;
   if (ThreadRec* r = rec_of(t)) {
-    if (!r->buf) {
-      g_lost_events.fetch_add(1, std::memory_order_relaxed);  // after the thread's end: not tracked
-    } else {
-      uint64_t id = 0;
-      if (p) {
-        id = new_id(r);
-        if (!g_table.insert(reinterpret_cast<uintptr_t>(p), id, size)) {
-          g_lost_events.fetch_add(1, std::memory_order_relaxed);
-          errno = saved;
-          return;
-        }
+    uint64_t id = 0;
+    if (p) {
+      id = new_id(r);
+      if (!g_table.insert(reinterpret_cast<uintptr_t>(p), id, size)) {
+        g_lost_events.fetch_add(1, std::memory_order_relaxed);
+        errno = saved;
+        return;
       }
-      if (with_align)
-        emit(r, op, {id, size, align});
-      else
-        emit(r, op, {id, size});
     }
+    const bool kept = with_align ? emit(r, op, {id, size, align}) : emit(r, op, {id, size});
+    // A block whose allocation was lost is unknown to the trace: its free is counted, not recorded.
+    if (!kept && p) forget(p);
   }
   errno = saved;
 }
@@ -553,11 +596,7 @@ void record_free(Tls& t, Op op, void* p) {
   if (!g_table.remove(reinterpret_cast<uintptr_t>(p), e)) {
     g_unknown_frees.fetch_add(1, std::memory_order_relaxed);
   } else {
-    ThreadRec* r = rec_of(t);
-    if (r && r->buf)
-      emit(r, op, {e.id, e.size});
-    else
-      g_lost_events.fetch_add(1, std::memory_order_relaxed);
+    if (ThreadRec* r = rec_of(t)) emit(r, op, {e.id, e.size});
   }
   errno = saved;
 }
@@ -650,11 +689,19 @@ void on_fork_child() {
 }
 
 // Exec replaces the image and kills the writer where it stands: no chunk may be half written
-// then. The pipe is held across the exec; if the exec fails, recording goes on.
+// then. The pipe is held across the exec; if the exec fails, recording goes on. An 'X' chunk names
+// the image first: when the recorder cannot load into it (statically linked, set-uid), `trace
+// record` says which image that was.
 struct ExecGuard {
-  ExecGuard() {
-    if (g_state.load(std::memory_order_relaxed) == kRecording && g_pid == ::getpid())
+  explicit ExecGuard(const char* path) {
+    if (g_state.load(std::memory_order_relaxed) == kRecording && g_pid == ::getpid()) {
       held_ = mutex_lock_bounded(g_pipe_mu);
+      if (held_) {
+        std::size_t n = path ? std::strlen(path) : 0;
+        if (n > allocmark::trace::kMaxExecPath) n = allocmark::trace::kMaxExecPath;
+        write_chunk(allocmark::trace::kTagExec, {n}, path, n, 0);
+      }
+    }
   }
   ~ExecGuard() {
     if (held_) pthread_mutex_unlock(&g_pipe_mu);
@@ -689,6 +736,10 @@ void phase_line(const char* line, std::size_t len, bool overlong) {
   }
   const uint64_t at = now_us();
   const uint64_t epoch = g_epoch.load(std::memory_order_relaxed) + 1;
+  if (epoch > allocmark::trace::kMaxPhaseMarks) {  // a trace holds at most so many (encoding.h)
+    answer("error\n");
+    return;
+  }
   if (g_state.load(std::memory_order_relaxed) == kRecording) {
     pthread_mutex_lock(&g_pipe_mu);
     if (g_state.load(std::memory_order_relaxed) == kRecording)
@@ -866,27 +917,19 @@ void* realloc(void* p, size_t n) {
   if (!q && p && n != 0) {
     // Failed: p is still live (recorded with new id 0 and the size asked for).
     if (known) g_table.insert(reinterpret_cast<uintptr_t>(p), old.id, old.size);
-    if (r && r->buf && known) emit(r, Op::Realloc, {old.id, 0, n, old.size});
+    if (r && known) emit(r, Op::Realloc, {old.id, 0, n, old.size});
   } else if (p && !known) {
     // A block from before the recording: recorded as a realloc of NULL, its free counted.
     g_unknown_frees.fetch_add(1, std::memory_order_relaxed);
-    if (r && r->buf) {
-      uint64_t id = 0;
-      if (q) {
-        id = new_id(r);
-        if (!g_table.insert(reinterpret_cast<uintptr_t>(q), id, n)) id = 0;
-      }
-      emit(r, Op::Realloc, {0, id, n, 0});
+    if (r) {
+      const uint64_t id = q ? realloc_id(r, q, n) : 0;
+      if (!emit(r, Op::Realloc, {0, id, n, 0}) && id) forget(q);
     }
-  } else if (!r || !r->buf) {
-    g_lost_events.fetch_add(1, std::memory_order_relaxed);
+  } else if (!r) {
+    // not recorded (rec_of counted it when that is a loss)
   } else {
-    uint64_t id = 0;
-    if (q) {
-      id = new_id(r);
-      if (!g_table.insert(reinterpret_cast<uintptr_t>(q), id, n)) id = 0;
-    }
-    emit(r, Op::Realloc, {known ? old.id : 0, id, n, known ? old.size : 0});
+    const uint64_t id = q ? realloc_id(r, q, n) : 0;
+    if (!emit(r, Op::Realloc, {known ? old.id : 0, id, n, known ? old.size : 0}) && id) forget(q);
   }
   errno = saved;
   return q;
@@ -934,27 +977,34 @@ ALLOCMARK_ALIGNED(pvalloc, Op::Pvalloc, 4096, (n), 0, false, size_t n)
 
 int execve(const char* path, char* const argv[], char* const envp[]) {
   ready();
-  ExecGuard guard;
+  ExecGuard guard(path);
   return real.execve(path, argv, envp);
 }
 int execv(const char* path, char* const argv[]) {
   ready();
-  ExecGuard guard;
+  ExecGuard guard(path);
   return real.execv(path, argv);
 }
 int execvp(const char* file, char* const argv[]) {
   ready();
-  ExecGuard guard;
+  ExecGuard guard(file);
   return real.execvp(file, argv);
 }
 int execvpe(const char* file, char* const argv[], char* const envp[]) {
   ready();
-  ExecGuard guard;
+  ExecGuard guard(file);
   return real.execvpe(file, argv, envp);
 }
 int fexecve(int fd, char* const argv[], char* const envp[]) {
   ready();
-  ExecGuard guard;
+  char name[32] = "descriptor ";  // no allocation here
+  std::size_t at = std::strlen(name);
+  char digits[12];
+  std::size_t k = 0;
+  for (unsigned v = static_cast<unsigned>(fd); k == 0 || v; v /= 10) digits[k++] = static_cast<char>('0' + v % 10);
+  while (k) name[at++] = digits[--k];
+  name[at] = '\0';
+  ExecGuard guard(name);
   return real.fexecve(fd, argv, envp);
 }
 

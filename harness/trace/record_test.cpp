@@ -91,6 +91,7 @@ struct Event {
 struct Decoded {
   std::string error;  // empty: the stream parsed to its end and every id checked out
   int images = 0;
+  std::vector<std::string> execs;  // the 'X' chunks' paths
   bool ended = false;
   uint64_t unknown_frees = 0, lost_events = 0;
   std::map<uint64_t, std::string> phase_names;  // epoch -> name
@@ -141,6 +142,11 @@ Decoded decode(const std::string& stream) {
       ++d.images;
       bytes.clear();  // a new image voids what came before
       d.phase_names.clear();
+    } else if (tag == kTagExec) {
+      uint64_t len = in.v();
+      if (!in.ok || len > static_cast<uint64_t>(in.end - in.p)) { d.error = "exec cut off"; break; }
+      d.execs.emplace_back(reinterpret_cast<const char*>(in.p), len);
+      in.p += len;
     } else if (tag == kTagEnd) {
       d.unknown_frees = in.v();
       d.lost_events = in.v();
@@ -342,6 +348,7 @@ TEST(TraceRecord, ExecStartsANewImage) {
   Decoded d = decode(traced.stream);
   EXPECT_EQ(d.error, "");
   EXPECT_EQ(d.images, 2);
+  EXPECT_EQ(d.execs, std::vector<std::string>{"/usr/bin/python3"}) << "the exec names its image first";
   EXPECT_TRUE(d.ended);
   uint64_t big = 0;
   for (const auto& [id, e] : d.allocs) big += e.size >= 7654321 && e.size <= 7654323;
