@@ -58,12 +58,27 @@ class FreeLimit {
   // and the Slots' debts (Slot::limit_owed) are to be forgotten with its counts.
   std::uint64_t allowance(std::uint32_t now, std::uint64_t free, std::uint64_t in_use, const Options& opt,
                           bool* new_window);
-  // Bytes the limit advised away (at tick `now`), and bytes of them the same classes charged again.
-  void gave(std::uint64_t bytes, std::uint32_t now) {
+  // Bytes the limit advised away (at tick `now`), `resident` of them resident when it did (the
+  // kernel's answer, Os::resident_bytes; a chunk's charged pages are resident only where the
+  // program wrote them or numap populated or moved them in), and bytes of them the same classes
+  // charged again. Only a give-back that was nearly all resident (kDense) is remembered for
+  // take_recent: the program writes what it allocates, and will write what it builds next as it
+  // wrote what it freed. One that was not (blocks written in part: a buffer reserved ahead, a
+  // vector grown by doubling, a header written in a 256 KiB block) forgets what was remembered:
+  // populating its charged pages made resident what the program never writes (issue 41: 147 MiB
+  // where faults alone held 49).
+  void gave(std::uint64_t bytes, std::uint64_t resident, std::uint32_t now) {
     given_.fetch_add(bytes, std::memory_order_relaxed);
+    if (bytes == 0) return;
+    if (resident * kDenseOf < bytes * kDense) {
+      recent_.store(0, std::memory_order_relaxed);
+      return;
+    }
     recent_tick_.store(now, std::memory_order_relaxed);
-    recent_.fetch_add(bytes, std::memory_order_relaxed);
+    recent_.fetch_add(resident, std::memory_order_relaxed);
   }
+  // A give-back counts as written through when kDense / kDenseOf of its bytes were resident.
+  static constexpr std::uint64_t kDense = 7, kDenseOf = 8;
   // The limit's window: DECAY_MS, or 1 s when decay is off.
   static std::uint32_t window_ms(const Options& opt) {
     return static_cast<std::uint32_t>(opt.decay_ms > 0 ? opt.decay_ms : 1000);
@@ -103,8 +118,8 @@ class FreeLimit {
   // further DECAY_MS. Written by the thread inside enter().
   std::atomic<std::uint32_t> scale_{1}, window_{0}, need_{1};
   std::atomic<std::uint64_t> given_{0}, refaulted_{0};
-  // What the limit gave back lately and no fresh charge has populated since (take_recent), and
-  // the tick of its latest give-back.
+  // What the limit gave back lately, resident and written through (gave), that no fresh charge
+  // has populated since (take_recent), and the tick of its latest give-back.
   std::atomic<std::uint64_t> recent_{0};
   std::atomic<std::uint32_t> recent_tick_{0};
 };

@@ -45,6 +45,12 @@ constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident ch
 // first malloc(64) touches one page of its slab, target 3); above it the slab is carved within
 // moments, and what is populated ahead of use is at most the newest slab (1/16 of the class's).
 constexpr std::uint64_t kPopulateAfter = 1ull << 20;
+// ... and with auto only classes of objects up to a page (all: every class): every page of such a
+// slab holds the start of an object, so a program that writes the first byte of each object it
+// takes writes every page of the slab. A larger object's later pages are written only if the program writes that far: a
+// 16 KiB object with its first 256 bytes written leaves three of its four pages unwritten, and
+// populating them made resident what the program never writes (issue 41).
+constexpr std::uint32_t kPopulateObjectMax = 4096;
 
 // Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
 // threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), above which it unmaps every freed block.
@@ -413,8 +419,9 @@ class Heap {
   // (-1: all), skipping slot `skip_slot`, largest classes first; `aged`: only those given back at
   // or before tick `freed_by`. Returns bytes advised away.
   // `owe`: each Slot remembers what was taken from it (Slot::limit_owed; the free limit's purges).
+  // `resident` (when given): adds the bytes of the discarded runs that were resident (Os::resident_bytes).
   std::uint64_t purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by,
-                            bool owe = false);
+                            bool owe = false, std::uint64_t* resident = nullptr);
   // Fresh pages are about to be charged for slot `slot` of `part`: advise away as many bytes of
   // free resident chunks of the node's other classes idle for NUMAP_EXCHANGE_MS, so RSS does not
   // grow while idle resident memory exists.

@@ -131,7 +131,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     s->capacity = static_cast<std::uint16_t>(kSlabBytes / size);
     s->nfree = s->capacity;
     Central& c2 = np.central[cls];
-    if (opt_.populate != Populate::kNone && old < kSlabBytes &&
+    if (opt_.populate != Populate::kNone && (size <= kPopulateObjectMax || opt_.populate == Populate::kAll) && old < kSlabBytes &&
         c2.slab_bytes.load(std::memory_order_relaxed) >= kPopulateAfter)
       populate(slab + old, kSlabBytes - old);
     c2.slab_bytes.fetch_add(kSlabBytes, std::memory_order_relaxed);

@@ -108,6 +108,7 @@ struct FakeOs {
     bound.push_back({reinterpret_cast<std::uintptr_t>(p), b, node, 0});
     return 0;
   }
+  static int resident(void* p, std::size_t b, unsigned char* vec) { return real_os().resident(p, b, vec); }
   static int current_cpu() { return cpu; }
   static std::uint64_t policy_nodes() { return 0; }
   static inline std::atomic<std::uint64_t> now{1000};  // the clock decay reads; tests move it
@@ -148,7 +149,7 @@ struct FakeOs {
 const OsOps kFakeOps{FakeOs::reserve,      FakeOs::unmap,       FakeOs::advise_free,  FakeOs::advise_huge,
                      FakeOs::populate,     FakeOs::move_pages,  FakeOs::replace,      FakeOs::bind_home,
                      FakeOs::prefer,       FakeOs::current_cpu, FakeOs::policy_nodes, FakeOs::now_ms,
-                     FakeOs::read_lines,   FakeOs::membarrier};
+                     FakeOs::read_lines,   FakeOs::membarrier,  FakeOs::resident};
 
 // Recorded /sys/devices/system/node/nodeN/meminfo text with the given MemFree.
 std::string meminfo(int node, std::uint64_t free_bytes) {
@@ -2310,6 +2311,57 @@ TEST_F(PopulateTest, AFreshChunkTakesBackInOneCallWhatTheLimitJustGaveBack) {
   EXPECT_EQ(FakeOs::populated.size(), 2u);
   EXPECT_EQ(written_pages(d, 4 * kMiB), 0u);
   for (char* p : {a, b, c, d}) heap.free(p);
+}
+
+// Issue 41: what the free limit gave back counts for auto only as far as it was resident (the
+// kernel's answer), and only when nearly all of it was: a program that writes the first 256 bytes
+// of each 1 MiB block gives back one resident page in 256, and populating the next chunks' pages
+// (as auto did, every charged byte given back) made resident what it never writes. Nothing is
+// populated; each fresh chunk has the one page the program writes.
+TEST_F(PopulateTest, BlocksWrittenInPartTakeNothingBackThatTheProgramDidNotWrite) {
+  Options o;
+  o.tcache = false;
+  o.decay_ms = 0;
+  o.free_percent = 25;
+  o.free_floor = kMiB;
+  o.move_pieces = 0;
+  make_with(o);
+  auto headers = [&](int n) {  // n blocks of 1 MiB, their first 256 bytes written
+    std::vector<char*> v;
+    for (int i = 0; i < n; ++i) {
+      v.push_back(static_cast<char*>(heap.malloc(kMiB)));
+      memset(v.back(), 1, 256);
+    }
+    return v;
+  };
+  std::vector<char*> held = headers(8);
+  for (char* p : headers(8)) heap.free(p);  // 8 MiB free against 8 MiB held: over 25%
+  ASSERT_GE(stats().limited_bytes, 4 * kMiB);  // the limit gave charged pages back
+  std::vector<char*> next = headers(8);  // fresh chunks of the same sizes
+  EXPECT_TRUE(FakeOs::populated.empty());
+  EXPECT_EQ(stats().populated_bytes, 0u);
+  for (char* p : next) EXPECT_EQ(written_pages(p, kMiB), 1u);
+  for (char* p : next) heap.free(p);
+  for (char* p : held) heap.free(p);
+}
+
+// Issue 41: a busy class of objects above a page (16 KiB) is not populated under auto: a program
+// writing each object's first 256 bytes writes one page of its four. Classes up to a page still
+// are (every page of their slab holds an object's start); `all` populates every class.
+TEST_F(PopulateTest, ABusyClassOfObjectsAboveAPageIsNotPopulated) {
+  make(Options{}.populate);
+  const std::size_t size = 16384;
+  std::vector<char*> keep;
+  for (std::size_t i = 0; i < kPopulateAfter / size; ++i) {  // 1 MiB of its slabs
+    keep.push_back(static_cast<char*>(heap.malloc(size)));
+    memset(keep.back(), 1, 256);
+  }
+  char* next = static_cast<char*>(heap.malloc(size));  // a new slab of the now busy class
+  memset(next, 1, 256);
+  EXPECT_TRUE(FakeOs::populated.empty());
+  EXPECT_EQ(written_pages(slab_of(next), kSlabBytes), 1u);
+  heap.free(next);
+  for (char* p : keep) heap.free(p);
 }
 
 TEST_F(PopulateTest, NoneLeavesEveryFreshPageToItsFault) {

@@ -74,9 +74,11 @@ inline constexpr const char* kPopulateNames[] = {"none", "auto", "all", nullptr}
     "thread; free pages for FREE_PERCENT); 0 = none")                                                           \
   X(POPULATE, populate, Populate, kChoice, Populate::kAuto, 0, 2, kPopulateNames,                              \
     "fresh pages numap hands out are made resident in one call (MADV_POPULATE_WRITE) instead of one fault "    \
-    "per page: auto = those about to be written: each new slab of a small class holding 1 MiB of slabs on "    \
-    "its node, and a fresh page chunk as far as the free limit gave pages back on its node within DECAY_MS; "  \
-    "all = also the requested pages of every page chunk (programs that write all they allocate); none")        \
+    "per page: auto = only those the program's own writes show it will write: each new slab of a small class " \
+    "of objects up to 4 KiB holding 1 MiB of slabs on its node, and a fresh page chunk as far as the free "    \
+    "limit gave back resident pages on its node within DECAY_MS, when nearly all it gave back was resident; "  \
+    "all = also every class's slabs and the requested pages of every page chunk (programs that write all "     \
+    "they allocate); none")                                                                                    \
   X(STRICT, strict, bool, kBool, false, 0, 1, nullptr,                                                          \
     "abort() on an unknown NUMAP_* name or a value numap cannot use, instead of a warning and the default") \
   X(BIND_CAPACITY, bind_capacity, bool, kBool, true, 0, 1, nullptr,                                             \

@@ -42,6 +42,7 @@ int real_advise_huge(void* p, std::size_t bytes, bool huge) {
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack the name
 #endif
 int real_populate(void* p, std::size_t bytes) { return ::madvise(p, bytes, MADV_POPULATE_WRITE); }
+int real_resident(void* p, std::size_t bytes, unsigned char* vec) { return ::mincore(p, bytes, vec); }
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4  // Linux 5.7; older headers lack the name
 #endif
@@ -117,7 +118,7 @@ bool real_read_lines(const char* path, void (*line)(void* ctx, const char* text)
 
 const OsOps kReal{real_reserve,     real_unmap,        real_advise_free,  real_advise_huge, real_populate,
                   real_move_pages,  real_replace,      real_bind_home,    real_prefer,      real_current_cpu,
-                  real_policy_nodes, real_now_ms,      real_read_lines,   real_membarrier};
+                  real_policy_nodes, real_now_ms,      real_read_lines,   real_membarrier,   real_resident};
 
 }  // namespace
 
@@ -153,6 +154,19 @@ bool Os::populate(void* p, std::size_t bytes) {
   if (ops_->populate(p, bytes) != 0) return false;
   counters.populated_bytes.fetch_add(bytes, std::memory_order_relaxed);
   return true;
+}
+std::uint64_t Os::resident_bytes(void* p, std::size_t bytes) {
+  unsigned char vec[1024];  // 4 MiB a call, on the stack: called inside free()
+  std::uint64_t resident = 0;
+  for (std::size_t off = 0; off < bytes; off += sizeof vec * kPage) {
+    const std::size_t n = bytes - off < sizeof vec * kPage ? bytes - off : sizeof vec * kPage;
+    const int saved_errno = errno;
+    const int r = ops_->resident(static_cast<char*>(p) + off, n, vec);
+    errno = saved_errno;
+    if (r != 0) return 0;
+    for (std::size_t i = 0; i < (n + kPage - 1) / kPage; ++i) resident += (vec[i] & 1) * kPage;
+  }
+  return resident;
 }
 bool Os::move_pages(void* from, void* to, std::size_t bytes) {
   counters.mremap_calls.fetch_add(1, std::memory_order_relaxed);

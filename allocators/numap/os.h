@@ -52,6 +52,8 @@ struct OsOps {
   // MEMBARRIER_CMD_PRIVATE_EXPEDITED: every running thread of the process passes a full memory
   // barrier); -1 when the kernel, a sandbox or valgrind refuses it.
   int (*membarrier)(int cmd);
+  // mincore(2): one byte per page of [p, p + bytes) into vec, bit 0 set where the page is resident.
+  int (*resident)(void* p, std::size_t bytes, unsigned char* vec);
 };
 
 // What Os::bind achieved for a range.
@@ -81,6 +83,9 @@ class Os {
   bool populate(void* p, std::size_t bytes);
   bool move_pages(void* from, void* to, std::size_t bytes);
   bool replace(void* p, std::size_t bytes);
+  // Bytes of [p, p + bytes) (page-aligned) resident now: pages written, or made resident by numap
+  // (populated, moved in); 0 when the kernel does not say.
+  std::uint64_t resident_bytes(void* p, std::size_t bytes);
   // The home-node bind, else the preferred policy, else nothing: counted, never fatal.
   BindResult bind(void* p, std::size_t bytes, int os_node, std::uint64_t allowed_os_mask);
   bool read_lines(const char* path, void (*line)(void* ctx, const char* text), void* ctx) const {
