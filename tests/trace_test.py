@@ -324,6 +324,26 @@ class Damaged(TempDirTest):
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("time.trace: record stream offset 7: event time", p.stderr)
 
+    def test_a_traces_texts_reach_no_terminal_raw(self):
+        # A header's program and a phase mark's name are the file's: `show` printed them raw (an
+        # escape cleared the screen), a name that is not UTF-8 made `show --json` fail.
+        path = os.path.join(self.tmp, "texts.trace")
+        write_trace(path, chunk(0, event(1, 1, 1, 8)) + END, header=b'{"program": "\\u001b[2Jevil"}')
+        p = subprocess.run([ALLOCMARK, "trace", "show", path], capture_output=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn(b"\x1b", p.stdout)
+        self.assertIn(b"evil", p.stdout)
+        self.assertIn("evil", trace_json(path)["program"])
+        write_trace(path, b"P" + varint(1) + varint(0) + varint(3) + b"a\xffb" + chunk(0, event(1, 1, 1, 8)) + END)
+        p = run(["trace", "show", path, "--json"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["phases"][1]["name"], "a\ufffdb")
+        mark = b"P" + varint(1) + varint(0) + varint(3) + b"a\x1bb"
+        write_trace(path, mark + chunk(0, event(1, 1, 1, 8)) + END)
+        p = run(["trace", "show", path])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("texts.trace: record stream offset 0: phase mark 1: the name holds a control character", p.stderr)
+
 
 class Replay(TempDirTest):
     ALLOCATORS = "glibc,jemalloc,tcmalloc,mimalloc,numap"

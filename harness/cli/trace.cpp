@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "harness/cli/common.h"
+#include "harness/results/safe_text.h"
 #include "harness/runner/trace_recording.h"
 #include "harness/trace/summary.h"
 #include "units/input_file.h"
@@ -51,7 +52,7 @@ Subcommand add_trace_command(CLI::App& app) {
               const int program_status = got.exit_signal ? 128 + got.exit_signal : got.exit_code;
               const int incomplete = program_status ? program_status : kExitCellsFailed;
               if (!got.lost.empty()) {
-                std::cerr << "allocmark: error: " << got.lost << "\n";
+                std::cerr << "allocmark: error: " << results::terminal_line(got.lost) << "\n";  // names the program's image
                 return incomplete;
               }
               const auto& t = got.trace;
@@ -78,10 +79,12 @@ Subcommand add_trace_command(CLI::App& app) {
             units::check_input_file(a->file, "trace show");
             const trace::Trace t = trace::read_trace(a->file);
             const nlohmann::json s = trace::summarize(t);
+            // A trace's texts (its header's program, its phase names) are the file's: JSON with
+            // what is not UTF-8 replaced, a terminal without control sequences.
             if (a->as_json)
-              std::cout << s.dump(2) << "\n";
+              std::cout << s.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
             else
-              std::cout << trace::summary_text(s);
+              std::cout << results::terminal_text(trace::summary_text(s));
             return kExitOk;
           }};
 }

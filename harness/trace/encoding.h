@@ -61,8 +61,17 @@ inline constexpr uint8_t kTagChunk = 'C', kTagPhase = 'P', kTagImage = 'I', kTag
 // a trace holds at most this many phase marks (the recorder answers `error` to more): each phase
 // is a record's row in every replay cell, and 20,000 of them made one results line 31 MB;
 inline constexpr uint64_t kMaxPhaseMarks = 128;
-// a phase name is 1 to 64 bytes, as a program cell's;
 inline constexpr uint64_t kMaxPhaseName = 64;
+// a phase name is what the recorder accepts of a mark: 1 to kMaxPhaseName bytes, none of them a
+// control character, a space, '"' or '\\' (a trace's names reach terminals and records);
+constexpr bool valid_phase_name(const char* s, std::size_t n) {
+  if (n == 0 || n > kMaxPhaseName) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c <= 0x20 || c == 0x7f || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
 // an event's time is less than a year (in microseconds) after the recording started;
 inline constexpr uint64_t kMaxTimeUs = 366ull * 24 * 3600 * 1000000;
 // an exec chunk names at most this many bytes of the path.

@@ -236,6 +236,9 @@ std::size_t StreamParser::parse_chunk(const uint8_t* p, const uint8_t* end, uint
       if (time_us > kMaxTimeUs)
         throw TraceError(at(base) + ": phase mark " + std::to_string(epoch) + " time " + std::to_string(time_us) +
                          " us is implausible (more than a year after the recording started)");
+      if (!valid_phase_name(reinterpret_cast<const char*>(q), length))
+        throw TraceError(at(base) + ": phase mark " + std::to_string(epoch) +
+                         ": the name holds a control character, a space, '\"' or '\\' (not a mark the recorder takes)");
       trace_.phase_names.emplace_back(reinterpret_cast<const char*>(q), length);
       trace_.phase_times_us.push_back(time_us);
       return static_cast<std::size_t>(q + length - p);

@@ -711,15 +711,6 @@ struct ExecGuard {
 
 // ---- Phases ----
 
-bool valid_phase_name(const char* s, std::size_t n) {
-  if (n == 0 || n > 64) return false;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c <= 0x20 || c == 0x7f || c == '"' || c == '\\') return false;
-  }
-  return true;
-}
-
 void answer(const char* text) {
   for (std::size_t off = 0, len = std::strlen(text); off < len;) {
     ssize_t n = ::send(g_phase_sock, text + off, len - off, MSG_NOSIGNAL);
@@ -730,7 +721,7 @@ void answer(const char* text) {
 }
 
 void phase_line(const char* line, std::size_t len, bool overlong) {
-  if (overlong || len < 6 || std::memcmp(line, "phase ", 6) != 0 || !valid_phase_name(line + 6, len - 6)) {
+  if (overlong || len < 6 || std::memcmp(line, "phase ", 6) != 0 || !allocmark::trace::valid_phase_name(line + 6, len - 6)) {
     answer("error\n");
     return;
   }
