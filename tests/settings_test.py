@@ -64,6 +64,39 @@ class SettingsTable(TempDirTest):
         shutil.rmtree(self.out)
         self.assert_usage_error(["run"] + ONE + ["--max-timeline-points=1"], "--max-timeline-points: must be in 2..", "'1'")
 
+    # Issue 41: how much of each block the models write is one setting (`writes`), every seed
+    # workload's writes go through it, and a bad value is refused before anything runs.
+    # Blocks of 512 KiB-1 MiB, above glibc's mmap threshold while nothing is freed: during the fill
+    # each one is a fresh mapping, resident only where the model writes it.
+    WRITES = ["-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "1", "--set", "size_mix.live_mib=24",
+              "--set", "size_mix.ops=2000", "--set", "size_mix.sizes=512K-1M:1"]
+
+    def writes_fill_peak(self, out):
+        return next(p["peak_rss_bytes"] for p in records(out)[0]["phases"] if p["name"] == "fill")
+
+    def test_writes_lines_writes_the_first_bytes_of_each_block_and_is_recorded(self):
+        full, lines = os.path.join(self.tmp, "full"), os.path.join(self.tmp, "lines")
+        p = run(["run"] + self.WRITES + ["--out", full])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = run(["run"] + self.WRITES + ["--writes", "lines", "--out", lines])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(meta(full)["matrix"]["writes"], "all")
+        self.assertEqual(meta(lines)["matrix"]["writes"], "lines")
+        # all: every page of 24 MiB written; lines: one page of each block (24-48 blocks).
+        self.assertGreater(self.writes_fill_peak(full) - self.writes_fill_peak(lines), 16 << 20,
+                           (self.writes_fill_peak(full), self.writes_fill_peak(lines)))
+        # A folder recorded with one value is not resumed with another.
+        p = run(["run"] + self.WRITES + ["--writes", "page", "--out", lines, "--resume"])
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("writes", p.stderr)
+
+    def test_writes_a_bad_value_is_exit_2_naming_the_flag_or_the_key(self):
+        self.assert_usage_error(["run"] + ONE + ["--writes", "half"], "--writes:", '"lines"', "'half'")
+        path = self.write("m.toml", '[matrix]\nallocators = ["glibc"]\nworkloads = ["size_mix"]\nwrites = "most"\n')
+        self.assert_usage_error(["run", path], "m.toml:4", "writes", "most")
+        path = self.write("n.toml", '[matrix]\nallocators = ["glibc"]\nworkloads = ["size_mix"]\nwrites = 256\n')
+        self.assert_usage_error(["run", path], "n.toml:4", "writes", "256")
+
 
 if __name__ == "__main__":
     unittest.main()

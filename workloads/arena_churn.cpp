@@ -11,6 +11,7 @@
 // requests and starts its successor, and frees the objects the slot's threads hand over.
 #include "workloads/arena_churn.h"
 #include "workloads/call_latency.h"
+#include "workloads/touch.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -136,8 +137,9 @@ void* ArenaChurn::allocate(Slot& s, std::size_t size) {
     std::fprintf(stderr, "arena_churn: malloc(%zu) failed\n", size);
     std::abort();
   }
-  // A request writes what it allocates, so every allocator's pages are resident as the seed's were.
-  std::memset(p, static_cast<int>(size & 0xff), size);
+  // A request writes what it allocates (as far as the `writes` setting says), so every allocator's
+  // pages are resident as the seed's were.
+  fill_block(p, static_cast<int>(size & 0xff), size);
   s.live.add(static_cast<int64_t>(size));
   ++s.counters.objects;
   return p;

@@ -75,7 +75,7 @@ class RunArena {
     while (size < need) size *= 2;
     void* p = workloads::allocate(size);
     if (!p) std::abort();
-    touch_pages(p, std::min<std::size_t>(size, 4096));  // the header page; the rest as rows land
+    touch_block(p, std::min<std::size_t>(size, 4096));  // the header page; the rest as rows land
     live.add(static_cast<int64_t>(size));
     runs_.push_back({static_cast<char*>(p), size, 0});
     total_ += size;
@@ -212,7 +212,7 @@ class HashBuild final : public Workload {
     if (size > kMaxArenaPayload) {
       void* p = workloads::allocate(size);
       if (!p) std::abort();
-      touch_pages(p, size);
+      touch_block(p, size);
       ctx.live.add(static_cast<int64_t>(size));
       return p;
     }
@@ -222,7 +222,7 @@ class HashBuild final : public Workload {
       return head;
     }
     void* p = s.payload_arena.carve(cls * kPayloadGranule, ctx.live);
-    std::memset(p, 0, cls * kPayloadGranule);
+    fill_block(p, 0, cls * kPayloadGranule);
     return p;
   }
 

@@ -6,6 +6,7 @@
 // at all, so an allocator that only returns memory when called keeps it.
 #include "workloads/insert_phases.h"
 #include "workloads/call_latency.h"
+#include "workloads/touch.h"
 
 #include "workloads/clock.h"
 
@@ -112,11 +113,11 @@ bool BlockCache::read(uint64_t key, std::size_t data_bytes, LiveBytes::Local& li
   ++c[kCacheMisses];
   // The read happens outside the shard lock, as RocksDB reads and decompresses before inserting.
   void* data = checked_malloc(data_bytes);
-  std::memset(data, static_cast<int>(key), data_bytes);
+  fill_block(data, static_cast<int>(key), data_bytes);
   void* handle = checked_malloc(kHandleBytes);
-  std::memset(handle, 0, kHandleBytes);
+  fill_block(handle, 0, kHandleBytes);
   void* object = checked_malloc(kBlockObjectBytes);
-  std::memset(object, 0, kBlockObjectBytes);
+  fill_block(object, 0, kBlockObjectBytes);
   std::size_t charge = charge_of(data_bytes);
   live.add(static_cast<int64_t>(charge));
 
@@ -424,7 +425,7 @@ uint64_t InsertPhases::write_rows(ThreadContext& ctx, ThreadState& ts, int clien
     trace = trace_mix(trace, bytes);
     auto* wb = static_cast<uint8_t*>(checked_malloc(bytes));
     ctx.live.add(static_cast<int64_t>(bytes));
-    std::memset(wb, static_cast<int>(n), bytes);
+    fill_block(wb, static_cast<int>(n), bytes);
     append_batch(ctx, wb, ts.batch.data(), n, per_row, inline_flush, c);
     workloads::release(wb);
     ctx.live.add(-static_cast<int64_t>(bytes));
@@ -466,9 +467,9 @@ uint64_t InsertPhases::merge_index(ThreadContext& ctx, Table& t, IndexMerge& m, 
     MergeSource s{checked_malloc(kMergeEntryBytes), static_cast<uint8_t*>(checked_malloc(buf)), m.chunk_bytes[k],
              m.chunk_records[k], 0, 0, 0};
     ctx.live.add(static_cast<int64_t>(kMergeEntryBytes + buf));
-    std::memset(s.entry, 0, kMergeEntryBytes);
+    fill_block(s.entry, 0, kMergeEntryBytes);
     s.filled = std::min<uint64_t>(buf, s.left_bytes);
-    std::memset(s.buf, 1, s.filled);  // the first read of the chunk from the temporary file
+    fill_block(s.buf, 1, s.filled);  // the first read of the chunk from the temporary file
     s.step = std::max<uint64_t>(1, s.left_bytes / std::max<uint64_t>(1, s.left_records));
     sources.push_back(s);
   }
@@ -492,7 +493,7 @@ uint64_t InsertPhases::merge_index(ThreadContext& ctx, Table& t, IndexMerge& m, 
     }
     if (s.pos >= s.filled) {
       s.filled = std::min<uint64_t>(buf, std::max<uint64_t>(s.left_bytes, 1));
-      std::memset(s.buf, static_cast<int>(sum), s.filled);
+      fill_block(s.buf, static_cast<int>(sum), s.filled);
       s.pos = 0;
     }
   }
@@ -555,7 +556,7 @@ uint64_t InsertPhases::query(ThreadContext& ctx, int client, Counters& c, uint64
   Rng& rng = t.rng;
   std::size_t iter_bytes = 256 + rng.below(769);  // iterator and read state
   void* iter = checked_malloc(iter_bytes);
-  std::memset(iter, 0, iter_bytes);
+  fill_block(iter, 0, iter_bytes);
   ctx.live.add(static_cast<int64_t>(iter_bytes));
   int index = 1 + static_cast<int>(rng.below(static_cast<uint64_t>(indexes_)));
   uint64_t blocks = std::max<uint64_t>(1, (t.head - t.tail) / rows_per_block_);
@@ -567,7 +568,7 @@ uint64_t InsertPhases::query(ThreadContext& ctx, int client, Counters& c, uint64
   if (straddles) cache_.read(block_key(client, index, (block + 1) % blocks), d2, ctx.live, c);
   std::size_t result_bytes = query_rows_ * draw_entry(rng);
   void* result = checked_malloc(result_bytes);
-  std::memset(result, 1, result_bytes);
+  fill_block(result, 1, result_bytes);
   workloads::release(result);
   workloads::release(iter);
   ctx.live.add(-static_cast<int64_t>(iter_bytes));

@@ -189,7 +189,7 @@ void OrcScan::load_stripe(ThreadContext& ctx, ThreadState& me, Stripe& out) {
     size = std::min(size, remaining);
     void* p = workloads::allocate(size);
     if (!p) std::abort();
-    touch_pages(p, size, static_cast<unsigned char>(size >> 12));
+    touch_block(p, size, static_cast<unsigned char>(size >> 12));
     ctx.live.add(static_cast<int64_t>(size));
     me.trace = mix(me.trace, size);
     out.reads[out.count++] = Buf{p, size};
@@ -207,7 +207,7 @@ void OrcScan::load_stripe(ThreadContext& ctx, ThreadState& me, Stripe& out) {
       std::size_t grown = std::min<std::size_t>(max_stream_buffer_, std::max(chunk, b.size * 2));
       void* p = workloads::allocate(grown);
       if (!p) std::abort();
-      if (b.ptr) std::memcpy(p, b.ptr, b.size);
+      if (b.ptr) std::memcpy(p, b.ptr, written_bytes(b.size));
       workloads::release(b.ptr);
       ctx.live.add(static_cast<int64_t>(grown) - static_cast<int64_t>(b.size));
       me.trace = mix(me.trace, grown);
@@ -218,7 +218,7 @@ void OrcScan::load_stripe(ThreadContext& ctx, ThreadState& me, Stripe& out) {
     const Buf& src = out.reads[static_cast<std::size_t>(k) % out.count];
     auto* dst = static_cast<volatile unsigned char*>(b.ptr);
     auto* in = static_cast<const unsigned char*>(src.ptr);
-    for (std::size_t off = 0; off < chunk; off += kPage) dst[off] = in[off % src.size];
+    for (std::size_t off = 0; off < written_bytes(chunk); off += kPage) dst[off] = in[off % src.size];
   }
   me.counters.stripes_loaded++;
   sample_rss();
@@ -263,7 +263,7 @@ void OrcScan::pattern_until(ThreadContext& ctx, ThreadState& me, uint64_t& done,
     make_space(ctx, me, size);
     void* p = workloads::allocate(size);
     if (!p) std::abort();
-    touch_pages(p, size, 1);
+    touch_block(p, size, 1);
     ctx.live.add(static_cast<int64_t>(size));
     me.trace = mix(me.trace, size);
     me.table[(me.head + me.count) % me.table.size()] = Buf{p, size};

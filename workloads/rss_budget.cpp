@@ -110,7 +110,7 @@ class RssBudget final : public Workload {
   uint64_t take(ThreadContext& ctx, ThreadState& s, std::vector<Block>& into, std::size_t size) {
     void* p = workloads::allocate(size);
     if (!p) std::abort();
-    touch_pages(p, size);
+    touch_block(p, size);
     ctx.live.add(static_cast<int64_t>(size));
     into.push_back({p, size});
     s.held += size;
@@ -140,7 +140,7 @@ class RssBudget final : public Workload {
       Block grown = into.back();
       into.pop_back();
       if (current.ptr) {
-        std::memcpy(grown.ptr, current.ptr, std::min(current.size, grown.size) / 2);
+        std::memcpy(grown.ptr, current.ptr, written_bytes(std::min(current.size, grown.size) / 2));
         ops += give_back(ctx, s, current);
       }
       current = grown;

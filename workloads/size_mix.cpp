@@ -95,7 +95,7 @@ uint64_t SizeMix::replace(ThreadContext& ctx, ThreadState& me, std::size_t slot)
   std::size_t size = sizes_.draw(me.rng);
   void* p = workloads::allocate(size);
   if (!p) std::abort();  // the worker records the cell as crashed with the reason on stderr
-  if (touch_) touch_pages(p, size);
+  if (touch_) touch_block(p, size);
   ctx.live.add(static_cast<int64_t>(size));
   b = Block{p, size};
   return 1;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "workloads/touch.h"
+
 
 namespace allocmark::matrix {
 
@@ -63,6 +65,16 @@ json checked(const SettingRow& row, const json& v, const std::string& where, con
     case SettingKind::Preset:
       if (!v.is_string() || (v != "quick" && v != "full")) refuse(where, "\"quick\" or \"full\"", found);
       return v;
+    case SettingKind::Writes: {
+      std::string words;
+      bool known = false;
+      for (const char* w : workloads::kWritesNames) {
+        words += std::string(words.empty() ? "" : " or ") + "\"" + w + "\"";
+        known = known || (v.is_string() && v == w);
+      }
+      if (!known) refuse(where, words, found);
+      return v;
+    }
     case SettingKind::Text:
       if (!v.is_string()) refuse(where, "a string", found);
       return v;

@@ -42,6 +42,7 @@ enum class SettingKind {
   Number,  // a finite number in (min, max]
   Bool,    // true or false; its flag sets the opposite of the default (--no-node-figures, --keep-data)
   Preset,  // a size preset of the workloads' parameters: quick or full
+  Writes,  // how much of each block the models write: a word of workloads::kWritesNames
   Text,    // a string
 };
 
@@ -61,6 +62,10 @@ enum SettingScope : unsigned {
   X(int, reps, 3, "--reps,-r", Int, 1, kMaxReps, kMatrixKey | kCompared, nullptr, "repetitions of every cell")                \
   X(double, timeout_s, 300, "--timeout", Number, 0, kMaxTimeoutS, kMatrixKey | kCellSpec, nullptr,                   \
     "seconds before a cell is killed and recorded as timeout")                                                       \
+  X(std::string, writes, "all", "--writes", Writes, 0, 0, kMatrixKey | kCompared | kCellSpec | kWorker,               \
+    "all" /* folders from before the setting wrote all */,                                                           \
+    "how much of each block the workload models write: all (each model as documented), lines (its first 256 "       \
+    "bytes) or page (its first 4 KiB); a program that reserves more than it writes")                                \
   X(int, sample_ms, 10, "--sample-ms", Int, 1, kMaxSampleMs, kMatrixKey | kCompared | kCellSpec, nullptr,            \
     "RSS timeline sampling period in ms")                                                                            \
   X(int, max_timeline_points, 2000, "--max-timeline-points", Int, 2, kMaxTimelinePoints,                             \

@@ -30,6 +30,7 @@
 #include "harness/worker/report_line.h"
 #include "workloads/address_sample.h"
 #include "workloads/call_latency.h"
+#include "workloads/touch.h"
 #include "workloads/workload.h"
 
 namespace {
@@ -218,6 +219,7 @@ int measure_cell(const json& spec) {
   // Before the workload and its threads exist: each thread reads N on its first call.
   const uint32_t latency_every = static_cast<uint32_t>(settings.latency_every);
   wl::call_latency::configure(latency_every, threads);
+  wl::set_writes(settings.writes);  // checked by the settings table
   allocmark::worker::PhaseContentionProbe contention(
       api, latency_every,
       info->tracks_live_bytes          ? ""
