@@ -27,6 +27,10 @@ struct NativeApi {
   bool (*purge)();
   // The allocator's own idea of its version ("5.3.0-0-g..."), "" where not exposed.
   std::string (*version)();
+  // Why the allocator refused a request of `asked` bytes (0: size not known), when it knows (numap:
+  // its capacity, NUMAP_CAPACITY): the text in buf[0..n) and its length, 0 when it has no reason to
+  // give. Called right after the refusal, so it must not allocate; null where the allocator says nothing.
+  std::size_t (*explain_refusal)(char* buf, std::size_t n, std::size_t asked);
 };
 
 // The API table for a backend name; throws std::out_of_range for an unknown backend.

@@ -182,6 +182,33 @@ class NumapCells(TempDirTest):
         self.assertEqual(by["numap:keep"]["allocator_options"]["move_pieces"], 0)
         self.assertEqual(by["numap:keep"]["phases"][-1]["alloc_stats"]["moved_bytes"], 0)
 
+    def test_capacity_smaller_than_the_workload_fails_the_cell_naming_numap_capacity(self):
+        # Issue 41: "killed by signal 6" with an empty log, or "terminate called without an active
+        # exception". A workload's malloc refused (size_mix) and operator new's bad_alloc in a
+        # workload thread (hash_build's tables) both fail the cell with numap's reason.
+        m = self.write("m.toml", """
+[matrix]
+allocators = ["numap:tiny"]
+workloads = ["size_mix", "hash_build"]
+threads = [1]
+reps = 1
+[allocators."numap:tiny"]
+backend = "numap"
+env = { NUMAP_CAPACITY = "4M" }
+""")
+        p = run(["run", m, "--out", self.out] + SMALL)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        by = {r["workload"]: r for r in records(self.out)}
+        for w, asked in (("size_mix", "a request of "), ("hash_build", "a request (operator new")):
+            r = by[w]
+            self.assertEqual(r["status"], "failed", r.get("error"))
+            self.assertIsNone(r.get("exit_signal"), r.get("error"))
+            for needle in ("numap's capacity was exhausted", "NUMAP_CAPACITY=4M allows 4194304 bytes", asked,
+                           "was refused (ENOMEM)"):
+                self.assertIn(needle, r["error"], w)
+            with open(r["log"]) as f:
+                self.assertIn("numap's capacity was exhausted", f.read(), w)
+
 
 class FailureIsolation(TempDirTest):
     def test_non_allocator_library_fails_its_cell_only(self):

@@ -12,6 +12,7 @@
 #include "workloads/arena_churn.h"
 #include "workloads/call_latency.h"
 #include "workloads/touch.h"
+#include "workloads/refused.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -133,10 +134,7 @@ const std::vector<std::string>& ArenaChurn::phases() const {
 
 void* ArenaChurn::allocate(Slot& s, std::size_t size) {
   void* p = workloads::allocate(size);
-  if (!p) {
-    std::fprintf(stderr, "arena_churn: malloc(%zu) failed\n", size);
-    std::abort();
-  }
+  if (!p) allocation_refused(size);
   // A request writes what it allocates (as far as the `writes` setting says), so every allocator's
   // pages are resident as the seed's were.
   fill_block(p, static_cast<int>(size & 0xff), size);

@@ -15,6 +15,7 @@
 
 #include "workloads/rng.h"
 #include "workloads/call_latency.h"
+#include "workloads/refused.h"
 #include "workloads/touch.h"
 #include "workloads/workload.h"
 
@@ -74,7 +75,7 @@ class RunArena {
     }
     while (size < need) size *= 2;
     void* p = workloads::allocate(size);
-    if (!p) std::abort();
+    if (!p) allocation_refused(size);
     touch_block(p, std::min<std::size_t>(size, 4096));  // the header page; the rest as rows land
     live.add(static_cast<int64_t>(size));
     runs_.push_back({static_cast<char*>(p), size, 0});
@@ -211,7 +212,7 @@ class HashBuild final : public Workload {
   void* new_payload(ThreadContext& ctx, ThreadState& s, std::size_t size) {
     if (size > kMaxArenaPayload) {
       void* p = workloads::allocate(size);
-      if (!p) std::abort();
+      if (!p) allocation_refused(size);
       touch_block(p, size);
       ctx.live.add(static_cast<int64_t>(size));
       return p;
@@ -275,7 +276,7 @@ class HashBuild final : public Workload {
   void resize(ThreadContext& ctx, ThreadState& s, std::size_t capacity) {
     drop_table(ctx, s);
     s.table = static_cast<Row**>(workloads::allocate(capacity * sizeof(Row*)));
-    if (!s.table) std::abort();
+    if (!s.table) allocation_refused(capacity * sizeof(Row*));
     std::memset(s.table, 0, capacity * sizeof(Row*));
     ctx.live.add(static_cast<int64_t>(capacity * sizeof(Row*)));
     s.capacity = capacity;

@@ -7,6 +7,7 @@
 #include "workloads/insert_phases.h"
 #include "workloads/call_latency.h"
 #include "workloads/touch.h"
+#include "workloads/refused.h"
 
 #include "workloads/clock.h"
 
@@ -28,7 +29,7 @@ constexpr std::size_t kEntryHeader = 4;  // tag and length varints per WriteBatc
 
 void* checked_malloc(std::size_t bytes) {
   void* p = workloads::allocate(bytes);
-  if (!p) std::abort();  // the worker records the cell as crashed
+  if (!p) allocation_refused(bytes);
   return p;
 }
 

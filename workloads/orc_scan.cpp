@@ -11,6 +11,7 @@
 // exceeds the target and an allocator that returned every free page would show RSS ~= target.
 #include "workloads/orc_scan.h"
 #include "workloads/call_latency.h"
+#include "workloads/refused.h"
 #include "workloads/touch.h"
 
 #include <sched.h>
@@ -188,7 +189,7 @@ void OrcScan::load_stripe(ThreadContext& ctx, ThreadState& me, Stripe& out) {
     uint64_t size = min_read >= max_read_ ? max_read_ : round_page(min_read + me.rng.below(max_read_ - min_read + 1));
     size = std::min(size, remaining);
     void* p = workloads::allocate(size);
-    if (!p) std::abort();
+    if (!p) allocation_refused(size);
     touch_block(p, size, static_cast<unsigned char>(size >> 12));
     ctx.live.add(static_cast<int64_t>(size));
     me.trace = mix(me.trace, size);
@@ -206,7 +207,7 @@ void OrcScan::load_stripe(ThreadContext& ctx, ThreadState& me, Stripe& out) {
     if (chunk > b.size) {
       std::size_t grown = std::min<std::size_t>(max_stream_buffer_, std::max(chunk, b.size * 2));
       void* p = workloads::allocate(grown);
-      if (!p) std::abort();
+      if (!p) allocation_refused(grown);
       if (b.ptr) std::memcpy(p, b.ptr, written_bytes(b.size));
       workloads::release(b.ptr);
       ctx.live.add(static_cast<int64_t>(grown) - static_cast<int64_t>(b.size));
@@ -262,7 +263,7 @@ void OrcScan::pattern_until(ThreadContext& ctx, ThreadState& me, uint64_t& done,
     std::size_t size = round_page(sizes_.draw(me.rng));
     make_space(ctx, me, size);
     void* p = workloads::allocate(size);
-    if (!p) std::abort();
+    if (!p) allocation_refused(size);
     touch_block(p, size, 1);
     ctx.live.add(static_cast<int64_t>(size));
     me.trace = mix(me.trace, size);

@@ -12,6 +12,7 @@
 
 #include "workloads/rng.h"
 #include "workloads/call_latency.h"
+#include "workloads/refused.h"
 #include "workloads/size_mix.h"
 #include "workloads/touch.h"
 #include "workloads/workload.h"
@@ -109,7 +110,7 @@ class RssBudget final : public Workload {
 
   uint64_t take(ThreadContext& ctx, ThreadState& s, std::vector<Block>& into, std::size_t size) {
     void* p = workloads::allocate(size);
-    if (!p) std::abort();
+    if (!p) allocation_refused(size);
     touch_block(p, size);
     ctx.live.add(static_cast<int64_t>(size));
     into.push_back({p, size});

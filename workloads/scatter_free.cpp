@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "workloads/call_latency.h"
+#include "workloads/refused.h"
 #include "workloads/workload.h"
 
 namespace allocmark::workloads {
@@ -57,10 +58,7 @@ class ScatterFree final : public Workload {
         // Written whole, as a structure's objects are: every page of it resident.
         for (auto& o : objects) {
           o = workloads::allocate(object_);
-          if (!o) {
-            std::fprintf(stderr, "scatter_free: malloc(%zu) failed\n", object_);
-            std::abort();
-          }
+          if (!o) allocation_refused(object_);
           std::memset(o, 0x5a, object_);
           ctx.live.add(static_cast<int64_t>(object_));
           ++ops;

@@ -3,6 +3,7 @@
 // and the same calls for every allocator.
 #include "workloads/size_mix.h"
 #include "workloads/call_latency.h"
+#include "workloads/refused.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -94,7 +95,7 @@ uint64_t SizeMix::replace(ThreadContext& ctx, ThreadState& me, std::size_t slot)
   if (b.ptr) release_block(ctx, me, b);
   std::size_t size = sizes_.draw(me.rng);
   void* p = workloads::allocate(size);
-  if (!p) std::abort();  // the worker records the cell as crashed with the reason on stderr
+  if (!p) allocation_refused(size);
   if (touch_) touch_block(p, size);
   ctx.live.add(static_cast<int64_t>(size));
   b = Block{p, size};

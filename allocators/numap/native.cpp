@@ -3,6 +3,8 @@
 // only those ever used), so a phase's alloc_stats say where the pages are.
 #include <cctype>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -109,9 +111,32 @@ std::string version() {
   return fn != nullptr ? fn() : "";
 }
 
+std::size_t explain_refusal(char* buf, std::size_t n, std::size_t asked) {
+  // Resolved at the first call, which the worker makes before the workload starts (dlsym then).
+  static StatsFn* const fn = find_symbol<StatsFn>("numap_stats");
+  if (fn == nullptr || n == 0) return 0;
+  struct numap_stats s = {};
+  s.struct_size = sizeof s;
+  fn(&s, nullptr, 0);
+  if (s.capacity_bytes == 0 || s.enomem == 0) return 0;  // refused for another reason (the kernel's)
+  const char* set = std::getenv("NUMAP_CAPACITY");
+  char what[64];
+  if (asked != 0) std::snprintf(what, sizeof what, "a request of %zu bytes", asked);
+  else std::snprintf(what, sizeof what, "a request (operator new: its size not reported)");
+  const int len = std::snprintf(buf, n,
+                                "numap's capacity was exhausted: NUMAP_CAPACITY=%s allows %llu bytes, %llu were "
+                                "charged (%llu in use) when %s was refused (ENOMEM); raise NUMAP_CAPACITY above "
+                                "the workload's peak",
+                                set != nullptr ? set : "(unset)", static_cast<unsigned long long>(s.capacity_bytes),
+                                static_cast<unsigned long long>(s.mapped_bytes),
+                                static_cast<unsigned long long>(s.in_use_bytes), what);
+  return len <= 0 ? 0 : static_cast<std::size_t>(len) < n ? static_cast<std::size_t>(len) : n - 1;
+}
+
 }  // namespace
 
-constexpr NativeApi kNumapApi{"numap", &read_stats, &read_contention, &read_options, &purge, &version};
+constexpr NativeApi kNumapApi{"numap", &read_stats, &read_contention, &read_options, &purge, &version,
+                              &explain_refusal};
 
 const Backend kNumapBackend{
     "numap", "in-tree NUMA-aware mmap size-class allocator (allocators/numap)",

@@ -9,10 +9,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <exception>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -31,6 +34,7 @@
 #include "workloads/address_sample.h"
 #include "workloads/call_latency.h"
 #include "workloads/touch.h"
+#include "workloads/refused.h"
 #include "workloads/workload.h"
 
 namespace {
@@ -53,6 +57,67 @@ void report(const json& event) { allocmark::worker::write_report_line(kReportFd,
   std::fprintf(stderr, "allocmark-worker: %s\n", error.c_str());
   report({{"event", "error"}, {"error", error}});
   std::exit(code);
+}
+
+// A request the workload could not go on without was refused (workloads/refused.h), or an
+// exception escaped a workload thread (std::terminate): the cell fails with the reason, the
+// allocator's own where it gives one (numap: NUMAP_CAPACITY), not an abort with an empty log.
+// Nothing here allocates: the allocator has just refused. The report line is written by hand.
+const allocmark::allocators::NativeApi* g_refusal_api = nullptr;
+std::terminate_handler g_default_terminate = nullptr;
+
+[[noreturn]] void report_refusal(std::size_t bytes) {
+  char why[768];
+  std::size_t len = 0;
+  if (g_refusal_api != nullptr && g_refusal_api->explain_refusal != nullptr)
+    len = g_refusal_api->explain_refusal(why, sizeof why, bytes);
+  if (len == 0) {
+    const int n = bytes != 0 ? std::snprintf(why, sizeof why, "the allocator refused a request of %zu bytes (malloc returned null): out of memory", bytes)
+                             : std::snprintf(why, sizeof why, "the allocator refused a request (operator new threw std::bad_alloc): out of memory");
+    len = n > 0 ? std::min(static_cast<std::size_t>(n), sizeof why - 1) : 0;
+  }
+  // JSON without a library: every byte that would need escaping (or is not ASCII) becomes '?'.
+  char line[sizeof why + 64];
+  std::size_t at = 0;
+  auto put = [&](const char* t) { while (*t && at < sizeof line - 3) line[at++] = *t++; };
+  put("{\"event\":\"error\",\"error\":\"");
+  for (std::size_t i = 0; i < len && at < sizeof line - 3; ++i) {
+    const unsigned char c = static_cast<unsigned char>(why[i]);
+    line[at++] = c < 0x20 || c >= 0x7f || c == '"' || c == '\\' ? '?' : static_cast<char>(c);
+  }
+  put("\"}\n");
+  auto write_all = [](int fd, const char* p, std::size_t n) {
+    for (std::size_t done = 0; done < n;) {
+      const ssize_t w = ::write(fd, p + done, n - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return;
+      done += static_cast<std::size_t>(w);
+    }
+  };
+  write_all(2, "allocmark-worker: ", 18);
+  write_all(2, why, len);
+  write_all(2, "\n", 1);
+  write_all(kReportFd, line, at);
+  ::_exit(3);
+}
+
+void on_terminate() {
+  bool bad_alloc = false;
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::bad_alloc&) {
+      bad_alloc = true;
+    } catch (...) {
+    }
+  } else if (g_refusal_api != nullptr && g_refusal_api->explain_refusal != nullptr) {
+    // No exception object: the runtime could not even allocate the bad_alloc it was to throw.
+    char probe[8];
+    bad_alloc = g_refusal_api->explain_refusal(probe, sizeof probe, 0) != 0;
+  }
+  if (bad_alloc) report_refusal(0);
+  if (g_default_terminate != nullptr) g_default_terminate();
+  std::abort();
 }
 
 // The allocator's own API for this backend, or none (generic libraries expose nothing we know).
@@ -186,6 +251,15 @@ int measure_cell(const json& spec) {
   const auto* api = native_for(backend);
   report({{"event", "start"}, {"library", served}, {"pid", getpid()}, {"t_ns", now_ns()},
           {"version", api ? api->version() : ""}, {"options", api ? api->read_options() : json::object()}});
+
+  // Before the workload allocates: a refusal from here on fails the cell with its reason.
+  g_refusal_api = api;
+  if (api != nullptr && api->explain_refusal != nullptr) {
+    char warm[1];
+    api->explain_refusal(warm, 0, 0);  // resolves its symbol now, while allocating is still possible
+  }
+  wl::on_allocation_refused(&report_refusal);
+  g_default_terminate = std::set_terminate(&on_terminate);
 
   const wl::WorkloadInfo* info = wl::find_workload(workload_name);
   if (!info) fail("unknown workload " + workload_name);
@@ -334,6 +408,8 @@ int main(int argc, char** argv) {
   }
   try {
     return measure_cell(spec);
+  } catch (const std::bad_alloc&) {
+    report_refusal(0);
   } catch (const std::exception& e) {
     fail(e.what());
   }
