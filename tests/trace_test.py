@@ -236,6 +236,21 @@ class Record(TempDirTest):
         self.assertIn("allocation calls were not recorded", p.stderr)
         self.assertGreater(trace_json(path)["lost_events"], 0)
 
+    def test_phase_marks_past_the_limit_are_answered_error(self):
+        # A trace holds at most 128 marks: the recorder answers `error` to the 129th and later, so
+        # what it records always reads back (20,000 marks pushed the driver to 1.4 GB).
+        script = ("import os\n"
+                  "fd = int(os.environ['ALLOCMARK_PHASE_FD'])\n"
+                  "answers = []\n"
+                  "for k in range(130):\n"
+                  "    os.write(fd, b'phase p%d\\n' % k)\n"
+                  "    answers.append(os.read(fd, 16))\n"
+                  "print(answers.count(b'ok\\n'), answers.count(b'error\\n'))\n")
+        path, p = self.record("marks.trace", ["python3", "-c", script], "--phases")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "128 2\n")
+        self.assertEqual(len(trace_json(path)["phases"]), 129)  # startup and 128 marks
+
 
 class Damaged(TempDirTest):
     def test_a_corrupt_or_cut_trace_is_refused_naming_the_offset(self):
