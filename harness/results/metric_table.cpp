@@ -289,16 +289,26 @@ constexpr double kMaxSeconds = 1e9;
 constexpr double kMaxRatio = 1e9;
 }  // namespace
 
+namespace {
+// `held`: bytes a running process holds (its RSS), never 0; others (huge pages, a node's share) may be.
+std::string bytes_problem(std::string_view name, double v, bool held) {
+  const auto wrong = [&](std::string_view expected) { return fmt::format("{} is not a {}: {}", v, name, expected); };
+  if (!std::isfinite(v)) return wrong("not a finite number");
+  if (held ? v <= 0 : v < 0) return wrong(held ? "expected bytes above 0 (a running process holds memory)" : "expected bytes of 0 or more");
+  if (v > kMaxBytes) return wrong("more bytes than a 57-bit address space holds");
+  return "";
+}
+}  // namespace
+
+std::string field_bytes_problem(std::string_view field, double v) { return bytes_problem(field, v, false); }
+
 std::string value_problem(Metric m, double v) {
   const MetricRow& row = metric_row(m);
   const auto wrong = [&](std::string_view expected) { return fmt::format("{} is not a {}: {}", v, row.name, expected); };
   if (!std::isfinite(v)) return fmt::format("{} is not a {}: not a finite number", v, row.name);
   const std::string_view unit = row.unit;
   if (unit == "bytes") {
-    // A process may hold no huge page, and a node none of its pages; it always holds some memory.
-    const bool held = m == Metric::peak_rss_bytes || m == Metric::end_rss_bytes;
-    if (held ? v <= 0 : v < 0) return wrong(held ? "expected bytes above 0 (a running process holds memory)" : "expected bytes of 0 or more");
-    if (v > kMaxBytes) return wrong("more bytes than a 57-bit address space holds");
+    return bytes_problem(row.name, v, m == Metric::peak_rss_bytes || m == Metric::end_rss_bytes);
   } else if (unit == "1/s") {
     if (v < 0) return wrong("expected 0 or more operations a second");
     if (v > kMaxOpsPerSecond) return wrong("more than 10^12 operations a second");

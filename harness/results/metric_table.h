@@ -181,6 +181,9 @@ std::vector<Metric> default_node_metrics();
 // or above 10^18. No measurement gives such a value. One rule set: the model holds each phase of
 // every record it reads to it, and the gate each value of a baseline.
 std::string value_problem(Metric m, double value);
+// The same rule for a record's field of bytes that is no metric (idle_rss_bytes): from 0 (hand-made
+// records write 0 for a figure they do not have) to 2^57.
+std::string field_bytes_problem(std::string_view field, double value);
 
 // "peak_rss_bytes, rss_above_idle_over_live, ..." for help texts and messages.
 std::string metric_names(const std::vector<Metric>& metrics);

@@ -286,6 +286,10 @@ void check_plausible(const RecordReader& r, const CellResult& cell, const CellId
     r.fail(fmt::format("cell {} {} t{} r{}, phases[{}] ({}){}: {}", terminal_line(id.allocator), terminal_line(id.workload),
                        cell.threads, cell.rep, phase, terminal_line(cell.phases[phase].name), node, problem));
   };
+  if (cell.idle_rss_bytes)
+    if (std::string problem = field_bytes_problem("idle_rss_bytes", *cell.idle_rss_bytes); !problem.empty())
+      r.fail(fmt::format("cell {} {} t{} r{}: {}", terminal_line(id.allocator), terminal_line(id.workload), cell.threads,
+                         cell.rep, problem));
   for (std::size_t i = 0; i < cell.phases.size(); ++i) {
     const PhaseValues& p = cell.phases[i];
     for (const MetricRow& row : metric_table())

@@ -505,6 +505,11 @@ TEST(Reading, ImplausibleValuesAreRefusedNamingLineCellPhaseAndMetric) {
     EXPECT_NE(why.find("F/results.jsonl:1: cell glibc size_mix t2 r1, phases[1] (churn): "), std::string::npos) << why;
     EXPECT_NE(why.find(expected), std::string::npos) << field << ": " << why;
   }
+  // The idle RSS, a field no metric is, by the bytes rule.
+  json idle = good;
+  idle["idle_rss_bytes"] = -5;
+  EXPECT_NE(refusal(idle).find("F/results.jsonl:1: cell glibc size_mix t2 r1: -5 is not a idle_rss_bytes: expected bytes of 0 or more"),
+            std::string::npos) << refusal(idle);
   // A node's share above one (the phase's, over both nodes, is 0.55).
   json nodes = good;
   nodes["phases"][0]["nodes"] = json::array({{{"node", 0}, {"sampled_blocks", 10}, {"local_blocks", 11}},
