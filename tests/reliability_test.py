@@ -386,6 +386,43 @@ class BadInput(TempDir):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(sorted(r["status"] for r in records(self.out)), ["ok", "ok"])
 
+    def test_a_matrix_over_an_hour_says_its_estimate_and_starts_only_when_told(self):
+        # 10000 repetitions at the full size: days by the catalogue's typical cell times. Its cells are
+        # made tiny, so that a run started by mistake costs nothing; the estimate is the catalogue's.
+        tiny = ["--set", "size_mix.ops=1000", "--set", "size_mix.live_mib=4"]
+        long = ["-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "10000", "--size", "full"] + tiny
+        p = run(["run"] + long + ["--dry-run"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"estimate: 10000 cells at size full, about [0-9.]+ days")
+        # Not at a terminal (CI): refused with the estimate, nothing written.
+        p = subprocess.run([ALLOCMARK, "run"] + long + ["--out", self.out], stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("the matrix plans 10000 cells at size full, about", p.stderr)
+        self.assertIn("--yes", p.stderr)
+        self.assertFalse(os.path.exists(self.out))
+        m = os.path.join(self.tmp, "long.toml")
+        with open(m, "w") as f:
+            f.write('[matrix]\nexpect_hours = 1\nreps = 10000\nsize = "full"\nthreads = [1]\n')
+        self.assert_usage_error(["run", m, "-a", "glibc", "-w", "size_mix", "--out", self.out] + tiny,
+                                "long.toml:2:16: 'expect_hours' is 1, but the matrix plans 10000 cells")
+        self.assert_usage_error(["run", "-a", "glibc,jemalloc", "-w", "size_mix,hash_build", "-t", "1,2,3", "-r", "10000",
+                                 "--out", self.out], "plans 120000 cells, more than the 100000")
+        # Told to go on (--yes, or an expect_hours the estimate fits): it starts; stopped after a cell.
+        with open(m, "w") as f:
+            f.write('[matrix]\nexpect_hours = 1000\nreps = 10000\nsize = "full"\nthreads = [1]\n')
+        for i, args in enumerate([["run"] + long + ["--yes"], ["run", m, "-a", "glibc", "-w", "size_mix"] + tiny]):
+            out = os.path.join(self.tmp, "started-%d" % i)
+            proc = subprocess.Popen([ALLOCMARK] + args + ["--out", out], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+            try:
+                wait_for(lambda: os.path.exists(os.path.join(out, "results.jsonl")) and lines(out), limit=60,
+                         what="the first cell of %s" % args)
+            finally:
+                proc.send_signal(signal.SIGINT)
+                _, err = proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 130, err)
+
     def test_bad_numbers_in_a_matrix_file_point_at_their_position(self):
         for text, needle in [("[matrix]\ntimeout_s = nan\n", "m.toml:2:13"), ("[matrix]\nreps = 100000000000\n", "m.toml:2:8"),
                              ("[matrix]\ntimeout_s = inf\n", "finite")]:

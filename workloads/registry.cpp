@@ -144,4 +144,29 @@ const WorkloadInfo* find_workload(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+// Quick: measured with `allocmark run -a glibc -t 1 -r 1 --size quick` on the 2-core development
+// machine, other builds beside it (2026-12-06). Full: measured where a cell fits that machine
+// (arena_churn, size_mix); the others are the quick figure scaled by the ratio of the parameters
+// that set their work, plus their fixed wall-time phases (docs/workloads.md, "How long a cell
+// takes"). A workload registered without a row is estimated at 0 (registry_test asks for one).
+struct TypicalRow {
+  const char* workload;
+  CellSeconds seconds;
+};
+constexpr TypicalRow kTypicalCellSeconds[] = {
+    {"arena_churn", {5, 45}},        {"hash_build", {9, 300}},  {"insert_phases", {22, 23000}},
+    {"orc_scan", {11, 22500}},       {"percall", {5, 150}},     {"rocksdb", {17, 2300}},
+    {"rss_budget", {16, 260}},       {"scatter_free", {4, 60}}, {"size_mix", {12, 29}},
+};
+
+}  // namespace
+
+CellSeconds typical_cell_seconds(std::string_view workload) {
+  for (const auto& row : kTypicalCellSeconds)
+    if (workload == row.workload) return row.seconds;
+  return {};
+}
+
 }  // namespace allocmark::workloads

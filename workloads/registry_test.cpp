@@ -17,6 +17,11 @@ TEST(Registry, EveryWorkloadHasPhasesParamsAndASeed) {
       EXPECT_EQ(check_param_value(p, p.full), "") << w.name << "." << p.name;
     }
     EXPECT_TRUE(has_seed) << w.name;
+    // `run`'s estimate of a matrix reads each workload's typical cell time at both sizes.
+    if (!w.diagnostic && !w.named_only) {
+      EXPECT_GT(typical_cell_seconds(w.name).quick, 0) << w.name << ": no typical cell time (registry.cpp)";
+      EXPECT_GT(typical_cell_seconds(w.name).full, 0) << w.name << ": no typical cell time (registry.cpp)";
+    }
   }
 }
 

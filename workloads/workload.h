@@ -187,4 +187,14 @@ bool register_workload(WorkloadInfo info);
 const std::vector<WorkloadInfo>& registered_workloads();
 const WorkloadInfo* find_workload(std::string_view name);
 
+// What one cell of a workload typically takes, in seconds, at each size preset: one thread, the
+// preset's parameters, glibc, measured as docs/workloads.md ("How long a cell takes") says. `run`
+// adds them up to estimate a matrix before it starts one (docs/usage.md). 0 where not measured:
+// diagnostic and named-only workloads (a replay lasts as long as its trace), and programs.
+struct CellSeconds {
+  double quick = 0, full = 0;
+  double at(std::string_view size) const { return size == "full" ? full : quick; }
+};
+CellSeconds typical_cell_seconds(std::string_view workload);
+
 }  // namespace allocmark::workloads

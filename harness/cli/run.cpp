@@ -14,6 +14,7 @@
 #include "harness/cli/common.h"
 #include "harness/matrix/plan.h"
 #include "harness/runner/session.h"
+#include "workloads/workload.h"
 
 namespace allocmark::cli {
 namespace {
@@ -42,6 +43,62 @@ std::vector<int> parse_threads(const std::vector<std::string>& raw) {
     }
   }
   return out;
+}
+
+// A run estimated longer than this asks first (or needs --yes, or [matrix] expect_hours).
+constexpr double kAskAboveSeconds = 3600;
+// More cells than this is no plausible matrix (reps 10000 over a few axes): refused outright.
+constexpr std::size_t kMaxPlannedCells = 100000;
+
+std::string duration_text(double seconds) {
+  if (seconds < 90) return fmt::format("{:.0f} s", seconds);
+  if (seconds < 5400) return fmt::format("{:.0f} min", seconds / 60);
+  if (seconds < 48 * 3600) return fmt::format("{:.1f} h", seconds / 3600);
+  return fmt::format("{:.1f} days", seconds / 86400);
+}
+
+// The plan's length by the catalogue's typical cell times (workloads::typical_cell_seconds).
+struct RunEstimate {
+  double seconds = 0;
+  std::size_t unknown = 0;  // cells of programs, traces and diagnostics: no typical time
+  std::string text;          // "80000 cells, about 12.5 days by ..."
+};
+
+RunEstimate estimate_run(const mx::Plan& plan) {
+  RunEstimate e;
+  for (const auto& c : plan.cells) {
+    const double s = workloads::typical_cell_seconds(c.workload).at(plan.settings.size);
+    if (s > 0) e.seconds += s;
+    else ++e.unknown;
+  }
+  e.text = fmt::format("{} cells at size {}, about {} by the catalogue's typical cell times (docs/workloads.md)",
+                       plan.cells.size(), plan.settings.size, duration_text(e.seconds));
+  if (e.unknown) e.text += fmt::format(", {} of them (programs, traces, diagnostics) not counted", e.unknown);
+  return e;
+}
+
+// Before a long matrix starts: goes on with --yes, with an estimate within the file's
+// expect_hours, or when a person at a terminal says so; otherwise a ConfigError with the estimate.
+void confirm_long_run(const mx::Plan& plan, const RunEstimate& e, bool yes) {
+  if (plan.cells.size() > kMaxPlannedCells)
+    throw mx::ConfigError(fmt::format("the matrix plans {} cells, more than the {} any run takes; fewer reps, "
+                                      "allocators, workloads or threads",
+                                      plan.cells.size(), kMaxPlannedCells));
+  if (plan.expect_hours) {
+    if (e.seconds <= *plan.expect_hours * 3600) return;
+    throw mx::ConfigError(fmt::format("{}: 'expect_hours' is {:g}, but the matrix plans {}; raise it, or shrink the matrix",
+                                      plan.expect_hours_origin, *plan.expect_hours, e.text));
+  }
+  if (yes || e.seconds <= kAskAboveSeconds) return;
+  if (::isatty(0) && ::isatty(2)) {
+    std::cerr << "allocmark: the matrix plans " << e.text << ". Start it? [y/N] " << std::flush;
+    std::string answer;
+    std::getline(std::cin, answer);
+    if (answer == "y" || answer == "Y" || answer == "yes") return;
+    throw mx::ConfigError("not started");
+  }
+  throw mx::ConfigError("the matrix plans " + e.text + ": over an hour, and no one is at a terminal to say go on; add --yes, "
+                        "or [matrix] expect_hours = HOURS to the matrix file, to start it unattended");
 }
 
 }  // namespace
@@ -80,6 +137,8 @@ int run_command(const RunFlags& f) {
   mx::Plan plan = f.system_thp.empty() ? make_run_plan(f, matrix_path)
                                        : make_run_plan(f, matrix_path, f.system_thp, "this machine once --system-thp " + f.system_thp + " set it");
   for (const auto& n : plan.notes) std::cerr << "allocmark: " << n << "\n";
+  const RunEstimate estimate = estimate_run(plan);
+  if (!f.dry_run) confirm_long_run(plan, estimate, f.yes);
   rn::SessionOptions options;
   options.out_dir = f.out_dir.empty() && !f.out_given ? default_out_dir("") : f.out_dir;
   options.matrix_path = matrix_path;
@@ -95,6 +154,7 @@ int run_command(const RunFlags& f) {
 
   if (f.dry_run) {
     std::cout << plan.cells.size() << " cells (" << plan.settings.size << " size, timeout " << plan.settings.timeout_s << " s):\n";
+    std::cout << "estimate: " << estimate.text << "\n";
     for (const auto& c : plan.cells) std::cout << "  " << c.label() << "\n";
     return kExitOk;
   }
@@ -177,7 +237,10 @@ void add_run_flags(CLI::App* run_cmd, RunFlags& f) {
   run_cmd->add_flag("--retry-failed", f.retry_failed, "with --resume/--extend: also rerun cells recorded as failed, crashed or timeout");
   run_cmd->add_flag("--discard-corrupt-lines", f.discard_corrupt,
                     "with --resume/--extend: move invalid lines of results.jsonl to results.corrupt.jsonl instead of stopping");
-  run_cmd->add_flag("--dry-run", f.dry_run, "check the matrix and list its cells without running them");
+  run_cmd->add_flag("--dry-run", f.dry_run, "check the matrix and list its cells and the estimate of its length without running them");
+  run_cmd->add_flag("--yes", f.yes,
+                    "start a matrix estimated over an hour without asking (elsewhere than at a terminal it is refused "
+                    "without this or the matrix file's expect_hours)");
   run_cmd->add_option("--executor", f.executor, "where cells run: local (one after another on this host) or slurm (one sbatch job array)")
       ->check(CLI::IsMember({"local", "slurm"}));
   run_cmd->add_option("--slurm-opt", f.slurm_opts, "with --executor slurm: sbatch options, e.g. \"--partition=p --time=2:00:00 --exclusive\" (repeatable)");

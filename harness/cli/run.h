@@ -30,6 +30,7 @@ struct RunFlags {
   std::string out_dir;
   bool out_given = false;
   bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false;
+  bool yes = false;  // --yes: go on with a matrix estimated over an hour without asking
   std::string executor = "local";  // local | slurm
   std::string system_thp;          // --system-thp MODE
   std::vector<std::string> slurm_opts;

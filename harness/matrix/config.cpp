@@ -85,7 +85,7 @@ nlohmann::json toml_value(const std::string& path, const toml::node& node, const
 }
 
 void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFile& out) {
-  std::set<std::string> keys{"allocators", "workloads", "threads", "thp", "pin_threads"};
+  std::set<std::string> keys{"allocators", "workloads", "threads", "thp", "pin_threads", "expect_hours"};
   for (const auto& row : setting_rows())
     if (row.scope & kMatrixKey) keys.insert(row.key);
   reject_unknown_keys(path, t, "[matrix]", keys);
@@ -100,6 +100,10 @@ void parse_matrix_table(const std::string& path, const toml::table& t, MatrixFil
   if (auto n = t.get("thp")) {
     out.thp = string_list(path, *n, "thp");
     out.thp_origin = where(path, *n);
+  }
+  if (auto n = t.get("expect_hours")) {
+    out.expect_hours = number<double>(path, *n, "expect_hours", 0, kMaxExpectHours);
+    out.expect_hours_origin = where(path, *n);
   }
   if (auto n = t.get("pin_threads")) {
     if (!n->is_boolean()) fail(path, *n, "'pin_threads' must be true or false");

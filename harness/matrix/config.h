@@ -16,6 +16,7 @@ namespace allocmark::matrix {
 
 // The threads axis' limit (the settings' limits are their rows: harness/settings/settings.h).
 inline constexpr int kMaxThreads = 1024;
+inline constexpr double kMaxExpectHours = 24 * 365;
 
 // An allocator as a matrix names it: a backend, optionally another library of that kind, and the
 // environment that configures it. Built-in variants are data in configs/variants.toml.
@@ -52,6 +53,10 @@ struct MatrixFile : SettingChoices {
   std::vector<int> threads;
   std::vector<std::string> thp;  // the thp axis: never, madvise, always
   std::string thp_origin;        // where [matrix] thp is
+  // [matrix] expect_hours: how long the file's author expects the matrix to take; `run` goes on
+  // unattended with an estimate up to it (docs/usage.md).
+  std::optional<double> expect_hours;
+  std::string expect_hours_origin;
   // [params.<workload>] key = value, values kept as text and checked against the workload's specs.
   std::map<std::string, std::map<std::string, Located>> params;
   std::map<std::string, std::string> params_origin;  // workload -> where its [params.*] table is

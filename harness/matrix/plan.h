@@ -69,6 +69,8 @@ struct Plan {
   std::vector<ResolvedAllocator> allocators;  // distinct, in matrix order
   Settings settings;
   std::vector<std::string> notes;  // e.g. a default backend skipped because it is not installed
+  std::optional<double> expect_hours;  // the matrix file's [matrix] expect_hours
+  std::string expect_hours_origin;     // where it is set
   nlohmann::json as_json() const;  // the matrix as run, for meta.json
 };
 
