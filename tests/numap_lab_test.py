@@ -32,7 +32,7 @@ CONTRAST = "(glibc-contrast)"  # bind's glibc run: the only process the guest's 
 SEEDS = ["arena_churn", "hash_build", "insert_phases", "orc_scan", "rss_budget", "size_mix"]
 # The seed workloads at 8 threads, sized for the emulated guest (one cell under TCG takes tens of
 # seconds): size_mix as issue 41 ran it (numap crashed in 2 of 3 such cells on 618abae), the others
-# a few MiB per thread, each phase still run. The stress: 5000 checked calls per thread.
+# a few MiB per thread, each phase still run. The stress: 2000 checked calls per thread.
 MATRIX = """
 [matrix]
 allocators = ["numap"]
@@ -47,8 +47,8 @@ ops = 100000
 live_mib = 32
 [params.arena_churn]
 pool_threads = 8
-burst_requests = 40
-steady_requests = 40
+burst_requests = 20
+steady_requests = 20
 long_lived_per_slot = 32
 idle_ms = 200
 [params.hash_build]
@@ -58,7 +58,7 @@ probes = 20000
 budget_mib = 64
 [params.orc_scan]
 target = "64M"
-volume = "64M"
+volume = "32M"
 class_bytes = "4M"
 classes = "128K-128K,4K-400K,1M-2M"
 huge_sizes = "2M,4M"
@@ -77,7 +77,7 @@ q_seconds = 0.2
 idle_s = 0.2
 
 [programs.numap_stress]
-command = "{stress} --ops 5000 --threads 8"
+command = "{stress} --ops 2000 --threads 8"
 """
 
 
