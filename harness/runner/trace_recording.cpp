@@ -124,7 +124,7 @@ RecordedTrace record_trace(const TraceRecording& r) {
   out.exit_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   if (!out.lost.empty()) return out;
   try {
-    out.trace = parser.finish();
+    out.trace = parser.finish(out.exit_signal != 0);
   } catch (const trace::TraceError& e) {
     // Cut inside a chunk (a signal, a closed descriptor), or ids that do not check out.
     out.lost = fmt::format("the recording does not read back ({}); no trace written", e.what());

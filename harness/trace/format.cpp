@@ -278,7 +278,11 @@ std::size_t StreamParser::parse_chunk(const uint8_t* p, const uint8_t* end, uint
   }
 }
 
-Trace StreamParser::finish() {
+Trace StreamParser::finish(bool cut_off) {
+  if (cut_off) {
+    pending_.clear();
+    chunk_left_ = 0;
+  }
   if (!pending_.empty() || chunk_left_)
     throw TraceError(at(consumed_) + ": the stream ends inside a chunk (" + std::to_string(pending_.size() + chunk_left_) +
                      " bytes missing or waiting)");

@@ -115,9 +115,11 @@ struct Trace {
 class StreamParser {
  public:
   void feed(const uint8_t* data, std::size_t size);
-  // The stream ended here: a chunk cut off in the middle is an error; then the trace read so far,
-  // threads in the order of their numbers and ids renumbered (renumber_ids).
-  Trace finish();
+  // The stream ended here: a chunk cut off in the middle is an error, unless `cut_off` (the
+  // recording of a program a signal ended: its writer may have been stopped inside a chunk), when
+  // the chunk's complete events are kept; then the trace read so far, threads in the order of
+  // their numbers and ids renumbered (renumber_ids).
+  Trace finish(bool cut_off = false);
   uint64_t offset() const { return consumed_ + pending_.size(); }
 
  private:

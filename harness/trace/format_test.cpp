@@ -152,6 +152,20 @@ TEST(TraceFormat, AStreamCutInsideAChunkIsRefused) {
   EXPECT_THROW(p.finish(), TraceError);
 }
 
+// The recording of a program a signal ended may stop inside a chunk: its complete events are kept.
+TEST(TraceFormat, ARecordingCutBySignalKeepsItsCompleteEvents) {
+  Trace t = two_threads();
+  t.ended = false;
+  std::vector<uint8_t> s = encode_stream(t);
+  StreamParser p;
+  p.feed(s.data(), s.size() - 2);  // inside thread 1's last event (DeleteAligned: op, dt, id, size)
+  Trace r = p.finish(true);
+  ASSERT_EQ(r.threads.size(), 2u);
+  EXPECT_EQ(r.threads[0].events, 4u);
+  EXPECT_EQ(r.threads[1].events, 2u);
+  EXPECT_FALSE(r.ended);
+}
+
 TEST(TraceFormat, IdsAreChecked) {
   auto check = [](ThreadEvents events) {
     Trace t;
