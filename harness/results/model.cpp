@@ -366,6 +366,7 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
   // folder read with one of its sources. Within a folder it is a duplicate line, or a part file
   // the driver gathered but had not removed yet (skipped silently below as well).
   const std::size_t folder = folders_seen_.size();
+  id_collisions_.add(record, file, line);
   if (auto [first, fresh] = records_read_.try_emplace(fnv1a(record_copy_identity(record)), FirstRead{folder, line}); !fresh) {
     if (first->second.folder != folder) ++records_in_other_folders_;
     else if (!reading_parts_) duplicates_.emplace_back(line, first->second.line);
@@ -392,6 +393,7 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
   cell.phases = r.phases([this](const std::string& name) { return intern_workload_metric(name); });
   cell.stdout_checksum = r.optional_string("stdout_checksum");
   check_plausible(r, cell, id);
+  if (const json thp = r.optional_object("thp"); thp.contains("how") && thp["how"].is_string()) cell.thp_how = thp["how"];
   // Records always carry a key; one written by hand may not. It gets one of the same shape, but
   // without the driver's key nothing says two records are the same cell: each is taken as its own.
   auto key = r.optional_string(kRecordKey);
@@ -433,7 +435,6 @@ void Model::add_line(std::string_view text, const std::string& file, std::size_t
   if (record.is_discarded() || !record.is_object()) {
     warnings_.push_back(unterminated ? describe_line(file, line) +
                                            ": last line cut short (no newline at the end: a run still writing, or "
-  id_collisions_.add(record, file, line);
                                            "one that died mid-write); skipped"
                                      : describe_line(file, line) + ": not a JSON object; line skipped");
     return;
@@ -543,6 +544,7 @@ Model Model::load(const std::vector<std::string>& dirs, const LoadOptions& optio
     model.warnings_.push_back(fmt::format("{} record{} appear{} in more than one folder; counted once (the same "
                                           "record_id, or the same content for records without one)",
                                           n, n == 1 ? "" : "s", n == 1 ? "s" : ""));
+  model.warn_on_id_collisions();
   model.warn_on_differing_outputs();
   return model;
 }
@@ -551,8 +553,13 @@ Model Model::from_records(const std::vector<json>& records, const std::string& s
   Model model;
   for (std::size_t i = 0; i < records.size(); ++i) model.add_record(records[i], source, i + 1);
   model.finish_file(source);
+  model.warn_on_id_collisions();
   model.warn_on_differing_outputs();
   return model;
+}
+
+void Model::warn_on_id_collisions() {
+  if (std::string warning = id_collisions_.warning(); !warning.empty()) warnings_.push_back(warning);
 }
 
 void Model::warn_on_differing_outputs() {
@@ -610,7 +617,6 @@ class Disambiguator {
     std::string parts;
     for (const auto& k : keys) {
       std::optional<std::string> first;
-  model.warn_on_id_collisions();
       bool differs = false;
       for (const auto& other : entries_) {
         if (other.name != e.name) continue;
@@ -619,15 +625,10 @@ class Disambiguator {
         else if (*first != v) differs = true;
       }
       if (!differs) continue;
-  model.warn_on_id_collisions();
       std::string v = value_of(e, k);
       // A library path or a long MALLOC_CONF would swamp the column: a short hash still tells them apart.
       if (v.size() > 24) v = "#" + fnv1a_hex(v, 6);
       parts += (parts.empty() ? "" : ",") + k + "=" + v;
-void Model::warn_on_id_collisions() {
-  if (std::string warning = id_collisions_.warning(); !warning.empty()) warnings_.push_back(warning);
-}
-
     }
     return parts.empty() ? e.name : e.name + "[" + parts + "]";
   }

@@ -86,6 +86,9 @@ struct CellResult {
   std::optional<std::string> error;
   std::optional<double> idle_rss_bytes;
   std::optional<std::string> library, allocator_version;  // what really served malloc, and its version
+  // The record's thp.how: "prctl" where the cell set its own mode (the thp axis' never), "machine"
+  // where it ran under the machine's, "" for records from before it was written.
+  std::string thp_how;
   std::vector<PhaseValues> phases;
   // A program cell's standard output (FNV-1a): the same program should print the same under every
   // allocator; Model warns when it does not.
@@ -307,9 +310,9 @@ class Model {
   };
   std::unordered_map<std::uint64_t, FirstRead> records_read_;
   std::size_t records_in_other_folders_ = 0;
-};
-
-}  // namespace allocmark::results
   // Records of other cells or attempts that share a record_id: both kept, said once at the end.
   RecordIdCollisions id_collisions_;
   void warn_on_id_collisions();
+};
+
+}  // namespace allocmark::results

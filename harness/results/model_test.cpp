@@ -343,7 +343,6 @@ TEST(Reading, TheSameRecordInTwoFoldersCountsOnceAndIsSaid) {
   EXPECT_TRUE(Model::load({a, b}).warnings().empty());
 }
 
-TEST(Reading, RecordIdentityIsTheIdElseTheContentWithoutOriginAndHost) {
 // An id is drawn per record, but an edit or a botched copy can give two records of other cells one
 // id: they are two records, both kept, and said (issue 41: "line 2 repeats line 1" dropped one).
 TEST(Reading, RecordsOfOtherCellsSharingAnIdAreBothKeptAndSaid) {
@@ -375,6 +374,7 @@ TEST(Reading, RecordsOfOtherCellsSharingAnIdAreBothKeptAndSaid) {
   EXPECT_NE(said.find(e + "/results.jsonl:2 and " + d + "/results.jsonl:1"), std::string::npos) << said;
 }
 
+TEST(Reading, RecordIdentityIsTheIdElseTheContentWithoutOriginAndHost) {
   json r = cell("glibc", 1, {phase("fill", 1000, 1000, 1, 1)});
   json moved = r;
   moved["origin"] = "/elsewhere";
