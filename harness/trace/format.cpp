@@ -299,11 +299,11 @@ Trace StreamParser::finish(bool cut_off) {
   thread_number_.clear();
   last_time_us_.clear();
   slot_of_.clear();
-  renumber_ids(trace_);
+  renumber_ids(trace_, cut_off);
   return std::move(trace_);
 }
 
-void renumber_ids(Trace& trace) {
+void renumber_ids(Trace& trace, bool cut_off) {
   // Every id allocated, sorted: an id's new number is its place here, from 1.
   std::vector<uint64_t, MappedAllocator<uint64_t>> ids;
   for (const auto& t : trace.threads)
@@ -322,6 +322,10 @@ void renumber_ids(Trace& trace) {
   std::vector<uint8_t, MappedAllocator<uint8_t>> freed(ids.size() + 1, 0);
   auto free_of = [&](uint64_t id, std::size_t thread, const char* how) -> uint64_t {
     const uint64_t n = number(id);
+    if (!n && cut_off) {
+      ++trace.unknown_frees;  // allocated in a buffer the signal never let out
+      return 0;
+    }
     if (!n) throw TraceError("object " + std::to_string(id) + " is " + how + " by thread " + std::to_string(thread) + " but never allocated");
     if (freed[n]) throw TraceError("object " + std::to_string(id) + " is freed twice (thread " + std::to_string(thread) + ")");
     freed[n] = 1;
@@ -342,13 +346,21 @@ void renumber_ids(Trace& trace) {
             e.old_id = free_of(e.old_id, t, "resized");
           } else if (const uint64_t n = number(e.old_id)) {
             e.old_id = n;  // a failed realloc: its block stays live
+          } else if (cut_off) {
+            e.old_id = 0;
           } else {
             throw TraceError("object " + std::to_string(e.old_id) + " is resized by thread " + std::to_string(t) + " but never allocated");
           }
         }
+        if (!e.old_id) e.old_size = 0;  // a realloc of a block the trace does not hold: of NULL
         e.id = e.id ? number(e.id) : 0;
       } else if (is_free(e.op) && e.id) {
         e.id = free_of(e.id, t, "freed");
+        if (!e.id) {  // cut off: the free of a block whose allocation never came out
+          --trace.threads[t].events;
+          --trace.events;
+          continue;
+        }
       }
       uint8_t b[kMaxEventBytes];
       const std::size_t n = put_event(b, e, e.time_us - previous_us);

@@ -139,7 +139,9 @@ class StreamParser {
 // Every freed or resized id was allocated, and none twice (TraceError otherwise: the replay relies
 // on it, a free waits for its allocation); then the ids are renumbered 1..objects in their order,
 // so tables indexed by id are sized by what the trace holds (an id of 2^31 is not 2^31 entries).
-void renumber_ids(Trace& trace);
+// `cut_off` (a recording a signal ended): a block freed or resized whose allocation never came out
+// of its thread's buffer is counted as an unknown free (the free left out, the realloc one of NULL).
+void renumber_ids(Trace& trace, bool cut_off = false);
 
 // The record stream of `trace` in its canonical form (what write_trace compresses).
 std::vector<uint8_t> encode_stream(const Trace& trace);

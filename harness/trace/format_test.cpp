@@ -166,6 +166,28 @@ TEST(TraceFormat, ARecordingCutBySignalKeepsItsCompleteEvents) {
   EXPECT_FALSE(r.ended);
 }
 
+// ... and a free whose allocation was still in another thread's buffer is counted, not an error.
+TEST(TraceFormat, ARecordingCutBySignalCountsFreesOfBlocksNeverSeen) {
+  Trace t;
+  t.threads.push_back(Events().op(Op::Malloc, {1, 1, 8}).op(Op::Free, {1, 5, 8}).op(Op::Realloc, {1, 6, 2, 32, 16}).done());
+  std::vector<uint8_t> s = encode_stream(t);
+  StreamParser strict, cut;
+  strict.feed(s.data(), s.size());
+  EXPECT_THROW(strict.finish(), TraceError);
+  cut.feed(s.data(), s.size());
+  Trace r = cut.finish(true);
+  EXPECT_EQ(r.events, 2u);
+  EXPECT_EQ(r.threads[0].events, 2u);
+  EXPECT_EQ(r.unknown_frees, 2u);
+  EventCursor c = r.threads[0].cursor();
+  Event e;
+  ASSERT_TRUE(c.next(e));
+  ASSERT_TRUE(c.next(e));
+  EXPECT_EQ(e.op, Op::Realloc);
+  EXPECT_EQ(e.old_id, 0u);
+  EXPECT_EQ(e.time_us, 3u);
+}
+
 TEST(TraceFormat, IdsAreChecked) {
   auto check = [](ThreadEvents events) {
     Trace t;
