@@ -127,6 +127,7 @@ class PerPhase(TempDirTest):
         with open(base) as f:
             for cell in json.load(f)["cells"]:
                 self.assertEqual(cell["values"]["anon_huge_bytes"], [0, 0, 0], cell["phase"])
+                self.assertNotIn("thp_how", cell, cell["phase"])  # off the axis: the machine's mode
         p = run(["gate", base, runs["after"], "--metric", "anon_huge_bytes", "--format", "json"])
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         verdicts = {v["phase"]: v for v in json.loads(p.stdout)["verdicts"]}
@@ -166,6 +167,14 @@ class ThpAxis(TempDirTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("jemalloc:thp@thp=never", p.stdout)
         self.assertIn("jemalloc:thp@thp=" + mode, p.stdout)
+        # A baseline keeps how each cell got its mode, read from the records: what the gate decides
+        # a machine's other mode by (never from the name).
+        base = os.path.join(self.tmp, "base.json")
+        p = run(["baseline", self.out, "-o", base])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(base) as f:
+            for cell in json.load(f)["cells"]:
+                self.assertEqual(cell["thp_how"], "prctl" if cell["allocator"].endswith("@thp=never") else "machine", cell)
 
     def test_a_program_cell_inherits_never(self):
         p = run(["run", "-a", "glibc", "--thp", "never", "--program", "status=grep THP_enabled /proc/self/status",

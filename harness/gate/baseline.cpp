@@ -192,9 +192,11 @@ RunSummary summarize_run(const std::string& dir) {
       g.phase = phase;
       g.under_test = {{"library", c.library.value_or("")}, {"version", c.allocator_version.value_or("")},
                       {"env", id.env}, {"params", id.params}, {"allocmark_commit", run.commit}};
+      g.thp_how = c.thp_how;
       run.cells.push_back(std::move(g));
     }
     GateCell& g = run.cells[it->second];
+    if (g.thp_how != c.thp_how) g.thp_how.clear();  // records that disagree: not known
     json setup = cell_setup(id.backend, id.preload, id.env, id.params);
     if (std::find(g.setups.begin(), g.setups.end(), setup) == g.setups.end()) g.setups.push_back(std::move(setup));
     return g;
@@ -243,6 +245,7 @@ json baseline_json(const RunSummary& run, const std::string& source) {
     // env and params are under_test's; the rest of the setup is kept beside them.
     if (c.setups.size() == 1)
       cell["allocator_config"] = {{"backend", c.setups[0]["backend"]}, {"library", c.setups[0]["library"]}};
+    if (!c.thp_how.empty()) cell["thp_how"] = c.thp_how;
     cells.push_back(std::move(cell));
   }
   return {{"allocmark_baseline", kBaselineVersion}, {"source", source}, {"machine", run.machine},
@@ -338,6 +341,12 @@ RunSummary read_baseline(const std::string& path) {
         r.fail(named + ".allocator_config.library", "expected the preloaded library's path (\"\" for glibc), found " + json_excerpt(library));
       g.setups.push_back(cell_setup(r.text(config, named + ".allocator_config", "backend"), library.get<std::string>(),
                                     g.under_test.value("env", json::object()), g.under_test.value("params", json::object())));
+    }
+    if (c.contains("thp_how")) {
+      g.thp_how = r.text(c, named, "thp_how");
+      if (g.thp_how != "prctl" && g.thp_how != "machine")
+        r.fail(named + ".thp_how", "expected \"prctl\" or \"machine\" (how the cell got its transparent huge page mode), found " +
+                                       json_excerpt(c["thp_how"]));
     }
     if (auto [it, fresh] = seen.try_emplace(g.id(), i); !fresh)
       r.fail(where, fmt::format("the same cell as cells[{}] ({}); each cell and phase appears once", it->second, rs::terminal_line(g.id())));

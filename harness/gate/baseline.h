@@ -51,6 +51,10 @@ struct GateCell {
   // glibc), env, params}. One per cell in a sound folder; empty when read from a baseline written
   // before baselines kept the backend and library.
   std::vector<nlohmann::json> setups;
+  // How the cell got its transparent-huge-page mode, from its records' thp.how: "prctl" (set for
+  // its own process: the machine's mode is no difference for it), "machine", or "" (unknown:
+  // records or a baseline from before, or records that disagree) which counts as "machine".
+  std::string thp_how;
   std::string id() const;                               // "jemalloc size_mix t2 churn"
   std::string cell_name() const;                        // "jemalloc size_mix t2": the cell a rerun runs
 };

@@ -143,8 +143,9 @@ Verdict identify(const GateCell& c, const std::string& metric) {
 GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::vector<std::string>& metrics,
                  const std::string& phase, const RuleSettings& rule) {
   GateResult result;
-  // A cell on the thp axis (jemalloc@thp=never) ran under the mode its name says, whatever the
-  // machine's: for it, the machine's THP mode is not a difference between the runs.
+  // A cell that set its own THP mode (thp.how "prctl": the thp axis' never) ran under it whatever
+  // the machine's: for it, the machine's THP mode is not a difference between the runs. Read from
+  // the records, never from the name: a variant may be called anything.
   std::string difference_besides_thp;
   for (const auto& [k, v] : baseline.machine.items())
     if (now.machine.value(k, json()) != v) {
@@ -175,8 +176,8 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
           v.reason = "--strict: what is under test changed";
         }
       }
-      const std::string& difference =
-          b.allocator.find(matrix::kThpNameMark) != std::string::npos ? difference_besides_thp : result.machine_difference;
+      const bool own_mode = b.thp_how == "prctl" && it != by_id.end() && it->second->thp_how == "prctl";
+      const std::string& difference = own_mode ? difference_besides_thp : result.machine_difference;
       if (!difference.empty() && v.verdict != "missing") {
         if (!rule.allow_mismatch) {
           v.verdict = "not comparable";
