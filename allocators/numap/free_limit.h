@@ -58,24 +58,32 @@ class FreeLimit {
   // and the Slots' debts (Slot::limit_owed) are to be forgotten with its counts.
   std::uint64_t allowance(std::uint32_t now, std::uint64_t free, std::uint64_t in_use, const Options& opt,
                           bool* new_window);
-  // Bytes the limit advised away (at tick `now`), `resident` of them resident when it did (the
-  // kernel's answer, Os::resident_bytes; a chunk's charged pages are resident only where the
-  // program wrote them or numap populated or moved them in), and bytes of them the same classes
-  // charged again. Only a give-back that was nearly all resident (kDense) is remembered for
-  // take_recent: the program writes what it allocates, and will write what it builds next as it
-  // wrote what it freed. One that was not (blocks written in part: a buffer reserved ahead, a
-  // vector grown by doubling, a header written in a 256 KiB block) forgets what was remembered:
-  // populating its charged pages made resident what the program never writes (issue 41: 147 MiB
-  // where faults alone held 49).
-  void gave(std::uint64_t bytes, std::uint64_t resident, std::uint32_t now) {
+  // What a pass of the limit gave back of page chunks (page classes' Slots; slabs apart, see gave):
+  // their charged bytes and how many of those were resident when it did (the kernel's answer,
+  // Os::resident_bytes). A chunk's charged pages are resident only where the program wrote them or
+  // numap populated or moved them in.
+  struct Given {
+    std::uint64_t chunk_bytes = 0, resident = 0;
+  };
+  // Bytes the limit advised away (at tick `now`), of which `chunks` in page chunks, and bytes of
+  // them the same classes charged again. Only a give-back whose page chunks were nearly all
+  // resident (kDense) is remembered for take_recent, as many bytes as were resident: the program
+  // writes the chunks it allocates whole, and will write the ones it builds next as it wrote those.
+  // One whose page chunks were not (blocks written in part: a buffer reserved ahead, a vector grown
+  // by doubling, a header written in a 256 KiB block) forgets what was remembered: populating their
+  // charged pages made resident what the program never writes (issue 41: 136 MiB where faults alone
+  // held 50). Slabs say nothing either way: every page of a slab of small objects is written when
+  // each object's first bytes are, whatever the program does with its larger blocks (orc_scan with
+  // the first 256 bytes of each block written gave back dense slabs beside sparse buffers).
+  void gave(std::uint64_t bytes, const Given& chunks, std::uint32_t now) {
     given_.fetch_add(bytes, std::memory_order_relaxed);
-    if (bytes == 0) return;
-    if (resident * kDenseOf < bytes * kDense) {
+    if (chunks.chunk_bytes == 0) return;
+    if (chunks.resident * kDenseOf < chunks.chunk_bytes * kDense) {
       recent_.store(0, std::memory_order_relaxed);
       return;
     }
     recent_tick_.store(now, std::memory_order_relaxed);
-    recent_.fetch_add(resident, std::memory_order_relaxed);
+    recent_.fetch_add(chunks.resident, std::memory_order_relaxed);
   }
   // A give-back counts as written through when kDense / kDenseOf of its bytes were resident.
   static constexpr std::uint64_t kDense = 7, kDenseOf = 8;

@@ -45,11 +45,12 @@ constexpr int kBorrowClasses = 4;  // a page class may borrow a free resident ch
 // first malloc(64) touches one page of its slab, target 3); above it the slab is carved within
 // moments, and what is populated ahead of use is at most the newest slab (1/16 of the class's).
 constexpr std::uint64_t kPopulateAfter = 1ull << 20;
-// ... and with auto only classes of objects up to a page (all: every class): every page of such a
-// slab holds the start of an object, so a program that writes the first byte of each object it
-// takes writes every page of the slab. A larger object's later pages are written only if the program writes that far: a
-// 16 KiB object with its first 256 bytes written leaves three of its four pages unwritten, and
-// populating them made resident what the program never writes (issue 41).
+// ... and with auto, classes of objects up to a page (all: every class): every page of such a slab
+// holds the start of an object, so a program that writes the first byte of each object it takes
+// writes every page of the slab. A larger object's later pages are written only if the program
+// writes that far (a 16 KiB object with its first 256 bytes written leaves three of its four pages
+// unwritten, and populating them made resident what the program never writes, issue 41): such a
+// class is populated only where its older slab is wholly resident (Heap::writes_through).
 constexpr std::uint32_t kPopulateObjectMax = 4096;
 
 // Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
@@ -368,6 +369,14 @@ class Heap {
   // Points the fast paths' ranges (slab_base/span, page_base/span) at the cache's node, tc->node.
   void set_home(ThreadCache* tc);
   void release_slab(int part, SlabMeta* s);
+  // Whether the program writes every page of a class's slabs, so a new one may be populated: yes
+  // for objects of `size` up to a page (kPopulateObjectMax) and under NUMAP_POPULATE=all; above a
+  // page only where the class's older slab (Central::older_slab) is wholly resident (one mincore).
+  bool writes_through(Central& c, std::uint32_t size) {
+    if (size <= kPopulateObjectMax || opt_.populate == Populate::kAll) return true;
+    char* older = c.older_slab.load(std::memory_order_relaxed);
+    return older != nullptr && os_->resident_bytes(older, kSlabBytes) == kSlabBytes;
+  }
 
   // ---- page-class thread cache (heap_page_cache.cpp; the owner's guard: heap_internal.h) ----
   // Page classes: the thread cache in front of the Slots (classes < kPageCacheClasses).
@@ -419,9 +428,10 @@ class Heap {
   // (-1: all), skipping slot `skip_slot`, largest classes first; `aged`: only those given back at
   // or before tick `freed_by`. Returns bytes advised away.
   // `owe`: each Slot remembers what was taken from it (Slot::limit_owed; the free limit's purges).
-  // `resident` (when given): adds the bytes of the discarded runs that were resident (Os::resident_bytes).
+  // `given` (when not null): adds the page classes' discarded bytes and those of them that were
+  // resident (Os::resident_bytes; the free limit's FreeLimit::Given).
   std::uint64_t purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by,
-                            bool owe = false, std::uint64_t* resident = nullptr);
+                            bool owe = false, FreeLimit::Given* given = nullptr);
   // Fresh pages are about to be charged for slot `slot` of `part`: advise away as many bytes of
   // free resident chunks of the node's other classes idle for NUMAP_EXCHANGE_MS, so RSS does not
   // grow while idle resident memory exists.

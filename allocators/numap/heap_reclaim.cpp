@@ -21,7 +21,7 @@ std::size_t Heap::purge(std::uint64_t want, int only_part) {
 }
 
 std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by,
-                                bool owe, std::uint64_t* resident) {
+                                bool owe, FreeLimit::Given* given) {
   std::uint64_t got = 0;
   PurgeRun runs[32];
   // Largest classes first: the fewest calls for the most bytes, and the slabs (64 KiB) in their place.
@@ -38,12 +38,15 @@ std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot
           if (n == 0) break;
           std::uint64_t released = 0;
           for (int r = 0; r < n; ++r) {
-            const std::uint64_t was =
-                resident != nullptr && runs[r].bytes != 0 ? os_->resident_bytes(sl.address(runs[r].first), runs[r].bytes) : 0;
+            const bool count = given != nullptr && si != kSlabSlot && runs[r].bytes != 0;
+            const std::uint64_t was = count ? os_->resident_bytes(sl.address(runs[r].first), runs[r].bytes) : 0;
             runs[r].ok = runs[r].bytes == 0 || discard_run(p, sl, runs[r].first, runs[r].count, runs[r].bytes);
             if (runs[r].ok) {
               released += runs[r].bytes;
-              if (resident != nullptr) *resident += was;
+              if (count) {
+                given->chunk_bytes += runs[r].bytes;
+                given->resident += was;
+              }
             }
           }
           sl.purge_done(runs, n);
@@ -132,13 +135,13 @@ void Heap::limit_pass(int part) {
   // Down to three quarters of the allowance, so that a release does not come back every MiB.
   const std::uint64_t want = free - allowed / 4 * 3;
   std::uint64_t got = 0;
-  // How much of it was resident (mincore per run) only where NUMAP_POPULATE=auto will read it.
-  std::uint64_t resident = 0;
-  std::uint64_t* count = opt_.populate == Populate::kAuto ? &resident : nullptr;
+  // How much of its page chunks was resident (mincore per run) only where NUMAP_POPULATE=auto reads it.
+  FreeLimit::Given given;
+  FreeLimit::Given* count = opt_.populate == Populate::kAuto ? &given : nullptr;
   if (opt_.exchange_ms > 0)
     got = purge_pages(want, part, -1, true, now - static_cast<std::uint32_t>(opt_.exchange_ms), true, count);
   if (got < want) got += purge_pages(want - got, part, -1, false, 0, true, count);
-  np.free_limit.gave(got, resident, now);
+  np.free_limit.gave(got, given, now);
   if (got != 0) tcache_pressure();
   counters_.limited_bytes.fetch_add(got, std::memory_order_relaxed);
 }

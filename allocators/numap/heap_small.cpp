@@ -131,9 +131,10 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     s->capacity = static_cast<std::uint16_t>(kSlabBytes / size);
     s->nfree = s->capacity;
     Central& c2 = np.central[cls];
-    if (opt_.populate != Populate::kNone && (size <= kPopulateObjectMax || opt_.populate == Populate::kAll) && old < kSlabBytes &&
-        c2.slab_bytes.load(std::memory_order_relaxed) >= kPopulateAfter)
+    if (opt_.populate != Populate::kNone && old < kSlabBytes &&
+        c2.slab_bytes.load(std::memory_order_relaxed) >= kPopulateAfter && writes_through(c2, size))
       populate(slab + old, kSlabBytes - old);
+    c2.older_slab.store(c2.newest_slab.exchange(slab, std::memory_order_relaxed), std::memory_order_relaxed);
     c2.slab_bytes.fetch_add(kSlabBytes, std::memory_order_relaxed);
     LockGuard g(c2.lock);
     central_link(&c2, s);

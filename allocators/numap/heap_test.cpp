@@ -2345,10 +2345,43 @@ TEST_F(PopulateTest, BlocksWrittenInPartTakeNothingBackThatTheProgramDidNotWrite
   for (char* p : held) heap.free(p);
 }
 
-// Issue 41: a busy class of objects above a page (16 KiB) is not populated under auto: a program
-// writing each object's first 256 bytes writes one page of its four. Classes up to a page still
-// are (every page of their slab holds an object's start); `all` populates every class.
-TEST_F(PopulateTest, ABusyClassOfObjectsAboveAPageIsNotPopulated) {
+// Issue 41: slabs given back say nothing of the page chunks the program writes: a give-back of
+// fully written small objects' slabs leaves auto nothing to populate a fresh chunk with (the
+// program beside them writes the first 256 bytes of each 1 MiB block).
+TEST_F(PopulateTest, SlabsGivenBackDoNotCountForPageChunks) {
+  Options o;
+  o.tcache = false;
+  o.decay_ms = 0;
+  o.free_percent = 25;
+  o.free_floor = kMiB;
+  o.move_pieces = 0;
+  make_with(o);
+  std::vector<char*> held;
+  for (int i = 0; i < 8; ++i) {
+    held.push_back(static_cast<char*>(heap.malloc(kMiB)));
+    memset(held.back(), 1, 256);
+  }
+  std::vector<void*> small;
+  for (int i = 0; i < 16 * 1024; ++i) {  // 16 MiB of 1 KiB objects, every byte written
+    small.push_back(heap.malloc(1024));
+    memset(small.back(), 1, 1024);
+  }
+  FakeOs::populated.clear();  // the busy class's own slabs (objects up to a page)
+  for (void* p : small) heap.free(p);
+  ASSERT_GE(stats().limited_bytes, 4 * kMiB);  // the limit gave slabs back
+  char* next = static_cast<char*>(heap.malloc(kMiB));
+  memset(next, 1, 256);
+  EXPECT_TRUE(FakeOs::populated.empty());
+  EXPECT_EQ(written_pages(next, kMiB), 1u);
+  heap.free(next);
+  for (char* p : held) heap.free(p);
+}
+
+// Issue 41: a busy class of objects above a page (16 KiB) is not populated under auto where the
+// program writes each object's first 256 bytes (one page of its four: its older slab is not wholly
+// resident), and is where it writes them through. Classes up to a page always are (every page of
+// their slab holds an object's start); `all` populates every class.
+TEST_F(PopulateTest, ABusyClassOfObjectsAboveAPageIsPopulatedOnlyWhereTheyAreWrittenThrough) {
   make(Options{}.populate);
   const std::size_t size = 16384;
   std::vector<char*> keep;
@@ -2360,6 +2393,18 @@ TEST_F(PopulateTest, ABusyClassOfObjectsAboveAPageIsNotPopulated) {
   memset(next, 1, 256);
   EXPECT_TRUE(FakeOs::populated.empty());
   EXPECT_EQ(written_pages(slab_of(next), kSlabBytes), 1u);
+  // A class whose objects the program writes through: once its older slab is wholly resident,
+  // its new slabs are populated.
+  const std::size_t whole = 8192;
+  for (std::size_t i = 0; i < kPopulateAfter / whole + kSlabBytes / whole; ++i) {
+    keep.push_back(static_cast<char*>(heap.malloc(whole)));
+    memset(keep.back(), 1, whole);
+  }
+  ASSERT_FALSE(FakeOs::populated.empty());
+  char* last = static_cast<char*>(heap.malloc(whole));
+  EXPECT_EQ(written_pages(slab_of(last), kSlabBytes), kSlabBytes / kPage);  // before it is written
+  EXPECT_EQ(FakeOs::populated.back().addr, reinterpret_cast<std::uintptr_t>(slab_of(last)));
+  heap.free(last);
   heap.free(next);
   for (char* p : keep) heap.free(p);
 }

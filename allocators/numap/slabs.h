@@ -33,6 +33,10 @@ struct Central {
   // in_use_bytes, what the class's free objects pin (numap_class_stats' mapped_bytes).
   std::atomic<std::uint64_t> slab_bytes{0};
   TransferCache transfer;  // under the lock
+  // The class's two newest slabs (Heap::refill; issue 41): a busy class of objects above a page is
+  // populated only where the older of them is wholly resident, i.e. the program writes its objects
+  // through (a stale pointer, a slab since released, reads as whatever now lies there: one guess).
+  std::atomic<char*> newest_slab{nullptr}, older_slab{nullptr};
 
   // Pops up to n objects into a singly linked list (*head); returns how many.
   std::uint32_t pop(char* slab_base_of_index0, std::uint64_t slab_bytes, SlabMeta* metas, void** head, std::uint32_t n);
