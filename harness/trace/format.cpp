@@ -522,12 +522,38 @@ Trace read_trace(const std::string& path) {
   return t;
 }
 
+namespace {
+// `stream` as a zstd frame of raw (stored) blocks: for a stream so repetitive that compressed it
+// would expand more than readers allow (a program failing the same allocation millions of times).
+std::size_t stored_frame(uint8_t* out, const std::vector<uint8_t>& stream) {
+  constexpr std::size_t kBlock = 128 << 10;
+  std::size_t n = 0;
+  for (uint8_t b : {0x28, 0xB5, 0x2F, 0xFD, 0xC0 /* 8-byte content size, windowed */, 0x38 /* 128 KiB window */})
+    out[n++] = b;
+  put_u64(out + n, stream.size());
+  n += 8;
+  std::size_t at = 0;
+  do {
+    const std::size_t len = std::min(kBlock, stream.size() - at);
+    const uint32_t head = (at + len == stream.size() ? 1u : 0u) | static_cast<uint32_t>(len) << 3;  // raw block
+    for (int i = 0; i < 3; ++i) out[n++] = static_cast<uint8_t>(head >> (8 * i));
+    if (len) std::memcpy(out + n, stream.data() + at, len);
+    n += len;
+    at += len;
+  } while (at < stream.size());
+  return n;
+}
+}  // namespace
+
 std::string file_bytes(const Trace& trace) {
   std::vector<uint8_t> stream = encode_stream(trace);
-  std::string out(kFileHeaderBytes + ZSTD_compressBound(stream.size()), '\0');
+  const std::size_t stored_bound = 14 + stream.size() + 3 * (stream.size() / (128 << 10) + 1);
+  std::string out(kFileHeaderBytes + std::max(ZSTD_compressBound(stream.size()), stored_bound), '\0');
   auto* o = reinterpret_cast<uint8_t*>(out.data());
   std::size_t z = ZSTD_compress(o + kFileHeaderBytes, out.size() - kFileHeaderBytes, stream.data(), stream.size(), 9);
   if (ZSTD_isError(z)) throw std::runtime_error(std::string("compressing the trace failed: ") + ZSTD_getErrorName(z));
+  // What read_trace takes: a body that expands at most kMaxExpansion times (64 KiB more).
+  if (stream.size() > kMaxExpansion * z + (64 << 10)) z = stored_frame(o + kFileHeaderBytes, stream);
   std::string header = trace.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::memcpy(o, kMagic, sizeof kMagic);
   put_u32(o + 8, kFormatVersion);

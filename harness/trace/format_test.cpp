@@ -253,6 +253,23 @@ TEST(TraceFormat, DamagedFilesAreRefusedSayingWhere) {
   EXPECT_THROW(read_trace(path), std::runtime_error);  // missing
 }
 
+// A stream so repetitive that zstd would shrink it past what readers take (kMaxExpansion) is
+// written in stored blocks: whatever a recording holds, its file reads back.
+TEST(TraceFormat, ARepetitiveTraceIsWrittenSoThatItReadsBack) {
+  Events failed;
+  for (int i = 0; i < 400000; ++i) failed.op(Op::Malloc, {0, 0, uint64_t{1} << 60});
+  Trace t;
+  t.threads.push_back(failed.done());
+  t.events = 400000;
+  std::string path = temp_path("repetitive");
+  write_trace(path, t);
+  EXPECT_GT(slurp(path).size(), t.threads[0].bytes.size());  // stored, not compressed 10,000 times
+  Trace r = read_trace(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.events, 400000u);
+  EXPECT_EQ(r.threads[0].bytes, t.threads[0].bytes);
+}
+
 // The peak resident memory of this process (VmHWM), in KiB.
 long peak_rss_kib() {
   std::ifstream in("/proc/self/status");
