@@ -422,6 +422,7 @@ class BadInput(TempDir):
                 proc.send_signal(signal.SIGINT)
                 _, err = proc.communicate(timeout=60)
             self.assertEqual(proc.returncode, 130, err)
+            self.assertIn("the matrix plans 10000 cells at size full, about", err)  # said before it starts
 
     def test_bad_numbers_in_a_matrix_file_point_at_their_position(self):
         for text, needle in [("[matrix]\ntimeout_s = nan\n", "m.toml:2:13"), ("[matrix]\nreps = 100000000000\n", "m.toml:2:8"),

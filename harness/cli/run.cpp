@@ -85,11 +85,19 @@ void confirm_long_run(const mx::Plan& plan, const RunEstimate& e, bool yes) {
                                       "allocators, workloads or threads",
                                       plan.cells.size(), kMaxPlannedCells));
   if (plan.expect_hours) {
-    if (e.seconds <= *plan.expect_hours * 3600) return;
+    if (e.seconds <= *plan.expect_hours * 3600) {
+      if (e.seconds > kAskAboveSeconds)
+        std::cerr << fmt::format("allocmark: the matrix plans {}; starting (expect_hours = {:g})\n", e.text, *plan.expect_hours);
+      return;
+    }
     throw mx::ConfigError(fmt::format("{}: 'expect_hours' is {:g}, but the matrix plans {}; raise it, or shrink the matrix",
                                       plan.expect_hours_origin, *plan.expect_hours, e.text));
   }
-  if (yes || e.seconds <= kAskAboveSeconds) return;
+  if (e.seconds <= kAskAboveSeconds) return;
+  if (yes) {
+    std::cerr << "allocmark: the matrix plans " << e.text << "; starting (--yes)\n";
+    return;
+  }
   if (::isatty(0) && ::isatty(2)) {
     std::cerr << "allocmark: the matrix plans " << e.text << ". Start it? [y/N] " << std::flush;
     std::string answer;
