@@ -1,7 +1,7 @@
 // The backend catalogue: one table per allocator, each defined beside its native reader in
 // allocators/<backend>/native.cpp, listed once in backends.cpp. Adding a backend is one table
-// (name, libraries, signature symbol, the environment it reads, its NativeApi) plus its
-// native.cpp; the driver, the worker, the variant checks and the environment stripping all read
+// (name, libraries, signature symbol, the environment it reads, its NativeApi, and how it says or
+// hides a setting it cannot use) plus its native.cpp; the driver, the worker, the variant checks and the environment stripping all read
 // these tables and nothing else.
 #pragma once
 
