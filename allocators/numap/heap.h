@@ -50,7 +50,7 @@ constexpr std::uint64_t kPopulateAfter = 1ull << 20;
 // writes every page of the slab. A larger object's later pages are written only if the program
 // writes that far (a 16 KiB object with its first 256 bytes written leaves three of its four pages
 // unwritten, and populating them made resident what the program never writes, issue 41): such a
-// class is populated only where its older slab is wholly resident (Heap::writes_through).
+// class is populated only where its last probe slab was written through (Heap::slab_populate).
 constexpr std::uint32_t kPopulateObjectMax = 4096;
 
 // Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
@@ -369,14 +369,16 @@ class Heap {
   // Points the fast paths' ranges (slab_base/span, page_base/span) at the cache's node, tc->node.
   void set_home(ThreadCache* tc);
   void release_slab(int part, SlabMeta* s);
-  // Whether the program writes every page of a class's slabs, so a new one may be populated: yes
-  // for objects of `size` up to a page (kPopulateObjectMax) and under NUMAP_POPULATE=all; above a
-  // page only where the class's older slab (Central::older_slab) is wholly resident (one mincore).
-  bool writes_through(Central& c, std::uint32_t size) {
-    if (size <= kPopulateObjectMax || opt_.populate == Populate::kAll) return true;
-    char* older = c.older_slab.load(std::memory_order_relaxed);
-    return older != nullptr && os_->resident_bytes(older, kSlabBytes) == kSlabBytes;
-  }
+  // Whether class c's new slab (`old` bytes of it resident already) is populated: under
+  // NUMAP_POPULATE=auto once the class holds kPopulateAfter of slabs, and for objects above a page
+  // only where the program writes them through, as the class's last probe said. A probe is a slab
+  // taken with no page resident and not populated (one in kProbeEvery while the verdict is yes),
+  // read two slabs later, when its objects have left the thread caches for the program: whether
+  // all its pages are resident (one mincore). Residency says written only for such a slab: a
+  // populated one, or one reused with its pages still resident, is resident whatever the program
+  // writes (reading those kept a class of 16 KiB objects written 256 bytes each populated).
+  bool slab_populate(Central& c, char* slab, std::uint64_t old, std::uint32_t size);
+  static constexpr std::uint32_t kProbeEvery = 8;
 
   // ---- page-class thread cache (heap_page_cache.cpp; the owner's guard: heap_internal.h) ----
   // Page classes: the thread cache in front of the Slots (classes < kPageCacheClasses).

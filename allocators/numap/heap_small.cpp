@@ -89,6 +89,23 @@ std::uint32_t first_batch(const Central& c, std::uint32_t size, std::uint32_t wa
 
 }  // namespace
 
+bool Heap::slab_populate(Central& c, char* slab, std::uint64_t old, std::uint32_t size) {
+  if (opt_.populate == Populate::kNone) return false;
+  const bool busy = c.slab_bytes.load(std::memory_order_relaxed) >= kPopulateAfter && old < kSlabBytes;
+  if (size <= kPopulateObjectMax || opt_.populate == Populate::kAll) return busy;
+  const std::uint32_t n = c.slabs_taken.fetch_add(1, std::memory_order_relaxed) + 1;
+  char* probe = c.probe_slab.load(std::memory_order_relaxed);
+  if (probe != nullptr && n - c.probe_at.load(std::memory_order_relaxed) >= 2 &&
+      c.probe_slab.compare_exchange_strong(probe, nullptr, std::memory_order_relaxed))
+    c.writes_through.store(os_->resident_bytes(probe, kSlabBytes) == kSlabBytes, std::memory_order_relaxed);
+  const bool fill = busy && c.writes_through.load(std::memory_order_relaxed) && n % kProbeEvery != 0;
+  if (!fill && old == 0 && c.probe_slab.load(std::memory_order_relaxed) == nullptr) {
+    c.probe_at.store(n, std::memory_order_relaxed);
+    c.probe_slab.store(slab, std::memory_order_relaxed);
+  }
+  return fill;
+}
+
 void* Heap::refill(ThreadCache* tc, int cls) {
   int node;
   std::uint32_t want = 1;
@@ -131,10 +148,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     s->capacity = static_cast<std::uint16_t>(kSlabBytes / size);
     s->nfree = s->capacity;
     Central& c2 = np.central[cls];
-    if (opt_.populate != Populate::kNone && old < kSlabBytes &&
-        c2.slab_bytes.load(std::memory_order_relaxed) >= kPopulateAfter && writes_through(c2, size))
-      populate(slab + old, kSlabBytes - old);
-    c2.older_slab.store(c2.newest_slab.exchange(slab, std::memory_order_relaxed), std::memory_order_relaxed);
+    if (slab_populate(c2, slab, old, size)) populate(slab + old, kSlabBytes - old);
     c2.slab_bytes.fetch_add(kSlabBytes, std::memory_order_relaxed);
     LockGuard g(c2.lock);
     central_link(&c2, s);

@@ -2378,8 +2378,8 @@ TEST_F(PopulateTest, SlabsGivenBackDoNotCountForPageChunks) {
 }
 
 // Issue 41: a busy class of objects above a page (16 KiB) is not populated under auto where the
-// program writes each object's first 256 bytes (one page of its four: its older slab is not wholly
-// resident), and is where it writes them through. Classes up to a page always are (every page of
+// program writes each object's first 256 bytes (one page of its four: its probe slab, left to its
+// faults, is not wholly resident), and is where it writes them through. Classes up to a page always are (every page of
 // their slab holds an object's start); `all` populates every class.
 TEST_F(PopulateTest, ABusyClassOfObjectsAboveAPageIsPopulatedOnlyWhereTheyAreWrittenThrough) {
   make(Options{}.populate);
@@ -2393,8 +2393,8 @@ TEST_F(PopulateTest, ABusyClassOfObjectsAboveAPageIsPopulatedOnlyWhereTheyAreWri
   memset(next, 1, 256);
   EXPECT_TRUE(FakeOs::populated.empty());
   EXPECT_EQ(written_pages(slab_of(next), kSlabBytes), 1u);
-  // A class whose objects the program writes through: once its older slab is wholly resident,
-  // its new slabs are populated.
+  // A class whose objects the program writes through: once a probe slab read wholly resident,
+  // its new slabs are populated (but every kProbeEvery-th, the next probe).
   const std::size_t whole = 8192;
   for (std::size_t i = 0; i < kPopulateAfter / whole + kSlabBytes / whole; ++i) {
     keep.push_back(static_cast<char*>(heap.malloc(whole)));

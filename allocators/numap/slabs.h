@@ -33,10 +33,12 @@ struct Central {
   // in_use_bytes, what the class's free objects pin (numap_class_stats' mapped_bytes).
   std::atomic<std::uint64_t> slab_bytes{0};
   TransferCache transfer;  // under the lock
-  // The class's two newest slabs (Heap::refill; issue 41): a busy class of objects above a page is
-  // populated only where the older of them is wholly resident, i.e. the program writes its objects
-  // through (a stale pointer, a slab since released, reads as whatever now lies there: one guess).
-  std::atomic<char*> newest_slab{nullptr}, older_slab{nullptr};
+  // Classes of objects above a page (Heap::slab_populate; issue 41): whether the program writes
+  // their slabs through, as the last probe said, and the probe waiting to be read: a slab taken with
+  // no page resident and left to its faults, and the class's count of slabs taken when it was.
+  std::atomic<char*> probe_slab{nullptr};
+  std::atomic<std::uint32_t> probe_at{0}, slabs_taken{0};
+  std::atomic<bool> writes_through{false};
 
   // Pops up to n objects into a singly linked list (*head); returns how many.
   std::uint32_t pop(char* slab_base_of_index0, std::uint64_t slab_bytes, SlabMeta* metas, void** head, std::uint32_t n);
