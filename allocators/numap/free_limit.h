@@ -62,12 +62,15 @@ class FreeLimit {
   // their charged bytes and how many of those were resident when it did (the kernel's answer,
   // Os::resident_bytes). A chunk's charged pages are resident only where the program wrote them or
   // numap populated or moved them in.
+  // The residency is sampled: the first kSampleBytes of a pass's page-chunk runs (one mincore of
+  // 1024 pages), so that the limit's discards, a system call per run, do not each take a second.
   struct Given {
-    std::uint64_t chunk_bytes = 0, resident = 0;
+    std::uint64_t chunk_bytes = 0, sampled = 0, resident = 0;
   };
+  static constexpr std::uint64_t kSampleBytes = 4 << 20;
   // Bytes the limit advised away (at tick `now`), of which `chunks` in page chunks, and bytes of
   // them the same classes charged again. Only a give-back whose page chunks were nearly all
-  // resident (kDense) is remembered for take_recent, as many bytes as were resident: the program
+  // resident (kDense, in the sample) is remembered for take_recent, as many bytes as were resident: the program
   // writes the chunks it allocates whole, and will write the ones it builds next as it wrote those.
   // One whose page chunks were not (blocks written in part: a buffer reserved ahead, a vector grown
   // by doubling, a header written in a 256 KiB block) forgets what was remembered: populating their
@@ -77,13 +80,16 @@ class FreeLimit {
   // the first 256 bytes of each block written gave back dense slabs beside sparse buffers).
   void gave(std::uint64_t bytes, const Given& chunks, std::uint32_t now) {
     given_.fetch_add(bytes, std::memory_order_relaxed);
-    if (chunks.chunk_bytes == 0) return;
-    if (chunks.resident * kDenseOf < chunks.chunk_bytes * kDense) {
+    if (chunks.sampled == 0) return;
+    if (chunks.resident * kDenseOf < chunks.sampled * kDense) {
       recent_.store(0, std::memory_order_relaxed);
       return;
     }
     recent_tick_.store(now, std::memory_order_relaxed);
-    recent_.fetch_add(chunks.resident, std::memory_order_relaxed);
+    // The page chunks' bytes at the sample's share resident (at least 7/8 of them).
+    recent_.fetch_add(chunks.chunk_bytes / chunks.sampled * chunks.resident +
+                          chunks.chunk_bytes % chunks.sampled * chunks.resident / chunks.sampled,
+                      std::memory_order_relaxed);
   }
   // A give-back counts as written through when kDense / kDenseOf of its bytes were resident.
   static constexpr std::uint64_t kDense = 7, kDenseOf = 8;

@@ -39,12 +39,18 @@ std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot
           std::uint64_t released = 0;
           for (int r = 0; r < n; ++r) {
             const bool count = given != nullptr && si != kSlabSlot && runs[r].bytes != 0;
-            const std::uint64_t was = count ? os_->resident_bytes(sl.address(runs[r].first), runs[r].bytes) : 0;
+            std::uint64_t sample = 0, was = 0;
+            if (count && given->sampled < FreeLimit::kSampleBytes) {
+              sample = FreeLimit::kSampleBytes - given->sampled;
+              if (sample > runs[r].bytes) sample = runs[r].bytes;
+              was = os_->resident_bytes(sl.address(runs[r].first), sample);
+            }
             runs[r].ok = runs[r].bytes == 0 || discard_run(p, sl, runs[r].first, runs[r].count, runs[r].bytes);
             if (runs[r].ok) {
               released += runs[r].bytes;
               if (count) {
                 given->chunk_bytes += runs[r].bytes;
+                given->sampled += sample;
                 given->resident += was;
               }
             }
