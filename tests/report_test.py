@@ -21,6 +21,8 @@ import unittest
 
 from plots_test import EXPECTED, FIXTURES, fixture_copy
 
+CHARTS_FROM_RECORDS_ONLY = {"single-allocator": ["contention-size_mix.png"]}
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CHROMIUM = "/usr/bin/chromium"
@@ -187,6 +189,11 @@ class Rendered(unittest.TestCase):
         for name, (charts, skipped) in EXPECTED.items():
             with self.subTest(fixture=name):
                 out = self.page(name)
+                # The report draws what results.jsonl holds (the model renders the summaries anew):
+                # single-allocator's committed summary.json predates its records' context-switch
+                # figure, which gives it a contention chart that plots_test's summary-only run lacks.
+                charts = charts + CHARTS_FROM_RECORDS_ONLY.get(name, [])
+                skipped = [k for k in skipped if "%s-" % k not in "".join(CHARTS_FROM_RECORDS_ONLY.get(name, []))]
                 self.assertEqual(sorted(i["id"] for i in out["images"]),
                                  sorted("chart-" + os.path.splitext(c)[0] for c in charts))
                 for img in out["images"]:
