@@ -1791,10 +1791,40 @@ TEST_F(HeapTest, AForkedChildsPoolIsTheTotalLessItsOwnClaim) {
 
 // ---- start-up footprint (issue 24, target 3) ----
 
+// Whether this kernel maps the shared zero page where an untouched anonymous page is read. Some do
+// not (seen on 2026-12-06: a 6.18 guest kernel gives the read a private page of its own, present
+// and exclusive like a written one, and counted in RSS).
+bool reads_map_the_zero_page() {
+  static const bool answer = [] {
+    void* m = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return true;
+    const char seen = *static_cast<volatile const char*>(m);
+    (void)seen;
+    std::uint64_t e = 0;
+    const int fd = open("/proc/self/pagemap", O_RDONLY);
+    const bool read_ok =
+        fd >= 0 && pread(fd, &e, 8, static_cast<off_t>(reinterpret_cast<std::uintptr_t>(m) / kPage * 8)) == 8;
+    if (fd >= 0) close(fd);
+    munmap(m, kPage);
+    return !read_ok || !((e >> 63 & 1) && (e >> 56 & 1));
+  }();
+  return answer;
+}
+
+bool all_zero(const unsigned char* page) {
+  for (std::size_t i = 0; i < kPage; ++i)
+    if (page[i] != 0) return false;
+  return true;
+}
+
 // Pages of [p, p + bytes) this process has written: present and exclusively mapped in
 // /proc/self/pagemap (bits 63 and 56). Reading an untouched page maps the shared zero page, which
-// is neither, and is not counted in RSS either.
-std::size_t written_pages(const void* p, std::size_t bytes) {
+// is neither, and is not counted in RSS either. On a kernel that gives a read a private page
+// instead (reads_map_the_zero_page), `holding_data` counts only present pages that hold a byte
+// other than zero: numap's metadata starts as zero bytes (NodePartTest), so a page it only read
+// holds none (a word written and then set back to zero is missed there). Populated pages hold
+// zeros: the populate tests count them without it.
+std::size_t written_pages(const void* p, std::size_t bytes, bool holding_data = false) {
   const int fd = open("/proc/self/pagemap", O_RDONLY);
   EXPECT_GE(fd, 0);
   if (fd < 0) return ~std::size_t{0};
@@ -1805,7 +1835,10 @@ std::size_t written_pages(const void* p, std::size_t bytes) {
   for (std::uintptr_t pg = first; pg < end; pg += 512) {
     const std::size_t k = end - pg < 512 ? end - pg : 512;
     if (pread(fd, e, k * 8, static_cast<off_t>(pg * 8)) != static_cast<ssize_t>(k * 8)) break;
-    for (std::size_t i = 0; i < k; ++i) n += (e[i] >> 63 & 1) && (e[i] >> 56 & 1);
+    for (std::size_t i = 0; i < k; ++i)
+      n += (e[i] >> 63 & 1) && (e[i] >> 56 & 1) &&
+           (!holding_data || reads_map_the_zero_page() ||
+            !all_zero(reinterpret_cast<const unsigned char*>((pg + i) * kPage)));
   }
   close(fd);
   return n;
@@ -1851,26 +1884,26 @@ TEST_F(HeapTest, MetadataIsWrittenOnlyWhereFirstUsed) {
   heap_ready = true;
   ASSERT_EQ(heap.parts(), 8);
   const char* meta = heap.metadata();
-  auto node_part = [&](int i) { return written_pages(meta + i * sizeof(NodePart), sizeof(NodePart)); };
-  const std::size_t at_init = written_pages(meta, heap.metadata_bytes());
+  auto node_part = [&](int i) { return written_pages(meta + i * sizeof(NodePart), sizeof(NodePart), true); };
+  const std::size_t at_init = written_pages(meta, heap.metadata_bytes(), true);
   EXPECT_LE(at_init, 8u);  // before: every NodePart whole and a page of nearly every Slot's bitmaps (~430)
   for (int i = 0; i < 8; ++i) EXPECT_LE(node_part(i), 1u) << "node " << i;
 
   FakeOs::cpu = 0;
   void* small = heap.malloc(64);
   ASSERT_NE(small, nullptr);
-  const std::size_t after_small = written_pages(meta, heap.metadata_bytes());
+  const std::size_t after_small = written_pages(meta, heap.metadata_bytes(), true);
   EXPECT_LE(after_small - at_init, 7u);
   FakeOs::cpu = 3;
   void* page = heap.malloc(1 << 20);  // node 3, one page class: its Slot, a bitmap word, an extent
   ASSERT_NE(page, nullptr);
-  EXPECT_LE(written_pages(meta, heap.metadata_bytes()) - after_small, 4u);
+  EXPECT_LE(written_pages(meta, heap.metadata_bytes(), true) - after_small, 4u);
   for (int i : {1, 2, 4, 5, 6, 7}) EXPECT_LE(node_part(i), 1u) << "node " << i;
 
   // A fork takes only the locks of what was used (Slots initialised, the Centrals of a node with
   // slabs: node 0's 40, on five pages) and writes no page of the other nodes; the child can
   // allocate on every node.
-  const std::size_t before_fork = written_pages(meta, heap.metadata_bytes());
+  const std::size_t before_fork = written_pages(meta, heap.metadata_bytes(), true);
   heap.fork_prepare();
   pid_t pid = fork();
   if (pid == 0) {
@@ -1886,7 +1919,7 @@ TEST_F(HeapTest, MetadataIsWrittenOnlyWhereFirstUsed) {
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  EXPECT_LE(written_pages(meta, heap.metadata_bytes()) - before_fork, 5u);
+  EXPECT_LE(written_pages(meta, heap.metadata_bytes(), true) - before_fork, 5u);
   for (int i : {1, 2, 4, 5, 6, 7}) EXPECT_LE(node_part(i), 1u) << "node " << i;
   heap.free(small);
   heap.free(page);
