@@ -43,6 +43,27 @@ void append_varint(std::vector<uint8_t>& out, uint64_t v) {
   out.insert(out.end(), b, b + put_varint(b, v));
 }
 
+// An event's fields after its time, in the order the recorder writes them: one list for the
+// reader and the writer (`field` reads into or writes from each).
+template <class E, class F>
+void each_field(E& e, F&& field) {
+  if (is_alloc(e.op)) {
+    field(e.id);
+    field(e.size);
+    if (has_align(e.op)) field(e.align);
+  } else if (e.op == Op::Realloc) {
+    field(e.old_id);
+    field(e.id);
+    field(e.size);
+    field(e.old_size);
+  } else if (is_free(e.op)) {
+    field(e.id);
+    field(e.size);
+  } else {
+    field(e.epoch);
+  }
+}
+
 // Decodes one event at p; returns its length, 0 when it does not parse (unknown op, bad varint).
 std::size_t decode_event(const uint8_t* p, const uint8_t* end, Event& e, uint64_t& time_us) {
   if (p >= end || !is_known(*p)) return 0;
@@ -56,21 +77,7 @@ std::size_t decode_event(const uint8_t* p, const uint8_t* end, Event& e, uint64_
   };
   uint64_t dt = 0;
   field(dt);
-  if (is_alloc(e.op)) {
-    field(e.id);
-    field(e.size);
-    if (has_align(e.op)) field(e.align);
-  } else if (e.op == Op::Realloc) {
-    field(e.old_id);
-    field(e.id);
-    field(e.size);
-    field(e.old_size);
-  } else if (is_free(e.op)) {
-    field(e.id);
-    field(e.size);
-  } else {
-    field(e.epoch);
-  }
+  each_field(e, field);
   if (!q) return 0;
   time_us += dt;
   e.time_us = time_us;
@@ -83,21 +90,7 @@ std::size_t put_event(uint8_t* out, const Event& e, uint64_t dt) {
   out[n++] = static_cast<uint8_t>(e.op);
   auto field = [&](uint64_t v) { n += put_varint(out + n, v); };
   field(dt);
-  if (is_alloc(e.op)) {
-    field(e.id);
-    field(e.size);
-    if (has_align(e.op)) field(e.align);
-  } else if (e.op == Op::Realloc) {
-    field(e.old_id);
-    field(e.id);
-    field(e.size);
-    field(e.old_size);
-  } else if (is_free(e.op)) {
-    field(e.id);
-    field(e.size);
-  } else {
-    field(e.epoch);
-  }
+  each_field(e, field);
   return n;
 }
 
