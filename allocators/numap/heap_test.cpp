@@ -2270,6 +2270,17 @@ class PopulateTest : public HeapTest {
     o.populate = mode;
     make_with(o);
   }
+  // The free limit at 25% over a 1 MiB floor, without decay's delay, and no moves (the freed pages
+  // would move into the new chunks instead of being given back and populated again).
+  void make_with_free_limit() {
+    Options o;
+    o.tcache = false;
+    o.decay_ms = 0;
+    o.free_percent = 25;
+    o.free_floor = kMiB;
+    o.move_pieces = 0;
+    make_with(o);
+  }
 };
 
 // The default (slabs): a class's first MiB of slabs faults page by page as its objects are
@@ -2309,13 +2320,7 @@ TEST_F(PopulateTest, ASmallClassesSlabsArePopulatedOnceItHoldsAMebibyte) {
 // call instead of a fault each, and never more than the limit took. Each byte is taken once, and
 // what is left is forgotten once a window passes.
 TEST_F(PopulateTest, AFreshChunkTakesBackInOneCallWhatTheLimitJustGaveBack) {
-  Options o;
-  o.tcache = false;
-  o.decay_ms = 0;
-  o.free_percent = 25;
-  o.free_floor = kMiB;
-  o.move_pieces = 0;  // the freed pages would move into the new chunks instead
-  make_with(o);
+  make_with_free_limit();
   std::vector<void*> held = touched(8, kMiB);
   for (void* p : touched(8, kMiB)) heap.free(p);  // 8 MiB free against 8 MiB held: over 25%
   const std::uint64_t given = stats().limited_bytes;
@@ -2352,13 +2357,7 @@ TEST_F(PopulateTest, AFreshChunkTakesBackInOneCallWhatTheLimitJustGaveBack) {
 // (as auto did, every charged byte given back) made resident what it never writes. Nothing is
 // populated; each fresh chunk has the one page the program writes.
 TEST_F(PopulateTest, BlocksWrittenInPartTakeNothingBackThatTheProgramDidNotWrite) {
-  Options o;
-  o.tcache = false;
-  o.decay_ms = 0;
-  o.free_percent = 25;
-  o.free_floor = kMiB;
-  o.move_pieces = 0;
-  make_with(o);
+  make_with_free_limit();
   auto headers = [&](int n) {  // n blocks of 1 MiB, their first 256 bytes written
     std::vector<char*> v;
     for (int i = 0; i < n; ++i) {
@@ -2382,13 +2381,7 @@ TEST_F(PopulateTest, BlocksWrittenInPartTakeNothingBackThatTheProgramDidNotWrite
 // fully written small objects' slabs leaves auto nothing to populate a fresh chunk with (the
 // program beside them writes the first 256 bytes of each 1 MiB block).
 TEST_F(PopulateTest, SlabsGivenBackDoNotCountForPageChunks) {
-  Options o;
-  o.tcache = false;
-  o.decay_ms = 0;
-  o.free_percent = 25;
-  o.free_floor = kMiB;
-  o.move_pieces = 0;
-  make_with(o);
+  make_with_free_limit();
   std::vector<char*> held;
   for (int i = 0; i < 8; ++i) {
     held.push_back(static_cast<char*>(heap.malloc(kMiB)));
