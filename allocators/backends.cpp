@@ -85,8 +85,8 @@ std::string env_value_problem(const std::string& name, const std::string& value)
   for (const Backend* b : backends())
     for (const auto& form : b->env_value_forms)
       if (form.name == name && !std::regex_match(value, std::regex(form.pattern)))
-        return name + "=" + value + ": " + b->name + " expects " + form.expected +
-               " and would ignore this value without a word";
+        return name + "=" + value + ": " + b->name + " expects " + form.expected + " and " +
+               (form.otherwise.empty() ? "would ignore this value without a word" : form.otherwise);
   return "";
 }
 

@@ -15,11 +15,16 @@
 
 namespace allocmark::allocators {
 
-// A variable whose malformed value the allocator ignores without a word: the form of a valid one.
+// A variable whose malformed value the allocator ignores or misreads without a word: the form of a
+// valid one.
 struct EnvValueForm {
   std::string name;      // "MALLOC_ARENA_MAX"
   std::string pattern;   // ECMAScript regex the whole value must match
   std::string expected;  // "an unsigned integer (decimal, or 0x hex)", for the message
+  // What the allocator does with a value of another form, for the message; "" is "would ignore
+  // this value without a word" (glibc). gperftools reads the number a value starts with (0 where
+  // none), so "banana" is not the default but 0.
+  std::string otherwise = "";
 };
 
 struct Backend {
@@ -42,8 +47,8 @@ struct Backend {
   // regex, searched in each line it writes to standard error as it loads): the run's preload probe
   // fails on such a line, quoting it (exit 2 before any cell runs). "" where it says nothing.
   std::string invalid_config_line;
-  // Values it reads and, when malformed, ignores silently: checked at plan time (exit 2 naming the
-  // variant and the variable) where the form is known.
+  // Values it reads and, when malformed, ignores or misreads silently: checked at plan time (exit 2
+  // naming the variant and the variable) where the form is known.
   std::vector<EnvValueForm> env_value_forms;
 };
 

@@ -386,6 +386,29 @@ class BadInput(TempDir):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(sorted(r["status"] for r in records(self.out)), ["ok", "ok"])
 
+    def test_a_tcmalloc_value_gperftools_would_misread_stops_the_run(self):
+        # gperftools says nothing and reads the number a value starts with (commandlineflags.h): banana
+        # is a release rate of 0 and the smallest thread cache, not the default. Refused at plan time.
+        m = os.path.join(self.tmp, "tc.toml")
+        for key, value, needle in [
+                ("TCMALLOC_RELEASE_RATE", "banana", "TCMALLOC_RELEASE_RATE=banana: tcmalloc expects a decimal number"),
+                ("TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES", "banana", "tcmalloc expects a decimal integer"),
+                ("TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES", "0x10000000", "would read only the number it starts with"),
+                ("TCMALLOC_AGGRESSIVE_DECOMMIT", "banana", "expects a switch")]:
+            with self.subTest(key=key, value=value):
+                with open(m, "w") as f:
+                    f.write(f'[allocators.v]\nbackend = "tcmalloc"\nenv = {{ {key} = "{value}" }}\n'
+                            '[matrix]\nallocators = ["v"]\nworkloads = ["size_mix"]\nthreads = [1]\nreps = 1\n')
+                self.assert_usage_error(["run", m, "--out", self.out] + SMALL, "tc.toml:1:1", "allocator 'v'", needle)
+        # Values of the forms it reads whole run.
+        with open(m, "w") as f:
+            f.write('[allocators.t]\nbackend = "tcmalloc"\nenv = { TCMALLOC_RELEASE_RATE = "2.5", '
+                    'TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES = "268435456", TCMALLOC_AGGRESSIVE_DECOMMIT = "true" }\n'
+                    '[matrix]\nallocators = ["t"]\nworkloads = ["size_mix"]\nthreads = [1]\nreps = 1\n')
+        p = run(["run", m, "--out", self.out] + SMALL)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual([r["status"] for r in records(self.out)], ["ok"])
+
     def test_a_matrix_over_an_hour_says_its_estimate_and_starts_only_when_told(self):
         # 10000 repetitions at the full size: days by the catalogue's typical cell times. Its cells are
         # made tiny, so that a run started by mistake costs nothing; the estimate is the catalogue's.

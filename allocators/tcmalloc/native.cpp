@@ -63,6 +63,18 @@ std::string version() {
   return s != nullptr ? s : "";
 }
 
+// The forms of gperftools' values (EnvValueForm): what strtol (an int), strtoll and strtod read whole.
+constexpr const char* kInt = "-?[0-9]{1,9}";
+constexpr const char* kIntText = "a decimal integer of at most 9 digits (no 0x, no unit)";
+constexpr const char* kInt64 = "-?[0-9]{1,18}";
+constexpr const char* kInt64Text = "a decimal integer of at most 18 digits (no 0x, no unit)";
+constexpr const char* kDecimal = "[0-9]+(\\.[0-9]*)?([eE][-+]?[0-9]+)?|\\.[0-9]+([eE][-+]?[0-9]+)?";
+constexpr const char* kDecimalText = "a decimal number (1.5, 10, 1e1)";
+constexpr const char* kSwitch = "[01]|true|false|TRUE|FALSE|True|False|yes|no|YES|NO|Yes|No";
+constexpr const char* kSwitchText = "a switch: 1, 0, true, false, yes or no";
+constexpr const char* kReadsItsLeadingNumber = "would read only the number it starts with (0 where none), without a word";
+constexpr const char* kReadsItsFirstLetter = "would read it as true only where it starts with t, T, y, Y or 1, without a word";
+
 }  // namespace
 
 constexpr NativeApi kTcmallocApi{"tcmalloc", &read_stats, &read_contention, &read_options, &purge,
@@ -77,6 +89,40 @@ const Backend kTcmallocBackend{
     {"HEAPPROFILE", "HEAPPROFILESIGNAL", "HEAPCHECK", "MALLOCSTATS", "PERFTOOLS_VERBOSE", "PPROF_PATH",
      "CPUPROFILE", "GLIBCPP_FORCE_NEW", "GLIBCXX_FORCE_NEW"},
     {"TCMALLOC_", "HEAP_PROFILE_", "HEAP_CHECK_", "CPUPROFILE_", "PERFTOOLS_"},
-    &kTcmallocApi};
+    &kTcmallocApi,
+    {},
+    // gperftools prints nothing for a value it cannot read, and does not ignore it either
+    // (src/base/commandlineflags.h, 2.10 and 2.18.1 alike): a number is read with strtol, strtoll or
+    // strtod and no check of where the number ends, so "banana" and "0x10" are 0 and "64MB" is 64;
+    // a switch is true for a value starting with t, T, y, Y or 1 and false for any other.
+    // TCMALLOC_RELEASE_RATE=banana is rate 0 (never give memory back), and
+    // TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES=banana the smallest cache (512 KiB, seen on Debian's).
+    "",
+    {{"TCMALLOC_RELEASE_RATE", kDecimal, kDecimalText, kReadsItsLeadingNumber},
+     {"TCMALLOC_HEAP_LIMIT_MB", kInt, kIntText, kReadsItsLeadingNumber},
+     {"TCMALLOC_TRANSFER_NUM_OBJ", kInt, kIntText, kReadsItsLeadingNumber},
+     {"TCMALLOC_MEMFS_LIMIT_MB", kInt, kIntText, kReadsItsLeadingNumber},
+     {"TCMALLOC_DEVMEM_START", kInt, kIntText, kReadsItsLeadingNumber},
+     {"TCMALLOC_DEVMEM_LIMIT", kInt, kIntText, kReadsItsLeadingNumber},
+     {"TCMALLOC_MAX_FREE_QUEUE_SIZE", kInt, kIntText, kReadsItsLeadingNumber},
+     {"TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES", kInt64, kInt64Text, kReadsItsLeadingNumber},
+     {"TCMALLOC_SAMPLE_PARAMETER", kInt64, kInt64Text, kReadsItsLeadingNumber},
+     {"TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD", kInt64, kInt64Text, kReadsItsLeadingNumber},
+     {"TCMALLOC_OVERRIDE_PAGESIZE", kInt64, kInt64Text, kReadsItsLeadingNumber},
+     {"TCMALLOC_AGGRESSIVE_DECOMMIT", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_SKIP_SBRK", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_SKIP_MMAP", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_DISABLE_MEMORY_RELEASE", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_MEMFS_ABORT_ON_FAIL", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_MEMFS_IGNORE_MMAP_FAIL", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_MEMFS_MAP_PRIVATE", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_MEMFS_DISABLE_FALLBACK", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_STACKTRACE_METHOD_VERBOSE", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_TRACE", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_PAGE_FENCE", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_PAGE_FENCE_NEVER_RECLAIM", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_PAGE_FENCE_READABLE", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_RECLAIM_MEMORY", kSwitch, kSwitchText, kReadsItsFirstLetter},
+     {"TCMALLOC_SYMBOLIZE_STACKTRACE", kSwitch, kSwitchText, kReadsItsFirstLetter}}};
 
 }  // namespace allocmark::allocators
