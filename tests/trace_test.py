@@ -236,6 +236,18 @@ class Record(TempDirTest):
         self.assertIn("allocation calls were not recorded", p.stderr)
         self.assertGreater(trace_json(path)["lost_events"], 0)
 
+    def test_threads_past_the_limit_are_counted_as_lost(self):
+        # A trace holds at most 4096 threads (encoding.h): the recorder records no more, counts their
+        # calls as lost (exit 1), and what it wrote reads back.
+        program = os.path.join(self.tmp, "many_threads")
+        subprocess.run(["cc", "-O2", "-pthread", "-o", program, os.path.join(HERE, "programs", "many_threads.c")], check=True)
+        path, p = self.record("threads.trace", [program, "4100"])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("a thread came after the 4096 a trace holds", p.stderr)
+        s = trace_json(path)
+        self.assertEqual(s["threads"], 4096)
+        self.assertGreater(s["lost_events"], 0)
+
     def test_phase_marks_past_the_limit_are_answered_error(self):
         # A trace holds at most 128 marks: the recorder answers `error` to the 129th and later, so
         # what it records always reads back (20,000 marks pushed the driver to 1.4 GB).
@@ -331,6 +343,22 @@ class Damaged(TempDirTest):
         offset = len(b"".join(b"P" + varint(k) + varint(k) + varint(6) + b"p%05d" % k for k in range(1, 129)))
         self.assertIn(f"marks.trace: record stream offset {offset}: phase mark 129: a trace holds at most 128", p.stderr)
         self.assertLess(peak, 200)
+
+    def test_threads_past_the_limit_are_refused_where_they_are(self):
+        # The threads were renumbered densely, but not counted: 100,000 one-event threads in a 500 KB
+        # trace took 500 MB in `show`, a table row each in the plan and the worker, a replay thread each.
+        path = os.path.join(self.tmp, "threads.trace")
+        chunks = [chunk(k, event(1, 1, k + 1, 8)) for k in range(100000)]
+        write_trace(path, b"".join(chunks) + END)
+        p, peak = run_measured(["trace", "show", path])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        offset = len(b"".join(chunks[:4096]))
+        self.assertIn(f"threads.trace: record stream offset {offset}: thread 4096 is the trace's thread 4097: "
+                      "a trace holds at most 4096 threads", p.stderr)
+        self.assertLess(peak, 200)
+        p = run(["run", "-a", "glibc", "-w", "replay", "--set", f"replay.trace={path}", "--dry-run"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("a trace holds at most 4096 threads", p.stderr)
 
     def test_an_implausible_time_is_refused_naming_the_field(self):
         path = os.path.join(self.tmp, "time.trace")

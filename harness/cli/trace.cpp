@@ -68,10 +68,10 @@ Subcommand add_trace_command(CLI::App& app) {
               }
               if (t.lost_events) {
                 std::cerr << fmt::format(
-                    "allocmark: error: {} allocation calls were not recorded (the recorder ran out of memory, or a thread's "
-                    "lock was held when the program ended): the trace is incomplete and a replay of it differs from the "
+                    "allocmark: error: {} allocation calls were not recorded (the recorder ran out of memory, a thread came "
+                    "after the {} a trace holds, or a thread's lock was held when the program ended): the trace is incomplete and a replay of it differs from the "
                     "program (its header's lost_events says how many)\n",
-                    t.lost_events);
+                    t.lost_events, trace::kMaxThreads);
                 return incomplete;
               }
               return program_status;

@@ -72,6 +72,10 @@ constexpr bool valid_phase_name(const char* s, std::size_t n) {
   }
   return true;
 }
+// a trace holds at most this many threads (the threads a program started over its life, numbered
+// in the order they first called the allocator; the recorder records no more: their calls are
+// counted as lost). A replay runs them all at once, and the threads axis stops at 1024;
+inline constexpr uint64_t kMaxThreads = 4096;
 // an event's time is less than a year (in microseconds) after the recording started;
 inline constexpr uint64_t kMaxTimeUs = 366ull * 24 * 3600 * 1000000;
 // an exec chunk names at most this many bytes of the path.

@@ -185,11 +185,14 @@ std::size_t StreamParser::parse_event(const uint8_t* p, const uint8_t* end, uint
   return n;
 }
 
-// One chunk's head at p (stream offset `base`), or a whole small chunk; 0 when it is not all here.
-std::size_t StreamParser::parse_chunk(const uint8_t* p, const uint8_t* end, uint64_t base) {
-  if (trace_.ended) throw TraceError(at(base) + ": data after the end of the trace");
+// A chunk being read at p (stream offset `base`): its varints one by one after the tag byte.
+struct StreamParser::ChunkHead {
+  const uint8_t* p;
+  const uint8_t* end;
+  uint64_t base;
   const uint8_t* q = p + 1;
-  auto field = [&](uint64_t& v) -> bool {
+  // Reads the next varint into v; false when it is not all here yet.
+  bool field(uint64_t& v) {
     std::size_t n = get_varint(q, end, v);
     if (!n) {
       if (end - q >= static_cast<std::ptrdiff_t>(kMaxVarint)) throw TraceError(at(base + (q - p)) + ": malformed number");
@@ -197,78 +200,106 @@ std::size_t StreamParser::parse_chunk(const uint8_t* p, const uint8_t* end, uint
     }
     q += n;
     return true;
-  };
+  }
+  // The chunk's length with `tail` more bytes after its varints.
+  std::size_t used(uint64_t tail = 0) const { return static_cast<std::size_t>(q + tail - p); }
+  bool holds(uint64_t bytes) const { return static_cast<uint64_t>(end - q) >= bytes; }
+};
+
+// One chunk's head at p (stream offset `base`), or a whole small chunk; 0 when it is not all here.
+std::size_t StreamParser::parse_chunk(const uint8_t* p, const uint8_t* end, uint64_t base) {
+  if (trace_.ended) throw TraceError(at(base) + ": data after the end of the trace");
   const uint8_t tag = *p;
   if (tag != kTagExec) trace_.unrecorded_exec.clear();  // what follows an exec shows it went on recording
+  ChunkHead h{p, end, base};
   switch (tag) {
-    case kTagChunk: {
-      uint64_t thread = 0, length = 0;
-      if (!field(thread) || !field(length)) return 0;
-      auto [it, added] = slot_of_.try_emplace(thread, trace_.threads.size());
-      if (added) {
-        trace_.threads.emplace_back();
-        thread_number_.push_back(thread);
-        last_time_us_.push_back(0);
-      }
-      chunk_slot_ = it->second;
-      chunk_left_ = length;  // its events follow, parsed one by one (parse_event)
-      return static_cast<std::size_t>(q - p);
-    }
-    case kTagPhase: {
-      uint64_t epoch = 0, time_us = 0, length = 0;
-      if (!field(epoch) || !field(time_us) || !field(length)) return 0;
-      if (length == 0 || length > kMaxPhaseName)
-        throw TraceError(at(base) + ": phase name of " + std::to_string(length) + " bytes (1 to " + std::to_string(kMaxPhaseName) + ")");
-      if (static_cast<uint64_t>(end - q) < length) return 0;
-      if (epoch != trace_.phase_names.size() + 1)
-        throw TraceError(at(base) + ": phase mark " + std::to_string(epoch) + " after " +
-                         std::to_string(trace_.phase_names.size()) + " marks");
-      if (epoch > kMaxPhaseMarks)
-        throw TraceError(at(base) + ": phase mark " + std::to_string(epoch) + ": a trace holds at most " +
-                         std::to_string(kMaxPhaseMarks) + " phase marks");
-      if (time_us > kMaxTimeUs)
-        throw TraceError(at(base) + ": phase mark " + std::to_string(epoch) + " time " + std::to_string(time_us) +
-                         " us is implausible (more than a year after the recording started)");
-      if (!valid_phase_name(reinterpret_cast<const char*>(q), length))
-        throw TraceError(at(base) + ": phase mark " + std::to_string(epoch) +
-                         ": the name holds a control character, a space, '\"' or '\\' (not a mark the recorder takes)");
-      trace_.phase_names.emplace_back(reinterpret_cast<const char*>(q), length);
-      trace_.phase_times_us.push_back(time_us);
-      return static_cast<std::size_t>(q + length - p);
-    }
-    case kTagImage: {
-      uint64_t pid = 0;
-      if (!field(pid)) return 0;
-      // A new image of the traced process: what the previous one recorded is void.
-      uint64_t images = trace_.images + 1;
-      trace_ = Trace{};
-      trace_.images = images;
-      thread_number_.clear();
-      last_time_us_.clear();
-      slot_of_.clear();
-      return static_cast<std::size_t>(q - p);
-    }
-    case kTagExec: {
-      uint64_t length = 0;
-      if (!field(length)) return 0;
-      if (length > kMaxExecPath)
-        throw TraceError(at(base) + ": exec path of " + std::to_string(length) + " bytes (at most " + std::to_string(kMaxExecPath) + ")");
-      if (static_cast<uint64_t>(end - q) < length) return 0;
-      trace_.unrecorded_exec.assign(reinterpret_cast<const char*>(q), length);
-      if (trace_.unrecorded_exec.empty()) trace_.unrecorded_exec = "?";
-      return static_cast<std::size_t>(q + length - p);
-    }
-    case kTagEnd: {
-      uint64_t unknown = 0, lost = 0;
-      if (!field(unknown) || !field(lost)) return 0;
-      trace_.unknown_frees = unknown;
-      trace_.lost_events = lost;
-      trace_.ended = true;
-      return static_cast<std::size_t>(q - p);
-    }
-    default:
-      throw TraceError(at(base) + ": unknown chunk tag " + std::to_string(tag));
+    case kTagChunk: return thread_chunk(h);
+    case kTagPhase: return phase_mark(h);
+    case kTagImage: return new_image(h);
+    case kTagExec: return exec_chunk(h);
+    case kTagEnd: return end_chunk(h);
+    default: throw TraceError(at(base) + ": unknown chunk tag " + std::to_string(tag));
   }
+}
+
+// 'C': a thread's events follow, parsed one by one (parse_event). A thread the trace has not named
+// yet takes the next slot, up to kMaxThreads.
+std::size_t StreamParser::thread_chunk(ChunkHead& h) {
+  uint64_t thread = 0, length = 0;
+  if (!h.field(thread) || !h.field(length)) return 0;
+  auto it = slot_of_.find(thread);
+  if (it == slot_of_.end()) {
+    if (trace_.threads.size() >= kMaxThreads)
+      throw TraceError(at(h.base) + ": thread " + std::to_string(thread) + " is the trace's thread " +
+                       std::to_string(trace_.threads.size() + 1) + ": a trace holds at most " +
+                       std::to_string(kMaxThreads) + " threads");
+    it = slot_of_.emplace(thread, trace_.threads.size()).first;
+    trace_.threads.emplace_back();
+    thread_number_.push_back(thread);
+    last_time_us_.push_back(0);
+  }
+  chunk_slot_ = it->second;
+  chunk_left_ = length;
+  return h.used();
+}
+
+// 'P': the next phase mark, its time and its name.
+std::size_t StreamParser::phase_mark(ChunkHead& h) {
+  uint64_t epoch = 0, time_us = 0, length = 0;
+  if (!h.field(epoch) || !h.field(time_us) || !h.field(length)) return 0;
+  const std::string where = at(h.base);
+  if (length == 0 || length > kMaxPhaseName)
+    throw TraceError(where + ": phase name of " + std::to_string(length) + " bytes (1 to " + std::to_string(kMaxPhaseName) + ")");
+  if (!h.holds(length)) return 0;
+  const std::string mark = "phase mark " + std::to_string(epoch);
+  if (epoch != trace_.phase_names.size() + 1)
+    throw TraceError(where + ": " + mark + " after " + std::to_string(trace_.phase_names.size()) + " marks");
+  if (epoch > kMaxPhaseMarks)
+    throw TraceError(where + ": " + mark + ": a trace holds at most " + std::to_string(kMaxPhaseMarks) + " phase marks");
+  if (time_us > kMaxTimeUs)
+    throw TraceError(where + ": " + mark + " time " + std::to_string(time_us) +
+                     " us is implausible (more than a year after the recording started)");
+  if (!valid_phase_name(reinterpret_cast<const char*>(h.q), length))
+    throw TraceError(where + ": " + mark +
+                     ": the name holds a control character, a space, '\"' or '\\' (not a mark the recorder takes)");
+  trace_.phase_names.emplace_back(reinterpret_cast<const char*>(h.q), length);
+  trace_.phase_times_us.push_back(time_us);
+  return h.used(length);
+}
+
+// 'I': a new image of the traced process (exec): what the previous one recorded is void.
+std::size_t StreamParser::new_image(ChunkHead& h) {
+  uint64_t pid = 0;
+  if (!h.field(pid)) return 0;
+  uint64_t images = trace_.images + 1;
+  trace_ = Trace{};
+  trace_.images = images;
+  thread_number_.clear();
+  last_time_us_.clear();
+  slot_of_.clear();
+  return h.used();
+}
+
+// 'X': the traced image is about to exec this path.
+std::size_t StreamParser::exec_chunk(ChunkHead& h) {
+  uint64_t length = 0;
+  if (!h.field(length)) return 0;
+  if (length > kMaxExecPath)
+    throw TraceError(at(h.base) + ": exec path of " + std::to_string(length) + " bytes (at most " + std::to_string(kMaxExecPath) + ")");
+  if (!h.holds(length)) return 0;
+  trace_.unrecorded_exec.assign(reinterpret_cast<const char*>(h.q), length);
+  if (trace_.unrecorded_exec.empty()) trace_.unrecorded_exec = "?";
+  return h.used(length);
+}
+
+// 'E': the process ended normally, with what the recorder counted.
+std::size_t StreamParser::end_chunk(ChunkHead& h) {
+  uint64_t unknown = 0, lost = 0;
+  if (!h.field(unknown) || !h.field(lost)) return 0;
+  trace_.unknown_frees = unknown;
+  trace_.lost_events = lost;
+  trace_.ended = true;
+  return h.used();
 }
 
 Trace StreamParser::finish(bool cut_off) {

@@ -126,6 +126,13 @@ class StreamParser {
   std::size_t parse_units(const uint8_t* p, const uint8_t* end, uint64_t base);
   std::size_t parse_chunk(const uint8_t* p, const uint8_t* end, uint64_t base);
   std::size_t parse_event(const uint8_t* p, const uint8_t* end, uint64_t base);
+  // One chunk of each tag, its tag byte already read (parse_chunk's cases); 0 when not all here.
+  struct ChunkHead;
+  std::size_t thread_chunk(ChunkHead& h);
+  std::size_t phase_mark(ChunkHead& h);
+  std::size_t new_image(ChunkHead& h);
+  std::size_t exec_chunk(ChunkHead& h);
+  std::size_t end_chunk(ChunkHead& h);
   Trace trace_;
   std::vector<uint64_t> thread_number_;  // per slot of trace_.threads: the number the stream gave it
   std::vector<uint64_t> last_time_us_;   // per slot: the time of its last event parsed

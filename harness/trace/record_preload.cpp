@@ -106,8 +106,8 @@ struct ThreadRec;
 struct Tls {
   int depth;         // > 0: inside a recorded call, or a thread that never records
   bool resolving;    // this thread is inside dlsym: serve from the bump arena
-  bool no_record;    // registration refused (recording not on, or no memory): do not retry
-  bool no_memory;    // ... for want of memory: its calls are counted as lost
+  bool no_record;    // registration refused (recording not on, no memory, no thread left): do not retry
+  bool lost_calls;   // ... for want of memory or of a thread (kMaxThreads): its calls are counted as lost
   ThreadRec* rec;
 };
 thread_local Tls t_tls __attribute__((tls_model("initial-exec"))) = {};
@@ -433,13 +433,15 @@ std::size_t g_slab_used = kSlabBytes;
 ThreadRec* register_thread(Tls& t) {
   Buffer* b = take_buffer();
   if (!b) {
-    t.no_record = t.no_memory = true;
+    t.no_record = t.lost_calls = true;
     g_lost_events.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   spin_lock(g_registry_lock);
   ThreadRec* r = nullptr;
-  if (g_state.load(std::memory_order_acquire) == kRecording) {
+  // A trace holds at most kMaxThreads threads (encoding.h): a thread past them is not recorded.
+  const bool room = g_next_thread.load(std::memory_order_relaxed) < allocmark::trace::kMaxThreads;
+  if (g_state.load(std::memory_order_acquire) == kRecording && room) {
     if (g_slab_used + sizeof(ThreadRec) > kSlabBytes) {
       if (auto* slab = static_cast<unsigned char*>(map(kSlabBytes))) {
         g_slab = slab;
@@ -456,8 +458,8 @@ ThreadRec* register_thread(Tls& t) {
     spin_unlock(g_registry_lock);
     recycle(b);
     t.no_record = true;
-    if (recording_on) {  // no slab: out of memory
-      t.no_memory = true;
+    if (recording_on) {  // no slab (out of memory), or no room for another thread
+      t.lost_calls = true;
       g_lost_events.fetch_add(1, std::memory_order_relaxed);
     }
     return nullptr;
@@ -473,11 +475,11 @@ ThreadRec* register_thread(Tls& t) {
 }
 
 // The calling thread's record; null when it does not record (a call it made is then counted as
-// lost when that is for want of memory).
+// lost when that is for want of memory or of a thread).
 inline ThreadRec* rec_of(Tls& t) {
   if (__builtin_expect(t.rec != nullptr, 1)) return t.rec;
   if (t.no_record) {
-    if (t.no_memory) g_lost_events.fetch_add(1, std::memory_order_relaxed);
+    if (t.lost_calls) g_lost_events.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   return register_thread(t);
