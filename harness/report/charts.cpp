@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "harness/os/spawn.h"
 #include "harness/results/folder.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/reporters/reporter.h"
@@ -56,28 +57,33 @@ struct Redirect {
 };
 
 int run_script(const std::vector<std::string>& args, const std::optional<Redirect>& redirect) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::cout.flush();
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(fmt::format("cannot start {}: {}", kPython, std::strerror(errno)));
-  if (pid == 0) {
-    if (redirect) {
-      int out = ::open(redirect->out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      int err = ::open(redirect->err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) {
-        std::fprintf(stderr, "allocmark: error: cannot capture the plotting script's output: %s\n", std::strerror(errno));
-        ::_exit(127);
-      }
+  os::SpawnOptions o;
+  o.argv = args;
+  o.fail_in_child = true;
+  o.exec_failure = fmt::format("error: cannot run {}", kPython);
+  int out = -1, err = -1;
+  auto close_both = [&] {
+    for (int fd : {out, err})
+      if (fd >= 0) ::close(fd);
+  };
+  if (redirect) {
+    out = ::open(redirect->out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    err = ::open(redirect->err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (out < 0 || err < 0) {
+      const int why = errno;
+      close_both();
+      std::fprintf(stderr, "allocmark: error: cannot capture the plotting script's output: %s\n", std::strerror(why));
+      return 127;
     }
-    ::execv(kPython, argv.data());
-    std::fprintf(stderr, "allocmark: error: cannot run %s: %s\n", kPython, std::strerror(errno));
-    ::_exit(127);
+    o.fds = {{out, 1}, {err, 2}};
   }
+  std::cout.flush();
+  const os::SpawnResult child = os::spawn(o);
+  close_both();
+  if (child.pid < 0) throw std::runtime_error(fmt::format("cannot start {}: {}", kPython, std::strerror(child.error_number)));
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw std::runtime_error(fmt::format("waiting for {}: {}", kPython, std::strerror(errno)));
+  if (!os::wait_for(child.pid, status))
+    throw std::runtime_error(fmt::format("waiting for {}: {}", kPython, std::strerror(errno)));
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   std::cerr << "allocmark: error: the plotting script was killed by signal " << WTERMSIG(status) << "\n";
   return 1;

@@ -2,14 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <numaif.h>
-#include <sched.h>
-#include <sys/syscall.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,9 +19,9 @@
 #include <vector>
 #include <stdexcept>
 
+#include "harness/os/files.h"
+#include "harness/os/spawn.h"
 #include "harness/results/safe_text.h"
-
-extern char** environ;
 
 namespace allocmark::runner {
 
@@ -57,103 +53,72 @@ int open_or_throw(Fds& owned, const std::string& path, int flags, const char* wh
 }
 }  // namespace
 
+namespace {
+// The report pipe and, when asked for, the phase socket: both ends, owned until the spawn.
+struct Channels {
+  int report[2] = {-1, -1};
+  int phase[2] = {-1, -1};
+};
+
+Channels open_channels(Fds& owned, bool phase_pipe) {
+  Channels c;
+  if (::pipe2(c.report, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  owned.keep(c.report[0]);
+  owned.keep(c.report[1]);
+  if (phase_pipe) {
+    // A socket, not a pipe: the driver answers each mark once the phase edge is measured, so a
+    // program that waits for the answer has exact edges.
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c.phase) != 0)
+      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    owned.keep(c.phase[0]);
+    owned.keep(c.phase[1]);
+  }
+  return c;
+}
+
+// The child's descriptors: the report pipe, the phase socket on 4, and unless it inherits the
+// driver's, standard input (stdin_path or /dev/null), output (stdout_path or the log) and error (the log).
+std::vector<os::FdCopy> child_fds(Fds& owned, const Channels& c, const std::string& log_path, const SpawnOptions& options) {
+  std::vector<os::FdCopy> fds{{c.report[1], options.report_fd_number}};
+  if (c.phase[1] >= 0) fds.push_back({c.phase[1], 4});
+  if (options.inherit_stdio) return fds;
+  // O_NOFOLLOW: a log truncated through a link planted in a results folder would destroy its target.
+  const int log_fd = open_or_throw(owned, log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, "write");
+  const int out_fd = options.stdout_path.empty()
+                         ? log_fd
+                         : open_or_throw(owned, options.stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, "write");
+  const int in_fd = open_or_throw(owned, options.stdin_path.empty() ? "/dev/null" : options.stdin_path, O_RDONLY, "read");
+  fds.insert(fds.end(), {{out_fd, 1}, {log_fd, 2}, {in_fd, 0}});
+  return fds;
+}
+}  // namespace
+
 Spawned spawn_process(const std::vector<std::string>& args, const std::vector<std::string>& env,
                       const std::string& log_path, const SpawnOptions& options) {
   Fds owned;
-  int report[2], phase[2] = {-1, -1};
-  if (::pipe2(report, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  owned.keep(report[0]);
-  owned.keep(report[1]);
-  if (options.phase_pipe) {
-    // A socket, not a pipe: the driver answers each mark once the phase edge is measured, so a
-    // program that waits for the answer has exact edges.
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, phase) != 0)
-      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
-    owned.keep(phase[0]);
-    owned.keep(phase[1]);
-  }
-  // O_NOFOLLOW: a log truncated through a link planted in a results folder would destroy its target.
-  int log_fd = 2, out_fd = 1, in_fd = 0;
-  if (!options.inherit_stdio) {
-    log_fd = open_or_throw(owned, log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, "write");
-    out_fd = options.stdout_path.empty() ? log_fd
-                                         : open_or_throw(owned, options.stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, "write");
-    in_fd = open_or_throw(owned, options.stdin_path.empty() ? "/dev/null" : options.stdin_path, O_RDONLY, "read");
-  }
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  // Affinity and memory policy are prepared here: the child of a threaded driver must not allocate.
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  for (int c : options.cpus)
-    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
-  constexpr int kBits = 8 * sizeof(unsigned long);
-  std::vector<unsigned long> node_mask(1024 / kBits, 0);
-  for (int n : options.membind)
-    if (n >= 0 && n < 1024) node_mask[n / kBits] |= 1UL << (n % kBits);
-  const pid_t driver = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    if (!options.inherit_stdio) ::setpgid(0, 0);
-    // Die with the driver. The signal follows the thread that forked, which is always the
-    // driver's main thread; the second check closes the window in which the driver died before
-    // prctl took effect. It survives execve (the worker is not set-uid).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != driver) ::_exit(127);
-    // The driver ignores SIGPIPE (a program may close its phase socket at any time); an ignored
-    // signal stays ignored across exec, and the program must get the default it expects.
-    ::signal(SIGPIPE, SIG_DFL);
-    // dup2 clears close-on-exec on the copies; the originals close at exec.
-    ::dup2(report[1], options.report_fd_number);
-    if (options.phase_pipe) ::dup2(phase[1], 4);
-    if (!options.inherit_stdio) {
-      ::dup2(out_fd, 1);
-      ::dup2(log_fd, 2);
-      ::dup2(in_fd, 0);
-    }
-    auto refuse = [](const char* what) {
-      char msg[256];
-      int n = std::snprintf(msg, sizeof msg, "allocmark: %s: %s\n", what, std::strerror(errno));
-      (void)!::write(2, msg, n);
-      ::_exit(127);
-    };
-    if (!options.refuse.empty()) {
-      (void)!::write(2, "allocmark: ", 11);
-      (void)!::write(2, options.refuse.data(), options.refuse.size());
-      (void)!::write(2, "\n", 1);
-      ::_exit(127);
-    }
-    if (options.thp_disable && ::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0) refuse("cannot disable transparent huge pages");
-    if (!options.cpus.empty() && ::sched_setaffinity(0, sizeof cpus, &cpus) != 0) refuse("cannot set the CPU affinity");
-    if (!options.membind.empty() && ::syscall(SYS_set_mempolicy, MPOL_BIND, node_mask.data(), node_mask.size() * kBits) != 0)
-      refuse("cannot bind the memory policy");
-    if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) {
-      char msg[512];
-      int n = std::snprintf(msg, sizeof msg, "allocmark: cannot enter %s: %s\n", options.cwd.c_str(), std::strerror(errno));
-      (void)!::write(2, msg, n);
-      ::_exit(127);
-    }
-    if (options.search_path)
-      ::execvpe(argv[0], argv.data(), envp.data());
-    else
-      ::execve(argv[0], argv.data(), envp.data());
-    char msg[512];
-    int n = std::snprintf(msg, sizeof msg, "allocmark: cannot execute %s: %s\n", argv[0], std::strerror(errno));
-    (void)!::write(2, msg, n);
-    ::_exit(127);
-  }
-  if (!options.inherit_stdio) ::setpgid(pid, pid);
-  if (phase[0] >= 0) ::fcntl(phase[0], F_SETFL, O_NONBLOCK);  // an answer nobody reads must not block the driver
-  Spawned out{pid, report[0], phase[0]};
+  const Channels c = open_channels(owned, options.phase_pipe);
+  os::SpawnOptions o;
+  o.argv = args;
+  o.env = env;
+  o.search_path = options.search_path;
+  o.fds = child_fds(owned, c, log_path, options);
+  o.cwd = options.cwd;
+  // Dies with the driver (the signal follows the thread that forked: always the driver's main
+  // thread), and in its own group unless it shares the driver's terminal.
+  o.pdeathsig = SIGKILL;
+  o.new_group = !options.inherit_stdio;
+  o.thp_disable = options.thp_disable;
+  o.cpus = options.cpus;
+  o.membind = options.membind;
+  o.refuse = options.refuse;
+  o.fail_in_child = true;  // in the cell's log, which the record quotes
+  const os::SpawnResult child = os::spawn(o);
+  if (child.pid < 0) throw std::runtime_error(child.error);
+  if (c.phase[0] >= 0) ::fcntl(c.phase[0], F_SETFL, O_NONBLOCK);  // an answer nobody reads must not block the driver
   // The parent keeps only the read ends; everything else closes with `owned`.
   for (int& fd : owned.fds)
-    if (fd == report[0] || fd == phase[0]) fd = -1;
-  return out;
+    if (fd == c.report[0] || fd == c.phase[0]) fd = -1;
+  return {child.pid, c.report[0], c.phase[0]};
 }
 
 void kill_group(pid_t pid) {
@@ -178,15 +143,10 @@ std::vector<ProcessEntry> all_processes() {
   while (dirent* e = ::readdir(proc)) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
     char path[300], text[512];
-    std::snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ssize_t n = ::read(fd, text, sizeof text - 1);
-    ::close(fd);
-    if (n <= 0) continue;
-    text[n] = '\0';
-    const char* fields = std::strrchr(text, ')');
     ProcessEntry p{static_cast<pid_t>(std::atoi(e->d_name)), 0, 0, '?'};
+    os::proc_path(path, sizeof path, p.pid, "stat");
+    if (os::read_file(path, text, sizeof text) <= 0) continue;
+    const char* fields = std::strrchr(text, ')');
     if (fields && std::sscanf(fields + 1, " %c %d %d", &p.state, &p.parent, &p.group) == 3) out.push_back(p);
   }
   ::closedir(proc);
@@ -245,30 +205,18 @@ std::string tail_of_file(const std::string& path, std::size_t max_bytes) {
 ToolResult run_tool(const std::vector<std::string>& args) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return {-1, std::string("pipe: ") + std::strerror(errno)};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  // The tool gets the default SIGPIPE, not the driver's ignored one (see spawn_process).
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t pipe_signal;
-  sigemptyset(&pipe_signal);
-  sigaddset(&pipe_signal, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attributes, &pipe_signal);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  os::SpawnOptions o;
+  o.argv = args;
+  o.search_path = true;
+  o.fds = {{fds[1], 1}, {fds[1], 2}};
+  if (null_fd >= 0) o.fds.push_back({null_fd, 0});
+  const os::SpawnResult child = null_fd >= 0 ? os::spawn(o) : os::SpawnResult{-1, errno, ""};
+  if (null_fd >= 0) ::close(null_fd);
   ::close(fds[1]);
-  if (rc != 0) {
+  if (child.pid < 0) {
     ::close(fds[0]);
-    return {-1, args[0] + ": " + std::strerror(rc)};
+    return {-1, args[0] + ": " + std::strerror(child.error_number)};
   }
   ToolResult out;
   char buf[4096];
@@ -280,8 +228,7 @@ ToolResult run_tool(const std::vector<std::string>& args) {
   }
   ::close(fds[0]);
   int ws = 0;
-  while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-  }
+  os::wait_for(child.pid, ws);
   out.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
   while (!out.output.empty() && (out.output.back() == '\n' || out.output.back() == ' ')) out.output.pop_back();
   return out;

@@ -1,5 +1,5 @@
-// Starting and stopping one worker process: fork+exec with a report pipe on fd 3, stdout and stderr
-// to a log file, its own process group (a terminal's Ctrl-C reaches only the driver, which decides),
+// Starting and stopping one worker process (through os::spawn, harness/os/spawn.h): a report pipe
+// on fd 3, stdout and stderr to a log file, its own process group (a terminal's Ctrl-C reaches only the driver, which decides),
 // and death with its driver (PR_SET_PDEATHSIG), so a killed driver never leaves a worker running.
 #pragma once
 
