@@ -20,6 +20,7 @@ FLOORS = {
     "harness/trace": 1,         # allocation trace files: the replay workload and `trace` read them
     "allocators": 2,            # the backend catalogue
     "workloads": 2,
+    "harness/record": 2.5,      # the record's field table and cell: below the metrics that expand them
     "harness/placement": 3,
     "harness/metrics": 3,       # /proc readers, a phase's record fields, the formulas (derived.h)
     "harness/settings": 4,      # the settings table: the driver and the worker read one Settings

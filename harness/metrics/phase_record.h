@@ -15,19 +15,22 @@
 #include <vector>
 
 #include "harness/metrics/proc.h"
+#include "harness/record/fields.h"  // the phase figures' rows
 
 namespace allocmark::metrics {
 
+// The phase's own figures are the rows of the record's field table (harness/record/fields.h) of
+// kind figure or recorded, each a member of its row's type; the counters and THP events are the
+// rows of kind counter and thp.
 struct PhaseFigures {
   std::string name;
   int64_t begin_ns = 0, end_ns = 0;
-  uint64_t ops = 0;
-  std::optional<uint64_t> peak_rss_bytes, end_rss_bytes;  // absent: /proc could not be read
   bool peak_rss_reset = false;  // VmHWM was reset at the phase start, so the peak is the phase's own
-  std::optional<int64_t> start_live_bytes, peak_live_bytes, end_live_bytes;  // absent: not counted
   TaskCounters counters;        // what the phase added (faults, CPU time, context switches)
-  std::optional<uint64_t> anon_huge_bytes;  // the process's AnonHugePages at the phase end; absent: unread
-  std::optional<ThpEvents> thp_events;      // the system's THP events during the phase; absent: unread
+  std::optional<ThpEvents> thp_events;  // the system's THP events during the phase; absent: unread
+#define ALLOCMARK_FIGURE_MEMBER(kind, name, type, ...) ALLOCMARK_IF_MEMBER_##kind(record::type name{};)
+  ALLOCMARK_PHASE_FIELDS(ALLOCMARK_FIGURE_MEMBER)
+#undef ALLOCMARK_FIGURE_MEMBER
 };
 
 // A phase's `thp_events` object: one key per row of ALLOCMARK_THP_EVENTS.
@@ -39,26 +42,27 @@ inline nlohmann::json thp_events_record(const ThpEvents& e) {
   return out;
 }
 
+// A figure as the record holds it: its value, or null where it is absent.
+template <class T>
+nlohmann::json figure_value(const T& v) { return nlohmann::json(v); }
+template <class T>
+nlohmann::json figure_value(const std::optional<T>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
 inline nlohmann::json phase_record(const PhaseFigures& f) {
   using nlohmann::json;
-  auto maybe = [](const auto& v) { return v ? json(*v) : json(nullptr); };
-  const double wall = (f.end_ns - f.begin_ns) / 1e9;
-  return json{{"name", f.name},
-              {"wall_s", wall},
-              {"ops", f.ops},
-              {"peak_rss_bytes", maybe(f.peak_rss_bytes)},
-              {"peak_rss_exact", f.peak_rss_reset && f.peak_rss_bytes.has_value()},
-              {"end_rss_bytes", maybe(f.end_rss_bytes)},
-              {"start_live_bytes", maybe(f.start_live_bytes)},
-              {"peak_live_bytes", maybe(f.peak_live_bytes)},
-              {"end_live_bytes", maybe(f.end_live_bytes)},
-#define ALLOCMARK_COUNTER_KEY(name) {#name, f.counters.name},
-              ALLOCMARK_PROCESS_COUNTERS(ALLOCMARK_COUNTER_KEY)
+  json out{{"name", f.name},
+           {"wall_s", (f.end_ns - f.begin_ns) / 1e9},
+           {"peak_rss_exact", f.peak_rss_reset && f.peak_rss_bytes.has_value()},
+           {"thp_events", f.thp_events ? thp_events_record(*f.thp_events) : json(nullptr)},
+           {"t_begin_ns", f.begin_ns},
+           {"t_end_ns", f.end_ns}};
+#define ALLOCMARK_FIGURE_KEY(kind, name, ...) ALLOCMARK_IF_MEMBER_##kind(out[#name] = figure_value(f.name);)
+  ALLOCMARK_PHASE_FIELDS(ALLOCMARK_FIGURE_KEY)
+#undef ALLOCMARK_FIGURE_KEY
+#define ALLOCMARK_COUNTER_KEY(name) out[#name] = f.counters.name;
+  ALLOCMARK_PROCESS_COUNTERS(ALLOCMARK_COUNTER_KEY)
 #undef ALLOCMARK_COUNTER_KEY
-              {"anon_huge_bytes", maybe(f.anon_huge_bytes)},
-              {"thp_events", f.thp_events ? thp_events_record(*f.thp_events) : json(nullptr)},
-              {"t_begin_ns", f.begin_ns},
-              {"t_end_ns", f.end_ns}};
+  return out;
 }
 
 // One entry of a phase's `nodes`: one NUMA node at the phase end, as every producer reports it

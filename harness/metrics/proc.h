@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/metrics/figure_names.h"
+#include "harness/record/figure_names.h"
 
 namespace allocmark::metrics {
 
@@ -53,7 +53,7 @@ bool reset_peak_rss(pid_t pid = 0);
 
 // What getrusage says of a process, read from the outside (/proc/<pid>/stat and status): for the
 // phase edges of a program the driver runs, where the process cannot measure itself. Its members
-// are ALLOCMARK_PROCESS_COUNTERS (figure_names.h), which the records and the model expand.
+// are ALLOCMARK_PROCESS_COUNTERS (harness/record/figure_names.h), which the records and the model expand.
 struct TaskCounters {
   uint64_t minor_faults = 0, major_faults = 0;
   double user_s = 0, sys_s = 0;

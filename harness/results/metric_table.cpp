@@ -11,47 +11,11 @@ namespace allocmark::results {
 
 namespace {
 
-constexpr std::array<FieldRow, kFieldCount> kFieldTable{{
-    {Field::wall_s, "wall_s", "", Fold::sum, false},
-    {Field::ops, "ops", "ops", Fold::sum, false},
-    {Field::peak_rss_bytes, "peak_rss_bytes", "", Fold::max, false},
-    {Field::end_rss_bytes, "end_rss_bytes", "", Fold::last, false},
-    {Field::peak_live_bytes, "peak_live_bytes", "", Fold::max, false},
-    // The process's counters (harness/metrics/figure_names.h), each under its own name in the phase.
-#define ALLOCMARK_COUNTER_FIELD_ROW(name) {Field::name, #name, "", Fold::sum, false},
-    ALLOCMARK_PROCESS_COUNTERS(ALLOCMARK_COUNTER_FIELD_ROW)
-#undef ALLOCMARK_COUNTER_FIELD_ROW
-    // Allocators with lock counters (jemalloc, numap).
-    {Field::lock_wait_ns, "contention.total_wait_ns", "", Fold::sum, false},
-    {Field::lock_ops, "contention.num_ops", "", Fold::sum, false},
-    {Field::lock_waits, "contention.num_wait", "", Fold::sum, false},
-    // numa_maps at the phase end and move_pages of sampled blocks, per node; the phase's are the sums.
-    {Field::numa_resident_bytes, "", "resident_bytes", Fold::last, true},
-    {Field::sampled_blocks, "", "sampled_blocks", Fold::sum, true},
-    {Field::local_blocks, "", "local_blocks", Fold::sum, true},
-    {Field::node_threads, "", "threads", Fold::max, false},
-    // Sampled call latencies (null where not sampled: rocksdb and program cells, latency_every = 0).
-    {Field::alloc_p50_ns, "contention.latency.malloc.p50_ns", "latency.malloc.p50_ns", Fold::max, false},
-    {Field::alloc_p99_ns, "contention.latency.malloc.p99_ns", "latency.malloc.p99_ns", Fold::max, false},
-    {Field::alloc_p999_ns, "contention.latency.malloc.p999_ns", "latency.malloc.p999_ns", Fold::max, false},
-    {Field::alloc_max_ns, "contention.latency.malloc.max_ns", "latency.malloc.max_ns", Fold::max, false},
-    {Field::free_p50_ns, "contention.latency.free.p50_ns", "latency.free.p50_ns", Fold::max, false},
-    {Field::free_p99_ns, "contention.latency.free.p99_ns", "latency.free.p99_ns", Fold::max, false},
-    {Field::free_p999_ns, "contention.latency.free.p999_ns", "latency.free.p999_ns", Fold::max, false},
-    {Field::free_max_ns, "contention.latency.free.max_ns", "latency.free.max_ns", Fold::max, false},
-    // schedstat of the process's threads.
-    {Field::runqueue_wait_ns, "contention.runqueue_wait_ns", "", Fold::sum, false},
-    {Field::run_ns, "contention.run_ns", "", Fold::sum, false},
-    // Transparent huge pages: the process's at the phase end (smaps_rollup) and the system's
-    // events during it (/proc/vmstat, every process's).
-    {Field::anon_huge_bytes, "anon_huge_bytes", "", Fold::last, false},
-#define ALLOCMARK_THP_FIELD_ROW(name) {Field::thp_##name, "thp_events." #name, "", Fold::sum, false},
-    ALLOCMARK_THP_EVENTS(ALLOCMARK_THP_FIELD_ROW)
-#undef ALLOCMARK_THP_FIELD_ROW
-    // The whole system's huge pages per node at the phase end (node meminfo, every process's); the
-    // phase's is the sum over its nodes.
-    {Field::system_anon_huge_bytes, "", "system_anon_huge_bytes", Fold::last, true},
-}};
+// The rows of the record's field table the model reads (harness/record/fields.h).
+#define ALLOCMARK_FIELD_ROW(kind, name, type, unit, fold, phase_path, node_path, sums) \
+  ALLOCMARK_IF_READ_##kind(FieldRow{Field::name, #name, unit, phase_path, node_path, Fold::fold, sums}, )
+constexpr std::array<FieldRow, kFieldCount> kFieldTable{{ALLOCMARK_PHASE_FIELDS(ALLOCMARK_FIELD_ROW)}};
+#undef ALLOCMARK_FIELD_ROW
 
 // A metric that is one field as recorded.
 template <Field F>
@@ -93,109 +57,13 @@ using M = Metric;
 using D = Display;
 constexpr Better kLower = Better::lower, kHigher = Better::higher;
 
-// name, alias, unit, description, formula, better, display, header, width, note, gated, node column (0: none), default node column
-constexpr std::array<MetricRow, kMetricCount> kMetricTable{{
-    {M::peak_rss_bytes, "peak_rss_bytes", "peak_rss", "bytes", "exact peak RSS of the phase (VmHWM after a clear_refs reset)",
-     measured<F::peak_rss_bytes>, kLower, D::mib, "peak RSS MiB", 24, "peak RSS: exact per phase (VmHWM after a clear_refs reset)",
-     true, 0, false},
-    {M::end_rss_bytes, "end_rss_bytes", "end_rss", "bytes", "RSS at the phase end", measured<F::end_rss_bytes>, kLower, D::mib,
-     "end RSS MiB", 24, "", true, 0, false},
-    {M::rss_above_idle_over_live, "rss_above_idle_over_live", "rss_over_live", "ratio",
-     "(peak RSS - idle RSS) / peak live requested bytes; 1.0 is the physical floor", rss_above_idle, kLower, D::ratio,
-     "RSS-idle/live", 20, "RSS-idle/live: (peak RSS - idle baseline) / peak live requested bytes", true, 0, false},
-    {M::ops_per_s, "ops_per_s", "", "1/s", "operations per second of wall time", throughput, kHigher, D::si, "ops/s", 24, "",
-     true, 4, true},
-    {M::wall_s, "wall_s", "", "s", "wall time", measured<F::wall_s>, kLower, D::seconds, "wall s", 24, "", false, 0, false},
-    {M::minor_faults, "minor_faults", "", "count", "minor page faults", measured<F::minor_faults>, kLower, D::si,
-     "minor faults", 20, "", false, 0, false},
-    {M::major_faults, "major_faults", "", "count", "major page faults", measured<F::major_faults>, kLower, D::si,
-     "major faults", 20, "", false, 0, false},
-    {M::voluntary_ctx_switches, "voluntary_ctx_switches", "", "count", "voluntary context switches",
-     measured<F::voluntary_ctx_switches>, kLower, D::si, "vol ctx switches", 20, "", false, 0, false},
-    {M::involuntary_ctx_switches, "involuntary_ctx_switches", "", "count", "involuntary context switches",
-     measured<F::involuntary_ctx_switches>, kLower, D::si, "invol ctx switches", 20, "", false, 0, false},
-    {M::user_s, "user_s", "", "s", "user CPU time", measured<F::user_s>, kLower, D::seconds, "user s", 24, "", false, 0, false},
-    {M::sys_s, "sys_s", "", "s", "system CPU time", measured<F::sys_s>, kLower, D::seconds, "sys s", 24, "", false, 0, false},
-    {M::lock_wait_s, "lock_wait_s", "", "s",
-     "time threads waited for allocator locks (jemalloc's mutex profiling, numap's counters)", ns_as_seconds<F::lock_wait_ns>,
-     kLower, D::seconds, "lock wait s", 24, "lock wait: allocator lock waits summed over threads (jemalloc, numap)", false, 0,
-     false},
-    {M::peak_live_bytes, "peak_live_bytes", "", "bytes", "peak live requested bytes (the workload's own exact count)",
-     measured<F::peak_live_bytes>, kLower, D::mib, "peak live MiB", 24, "", false, 0, false},
-    {M::contended_share, "contended_share", "", "ratio",
-     "share of allocator lock acquisitions that had to wait (contention num_wait / num_ops)",
-     of_two<F::lock_waits, F::lock_ops, contended_share>, kLower, D::percent, "contended", 20,
-     "contended: share of allocator lock acquisitions that waited (jemalloc, numap)", false, 0, false},
-    {M::numa_resident_bytes, "numa_resident_bytes", "", "bytes",
-     "resident bytes at the phase end from /proc/PID/numa_maps (per node with --by ...,node)", measured<F::numa_resident_bytes>,
-     kLower, D::mib, "node RSS MiB", 24, "node RSS: resident bytes at the phase end from numa_maps (per node with --by ...,node)",
-     false, 1, true},
-    {M::local_fraction, "local_fraction", "", "ratio",
-     "share of sampled blocks whose page is on the allocating thread's node (move_pages after the phase)",
-     of_two<F::local_blocks, F::sampled_blocks, local_fraction>, kHigher, D::percent, "local", 20,
-     "local: share of sampled blocks whose page is on the allocating thread's node", false, 2, true},
-    {M::node_threads, "node_threads", "", "count", "worker threads that ended the phase on the node (--by ...,node)",
-     measured<F::node_threads>, kLower, D::si, "threads on node", 16, "", false, 3, true},
-    {M::alloc_p50_ns, "alloc_p50_ns", "", "ns", "median malloc call latency (one call in N timed per thread)",
-     measured<F::alloc_p50_ns>, kLower, D::nanoseconds, "malloc p50 ns", 20,
-     "call latency: one call in N per thread timed, ns unless marked", false, 5, false},
-    {M::alloc_p99_ns, "alloc_p99_ns", "", "ns", "99th percentile malloc call latency (sampled)", measured<F::alloc_p99_ns>, kLower,
-     D::nanoseconds, "malloc p99 ns", 20, "", false, 6, true},
-    {M::alloc_p999_ns, "alloc_p999_ns", "", "ns", "99.9th percentile malloc call latency (sampled)", measured<F::alloc_p999_ns>,
-     kLower, D::nanoseconds, "malloc p99.9 ns", 20, "", false, 7, false},
-    {M::alloc_max_ns, "alloc_max_ns", "", "ns", "slowest sampled malloc call", measured<F::alloc_max_ns>, kLower, D::nanoseconds,
-     "malloc max ns", 20, "", false, 0, false},
-    {M::free_p50_ns, "free_p50_ns", "", "ns", "median free call latency (one call in N timed per thread)",
-     measured<F::free_p50_ns>, kLower, D::nanoseconds, "free p50 ns", 20, "", false, 8, false},
-    {M::free_p99_ns, "free_p99_ns", "", "ns", "99th percentile free call latency (sampled)", measured<F::free_p99_ns>, kLower,
-     D::nanoseconds, "free p99 ns", 20, "", false, 9, true},
-    {M::free_p999_ns, "free_p999_ns", "", "ns", "99.9th percentile free call latency (sampled)", measured<F::free_p999_ns>, kLower,
-     D::nanoseconds, "free p99.9 ns", 20, "", false, 10, false},
-    {M::free_max_ns, "free_max_ns", "", "ns", "slowest sampled free call", measured<F::free_max_ns>, kLower, D::nanoseconds,
-     "free max ns", 20, "", false, 0, false},
-    {M::vol_ctx_switches_per_mop, "vol_ctx_switches_per_mop", "", "1/Mop",
-     "voluntary context switches (a thread sleeping, e.g. on a futex) per million operations",
-     of_two<F::voluntary_ctx_switches, F::ops, per_million_ops>, kLower, D::rate, "vol cs/Mop", 20,
-     "vol cs/Mop: voluntary context switches per million operations", false, 0, false},
-    {M::runqueue_wait_s, "runqueue_wait_s", "", "s",
-     "time the process's threads were runnable but waiting for a CPU, summed over threads (schedstat)",
-     ns_as_seconds<F::runqueue_wait_ns>, kLower, D::seconds, "runqueue wait s", 24, "", false, 0, false},
-    {M::runqueue_wait_share, "runqueue_wait_share", "", "ratio",
-     "run-queue wait / (run-queue wait + time on a CPU) of the process's threads",
-     of_two<F::runqueue_wait_ns, F::run_ns, runqueue_wait_share>, kLower, D::percent, "runqueue share", 20,
-     "runqueue share: run-queue wait / (wait + on-CPU time) of the threads", false, 0, false},
-    {M::anon_huge_bytes, "anon_huge_bytes", "", "bytes",
-     "anonymous memory in transparent huge pages at the phase end (AnonHugePages of /proc/PID/smaps_rollup)",
-     measured<F::anon_huge_bytes>, kLower, D::mib, "huge MiB", 20,
-     "huge MiB: anonymous memory in transparent huge pages at the phase end (part of end RSS)", true, 0, false},
-    {M::thp_fault_alloc, "thp_fault_alloc", "", "count",
-     "page faults served by a huge page during the phase, system-wide (/proc/vmstat thp_fault_alloc)",
-     measured<F::thp_fault_alloc>, kLower, D::si, "THP faults", 20, "THP faults, fallbacks, collapses, splits: system-wide",
-     false, 0, false},
-    {M::thp_fault_fallback, "thp_fault_fallback", "", "count",
-     "faults that wanted a huge page and got small pages, system-wide (/proc/vmstat thp_fault_fallback)",
-     measured<F::thp_fault_fallback>, kLower, D::si, "THP fallbacks", 20, "", false, 0, false},
-    {M::thp_collapse_alloc, "thp_collapse_alloc", "", "count",
-     "small pages khugepaged collapsed into a huge page, system-wide (/proc/vmstat thp_collapse_alloc)",
-     measured<F::thp_collapse_alloc>, kLower, D::si, "THP collapses", 20, "", false, 0, false},
-    {M::thp_split_page, "thp_split_page", "", "count",
-     "huge pages split back into small pages, system-wide (/proc/vmstat thp_split_page)",
-     measured<F::thp_split_page>, kLower, D::si, "THP splits", 20, "", false, 0, false},
-    {M::thp_split_pmd, "thp_split_pmd", "", "count",
-     "huge-page mappings split into small-page mappings (advice or an unmap on part of one), system-wide "
-     "(/proc/vmstat thp_split_pmd)",
-     measured<F::thp_split_pmd>, kLower, D::si, "THP map splits", 20, "", false, 0, false},
-    {M::thp_deferred_split_page, "thp_deferred_split_page", "", "count",
-     "partly unmapped huge pages queued to be split later, each still holding its 2 MiB until memory pressure, "
-     "system-wide (/proc/vmstat thp_deferred_split_page)",
-     measured<F::thp_deferred_split_page>, kLower, D::si, "THP deferred", 20, "", false, 0, false},
-    {M::system_anon_huge_bytes, "system_anon_huge_bytes", "", "bytes",
-     "anonymous memory in transparent huge pages at the phase end, system-wide: every process's, not only the cell's "
-     "(AnonHugePages of /sys/devices/system/node/nodeN/meminfo; per node with --by ...,node)",
-     measured<F::system_anon_huge_bytes>, kLower, D::mib, "sys huge MiB", 20,
-     "sys huge MiB: the whole system's transparent huge pages at the phase end (every process's), per node with --by ...,node",
-     false, 11, false},
-}};
+// The rows of ALLOCMARK_METRICS (metric_table.h): a measured metric takes its unit from its field.
+#define ALLOCMARK_MEASURED_ROW(name, alias, description, ...) \
+  MetricRow{M::name, #name, alias, kFieldTable[static_cast<std::size_t>(F::name)].unit, description, measured<F::name>, __VA_ARGS__},
+#define ALLOCMARK_DERIVED_ROW(name, ...) MetricRow{M::name, #name, __VA_ARGS__},
+constexpr std::array<MetricRow, kMetricCount> kMetricTable{{ALLOCMARK_METRICS(ALLOCMARK_MEASURED_ROW, ALLOCMARK_DERIVED_ROW)}};
+#undef ALLOCMARK_MEASURED_ROW
+#undef ALLOCMARK_DERIVED_ROW
 
 // The enums index the tables: a row out of place is a compile error, not a wrong figure.
 constexpr bool fields_in_order() {
