@@ -231,18 +231,21 @@ json run_probe(const json& spec) {
   return out;
 }
 
-// The worker's side of a cell: builds the workload and runs, measures and reports its phases.
-int measure_cell(const json& spec) {
-  const std::string backend = spec.at("backend");
-  const std::string workload_name = spec.at("workload");
-  const int threads = spec.at("threads");
-  allocmark::matrix::Settings settings;
+namespace pl = allocmark::placement;
+using allocmark::allocators::NativeApi;
+using allocmark::worker::NodeFigures;
+using allocmark::worker::PhaseContentionProbe;
+
+allocmark::matrix::Settings settings_of(const json& spec) {
   try {
-    settings = allocmark::matrix::settings_from_json(spec, allocmark::matrix::kWorker, "worker description");
+    return allocmark::matrix::settings_from_json(spec, allocmark::matrix::kWorker, "worker description");
   } catch (const std::exception& e) {
     fail(e.what());
   }
+}
 
+// Refuses a cell no one will read or one the wrong library serves, then reports its start.
+const NativeApi* start_cell(const json& spec, const std::string& backend) {
   // A driver killed between fork and exec leaves no one to read this cell: stop at once.
   if (spec.contains("driver_pid") && getppid() != spec["driver_pid"].get<pid_t>()) fail("the driver is gone", 4);
   std::string served = allocmark::worker::library_serving("malloc");
@@ -251,8 +254,11 @@ int measure_cell(const json& spec) {
   const auto* api = native_for(backend);
   report({{"event", "start"}, {"library", served}, {"pid", getpid()}, {"t_ns", now_ns()},
           {"version", api ? api->version() : ""}, {"options", api ? api->read_options() : json::object()}});
+  return api;
+}
 
-  // Before the workload allocates: a refusal from here on fails the cell with its reason.
+// Before the workload allocates: a refusal from here on fails the cell with its reason.
+void arm_refusal_report(const NativeApi* api) {
   g_refusal_api = api;
   if (api != nullptr && api->explain_refusal != nullptr) {
     char warm[1];
@@ -260,15 +266,23 @@ int measure_cell(const json& spec) {
   }
   wl::on_allocation_refused(&report_refusal);
   g_default_terminate = std::set_terminate(&on_terminate);
+}
 
+const wl::WorkloadInfo& workload_info(const std::string& workload_name) {
   const wl::WorkloadInfo* info = wl::find_workload(workload_name);
   if (!info) fail("unknown workload " + workload_name);
-  wl::Params params;
+  return *info;
+}
+
+wl::Params params_of(const wl::WorkloadInfo& info, const json& spec) {
   try {
-    params = wl::Params::typed(*info, spec.at("params").get<std::map<std::string, std::string>>());
+    return wl::Params::typed(info, spec.at("params").get<std::map<std::string, std::string>>());
   } catch (const std::exception& e) {
     fail(std::string("worker description: params: ") + e.what());
   }
+}
+
+wl::WorkloadEnv env_of(const NativeApi* api, const json& spec) {
   wl::WorkloadEnv env;
   if (api) env.purge = [api] { return api->purge(); };
   env.rss_bytes = [] {
@@ -277,10 +291,12 @@ int measure_cell(const json& spec) {
     return rss;
   };
   env.data_dir = spec.value("data_dir", "");
-  // Placed before the workload builds its tables, so a memory binding (--nodes) covers them too.
-  namespace pl = allocmark::placement;
-  const pl::Allowed allowed = pl::current_allowed();
-  allocmark::topology::Topology topo = allocmark::topology::detect();
+  return env;
+}
+
+// Placed before the workload builds its tables, so a memory binding (--nodes) covers them too.
+pl::Placement place_cell(const allocmark::topology::Topology& topo, const pl::Allowed& allowed,
+                         const allocmark::matrix::Settings& settings, int threads) {
   pl::Placement placement;
   try {
     placement = pl::plan_placement(topo, allowed, settings.pin, threads);
@@ -288,95 +304,102 @@ int measure_cell(const json& spec) {
     fail(std::string("placement: ") + e.what());
   }
   if (auto problem = pl::apply_memory_binding(placement.membind); !problem.empty()) fail(problem);
-  allocmark::worker::NodeFigures node_figures(std::move(topo), threads);
-  const bool want_node_figures = settings.node_figures;
-  // Before the workload and its threads exist: each thread reads N on its first call.
-  const uint32_t latency_every = static_cast<uint32_t>(settings.latency_every);
-  wl::call_latency::configure(latency_every, threads);
-  wl::set_writes(settings.writes);  // checked by the settings table
-  allocmark::worker::PhaseContentionProbe contention(
-      api, latency_every,
-      info->tracks_live_bytes          ? ""
-      : !info->untracked_reason.empty() ? info->untracked_reason
-                                        : "the workload's allocations happen inside a library allocmark does not instrument (" + workload_name + ")");
-  std::unique_ptr<wl::Workload> workload = info->make(params, threads, env);
-  wl::LiveBytes live(threads);
-  PhaseCrew crew(*workload, live, threads, placement.thread_cpus);
-  if (!crew.pin_error().empty()) fail(crew.pin_error());
+  return placement;
+}
+
+// Empty when the workload's live bytes are counted: the probe then reads call latencies.
+std::string latency_absent_reason(const wl::WorkloadInfo& info, const std::string& workload_name) {
+  if (info.tracks_live_bytes) return "";
+  if (!info.untracked_reason.empty()) return info.untracked_reason;
+  return "the workload's allocations happen inside a library allocmark does not instrument (" + workload_name + ")";
+}
+
+void report_baseline(const NativeApi* api, const PhaseCrew& crew, const pl::Placement& placement,
+                     const pl::Allowed& allowed) {
   const bool pin = !placement.thread_cpus.empty();
   json placement_json = pl::to_json(placement);
   placement_json["allowed"] = pl::to_json(allowed);
-
   metrics::MemStatus idle{};
   metrics::read_mem_status(0, idle);
   report({{"event", "baseline"}, {"idle_rss_bytes", idle.rss_bytes}, {"t_ns", now_ns()},
           {"alloc_stats", native_snapshot(api)}, {"pinned_cpus", pin ? json(crew.pinned_cpus()) : json(nullptr)},
           {"placement", placement_json}});
+}
 
-  const auto& phases = workload->phases();
-  for (std::size_t i = 0; i < phases.size(); ++i) {
-    report({{"event", "phase_begin"}, {"phase", phases[i]}, {"t_ns", now_ns()}});
-    rusage ru0{}, ru1{};
-    metrics::MemStatus end{};
-    live.reset_peak();
-    int64_t live_start = live.current();
-    contention.begin();
-    metrics::ThpEvents thp0{}, thp1{};
-    const bool thp_ok = metrics::read_thp_events(thp0);
-    getrusage(RUSAGE_SELF, &ru0);
-    bool exact = metrics::reset_peak_rss();
-    int64_t t0 = now_ns();
-    crew.run(static_cast<int>(i));
-    int64_t t1 = now_ns();
-    getrusage(RUSAGE_SELF, &ru1);
-    bool read_ok = metrics::read_mem_status(0, end);
-    const bool thp_end_ok = thp_ok && metrics::read_thp_events(thp1);
-    contention.end();
-    // After the phase's scheduler figures: the kernel walks every page table to count huge pages
-    // (about 10 ms per GiB of small pages here), which is the worker's time, not the phase's.
-    uint64_t anon_huge = 0;
-    const bool huge_ok = metrics::read_anon_huge_bytes(0, anon_huge);
-    // Right after it, so the system's huge pages per node (every process's) hold this process's.
-    if (want_node_figures) node_figures.read_system_huge();
+// What was read around one phase, held on the stack and turned into JSON only once it is over.
+struct PhaseReadings {
+  int64_t begin_ns = 0, end_ns = 0, live_start = 0;
+  rusage ru0{}, ru1{};
+  metrics::MemStatus end{};
+  metrics::ThpEvents thp0{}, thp1{};
+  bool exact = false, read_ok = false, thp_end_ok = false, huge_ok = false;
+  uint64_t anon_huge = 0;
+};
 
-    metrics::PhaseFigures f;
-    f.name = phases[i];
-    f.begin_ns = t0;
-    f.end_ns = t1;
-    f.ops = crew.total_ops();
-    if (read_ok) {
-      f.peak_rss_bytes = end.hwm_bytes;
-      f.end_rss_bytes = end.rss_bytes;
-    }
-    f.peak_rss_reset = exact;
-    if (info->tracks_live_bytes) {
-      f.start_live_bytes = live_start;
-      f.peak_live_bytes = std::max(live.peak(), live_start);
-      f.end_live_bytes = live.current();
-    }
-    f.counters = metrics::counters_since(metrics::counters_of(ru1), metrics::counters_of(ru0));
-    if (huge_ok) f.anon_huge_bytes = anon_huge;
-    if (thp_end_ok) f.thp_events = metrics::thp_events_since(thp1, thp0);
-    json phase = metrics::phase_record(f);
-    phase["thread_cpus"] = crew.last_cpus();
-    json thread_nodes = json::array();
-    for (int cpu : crew.last_cpus()) thread_nodes.push_back(node_figures.node_of_cpu(cpu));
-    phase["thread_nodes"] = thread_nodes;
-    if (want_node_figures) {
-      json placement_cost;
-      phase["nodes"] = node_figures.after_phase(crew.last_cpus(), crew.thread_ops(), contention.per_slot(), placement_cost);
-      phase["placement_cost"] = placement_cost;
-    } else {
-      phase["nodes"] = nullptr;
-      phase["nodes_absent"] = "node figures off (--no-node-figures, matrix node_figures = false)";
-    }
-    phase["maps"] = metrics::summarize_maps();
-    if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;
-    if (api) phase["alloc_stats"] = api->read_stats();
-    phase["contention"] = contention.record();
-    report({{"event", "phase_end"}, {"phase", phase}});
+// The measured part of a phase: only reads of counters around crew.run, nothing allocated.
+inline void measure_phase(PhaseCrew& crew, wl::LiveBytes& live, PhaseContentionProbe& contention,
+                          NodeFigures& node_figures, bool want_node_figures, int phase, PhaseReadings& r) {
+  live.reset_peak();
+  r.live_start = live.current();
+  contention.begin();
+  const bool thp_ok = metrics::read_thp_events(r.thp0);
+  getrusage(RUSAGE_SELF, &r.ru0);
+  r.exact = metrics::reset_peak_rss();
+  r.begin_ns = now_ns();
+  crew.run(phase);
+  r.end_ns = now_ns();
+  getrusage(RUSAGE_SELF, &r.ru1);
+  r.read_ok = metrics::read_mem_status(0, r.end);
+  r.thp_end_ok = thp_ok && metrics::read_thp_events(r.thp1);
+  contention.end();
+  // After the phase's scheduler figures: the kernel walks every page table to count huge pages
+  // (about 10 ms per GiB of small pages here), which is the worker's time, not the phase's.
+  r.huge_ok = metrics::read_anon_huge_bytes(0, r.anon_huge);
+  // Right after it, so the system's huge pages per node (every process's) hold this process's.
+  if (want_node_figures) node_figures.read_system_huge();
+}
+
+metrics::PhaseFigures phase_figures(const std::string& name, const PhaseReadings& r, const PhaseCrew& crew,
+                                    const wl::LiveBytes& live, bool tracks_live_bytes) {
+  metrics::PhaseFigures f;
+  f.name = name;
+  f.begin_ns = r.begin_ns;
+  f.end_ns = r.end_ns;
+  f.ops = crew.total_ops();
+  if (r.read_ok) {
+    f.peak_rss_bytes = r.end.hwm_bytes;
+    f.end_rss_bytes = r.end.rss_bytes;
   }
-  workload->teardown();
+  f.peak_rss_reset = r.exact;
+  if (tracks_live_bytes) {
+    f.start_live_bytes = r.live_start;
+    f.peak_live_bytes = std::max(live.peak(), r.live_start);
+    f.end_live_bytes = live.current();
+  }
+  f.counters = metrics::counters_since(metrics::counters_of(r.ru1), metrics::counters_of(r.ru0));
+  if (r.huge_ok) f.anon_huge_bytes = r.anon_huge;
+  if (r.thp_end_ok) f.thp_events = metrics::thp_events_since(r.thp1, r.thp0);
+  return f;
+}
+
+void add_node_figures(json& phase, const PhaseCrew& crew, PhaseContentionProbe& contention,
+                      NodeFigures& node_figures, bool want_node_figures) {
+  phase["thread_cpus"] = crew.last_cpus();
+  json thread_nodes = json::array();
+  for (int cpu : crew.last_cpus()) thread_nodes.push_back(node_figures.node_of_cpu(cpu));
+  phase["thread_nodes"] = thread_nodes;
+  if (want_node_figures) {
+    json placement_cost;
+    phase["nodes"] = node_figures.after_phase(crew.last_cpus(), crew.thread_ops(), contention.per_slot(), placement_cost);
+    phase["placement_cost"] = placement_cost;
+  } else {
+    phase["nodes"] = nullptr;
+    phase["nodes_absent"] = "node figures off (--no-node-figures, matrix node_figures = false)";
+  }
+}
+
+void report_done(wl::Workload& workload, const NativeApi* api) {
+  workload.teardown();
   json done{{"event", "done"}, {"t_ns", now_ns()}};
   if (api) {
     done["alloc_stats"] = api->read_stats();
@@ -384,6 +407,49 @@ int measure_cell(const json& spec) {
     done["options"] = api->read_options();
   }
   report(done);
+}
+
+// The worker's side of a cell: builds the workload and runs, measures and reports its phases.
+int measure_cell(const json& spec) {
+  const std::string backend = spec.at("backend");
+  const std::string workload_name = spec.at("workload");
+  const int threads = spec.at("threads");
+  const allocmark::matrix::Settings settings = settings_of(spec);
+  const NativeApi* api = start_cell(spec, backend);
+  arm_refusal_report(api);
+  const wl::WorkloadInfo& info = workload_info(workload_name);
+  const wl::Params params = params_of(info, spec);
+  const wl::WorkloadEnv env = env_of(api, spec);
+  const pl::Allowed allowed = pl::current_allowed();
+  allocmark::topology::Topology topo = allocmark::topology::detect();
+  const pl::Placement placement = place_cell(topo, allowed, settings, threads);
+  NodeFigures node_figures(std::move(topo), threads);
+  const bool want_node_figures = settings.node_figures;
+  // Before the workload and its threads exist: each thread reads N on its first call.
+  const uint32_t latency_every = static_cast<uint32_t>(settings.latency_every);
+  wl::call_latency::configure(latency_every, threads);
+  wl::set_writes(settings.writes);  // checked by the settings table
+  PhaseContentionProbe contention(api, latency_every, latency_absent_reason(info, workload_name));
+  std::unique_ptr<wl::Workload> workload = info.make(params, threads, env);
+  wl::LiveBytes live(threads);
+  PhaseCrew crew(*workload, live, threads, placement.thread_cpus);
+  if (!crew.pin_error().empty()) fail(crew.pin_error());
+  report_baseline(api, crew, placement, allowed);
+
+  const auto& phases = workload->phases();
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    report({{"event", "phase_begin"}, {"phase", phases[i]}, {"t_ns", now_ns()}});
+    PhaseReadings readings;
+    measure_phase(crew, live, contention, node_figures, want_node_figures, static_cast<int>(i), readings);
+    json phase = metrics::phase_record(phase_figures(phases[i], readings, crew, live, info.tracks_live_bytes));
+    add_node_figures(phase, crew, contention, node_figures, want_node_figures);
+    phase["maps"] = metrics::summarize_maps();
+    if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;
+    if (api) phase["alloc_stats"] = api->read_stats();
+    phase["contention"] = contention.record();
+    report({{"event", "phase_end"}, {"phase", phase}});
+  }
+  report_done(*workload, api);
   return 0;
 }
 
