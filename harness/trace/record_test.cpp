@@ -117,80 +117,86 @@ struct Reader {
   }
 };
 
-Decoded decode(const std::string& stream) {
-  Decoded d;
-  Reader in{reinterpret_cast<const uint8_t*>(stream.data()), reinterpret_cast<const uint8_t*>(stream.data()) + stream.size()};
-  std::map<uint32_t, std::string> bytes;
-  while (in.p < in.end && in.ok && d.error.empty()) {
-    if (d.ended) d.error = "bytes after the 'E' chunk";
-    const uint8_t tag = *in.p++;
-    if (tag == kTagChunk) {
-      auto thread = static_cast<uint32_t>(in.v());
-      uint64_t len = in.v();
-      if (!in.ok || len > static_cast<uint64_t>(in.end - in.p)) { d.error = "chunk cut off"; break; }
-      bytes[thread].append(reinterpret_cast<const char*>(in.p), len);
-      in.p += len;
-    } else if (tag == kTagPhase) {
-      uint64_t epoch = in.v();
-      in.v();
-      uint64_t len = in.v();
-      if (!in.ok || len > static_cast<uint64_t>(in.end - in.p)) { d.error = "phase cut off"; break; }
-      d.phase_names[epoch] = std::string(reinterpret_cast<const char*>(in.p), len);
-      in.p += len;
-    } else if (tag == kTagImage) {
-      in.v();
-      ++d.images;
-      bytes.clear();  // a new image voids what came before
-      d.phase_names.clear();
-    } else if (tag == kTagExec) {
-      uint64_t len = in.v();
-      if (!in.ok || len > static_cast<uint64_t>(in.end - in.p)) { d.error = "exec cut off"; break; }
-      d.execs.emplace_back(reinterpret_cast<const char*>(in.p), len);
-      in.p += len;
-    } else if (tag == kTagEnd) {
-      d.unknown_frees = in.v();
-      d.lost_events = in.v();
-      d.ended = true;
-    } else {
-      d.error = "unknown tag " + std::to_string(tag);
-    }
+// Reads `len` and that many bytes; false (with `error` set) when the stream ends first.
+bool read_counted(Reader& in, std::string& to, Decoded& d, const char* error) {
+  uint64_t len = in.v();
+  if (!in.ok || len > static_cast<uint64_t>(in.end - in.p)) {
+    d.error = error;
+    return false;
   }
-  if (!in.ok && d.error.empty()) d.error = "varint cut off";
-  if (!d.error.empty()) return d;
-  for (const auto& [thread, b] : bytes) {
-    d.threads.insert(thread);
-    Reader r{reinterpret_cast<const uint8_t*>(b.data()), reinterpret_cast<const uint8_t*>(b.data()) + b.size()};
-    uint64_t t = 0;
-    while (r.p < r.end && r.ok) {
-      const uint8_t b0 = *r.p++;
-      if (!is_known(b0)) { d.error = "unknown op " + std::to_string(b0); return d; }
-      Event e{static_cast<Op>(b0), thread, t += r.v()};
-      if (is_alloc(e.op)) {
-        e.id = r.v();
-        e.size = r.v();
-        if (has_align(e.op)) e.align = r.v();
-      } else if (e.op == Op::Realloc) {
-        e.old_id = r.v();
-        e.id = r.v();
-        e.size = r.v();
-        e.old_size = r.v();
-      } else if (is_free(e.op)) {
-        e.id = r.v();
-        e.size = r.v();
-      } else {
-        e.epoch = r.v();
-      }
-      e.time_us = t;
-      d.events.push_back(e);
-    }
-    if (!r.ok) { d.error = "event cut off in thread " + std::to_string(thread); return d; }
+  to.assign(reinterpret_cast<const char*>(in.p), len);
+  in.p += len;
+  return true;
+}
+
+// One chunk of the record stream after its tag; thread chunks' bytes go to `bytes`.
+void read_chunk(uint8_t tag, Reader& in, Decoded& d, std::map<uint32_t, std::string>& bytes) {
+  std::string text;
+  if (tag == kTagChunk) {
+    auto thread = static_cast<uint32_t>(in.v());
+    if (read_counted(in, text, d, "chunk cut off")) bytes[thread] += text;
+  } else if (tag == kTagPhase) {
+    uint64_t epoch = in.v();
+    in.v();
+    if (read_counted(in, text, d, "phase cut off")) d.phase_names[epoch] = text;
+  } else if (tag == kTagImage) {
+    in.v();
+    ++d.images;
+    bytes.clear();  // a new image voids what came before
+    d.phase_names.clear();
+  } else if (tag == kTagExec) {
+    if (read_counted(in, text, d, "exec cut off")) d.execs.push_back(text);
+  } else if (tag == kTagEnd) {
+    d.unknown_frees = in.v();
+    d.lost_events = in.v();
+    d.ended = true;
+  } else {
+    d.error = "unknown tag " + std::to_string(tag);
   }
-  // Ids: each allocated once; each freed at most once, after (in time) its allocation.
+}
+
+Event read_event(Reader& r, Op op, uint32_t thread, uint64_t& t) {
+  Event e{op, thread, t += r.v()};
+  if (is_alloc(e.op)) {
+    e.id = r.v();
+    e.size = r.v();
+    if (has_align(e.op)) e.align = r.v();
+  } else if (e.op == Op::Realloc) {
+    e.old_id = r.v();
+    e.id = r.v();
+    e.size = r.v();
+    e.old_size = r.v();
+  } else if (is_free(e.op)) {
+    e.id = r.v();
+    e.size = r.v();
+  } else {
+    e.epoch = r.v();
+  }
+  e.time_us = t;
+  return e;
+}
+
+// False, with d.error set, at an unknown op or an event cut off.
+bool decode_thread(uint32_t thread, const std::string& b, Decoded& d) {
+  d.threads.insert(thread);
+  Reader r{reinterpret_cast<const uint8_t*>(b.data()), reinterpret_cast<const uint8_t*>(b.data()) + b.size()};
+  uint64_t t = 0;
+  while (r.p < r.end && r.ok) {
+    const uint8_t b0 = *r.p++;
+    if (!is_known(b0)) { d.error = "unknown op " + std::to_string(b0); return false; }
+    d.events.push_back(read_event(r, static_cast<Op>(b0), thread, t));
+  }
+  if (!r.ok) { d.error = "event cut off in thread " + std::to_string(thread); return false; }
+  return true;
+}
+
+// Ids: each allocated once; each freed at most once, after (in time) its allocation.
+void check_ids(Decoded& d) {
   std::map<uint64_t, uint64_t> alloc_time;
   for (const auto& e : d.events) {
     const bool allocates = is_alloc(e.op) || e.op == Op::Realloc;
     if (allocates && e.id != 0) {
-      if (!d.allocs.emplace(e.id, e).second) { d.error = "id allocated twice: " + std::to_string(e.id); return d; }
+      if (!d.allocs.emplace(e.id, e).second) { d.error = "id allocated twice: " + std::to_string(e.id); return; }
       alloc_time[e.id] = e.time_us;
     }
   }
@@ -198,11 +204,27 @@ Decoded decode(const std::string& stream) {
   for (const auto& e : d.events) {
     uint64_t gone = is_free(e.op) ? e.id : e.op == Op::Realloc && !(e.id == 0 && e.size > 0) ? e.old_id : 0;
     if (!gone) continue;
-    if (!alloc_time.count(gone)) { d.error = "freed, never allocated: " + std::to_string(gone); return d; }
-    if (alloc_time[gone] > e.time_us) { d.error = "freed before allocated: " + std::to_string(gone); return d; }
-    if (!freed.insert(gone).second) { d.error = "freed twice: " + std::to_string(gone); return d; }
-    if (is_free(e.op) && e.size != d.allocs[gone].size) { d.error = "free with another size"; return d; }
+    if (!alloc_time.count(gone)) { d.error = "freed, never allocated: " + std::to_string(gone); return; }
+    if (alloc_time[gone] > e.time_us) { d.error = "freed before allocated: " + std::to_string(gone); return; }
+    if (!freed.insert(gone).second) { d.error = "freed twice: " + std::to_string(gone); return; }
+    if (is_free(e.op) && e.size != d.allocs[gone].size) { d.error = "free with another size"; return; }
   }
+}
+
+Decoded decode(const std::string& stream) {
+  Decoded d;
+  Reader in{reinterpret_cast<const uint8_t*>(stream.data()), reinterpret_cast<const uint8_t*>(stream.data()) + stream.size()};
+  std::map<uint32_t, std::string> bytes;
+  while (in.p < in.end && in.ok && d.error.empty()) {
+    if (d.ended) d.error = "bytes after the 'E' chunk";
+    const uint8_t tag = *in.p++;
+    read_chunk(tag, in, d, bytes);
+  }
+  if (!in.ok && d.error.empty()) d.error = "varint cut off";
+  if (!d.error.empty()) return d;
+  for (const auto& [thread, b] : bytes)
+    if (!decode_thread(thread, b, d)) return d;
+  check_ids(d);
   return d;
 }
 
