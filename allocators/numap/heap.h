@@ -371,14 +371,8 @@ class Heap {
   void release_slab(int part, SlabMeta* s);
   // Whether class c's new slab (`old` bytes of it resident already) is populated: under
   // NUMAP_POPULATE=auto once the class holds kPopulateAfter of slabs, and for objects above a page
-  // only where the program writes them through, as the class's last probe said. A probe is a slab
-  // taken with no page resident and not populated (one in kProbeEvery while the verdict is yes),
-  // read two slabs later, when its objects have left the thread caches for the program: whether
-  // all its pages are resident (one mincore). Residency says written only for such a slab: a
-  // populated one, or one reused with its pages still resident, is resident whatever the program
-  // writes (reading those kept a class of 16 KiB objects written 256 bytes each populated).
+  // only where the program writes them through, as the class's last probe slab said (WriteProbe).
   bool slab_populate(Central& c, char* slab, std::uint64_t old, std::uint32_t size);
-  static constexpr std::uint32_t kProbeEvery = 8;
 
   // ---- page-class thread cache (heap_page_cache.cpp; the owner's guard: heap_internal.h) ----
   // Page classes: the thread cache in front of the Slots (classes < kPageCacheClasses).

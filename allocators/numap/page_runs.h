@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "allocators/numap/lock.h"
+#include "allocators/numap/write_probe.h"
 
 namespace numap {
 
@@ -108,6 +109,8 @@ class Slot {
   std::atomic<std::uint64_t> in_use_bytes{0}, mapped_bytes{0}, advised_bytes{0}, allocs{0}, frees{0};
   // Bytes the heap's free limit advised away here and the Slot has not charged again since.
   std::atomic<std::uint64_t> limit_owed{0};
+  // Whether the program writes this class's chunks through (Heap::charged_fresh; issue 41).
+  WriteProbe written;
 
  private:
   void refresh(std::uint64_t w);  // recompute both summaries for word w

@@ -11,6 +11,7 @@
 #include "allocators/numap/lock.h"
 #include "allocators/numap/size_classes.h"
 #include "allocators/numap/transfer_cache.h"
+#include "allocators/numap/write_probe.h"
 
 namespace numap {
 
@@ -34,11 +35,8 @@ struct Central {
   std::atomic<std::uint64_t> slab_bytes{0};
   TransferCache transfer;  // under the lock
   // Classes of objects above a page (Heap::slab_populate; issue 41): whether the program writes
-  // their slabs through, as the last probe said, and the probe waiting to be read: a slab taken with
-  // no page resident and left to its faults, and the class's count of slabs taken when it was.
-  std::atomic<char*> probe_slab{nullptr};
-  std::atomic<std::uint32_t> probe_at{0}, slabs_taken{0};
-  std::atomic<bool> writes_through{false};
+  // their slabs through.
+  WriteProbe written;
 
   // Pops up to n objects into a singly linked list (*head); returns how many.
   std::uint32_t pop(char* slab_base_of_index0, std::uint64_t slab_bytes, SlabMeta* metas, void** head, std::uint32_t n);
