@@ -252,7 +252,10 @@ json baseline_json(const RunSummary& run, const std::string& source) {
           {"allocmark_commit", run.commit}, {"settings", run.settings}, {"cells", cells}};
 }
 
-RunSummary read_baseline(const std::string& path) {
+namespace {
+
+// The baseline file's JSON; a folder, an unreadable file or broken JSON is a GateError.
+json parse_baseline_file(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw GateError(path + ": a folder; BASELINE (--baseline) takes the baseline file that `allocmark baseline DIR -o FILE` "
@@ -267,17 +270,21 @@ RunSummary read_baseline(const std::string& path) {
   if (!in) throw GateError(path + ": cannot read the baseline");
   json j = json::parse(in, nullptr, false);
   if (j.is_discarded()) throw GateError(path + ": not valid JSON (truncated?)");
+  return j;
+}
+
+int baseline_format(const json& j, const std::string& path) {
   const json version = j.is_object() ? j.value("allocmark_baseline", json()) : json();
   if (!version.is_number_integer() || version.get<long long>() < kOldestBaselineVersion ||
       version.get<long long>() > kBaselineVersion)
     throw GateError(fmt::format("{}: not an allocmark baseline of format {} to {} (\"allocmark_baseline\": {}; make one "
                                 "with `allocmark baseline DIR -o FILE`)",
                                 path, kOldestBaselineVersion, kBaselineVersion, json_excerpt(version)));
-  // Format 1 keyed values by the metrics' old names; the reader took either name then, and still does.
-  const bool old_names = version.get<int>() == 1;
-  const BaselineReader r{path};
-  RunSummary run;
-  run.baseline_format = version.get<int>();
+  return version.get<int>();
+}
+
+// The machine, commit and settings the baseline was measured with.
+void read_baseline_header(const BaselineReader& r, const json& j, RunSummary& run) {
   run.machine = r.object(j, "machine", "machine", json());
   if (run.machine.is_null()) r.fail("machine", "missing: the fingerprint of the machine the baseline was measured on");
   if (j.contains("allocmark_commit") && !j["allocmark_commit"].is_string())
@@ -287,74 +294,99 @@ RunSummary read_baseline(const std::string& path) {
   // Checked as a matrix file's [matrix] is, each value named by the file and field (a rerun
   // measures with them; whether this machine can give its pin is checked when one is planned).
   try {
-    (void)matrix::recorded_settings(run.settings, path + ": settings");
+    (void)matrix::recorded_settings(run.settings, r.path + ": settings");
   } catch (const matrix::ConfigError& e) {
     throw GateError(e.what());
   }
+}
+
+const GateMetric& baseline_metric(const BaselineReader& r, const std::string& named, const std::string& k, bool old_names) {
+  const GateMetric* m = find_gate_metric(k);
+  if (!m || (!old_names && k != m->name)) {
+    std::string names;
+    for (const auto& g : gate_metrics()) names += (names.empty() ? "" : ", ") + g.name;
+    r.fail(named + ".values", "unknown metric '" + k + "' (expected " + names +
+                                  (m ? "; format 1 files name it " + k + ", format " + std::to_string(kBaselineVersion) +
+                                           " files " + m->name : std::string()) + ")");
+  }
+  return *m;
+}
+
+// Format 1 keyed values by the metrics' old names (`old_names`); the reader took either name then, and still does.
+void read_cell_values(const BaselineReader& r, const json& values, const std::string& named, bool old_names, GateCell& g) {
+  for (const auto& [k, v] : values.items()) {
+    const GateMetric& m = baseline_metric(r, named, k, old_names);
+    if (g.values.count(m.name))
+      r.fail(named + ".values", fmt::format("'{}' and '{}' are one metric; give its values once", m.old_name, m.name));
+    if (!v.is_array() || v.empty()) r.fail(named + ".values." + k, "expected a list of one number per repetition, found " + json_excerpt(v));
+    if (v.size() + g.not_ok > static_cast<std::size_t>(matrix::kMaxReps))
+      r.fail(named + ".values." + k, fmt::format("{} values and not_ok {}: more repetitions than a run records (at most {}, "
+                                                 "the limit of --reps)", v.size(), g.not_ok, matrix::kMaxReps));
+    for (std::size_t n = 0; n < v.size(); ++n) {
+      if (!v[n].is_number()) r.fail(fmt::format("{}.values.{}[{}]", named, k, n), "expected a number, found " + json_excerpt(v[n]));
+      if (auto problem = value_problem(m, v[n].get<double>()); !problem.empty())
+        r.fail(fmt::format("{}.values.{}[{}]", named, k, n), problem);
+      g.values[m.name].push_back(v[n].get<double>());
+    }
+  }
+}
+
+// The allocator_config and thp_how a cell may carry.
+void read_cell_setup(const BaselineReader& r, const json& c, const std::string& where, const std::string& named, GateCell& g) {
+  const json config = r.object(c, where, "allocator_config", json());
+  if (!config.is_null()) {
+    const json& library = r.need(config, named + ".allocator_config", "library");
+    if (!library.is_string())
+      r.fail(named + ".allocator_config.library", "expected the preloaded library's path (\"\" for glibc), found " + json_excerpt(library));
+    g.setups.push_back(cell_setup(r.text(config, named + ".allocator_config", "backend"), library.get<std::string>(),
+                                  g.under_test.value("env", json::object()), g.under_test.value("params", json::object())));
+  }
+  if (c.contains("thp_how")) {
+    g.thp_how = r.text(c, named, "thp_how");
+    if (g.thp_how != "prctl" && g.thp_how != "machine")
+      r.fail(named + ".thp_how", "expected \"prctl\" or \"machine\" (how the cell got its transparent huge page mode), found " +
+                                     json_excerpt(c["thp_how"]));
+  }
+}
+
+GateCell read_baseline_cell(const BaselineReader& r, const json& c, const std::string& where, bool old_names) {
+  if (!c.is_object()) r.fail(where, "expected an object, found " + json_excerpt(c));
+  GateCell g;
+  g.allocator = r.text(c, where, "allocator");
+  g.workload = r.text(c, where, "workload");
+  g.threads = static_cast<int>(r.integer(c, where, "threads", 1, matrix::kMaxThreads));
+  g.phase = r.text(c, where, "phase");
+  // Counts are held to what a run can record: a cell has at most --reps (10000) repetitions, and
+  // `gate --confirm` reruns as many as the baseline holds.
+  g.not_ok = c.contains("not_ok") ? static_cast<std::size_t>(r.integer(c, where, "not_ok", 0, matrix::kMaxReps)) : 0;
+  g.under_test = r.object(c, where, "under_test", json::object());
+  const std::string named = where + " (" + rs::terminal_line(g.id()) + ")";
+  const json values = r.object(c, where, "values", json());
+  if (values.is_null()) r.fail(named, "no \"values\"");
+  read_cell_values(r, values, named, old_names, g);
+  read_cell_setup(r, c, where, named, g);
+  return g;
+}
+
+void read_baseline_cells(const BaselineReader& r, const json& j, bool old_names, RunSummary& run) {
   const json& cells = r.need(j, "baseline", "cells");
   if (!cells.is_array()) r.fail("cells", "expected a list of cells, found " + json_excerpt(cells));
   if (cells.empty()) r.fail("cells", "empty: a baseline needs at least one cell to judge against");
   std::map<std::string, std::size_t> seen;  // id -> index
   std::size_t usable = 0;
   for (std::size_t i = 0; i < cells.size(); ++i) {
-    const json& c = cells[i];
     const std::string where = fmt::format("cells[{}]", i);
-    if (!c.is_object()) r.fail(where, "expected an object, found " + json_excerpt(c));
-    GateCell g;
-    g.allocator = r.text(c, where, "allocator");
-    g.workload = r.text(c, where, "workload");
-    g.threads = static_cast<int>(r.integer(c, where, "threads", 1, matrix::kMaxThreads));
-    g.phase = r.text(c, where, "phase");
-    // Counts are held to what a run can record: a cell has at most --reps (10000) repetitions, and
-    // `gate --confirm` reruns as many as the baseline holds.
-    g.not_ok = c.contains("not_ok") ? static_cast<std::size_t>(r.integer(c, where, "not_ok", 0, matrix::kMaxReps)) : 0;
-    g.under_test = r.object(c, where, "under_test", json::object());
-    const std::string named = where + " (" + rs::terminal_line(g.id()) + ")";
-    const json values = r.object(c, where, "values", json());
-    if (values.is_null()) r.fail(named, "no \"values\"");
-    for (const auto& [k, v] : values.items()) {
-      const GateMetric* m = find_gate_metric(k);
-      if (!m || (!old_names && k != m->name)) {
-        std::string names;
-        for (const auto& g : gate_metrics()) names += (names.empty() ? "" : ", ") + g.name;
-        r.fail(named + ".values", "unknown metric '" + k + "' (expected " + names +
-                                      (m ? "; format 1 files name it " + k + ", format " + std::to_string(kBaselineVersion) +
-                                               " files " + m->name : std::string()) + ")");
-      }
-      if (g.values.count(m->name))
-        r.fail(named + ".values", fmt::format("'{}' and '{}' are one metric; give its values once", m->old_name, m->name));
-      if (!v.is_array() || v.empty()) r.fail(named + ".values." + k, "expected a list of one number per repetition, found " + json_excerpt(v));
-      if (v.size() + g.not_ok > static_cast<std::size_t>(matrix::kMaxReps))
-        r.fail(named + ".values." + k, fmt::format("{} values and not_ok {}: more repetitions than a run records (at most {}, "
-                                                   "the limit of --reps)", v.size(), g.not_ok, matrix::kMaxReps));
-      for (std::size_t n = 0; n < v.size(); ++n) {
-        if (!v[n].is_number()) r.fail(fmt::format("{}.values.{}[{}]", named, k, n), "expected a number, found " + json_excerpt(v[n]));
-        if (auto problem = value_problem(*m, v[n].get<double>()); !problem.empty())
-          r.fail(fmt::format("{}.values.{}[{}]", named, k, n), problem);
-        g.values[m->name].push_back(v[n].get<double>());
-      }
-    }
-    const json config = r.object(c, where, "allocator_config", json());
-    if (!config.is_null()) {
-      const json& library = r.need(config, named + ".allocator_config", "library");
-      if (!library.is_string())
-        r.fail(named + ".allocator_config.library", "expected the preloaded library's path (\"\" for glibc), found " + json_excerpt(library));
-      g.setups.push_back(cell_setup(r.text(config, named + ".allocator_config", "backend"), library.get<std::string>(),
-                                    g.under_test.value("env", json::object()), g.under_test.value("params", json::object())));
-    }
-    if (c.contains("thp_how")) {
-      g.thp_how = r.text(c, named, "thp_how");
-      if (g.thp_how != "prctl" && g.thp_how != "machine")
-        r.fail(named + ".thp_how", "expected \"prctl\" or \"machine\" (how the cell got its transparent huge page mode), found " +
-                                       json_excerpt(c["thp_how"]));
-    }
+    GateCell g = read_baseline_cell(r, cells[i], where, old_names);
     if (auto [it, fresh] = seen.try_emplace(g.id(), i); !fresh)
       r.fail(where, fmt::format("the same cell as cells[{}] ({}); each cell and phase appears once", it->second, rs::terminal_line(g.id())));
     usable += g.phase != rs::kCellPhase && !g.values.empty();
     run.cells.push_back(std::move(g));
   }
   if (usable == 0) r.fail("cells", "no cell holds a value (every repetition of its source failed?): nothing to judge against");
-  // What a confirming rerun runs of a cell: its most values in a phase and its entries' not_ok together.
+}
+
+// What a confirming rerun runs of a cell: its most values in a phase and its entries' not_ok together.
+void check_cell_repetitions(const BaselineReader& r, const RunSummary& run) {
   std::map<std::string, std::pair<std::size_t, std::size_t>> repetitions;  // cell name -> (most ok, not ok)
   for (std::size_t i = 0; i < run.cells.size(); ++i) {
     const GateCell& g = run.cells[i];
@@ -366,6 +398,19 @@ RunSummary read_baseline(const std::string& path) {
              fmt::format("cell {} holds {} ok and {} failed repetitions over its phases: more than a run records (at most {}, "
                          "the limit of --reps)", rs::terminal_line(g.cell_name()), ok, failed, matrix::kMaxReps));
   }
+}
+
+}  // namespace
+
+RunSummary read_baseline(const std::string& path) {
+  const json j = parse_baseline_file(path);
+  const int format = baseline_format(j, path);
+  const BaselineReader r{path};
+  RunSummary run;
+  run.baseline_format = format;
+  read_baseline_header(r, j, run);
+  read_baseline_cells(r, j, format == 1, run);
+  check_cell_repetitions(r, run);
   return run;
 }
 
