@@ -77,6 +77,144 @@ std::string default_confirm_dir(std::string results_dir) {
   return results_dir + "-confirm";
 }
 
+struct GateFlags {
+  std::string baseline, results, tolerance = "5%", phase, format = "table", confirm_out, confirm_matrix;
+  std::vector<std::string> metrics_raw;
+  bool strict = false, allow_mismatch = false, confirm = false;
+};
+
+// Positional like `compare BEFORE AFTER` and `baseline DIR`. The flags of earlier versions still
+// work, hidden from --help: each hands its value to its positional, so the positional's
+// requirement, help line and usage are the only ones. The flags are declared first because
+// CLI11 runs callbacks in declaration order, before it checks requirements.
+void add_gate_inputs(CLI::App* cmd, GateFlags& f) {
+  auto positionals = std::make_shared<std::map<std::string, CLI::Option*>>();
+  for (const char* flag : {"--baseline", "--results"}) {
+    cmd->add_option_function<std::string>(flag,
+                                          [positionals, flag = std::string(flag)](const std::string& value) {
+                                            CLI::Option* positional = positionals->at(flag);
+                                            if (positional->count() > 0)
+                                              throw CLI::ValidationError(flag + " and " + positional->get_name() +
+                                                                         ": both given; give it once, as " +
+                                                                         positional->get_name());
+                                            positional->add_result(value);
+                                          })
+        ->group("");
+  }
+  (*positionals)["--baseline"] =
+      cmd->add_option("baseline", f.baseline, "the baseline file (`allocmark baseline DIR -o FILE` writes it)")->required();
+  (*positionals)["--results"] = cmd->add_option("results", f.results, "the results folder to judge")->required();
+}
+
+void add_gate_options(CLI::App* cmd, GateFlags& f, const std::string& default_metric) {
+  cmd->add_option("--metric", f.metrics_raw,
+                  results::metric_names(results::gated_metrics()) + " (comma separated; default " + default_metric + ")");
+  cmd->add_option("--tolerance", f.tolerance, "smallest relative move that can count, e.g. 5% (default 5%)");
+  cmd->add_option("--phase", f.phase, "judge only this phase");
+  cmd->add_option("--format", f.format,
+                  "how stdout gives the verdicts: table (a terminal; the verdict line last), markdown (a pull-request "
+                  "comment: the verdict line first, passes folded) or json (default table)");
+  cmd->add_flag("--strict", f.strict, "a change of library, version, environment or parameters makes a cell not comparable");
+  cmd->add_flag("--confirm", f.confirm,
+                "rerun only the cells flagged regressed or improved, interleaved, and keep the verdicts the rerun flags again");
+  cmd->add_option("--confirm-out", f.confirm_out,
+                  "the results folder the confirming rerun writes (default RESULTS-confirm; must not hold results)");
+  cmd->add_option("--confirm-matrix", f.confirm_matrix,
+                  "matrix file whose allocators and programs the rerun's cells must match (the rerun runs what the "
+                  "baseline names, never what the results folder does; docs/gate.md)");
+  cmd->add_flag("--allow-mismatch", f.allow_mismatch, "judge even when the machine differs (verdicts say so)");
+}
+
+// The flags once checked, in the order the checks complain.
+struct GateRun {
+  std::vector<std::string> metrics;
+  gate::RuleSettings rule;
+  std::string out;  // the folder a confirming rerun writes
+  std::optional<matrix::MatrixFile> confirm_matrix;
+};
+
+GateRun check_gate_flags(const GateFlags& f, const std::string& default_metric) {
+  if (f.format != "table" && f.format != "markdown" && f.format != "json")
+    throw matrix::ConfigError("--format: '" + f.format + "' (choose from table, markdown, json)");
+  GateRun run;
+  run.metrics = parse_gate_metrics(f.metrics_raw, {default_metric});
+  if (!f.confirm_out.empty() && !f.confirm) throw matrix::ConfigError("--confirm-out: needs --confirm");
+  if (!f.confirm_matrix.empty() && !f.confirm) throw matrix::ConfigError("--confirm-matrix: needs --confirm");
+  run.rule.tolerance = parse_tolerance(f.tolerance);
+  run.rule.strict = f.strict;
+  run.rule.allow_mismatch = f.allow_mismatch;
+  check_results_folder(f.results);
+  run.out = f.confirm_out.empty() ? default_confirm_dir(f.results) : f.confirm_out;
+  if (f.confirm) {
+    check_confirm_out(run.out, f.results);
+    if (!f.confirm_matrix.empty()) run.confirm_matrix = matrix::load_matrix_file(f.confirm_matrix, false, "--confirm-matrix");
+  }
+  return run;
+}
+
+gate::RunSummary read_gate_baseline(const std::string& path) {
+  gate::RunSummary base = gate::read_baseline(path);
+  // Read the same as ever; said so that whoever owns the file knows its next rewrite changes the keys.
+  if (base.baseline_format < gate::kBaselineVersion)
+    std::cerr << fmt::format("allocmark gate: note: {} is a baseline of format {} (values under the metrics' old "
+                             "names), read as before; `allocmark baseline` now writes format {}\n",
+                             results::terminal_line(path), base.baseline_format, gate::kBaselineVersion);
+  return base;
+}
+
+// The rerun's verdicts (none when the plan is empty), or nothing when it was interrupted.
+std::optional<gate::GateResult> rerun_flagged(const gate::ConfirmationPlan& confirmation, std::size_t flagged, const GateFlags& f,
+                                              const GateRun& run, const gate::RunSummary& base) {
+  if (confirmation.plan.cells.empty()) return gate::GateResult{};
+  std::cerr << fmt::format("allocmark gate: {} verdicts flagged; confirming with a rerun of their cells ({} runs, "
+                           "interleaved, as the baseline names them) into {}\n",
+                           flagged, confirmation.plan.cells.size(), run.out);
+  runner::SessionOptions rerun_options;
+  rerun_options.out_dir = run.out;
+  rerun_options.command = command_line();
+  rerun_options.mode = "gate --confirm";
+  rerun_options.worker = worker_path();
+  const runner::MatrixRunReport report = runner::RunSession(confirmation.plan, std::move(rerun_options)).run().report;
+  if (report.interrupted) {
+    std::cerr << "allocmark gate: interrupted during the confirming rerun; no verdict\n";
+    return std::nullopt;
+  }
+  return gate::judge(base, gate::summarize_run(run.out), run.metrics, f.phase, run.rule);
+}
+
+// Keeps the flagged verdicts a rerun flags again; false when the rerun was interrupted.
+bool confirm_flagged(gate::GateResult& result, const GateFlags& f, const GateRun& run, const gate::RunSummary& base,
+                     const gate::RunSummary& now) {
+  std::vector<gate::Verdict> flagged;
+  for (const auto& v : result.verdicts)
+    if (gate::needs_confirmation(v)) flagged.push_back(v);
+  if (flagged.empty()) return true;
+  const matrix::MatrixFile variants = load_variants();
+  gate::ConfirmationPlan confirmation =
+      gate::plan_confirmation(flagged, {base, f.baseline, now, f.results, variants, run.confirm_matrix});
+  for (const auto& note : confirmation.notes) std::cerr << "allocmark gate: note: " << note << "\n";
+  for (const auto& [cell, why] : confirmation.not_rerun)
+    std::cerr << "allocmark gate: not rerunning " << results::terminal_line(cell) << ": " << results::terminal_line(why) << "\n";
+  const std::optional<gate::GateResult> rerun = rerun_flagged(confirmation, flagged.size(), f, run, base);
+  if (!rerun) return false;
+  result = gate::confirm(result, *rerun, confirmation.not_rerun);
+  result.summary += confirmation.plan.cells.empty()
+                        ? fmt::format(" with {} flagged verdicts not rerun", flagged.size())
+                        : fmt::format(" after a confirming rerun of {} flagged verdicts ({})", flagged.size(), run.out);
+  return true;
+}
+
+int run_gate(const GateFlags& f, const std::string& default_metric) {
+  const GateRun run = check_gate_flags(f, default_metric);
+  gate::RunSummary base = read_gate_baseline(f.baseline);
+  gate::RunSummary now = gate::summarize_run(f.results);
+  gate::GateResult result = gate::judge(base, now, run.metrics, f.phase, run.rule);
+  gate::require_judgement(result, base, f.baseline, run.metrics, f.phase);
+  if (f.confirm && !confirm_flagged(result, f, run, base, now)) return static_cast<int>(kExitInterrupted);
+  std::cout << gate::render_gate(result, f.format);
+  return result.exit_code;
+}
+
 }  // namespace
 
 std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw, const std::vector<std::string>& fallback) {
@@ -96,115 +234,13 @@ std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw,
 }
 
 Subcommand add_gate_command(CLI::App& app) {
-  struct Flags {
-    std::string baseline, results, tolerance = "5%", phase, format = "table", confirm_out, confirm_matrix;
-    std::vector<std::string> metrics_raw;
-    bool strict = false, allow_mismatch = false, confirm = false;
-  };
-  auto f = std::make_shared<Flags>();
+  auto f = std::make_shared<GateFlags>();
   auto* cmd = app.add_subcommand("gate", "judge a results folder against a baseline and print the verdicts (--format): exit 0 "
                                          "pass, 1 regressed or missing, 2 not comparable");
-  // Positional like `compare BEFORE AFTER` and `baseline DIR`. The flags of earlier versions still
-  // work, hidden from --help: each hands its value to its positional, so the positional's
-  // requirement, help line and usage are the only ones. The flags are declared first because
-  // CLI11 runs callbacks in declaration order, before it checks requirements.
-  auto positionals = std::make_shared<std::map<std::string, CLI::Option*>>();
-  for (const char* flag : {"--baseline", "--results"}) {
-    cmd->add_option_function<std::string>(flag,
-                                          [positionals, flag = std::string(flag)](const std::string& value) {
-                                            CLI::Option* positional = positionals->at(flag);
-                                            if (positional->count() > 0)
-                                              throw CLI::ValidationError(flag + " and " + positional->get_name() +
-                                                                         ": both given; give it once, as " +
-                                                                         positional->get_name());
-                                            positional->add_result(value);
-                                          })
-        ->group("");
-  }
-  (*positionals)["--baseline"] =
-      cmd->add_option("baseline", f->baseline, "the baseline file (`allocmark baseline DIR -o FILE` writes it)")->required();
-  (*positionals)["--results"] = cmd->add_option("results", f->results, "the results folder to judge")->required();
+  add_gate_inputs(cmd, *f);
   const std::string default_metric(results::metric_row(results::Metric::peak_rss_bytes).name);
-  cmd->add_option("--metric", f->metrics_raw,
-                  results::metric_names(results::gated_metrics()) + " (comma separated; default " + default_metric + ")");
-  cmd->add_option("--tolerance", f->tolerance, "smallest relative move that can count, e.g. 5% (default 5%)");
-  cmd->add_option("--phase", f->phase, "judge only this phase");
-  cmd->add_option("--format", f->format,
-                  "how stdout gives the verdicts: table (a terminal; the verdict line last), markdown (a pull-request "
-                  "comment: the verdict line first, passes folded) or json (default table)");
-  cmd->add_flag("--strict", f->strict, "a change of library, version, environment or parameters makes a cell not comparable");
-  cmd->add_flag("--confirm", f->confirm,
-                "rerun only the cells flagged regressed or improved, interleaved, and keep the verdicts the rerun flags again");
-  cmd->add_option("--confirm-out", f->confirm_out,
-                  "the results folder the confirming rerun writes (default RESULTS-confirm; must not hold results)");
-  cmd->add_option("--confirm-matrix", f->confirm_matrix,
-                  "matrix file whose allocators and programs the rerun's cells must match (the rerun runs what the "
-                  "baseline names, never what the results folder does; docs/gate.md)");
-  cmd->add_flag("--allow-mismatch", f->allow_mismatch, "judge even when the machine differs (verdicts say so)");
-  return {cmd, [f, default_metric] {
-            if (f->format != "table" && f->format != "markdown" && f->format != "json")
-              throw matrix::ConfigError("--format: '" + f->format + "' (choose from table, markdown, json)");
-            const std::vector<std::string> metrics = parse_gate_metrics(f->metrics_raw, {default_metric});
-            if (!f->confirm_out.empty() && !f->confirm) throw matrix::ConfigError("--confirm-out: needs --confirm");
-            if (!f->confirm_matrix.empty() && !f->confirm) throw matrix::ConfigError("--confirm-matrix: needs --confirm");
-            gate::RuleSettings rule;
-            rule.tolerance = parse_tolerance(f->tolerance);
-            rule.strict = f->strict;
-            rule.allow_mismatch = f->allow_mismatch;
-            check_results_folder(f->results);
-            const std::string out = f->confirm_out.empty() ? default_confirm_dir(f->results) : f->confirm_out;
-            std::optional<matrix::MatrixFile> confirm_matrix;
-            if (f->confirm) {
-              check_confirm_out(out, f->results);
-              if (!f->confirm_matrix.empty()) confirm_matrix = matrix::load_matrix_file(f->confirm_matrix, false, "--confirm-matrix");
-            }
-            gate::RunSummary base = gate::read_baseline(f->baseline);
-            // Read the same as ever; said so that whoever owns the file knows its next rewrite changes the keys.
-            if (base.baseline_format < gate::kBaselineVersion)
-              std::cerr << fmt::format("allocmark gate: note: {} is a baseline of format {} (values under the metrics' old "
-                                       "names), read as before; `allocmark baseline` now writes format {}\n",
-                                       results::terminal_line(f->baseline), base.baseline_format, gate::kBaselineVersion);
-            gate::RunSummary now = gate::summarize_run(f->results);
-            gate::GateResult result = gate::judge(base, now, metrics, f->phase, rule);
-            gate::require_judgement(result, base, f->baseline, metrics, f->phase);
-            if (f->confirm) {
-              std::vector<gate::Verdict> flagged;
-              for (const auto& v : result.verdicts)
-                if (gate::needs_confirmation(v)) flagged.push_back(v);
-              if (!flagged.empty()) {
-                const matrix::MatrixFile variants = load_variants();
-                gate::ConfirmationPlan confirmation =
-                    gate::plan_confirmation(flagged, {base, f->baseline, now, f->results, variants, confirm_matrix});
-                for (const auto& note : confirmation.notes) std::cerr << "allocmark gate: note: " << note << "\n";
-                for (const auto& [cell, why] : confirmation.not_rerun)
-                  std::cerr << "allocmark gate: not rerunning " << results::terminal_line(cell) << ": "
-                            << results::terminal_line(why) << "\n";
-                gate::GateResult rerun;
-                if (!confirmation.plan.cells.empty()) {
-                  std::cerr << fmt::format("allocmark gate: {} verdicts flagged; confirming with a rerun of their cells ({} runs, "
-                                           "interleaved, as the baseline names them) into {}\n",
-                                           flagged.size(), confirmation.plan.cells.size(), out);
-                  runner::SessionOptions rerun_options;
-                  rerun_options.out_dir = out;
-                  rerun_options.command = command_line();
-                  rerun_options.mode = "gate --confirm";
-                  rerun_options.worker = worker_path();
-                  const runner::MatrixRunReport report = runner::RunSession(confirmation.plan, std::move(rerun_options)).run().report;
-                  if (report.interrupted) {
-                    std::cerr << "allocmark gate: interrupted during the confirming rerun; no verdict\n";
-                    return static_cast<int>(kExitInterrupted);
-                  }
-                  rerun = gate::judge(base, gate::summarize_run(out), metrics, f->phase, rule);
-                }
-                result = gate::confirm(result, rerun, confirmation.not_rerun);
-                result.summary += confirmation.plan.cells.empty()
-                                      ? fmt::format(" with {} flagged verdicts not rerun", flagged.size())
-                                      : fmt::format(" after a confirming rerun of {} flagged verdicts ({})", flagged.size(), out);
-              }
-            }
-            std::cout << gate::render_gate(result, f->format);
-            return result.exit_code;
-          }};
+  add_gate_options(cmd, *f, default_metric);
+  return {cmd, [f, default_metric] { return run_gate(*f, default_metric); }};
 }
 
 }  // namespace allocmark::cli
