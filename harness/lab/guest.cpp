@@ -9,11 +9,10 @@
 
 namespace allocmark::lab {
 
-std::string init_script(const GuestCommand& command) {
-  std::string argv;
-  for (const auto& a : command.argv) argv += (argv.empty() ? "" : " ") + runner::shell_quoted(a);
-  std::string exports;
-  for (const auto& [name, value] : command.env) exports += "export " + name + "=" + runner::shell_quoted(value) + "\n";
+namespace {
+
+// Mounts, the NUMA balancing check and the facts file, then the markers the host waits for.
+std::string init_boot_part(const GuestCommand& command) {
   return fmt::format(R"INIT(#!{busybox} sh
 # The lab guest's init, written by `allocmark lab` (harness/lab/guest.cpp): run one allocmark
 # command on this kernel's NUMA topology and send its results folder back over ttyS1.
@@ -41,7 +40,14 @@ facts={out}/{facts}
 }} > $facts
 echo "{booted}: nodes $(cat /sys/devices/system/node/online), CPUs $(cat /sys/devices/system/cpu/online), NUMA balancing $(cat /proc/sys/kernel/numa_balancing), kernel $(uname -r)"
 echo "{begins}"
-# The lab's deadline, a margin before the host's --timeout, so that what the command finished
+)INIT",
+                     fmt::arg("busybox", kGuestBusybox), fmt::arg("out", kGuestOut), fmt::arg("results", kGuestResults),
+                     fmt::arg("facts", kGuestFacts), fmt::arg("hostname", runner::shell_quoted(command.hostname)),
+                     fmt::arg("booted", kBootedMarker), fmt::arg("begins", kCommandBegins));
+}
+
+std::string init_watchdog_part() {
+  return fmt::format(R"INIT(# The lab's deadline, a margin before the host's --timeout, so that what the command finished
 # still comes back: at it the command gets SIGTERM (allocmark run records its finished cells and
 # exits 130), then SIGKILL after a grace. allocmark_launched is the host's clock as qemu started
 # and allocmark_budget the seconds from there; a guest clock that disagrees falls back to uptime.
@@ -70,7 +76,18 @@ if [ -n "$left" ]; then
   ) &
   watchdog=$!
 fi
-# The command sees the host's PATH (programs are carried to where the host finds them), then busybox.
+)INIT",
+                     fmt::arg("out", kGuestOut), fmt::arg("stopped", kGuestStoppedFlag), fmt::arg("deadline", kDeadlineMarker),
+                     fmt::arg("grace", kGuestStopGrace_s));
+}
+
+// The command, its facts, and the results folder sent back over ttyS1 before the guest powers off.
+std::string init_command_part(const GuestCommand& command) {
+  std::string argv;
+  for (const auto& a : command.argv) argv += (argv.empty() ? "" : " ") + runner::shell_quoted(a);
+  std::string exports;
+  for (const auto& [name, value] : command.env) exports += "export " + name + "=" + runner::shell_quoted(value) + "\n";
+  return fmt::format(R"INIT(# The command sees the host's PATH (programs are carried to where the host finds them), then busybox.
 ( export PATH={path}
 {exports}cd {cwd} && exec {busybox} sh -c 'echo $$ > "$0"; exec "$@"' $pidfile {argv} )
 rc=$?
@@ -90,13 +107,17 @@ echo "allocmark-lab: results sent"
 sync
 poweroff -f
 )INIT",
-                     fmt::arg("busybox", kGuestBusybox), fmt::arg("out", kGuestOut), fmt::arg("results", kGuestResults), fmt::arg("facts", kGuestFacts),
-                     fmt::arg("hostname", runner::shell_quoted(command.hostname)), fmt::arg("booted", kBootedMarker),
-                     fmt::arg("begins", kCommandBegins), fmt::arg("ended", kCommandEnded),
-                     fmt::arg("cwd", runner::shell_quoted(command.cwd)), fmt::arg("argv", argv), fmt::arg("exports", exports),
-                     fmt::arg("data_begin", kDataBegin), fmt::arg("data_end", kDataEnd),
+                     fmt::arg("busybox", kGuestBusybox), fmt::arg("out", kGuestOut), fmt::arg("facts", kGuestFacts),
+                     fmt::arg("ended", kCommandEnded), fmt::arg("cwd", runner::shell_quoted(command.cwd)), fmt::arg("argv", argv),
+                     fmt::arg("exports", exports), fmt::arg("data_begin", kDataBegin), fmt::arg("data_end", kDataEnd),
                      fmt::arg("path", runner::shell_quoted(command.path.empty() ? "/lab/bin" : command.path + ":/lab/bin")),
-                     fmt::arg("stopped", kGuestStoppedFlag), fmt::arg("deadline", kDeadlineMarker), fmt::arg("grace", kGuestStopGrace_s));
+                     fmt::arg("stopped", kGuestStoppedFlag));
+}
+
+}  // namespace
+
+std::string init_script(const GuestCommand& command) {
+  return init_boot_part(command) + init_watchdog_part() + init_command_part(command);
 }
 
 double guest_margin_s(double timeout_s) { return std::clamp(timeout_s / 10, 10.0, 120.0); }
