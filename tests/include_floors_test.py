@@ -13,7 +13,7 @@ ROOT = os.environ.get("ALLOCMARK_SOURCE_DIR") or os.path.dirname(os.path.dirname
 
 # folder -> floor. The longest folder that holds a file decides its floor.
 FLOORS = {
-    "units": 0,                 # quantities in text (parse_bytes), below everything that reads them
+    "units": 0,                 # quantities in text (parse_bytes), ConfigError; below everything that reads them
     "harness/toml": 0,
     "harness/os": 0,            # the one launcher, monotonic clock and /proc reader (like numap's os.h)
     "harness/topology": 1,      # the machine's description: numap's tests and the lab read it

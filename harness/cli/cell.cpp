@@ -101,7 +101,7 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
   const fs::path home = home_of(fs::absolute(spec_path).lexically_normal());
   matrix::Cell cell;
   try {
-    cell = matrix::cell_from_json(spec.contains("cell") ? spec["cell"] : json());
+    cell = matrix::checked_cell(spec.contains("cell") ? spec["cell"] : json());
   } catch (const matrix::ConfigError& e) {
     throw matrix::ConfigError(spec_path + ": " + e.what());
   }

@@ -27,13 +27,6 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-std::string fnv1a_hex(const std::string& text) {
-  uint64_t h = fnv1a64(text.data(), text.size());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return std::string(buf, 10);
-}
-
 std::string param_names(const wl::WorkloadInfo& w) {
   std::vector<std::string> names;
   for (const auto& p : w.params) names.push_back(p.name);
@@ -106,30 +99,6 @@ void dedupe(std::vector<T>& values, const char* axis, std::vector<std::string>& 
 
 }  // namespace
 
-const std::vector<std::string>& thp_modes() {
-  static const std::vector<std::string> modes{"always", "madvise", "never"};
-  return modes;
-}
-
-std::string thp_mode_problem(const std::string& mode) {
-  if (std::find(thp_modes().begin(), thp_modes().end(), mode) != thp_modes().end()) return "";
-  return "'" + mode + "' is not a transparent huge page mode (valid: never, madvise, always)";
-}
-
-std::string thp_obtained_by(const std::string& mode) { return mode == "never" ? "prctl" : "machine"; }
-
-std::string Cell::key() const {
-  std::string identity = allocator.library + "\n";
-  if (!allocator.thp.empty()) identity += "thp=" + allocator.thp + "\n";
-  for (const auto& [k, v] : allocator.env) identity += k + "=" + v + "\n";
-  for (const auto& [k, v] : params) identity += k + "=" + v + "\n";
-  return allocator.name + "/" + workload + "/t" + std::to_string(threads) + "/r" + std::to_string(rep) + "/" +
-         fnv1a_hex(identity);
-}
-
-std::string Cell::label() const {
-  return allocator.name + " " + workload + " t" + std::to_string(threads) + " r" + std::to_string(rep);
-}
 
 ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std::string, AllocatorDef>& defs,
                                     const std::string& context) {
@@ -464,68 +433,8 @@ std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::j
   return out;
 }
 
-nlohmann::json cell_to_json(const Cell& c) {
-  return {{"allocator", {{"name", c.allocator.name}, {"backend", c.allocator.backend}, {"library", c.allocator.library},
-                         {"env", c.allocator.env}, {"description", c.allocator.description}, {"thp", c.allocator.thp}}},
-          {"workload", c.workload}, {"threads", c.threads}, {"rep", c.rep}, {"params", c.params}};
-}
-
-namespace {
-// A field of a cell description, named by its path ("cell.allocator.name") when it is missing or
-// of the wrong kind, never as a raw JSON library message.
-const nlohmann::json& cell_field(const nlohmann::json& obj, const std::string& where, const char* key, bool required = true) {
-  static const nlohmann::json absent;
-  if (!obj.is_object()) throw ConfigError(where + ": expected an object, found " + obj.type_name());
-  if (!obj.contains(key)) {
-    if (required) throw ConfigError(where + "." + key + ": missing");
-    return absent;
-  }
-  return obj[key];
-}
-std::string found_text(const nlohmann::json& v) {
-  std::string text = v.dump();
-  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
-}
-std::string cell_text(const nlohmann::json& obj, const std::string& where, const char* key, bool required = true) {
-  const nlohmann::json& v = cell_field(obj, where, key, required);
-  if (v.is_null() && !required) return "";
-  if (!v.is_string()) throw ConfigError(where + "." + key + ": expected a string, found " + found_text(v));
-  return v.get<std::string>();
-}
-int cell_count(const nlohmann::json& obj, const std::string& where, const char* key) {
-  const nlohmann::json& v = cell_field(obj, where, key);
-  if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 1000000)
-    throw ConfigError(where + "." + key + ": expected an integer of at least 1, found " + found_text(v));
-  return v.get<int>();
-}
-std::map<std::string, std::string> cell_texts(const nlohmann::json& obj, const std::string& where, const char* key, bool required) {
-  const nlohmann::json& v = cell_field(obj, where, key, required);
-  std::map<std::string, std::string> out;
-  if (v.is_null() && !required) return out;
-  if (!v.is_object()) throw ConfigError(where + "." + key + ": expected an object of strings, found " + found_text(v));
-  for (const auto& [k, item] : v.items()) {
-    if (!item.is_string()) throw ConfigError(where + "." + key + "." + k + ": expected a string, found " + found_text(item));
-    out[k] = item.get<std::string>();
-  }
-  return out;
-}
-}  // namespace
-
-Cell cell_from_json(const nlohmann::json& j) {
-  Cell c;
-  const nlohmann::json& a = cell_field(j, "cell", "allocator");
-  c.allocator.name = cell_text(a, "cell.allocator", "name");
-  c.allocator.backend = cell_text(a, "cell.allocator", "backend");
-  c.allocator.library = cell_text(a, "cell.allocator", "library", false);
-  c.allocator.env = cell_texts(a, "cell.allocator", "env", false);
-  c.allocator.description = cell_text(a, "cell.allocator", "description", false);
-  c.allocator.thp = cell_text(a, "cell.allocator", "thp", false);
-  if (!c.allocator.thp.empty())
-    if (auto problem = thp_mode_problem(c.allocator.thp); !problem.empty()) throw ConfigError("cell.allocator.thp: " + problem);
-  c.workload = cell_text(j, "cell", "workload");
-  c.threads = cell_count(j, "cell", "threads");
-  c.rep = cell_count(j, "cell", "rep");
-  c.params = cell_texts(j, "cell", "params", true);
+Cell checked_cell(const nlohmann::json& description) {
+  Cell c = record::cell_from_description(description);
   if (!allocmark::allocators::find_backend(c.allocator.backend))
     throw ConfigError("cell.allocator.backend: unknown backend '" + c.allocator.backend + "'");
   if (!is_program(c.workload) && !wl::find_workload(c.workload))
@@ -536,16 +445,13 @@ Cell cell_from_json(const nlohmann::json& j) {
 nlohmann::json Plan::as_json() const {
   nlohmann::json j = settings_json(settings, kMatrixKey);
   j["notes"] = notes;
-  for (const auto& a : allocators) {
-    j["allocators"].push_back({{"name", a.name}, {"backend", a.backend}, {"library", a.library}, {"env", a.env}});
-    if (!a.thp.empty()) j["allocators"].back()["thp"] = a.thp;
-  }
+  for (const auto& a : allocators) j["allocators"].push_back(record::meta_allocator(a));
   std::set<std::string> wl_seen;
   std::set<int> th_seen;
   for (const auto& c : cells) {
     // Each parameter set once (a matrix's several [traces.NAME] are several sets of the replay workload).
     if (wl_seen.insert(c.workload + '\n' + nlohmann::json(c.params).dump()).second)
-      j["workloads"].push_back({{"name", c.workload}, {"params", c.params}});
+      j["workloads"].push_back(record::meta_workload(c));
     th_seen.insert(c.threads);
   }
   j["threads"] = std::vector<int>(th_seen.begin(), th_seen.end());

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/matrix/config.h"
+#include "harness/record/cell.h"
 #include "harness/settings/settings.h"
 #include "harness/placement/placement.h"
 
@@ -29,40 +30,14 @@ struct Overrides : SettingChoices {
   std::vector<std::string> programs;  // "NAME=COMMAND ARGS" (--program)
 };
 
-struct ResolvedAllocator {
-  std::string name, backend;
-  std::string library;  // absolute path to preload; "" for glibc (nothing preloaded)
-  std::map<std::string, std::string> env;
-  std::string description;
-  bool user_library = false;  // named by path in a config rather than found on the system
-  // The transparent-huge-page mode the cell's process runs under, from the thp axis: "" for the
-  // machine's as it is (no axis); "never" is set per process (PR_SET_THP_DISABLE before exec,
-  // inherited by what the process starts); "madvise" or "always" must be the machine's own mode
-  // (another one runs in the lab: `allocmark lab --thp MODE`). On the axis the allocator's name
-  // says it: "jemalloc@thp=never" (kThpNameMark).
-  std::string thp;
-};
-
-inline constexpr const char* kThpNameMark = "@thp=";
-// The modes the thp axis takes, in the kernel's order.
-const std::vector<std::string>& thp_modes();
-// "" for one of them, else "'MODE' is not a transparent huge page mode (valid: ...)".
-std::string thp_mode_problem(const std::string& mode);
-// How a cell gets its mode ("prctl" for never, "machine" for the machine's own), for its record.
-std::string thp_obtained_by(const std::string& mode);
-
-struct Cell {
-  ResolvedAllocator allocator;
-  std::string workload;
-  int threads = 1;
-  int rep = 0;
-  // Every parameter, defaults applied, in its canonical text (workloads::canonical_param_text):
-  // what the key, the records and the worker see.
-  std::map<std::string, std::string> params;
-  // Identity for --resume: the same cell with the same parameters and environment.
-  std::string key() const;
-  std::string label() const;  // "jemalloc:bg size_mix t2 r1"
-};
+// A cell and its allocator are the record's (harness/record/cell.h: one codec for every place a
+// cell is written).
+using record::Cell;
+using record::kThpNameMark;
+using record::ResolvedAllocator;
+using record::thp_mode_problem;
+using record::thp_modes;
+using record::thp_obtained_by;
 
 struct Plan {
   std::vector<Cell> cells;
@@ -79,10 +54,10 @@ struct Plan {
 // scope kCompared; not the timeout, which decides when a cell is given up, not what it measured).
 std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::json& now);
 
-// A cell as JSON and back (for `allocmark cell`, which runs one cell on the host a scheduler chose).
-// from_json throws ConfigError naming the missing or mistyped field.
-nlohmann::json cell_to_json(const Cell& cell);
-Cell cell_from_json(const nlohmann::json& j);
+// The cell a description names (record::cell_description: `allocmark cell`, which runs one cell on
+// the host a scheduler chose), with its backend and workload known here; throws ConfigError naming
+// the missing, mistyped or unknown field.
+Cell checked_cell(const nlohmann::json& description);
 
 // `file` is the matrix file if one was given; `variants` the built-in variants file.
 Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variants, const Overrides& flags);

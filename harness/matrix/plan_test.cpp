@@ -68,11 +68,18 @@ TEST(Plan, ThpAxisCrossesEveryAllocatorOnceAMode) {
   EXPECT_NE(p.cells[0].key(), p.cells[1].key());
   EXPECT_EQ(p.notes, std::vector<std::string>{"thp never is named twice; it runs once"});
   // A cell description carries the mode to `allocmark cell` (a Slurm task) and back.
-  EXPECT_EQ(cell_from_json(cell_to_json(p.cells[0])).allocator.thp, "never");
-  EXPECT_EQ(cell_from_json(cell_to_json(p.cells[0])).key(), p.cells[0].key());
-  nlohmann::json bad = cell_to_json(p.cells[0]);
+  EXPECT_EQ(checked_cell(allocmark::record::cell_description(p.cells[0])).allocator.thp, "never");
+  EXPECT_EQ(checked_cell(allocmark::record::cell_description(p.cells[0])).key(), p.cells[0].key());
+  nlohmann::json bad = allocmark::record::cell_description(p.cells[0]);
   bad["allocator"]["thp"] = "sometimes";
-  EXPECT_THROW(cell_from_json(bad), ConfigError);
+  EXPECT_THROW(checked_cell(bad), ConfigError);
+  // The names it holds are checked here, where the backends and workloads are known.
+  bad = allocmark::record::cell_description(p.cells[0]);
+  bad["allocator"]["backend"] = "nosuch";
+  EXPECT_THROW(checked_cell(bad), ConfigError);
+  bad = allocmark::record::cell_description(p.cells[0]);
+  bad["workload"] = "nosuch";
+  EXPECT_THROW(checked_cell(bad), ConfigError);
   EXPECT_EQ(p.as_json()["allocators"][1]["thp"], "madvise");
 
   // Only `never` can be set per cell: another mode than the machine's is refused, naming the way.

@@ -140,10 +140,4 @@ ProgramDef parse_program_flag(const std::string& flag) {
   return def;
 }
 
-uint64_t fnv1a64(const void* data, std::size_t size, uint64_t h) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 1099511628211ULL;
-  return h;
-}
-
 }  // namespace allocmark::matrix

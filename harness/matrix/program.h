@@ -44,7 +44,4 @@ std::string join_command_words(const std::vector<std::string>& words);
 // "NAME=COMMAND ARGS" from --program; throws ConfigError.
 ProgramDef parse_program_flag(const std::string& flag);
 
-// 64-bit FNV-1a: cell keys and stdout checksums (stable across builds and hosts).
-uint64_t fnv1a64(const void* data, std::size_t size, uint64_t h = 1469598103934665603ULL);
-
 }  // namespace allocmark::matrix

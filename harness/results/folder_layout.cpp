@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "harness/matrix/program.h"
+#include "harness/record/cell.h"
 
 namespace allocmark::results::layout {
 
@@ -33,7 +33,7 @@ CellFiles cell_files(const std::string& key, int attempt) {
   for (char c : key) stem += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
   if (stem.size() > kMaxStem) {
     // Allocator names are the user's and may be long: a name the file system refuses would stop the run.
-    const uint64_t h = matrix::fnv1a64(key.data(), key.size());
+    const uint64_t h = record::fnv1a64(key.data(), key.size());
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
     stem = stem.substr(0, kMaxStem - 17) + "-" + hex;

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "harness/matrix/program.h"  // fnv1a64
+#include "harness/record/cell.h"
 #include "harness/results/model_reader.h"
 
 namespace allocmark::results {
@@ -13,14 +13,9 @@ using nlohmann::json;
 
 namespace detail {
 
-std::uint64_t fnv1a(std::string_view text) { return matrix::fnv1a64(text.data(), text.size()); }
+std::uint64_t fnv1a(std::string_view text) { return record::fnv1a64(text.data(), text.size()); }
 
 std::string fnv1a_hex(std::string_view text, std::size_t digits) { return fmt::format("{:016x}", fnv1a(text)).substr(0, digits); }
-
-std::string fallback_key(const CellResult& cell, const CellIdentity& id) {
-  return fmt::format("{}/{}/t{}/r{}/{}", id.allocator, id.workload, cell.threads, cell.rep,
-                     fnv1a_hex(id.preload + '\n' + id.env.dump() + '\n' + id.params.dump(), 10));
-}
 
 }  // namespace detail
 
@@ -45,10 +40,11 @@ void Model::add_record(const json& record, const std::string& file, std::size_t 
   }
   const detail::RecordReader r(record, file, line);
   auto [cell, id] = detail::read_cell(r, record, default_host_, [this](const std::string& name) { return intern_workload_metric(name); });
-  // Records always carry a key; one written by hand may not. It gets one of the same shape, but
-  // without the driver's key nothing says two records are the same cell: each is taken as its own.
+  // Records always carry a key; one written by hand may not. It gets the key of the cell its fields
+  // describe (Cell::key, as the driver computes it), but without the driver's key nothing says two
+  // records are the same cell: each is taken as its own.
   auto key = r.optional_string(kRecordKey);
-  cell.key = key.value_or(detail::fallback_key(cell, id));
+  cell.key = key ? *key : record::cell_of_record(record).key();
   cell.identity = intern(std::move(id));
   cell.file = file;
   cell.line = line;

@@ -1,6 +1,7 @@
-// A cell's identity in the results model (model_identity.cpp): the key of a record written without
-// one, the interning of CellIdentity, and which records are the same cell (a copy read twice, a
-// retry that supersedes an attempt, a duplicate line). Private to the model's files (model*.cpp).
+// A cell's identity in the results model (model_identity.cpp): the interning of CellIdentity, and
+// which records are the same cell (a copy read twice, a retry that supersedes an attempt, a
+// duplicate line); a record written without a key gets its cell's (record::Cell::key). Private to
+// the model's files (model*.cpp).
 #pragma once
 
 #include <cstddef>
@@ -15,9 +16,5 @@ namespace allocmark::results::detail {
 // FNV-1a of `text`, and its first `digits` hex digits (a short tag that tells long values apart).
 std::uint64_t fnv1a(std::string_view text);
 std::string fnv1a_hex(std::string_view text, std::size_t digits);
-
-// The key a record written by hand without one gets: ALLOCATOR/WORKLOAD/tTHREADS/rREP/HASH, the hash
-// over its preload, env and params. Nothing says two such records are the same cell.
-std::string fallback_key(const CellResult& cell, const CellIdentity& id);
 
 }  // namespace allocmark::results::detail

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "harness/matrix/program.h"
+#include "harness/record/cell.h"
 #include "harness/results/folder_layout.h"
 #include "harness/runner/cell_launcher.h"
 #include "harness/runner/environment.h"
@@ -64,7 +65,7 @@ json stdout_summary(const std::string& path) {
   uint64_t h = 1469598103934665603ULL, bytes = 0;
   char buf[65536];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    h = matrix::fnv1a64(buf, static_cast<std::size_t>(in.gcount()), h);
+    h = record::fnv1a64(buf, static_cast<std::size_t>(in.gcount()), h);
     bytes += static_cast<uint64_t>(in.gcount());
   }
   char hex[17];

@@ -1,6 +1,8 @@
 #include "harness/runner/record.h"
 
+#include "harness/record/cell.h"
 #include "harness/results/model.h"
+#include "harness/results/record_identity.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::runner {
@@ -27,17 +29,12 @@ json valid_utf8_strings(const json& value) {
 }  // namespace
 
 RecordBuilder::RecordBuilder(const matrix::Cell& cell, std::string log_path, int64_t start_ns) : start_ns_(start_ns) {
-  record_ = valid_utf8_strings({
-      {"allocator", cell.allocator.name}, {"backend", cell.allocator.backend}, {"workload", cell.workload},
-      {"threads", cell.threads},          {"rep", cell.rep},                   {"key", cell.key()},
-      {"params", cell.params},            {"env", cell.allocator.env},         {"preload", cell.allocator.library},
-      {"status", "failed"},               {"error", nullptr},                  {"library", nullptr},
-      {"log", std::move(log_path)},
-  });
-  // The thp axis' mode, and how the cell got it: "prctl" (never, set for its process) or
-  // "machine" (the kernel's own mode). Cells off the axis ran under meta.json's machine.thp_enabled.
-  if (!cell.allocator.thp.empty())
-    record_["thp"] = {{"mode", cell.allocator.thp}, {"how", matrix::thp_obtained_by(cell.allocator.thp)}};
+  // The cell's fields are the codec's (its thp: the mode and how the cell got it, only on the thp
+  // axis; cells off it ran under meta.json's machine.thp_enabled).
+  json fields = record::record_cell(cell);
+  fields.update({{results::kRecordKey, cell.key()}, {"status", "failed"}, {"error", nullptr}, {"library", nullptr},
+                 {"log", std::move(log_path)}});
+  record_ = valid_utf8_strings(fields);
 }
 
 void RecordBuilder::annotate(const json& fields) {

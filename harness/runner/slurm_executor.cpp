@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "harness/matrix/config.h"
+#include "harness/record/cell.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/meta.h"
 #include "harness/results/machine.h"
@@ -119,7 +120,7 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
     const CellJob& job = jobs[i];
     json settings = matrix::settings_json(settings_, matrix::kCellSpec);
     settings["data_root"] = top.path_of(layout::kData);  // absolute: the task runs in another folder
-    json spec{{"cell", matrix::cell_to_json(job.cell)},
+    json spec{{"cell", record::cell_description(job.cell)},
               {"settings", settings},
               {"log", fs::absolute(job.log_path).string()},
               {"attempt", job.attempt},

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "harness/record/cell.h"
 #include "harness/results/folder.h"
 #include "harness/results/folder_layout.h"
 #include "harness/runner/cell_launcher.h"
@@ -81,11 +82,8 @@ std::string cell_data_dir(const CellSettings& settings, const std::string& log_p
 
 json worker_spec(const matrix::Cell& cell, const CellSettings& settings, const std::string& data_dir) {
   json spec = matrix::settings_json(settings, matrix::kWorker);
-  spec.update({{"allocator", cell.allocator.name}, {"backend", cell.allocator.backend},
-               {"library", cell.allocator.library}, {"workload", cell.workload},
-               {"threads", cell.threads},           {"rep", cell.rep},
-               {"params", cell.params},             {"driver_pid", ::getpid()},
-               {"data_dir", data_dir}});
+  spec.update(record::worker_cell(cell));
+  spec.update({{"driver_pid", ::getpid()}, {"data_dir", data_dir}});
   return spec;
 }
 

@@ -19,15 +19,12 @@
 #include <vector>
 
 #include "harness/placement/placement.h"
+#include "units/config_error.h"
 
 namespace allocmark::matrix {
 
-// A matrix that cannot run as given (a flag, a file's key, a setting's value): the CLI turns it into
-// exit code 2.
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// A matrix that cannot run as given (a flag, a file's key, a setting's value): exit code 2.
+using allocmark::ConfigError;
 
 inline constexpr int kMaxReps = 10000;
 inline constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;
