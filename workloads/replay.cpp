@@ -466,7 +466,8 @@ const bool registered = register_workload({
         {"touch", ParamType::String, "first", "first",
          "first: write one byte per 4 KiB page of each new block; all: every byte; none"},
         {kDigestParam, ParamType::String, "", "",
-         "the trace's SHA-256, set by the plan from the file (part of the cell's identity); a cell whose file changed since fails"},
+         "the trace's SHA-256, set by the plan from the file (part of the cell's identity); a cell whose file changed since fails",
+         /*input_digest=*/true},
     },
     [](const Params& p, int threads, const WorkloadEnv& env) { return std::make_unique<Replay>(p, threads, env); },
     [](const Params& p) -> std::string {

@@ -80,6 +80,10 @@ struct ParamSpec {
   std::string quick;  // default at --size quick
   std::string full;   // default at --size full
   std::string help;
+  // The parameter is a digest of an input the workload reads (replay's trace_sha256): two cells
+  // that differ in it ran different workloads, so the gate and compare never judge one against the
+  // other, --strict or not (a library or a tunable that differs is what a comparison is for).
+  bool input_digest = false;
 };
 
 // Reads `text` as the parameter's type, once (in the driver, at plan time; in the worker, from the

@@ -11,6 +11,7 @@
 #include "harness/gate/mann_whitney.h"
 #include "harness/matrix/plan.h"
 #include "harness/results/safe_text.h"
+#include "workloads/workload.h"
 
 namespace allocmark::gate {
 
@@ -24,6 +25,24 @@ json under_test_changes(const json& before, const json& after) {
     if (k != "allocmark_commit" && after.value(k, json()) != v) out[k] = {v, after.value(k, json())};
   for (const auto& [k, v] : after.items())
     if (k != "allocmark_commit" && !before.contains(k)) out[k] = {json(), v};
+  return out;
+}
+
+// The changed parameters (of under_test_changes) that are digests of the workload's inputs, as
+// "trace_sha256 A -> B; ...": "" when none. A cell whose inputs differ ran another workload.
+std::string input_changes(const std::string& workload, const json& changed) {
+  const workloads::WorkloadInfo* info = workloads::find_workload(workload);
+  if (!info || !changed.contains("params")) return "";
+  const json& before = changed["params"][0], &after = changed["params"][1];
+  std::string out;
+  for (const auto& spec : info->params) {
+    if (!spec.input_digest) continue;
+    const json b = before.is_object() ? before.value(spec.name, json()) : json();
+    const json a = after.is_object() ? after.value(spec.name, json()) : json();
+    // A digest's first 12 characters tell two inputs apart; the whole of each is under "Changed under test".
+    auto shown = [](const json& d) { return d.is_string() ? d.get<std::string>().substr(0, 12) : d.dump(); };
+    if (a != b) out += fmt::format("{}{} {} -> {}", out.empty() ? "" : "; ", spec.name, shown(b), shown(a));
+  }
   return out;
 }
 
@@ -171,7 +190,10 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
       } else {
         v = judge_metric(b, *it->second, m, rule);
         v.changed = under_test_changes(b.under_test, it->second->under_test);
-        if (rule.strict && !v.changed.empty() && v.verdict != "not comparable") {
+        if (const std::string inputs = input_changes(b.workload, v.changed); !inputs.empty()) {
+          v.verdict = "not comparable";
+          v.reason = "another input, so another workload: " + inputs;
+        } else if (rule.strict && !v.changed.empty() && v.verdict != "not comparable") {
           v.verdict = "not comparable";
           v.reason = "--strict: what is under test changed";
         }
