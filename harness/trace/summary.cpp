@@ -31,112 +31,141 @@ int lifetime_class(uint64_t us) {
 
 }  // namespace
 
-json summarize(const Trace& t) {
+namespace {
+
+// What summarize() adds up over the threads' events, merged by time.
+class TraceTally {
+ public:
+  explicit TraceTally(const Trace& t)
+      : born_(t.max_id + 1), phases_(t.phase_names.size() + 1), peak_(phases_, 0), phase_events_(phases_, 0),
+        per_thread_(t.threads.size(), {0, 0, 0}) {}
+
+  // The threads' events merged by time: a cursor per thread, the next event of each in a heap.
+  void walk(const Trace& t) {
+    struct Head {
+      uint64_t time_us;
+      std::size_t thread;
+      bool operator>(const Head& o) const { return time_us != o.time_us ? time_us > o.time_us : thread > o.thread; }
+    };
+    std::vector<EventCursor> cursors;
+    std::vector<Event> next(t.threads.size());
+    std::vector<uint64_t> epoch(t.threads.size(), 0);
+    std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heap;
+    for (std::size_t i = 0; i < t.threads.size(); ++i) {
+      cursors.push_back(t.threads[i].cursor());
+      if (cursors[i].next(next[i])) heap.push({next[i].time_us, i});
+    }
+    while (!heap.empty()) {
+      std::size_t i = heap.top().thread;
+      heap.pop();
+      const Event& e = next[i];
+      end_us_ = std::max(end_us_, e.time_us);
+      ++per_thread_[i][0];
+      std::size_t phase = std::min<std::size_t>(epoch[i], phases_ - 1);
+      if (e.op == Op::Phase) {
+        epoch[i] = e.epoch;
+        phase = std::min<std::size_t>(e.epoch, phases_ - 1);
+        // A phase's peak starts at what was live when it began.
+        peak_[phase] = std::max(peak_[phase], live_);
+      } else {
+        count(e, i, phase);
+      }
+      if (cursors[i].next(next[i])) heap.push({next[i].time_us, i});
+    }
+  }
+
+  json to_json(const Trace& t) const {
+    json j;
+    j["program"] = t.header.value("program", json());
+    j["events"] = t.events;
+    j["duration_s"] = static_cast<double>(end_us_) / 1e6;
+    j["threads"] = t.threads.size();
+    uint64_t objects = 0;
+    for (const auto& mine : per_thread_) objects += mine[1];
+    j["objects"] = objects;  // blocks allocated (ids are given out in blocks per thread, so not max_id)
+    j["failed_allocations"] = failed_;
+    j["frees"] = frees_;
+    j["cross_thread_frees"] = cross_thread_;
+    j["unknown_frees"] = t.unknown_frees;
+    j["lost_events"] = t.lost_events;
+    j["ended"] = t.ended;
+    j["live_at_end_bytes"] = live_;
+    add_tables(j, t);
+    return j;
+  }
+
+ private:
+  void count(const Event& e, std::size_t thread, std::size_t phase) {
+    ++phase_events_[phase];
+    auto& c = calls_[std::string(op_name(e.op))];
+    ++c.first;
+    c.second += e.size;  // requested, or freed: a free records its block's size
+    if (is_alloc(e.op) || e.op == Op::Realloc) {
+      sizes_[size_class(e.size)] += 1;
+      if (e.id) {
+        born_[e.id] = {e.time_us, static_cast<uint32_t>(thread)};
+        auto& mine = per_thread_[thread];
+        ++mine[1];
+        mine[2] += e.size;
+        live_ += static_cast<int64_t>(e.size);
+      } else if (e.size) {
+        ++failed_;  // realloc(p, 0) returning NULL freed p; it did not fail
+      }
+    }
+    if (is_free(e.op)) died(e, thread, e.id, e.size);
+    if (realloc_frees_old(e)) died(e, thread, e.old_id, e.old_size);
+    peak_[phase] = std::max(peak_[phase], live_);
+  }
+
+  void died(const Event& e, std::size_t thread, uint64_t id, uint64_t size) {
+    if (!id) return;
+    ++frees_;
+    live_ -= static_cast<int64_t>(size);
+    if (born_[id].thread != thread) ++cross_thread_;
+    lifetimes_[lifetime_class(e.time_us - std::min(e.time_us, born_[id].time_us))] += 1;
+  }
+
+  void add_tables(json& j, const Trace& t) const {
+    j["calls"] = json::array();
+    for (const auto& [op, c] : calls_) j["calls"].push_back({{"function", op}, {"calls", c.first}, {"bytes", c.second}});
+    j["sizes"] = json::array();
+    for (const auto& [k, n] : sizes_)
+      j["sizes"].push_back({{"up_to_bytes", k >= 40 ? json() : json(uint64_t{1} << k)}, {"allocations", n}});
+    j["lifetimes"] = json::array();
+    for (std::size_t k = 0; k < lifetimes_.size(); ++k) j["lifetimes"].push_back({{"lifetime", kLifetimeLabels[k]}, {"frees", lifetimes_[k]}});
+    j["phases"] = json::array();
+    const std::vector<std::string> names = phase_names_for_marks(t.phase_names);  // as a replay of it names them
+    for (std::size_t p = 0; p < phases_; ++p) {
+      j["phases"].push_back({{"name", names[p]}, {"events", phase_events_[p]}, {"peak_live_bytes", peak_[p]}});
+    }
+    json threads = json::array();
+    for (std::size_t i = 0; i < t.threads.size(); ++i)
+      threads.push_back({{"thread", i}, {"events", per_thread_[i][0]}, {"allocations", per_thread_[i][1]}, {"requested_bytes", per_thread_[i][2]}});
+    j["per_thread"] = threads;
+  }
+
   struct Born {
     uint64_t time_us = 0;
     uint32_t thread = 0;
   };
-  std::vector<Born> born(t.max_id + 1);
-  std::map<std::string, std::pair<uint64_t, uint64_t>> calls;  // op -> count, requested bytes
-  std::map<int, uint64_t> sizes;
-  std::array<uint64_t, kLifetimeLabels.size()> lifetimes{};
-  uint64_t cross_thread = 0, failed = 0, frees = 0;
-  const std::size_t phases = t.phase_names.size() + 1;
-  std::vector<int64_t> peak(phases, 0);
-  std::vector<uint64_t> phase_events(phases, 0);
-  json threads = json::array();
+  std::vector<Born> born_;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> calls_;  // op -> count, requested bytes
+  std::map<int, uint64_t> sizes_;
+  std::array<uint64_t, kLifetimeLabels.size()> lifetimes_{};
+  uint64_t cross_thread_ = 0, failed_ = 0, frees_ = 0, end_us_ = 0;
+  int64_t live_ = 0;
+  std::size_t phases_;
+  std::vector<int64_t> peak_;
+  std::vector<uint64_t> phase_events_;
+  std::vector<std::array<uint64_t, 3>> per_thread_;  // events, allocations, bytes
+};
 
-  // The threads' events merged by time: a cursor per thread, the next event of each in a heap.
-  struct Head {
-    uint64_t time_us;
-    std::size_t thread;
-    bool operator>(const Head& o) const { return time_us != o.time_us ? time_us > o.time_us : thread > o.thread; }
-  };
-  std::vector<EventCursor> cursors;
-  std::vector<Event> next(t.threads.size());
-  std::vector<uint64_t> epoch(t.threads.size(), 0);
-  std::vector<std::array<uint64_t, 3>> per_thread(t.threads.size(), {0, 0, 0});  // events, allocations, bytes
-  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heap;
-  for (std::size_t i = 0; i < t.threads.size(); ++i) {
-    cursors.push_back(t.threads[i].cursor());
-    if (cursors[i].next(next[i])) heap.push({next[i].time_us, i});
-  }
-  int64_t live = 0;
-  uint64_t end_us = 0;
-  while (!heap.empty()) {
-    std::size_t i = heap.top().thread;
-    heap.pop();
-    const Event& e = next[i];
-    end_us = std::max(end_us, e.time_us);
-    auto& mine = per_thread[i];
-    ++mine[0];
-    std::size_t phase = std::min<std::size_t>(epoch[i], phases - 1);
-    if (e.op == Op::Phase) {
-      epoch[i] = e.epoch;
-      phase = std::min<std::size_t>(e.epoch, phases - 1);
-      // A phase's peak starts at what was live when it began.
-      peak[phase] = std::max(peak[phase], live);
-    } else {
-      ++phase_events[phase];
-      auto& c = calls[std::string(op_name(e.op))];
-      ++c.first;
-      c.second += e.size;  // requested, or freed: a free records its block's size
-      if (is_alloc(e.op) || e.op == Op::Realloc) {
-        sizes[size_class(e.size)] += 1;
-        if (e.id) {
-          born[e.id] = {e.time_us, static_cast<uint32_t>(i)};
-          ++mine[1];
-          mine[2] += e.size;
-          live += static_cast<int64_t>(e.size);
-        } else if (e.size) {
-          ++failed;  // realloc(p, 0) returning NULL freed p; it did not fail
-        }
-      }
-      auto died = [&](uint64_t id, uint64_t size) {
-        if (!id) return;
-        ++frees;
-        live -= static_cast<int64_t>(size);
-        if (born[id].thread != i) ++cross_thread;
-        lifetimes[lifetime_class(e.time_us - std::min(e.time_us, born[id].time_us))] += 1;
-      };
-      if (is_free(e.op)) died(e.id, e.size);
-      if (realloc_frees_old(e)) died(e.old_id, e.old_size);
-      peak[phase] = std::max(peak[phase], live);
-    }
-    if (cursors[i].next(next[i])) heap.push({next[i].time_us, i});
-  }
+}  // namespace
 
-  json j;
-  j["program"] = t.header.value("program", json());
-  j["events"] = t.events;
-  j["duration_s"] = static_cast<double>(end_us) / 1e6;
-  j["threads"] = t.threads.size();
-  uint64_t objects = 0;
-  for (const auto& mine : per_thread) objects += mine[1];
-  j["objects"] = objects;  // blocks allocated (ids are given out in blocks per thread, so not max_id)
-  j["failed_allocations"] = failed;
-  j["frees"] = frees;
-  j["cross_thread_frees"] = cross_thread;
-  j["unknown_frees"] = t.unknown_frees;
-  j["lost_events"] = t.lost_events;
-  j["ended"] = t.ended;
-  j["live_at_end_bytes"] = live;
-  j["calls"] = json::array();
-  for (const auto& [op, c] : calls) j["calls"].push_back({{"function", op}, {"calls", c.first}, {"bytes", c.second}});
-  j["sizes"] = json::array();
-  for (const auto& [k, n] : sizes)
-    j["sizes"].push_back({{"up_to_bytes", k >= 40 ? json() : json(uint64_t{1} << k)}, {"allocations", n}});
-  j["lifetimes"] = json::array();
-  for (std::size_t k = 0; k < lifetimes.size(); ++k) j["lifetimes"].push_back({{"lifetime", kLifetimeLabels[k]}, {"frees", lifetimes[k]}});
-  j["phases"] = json::array();
-  const std::vector<std::string> names = phase_names_for_marks(t.phase_names);  // as a replay of it names them
-  for (std::size_t p = 0; p < phases; ++p) {
-    j["phases"].push_back({{"name", names[p]}, {"events", phase_events[p]}, {"peak_live_bytes", peak[p]}});
-  }
-  for (std::size_t i = 0; i < t.threads.size(); ++i)
-    threads.push_back({{"thread", i}, {"events", per_thread[i][0]}, {"allocations", per_thread[i][1]}, {"requested_bytes", per_thread[i][2]}});
-  j["per_thread"] = threads;
-  return j;
+json summarize(const Trace& t) {
+  TraceTally tally(t);
+  tally.walk(t);
+  return tally.to_json(t);
 }
 
 std::string summary_text(const json& s) {
