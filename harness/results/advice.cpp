@@ -68,12 +68,13 @@ const Candidate* Advice::candidate(const std::string& allocator) const {
   return nullptr;
 }
 
-Advice advise(const Model& model) {
-  Advice out;
-  const Recommendation rec = recommend(model);
-  if (!rec.scopes.empty()) out.scope = rec.scopes[0];
+namespace {
+
+using WhyFailed = std::map<std::string, std::string>;  // allocator -> why it has no figures
+
+// One candidate per allocator, its cells counted; `why` gets each one's first failure.
+void gather_candidates(const Model& model, Advice& out, WhyFailed& why) {
   std::map<std::string, std::size_t> index;
-  std::map<std::string, std::string> why;
   for (const auto& cell : model.cells()) {
     const CellIdentity& id = model.identity(cell);
     out.workload = id.workload;
@@ -84,7 +85,10 @@ Advice advise(const Model& model) {
     if (cell.ok() && !cell.phases.empty()) ++c.ok;
     else if (!why.count(id.allocator)) why[id.allocator] = cell.status + (cell.error ? ": " + *cell.error : "");
   }
-  // The figures are the recommendation's: a program's time headline is its wall time.
+}
+
+// The figures are the recommendation's: a program's time headline is its wall time.
+void take_figures(Advice& out, WhyFailed& why) {
   const std::pair<Figure, Spread Candidate::*> from[] = {
       {Figure::peak_rss, &Candidate::peak_rss_bytes}, {Figure::held_rss, &Candidate::end_rss_bytes}, {Figure::time, &Candidate::wall_s}};
   for (auto& c : out.candidates) {
@@ -106,8 +110,10 @@ Advice advise(const Model& model) {
     }
     out.any = true;
   }
-  if (!out.any) return out;
+}
 
+// The ok candidates that are no variant, by peak RSS; each ok variant learns its base backend.
+std::vector<const Candidate*> plain_backends(Advice& out) {
   std::vector<const Candidate*> plain;
   for (auto& c : out.candidates) {
     if (!c.ok) continue;
@@ -121,8 +127,11 @@ Advice advise(const Model& model) {
   std::stable_sort(plain.begin(), plain.end(),
                    [](const Candidate* a, const Candidate* b) { return a->peak_rss_bytes.median < b->peak_rss_bytes.median; });
   for (const Candidate* c : plain) out.backends.push_back(c->allocator);
+  return plain;
+}
 
-  // Variants compete only where they beat their own backend: another backend's lead is not theirs.
+// Variants compete only where they beat their own backend: another backend's lead is not theirs.
+std::vector<const Candidate*> options_of(Advice& out, const std::vector<const Candidate*>& plain) {
   std::vector<const Candidate*> options(plain.begin(), plain.end());
   for (const auto& c : out.candidates) {
     if (!c.ok || !c.variant) continue;
@@ -136,14 +145,19 @@ Advice advise(const Model& model) {
     if (any_gain || !base) options.push_back(&c);
     else out.variants_without_gain.push_back(c.allocator);
   }
+  return options;
+}
 
+const Candidate* default_of(const std::vector<const Candidate*>& plain, const std::vector<const Candidate*>& options) {
   const Candidate* dflt = nullptr;
   for (const Candidate* c : plain)
     if (c->backend == "glibc") dflt = c;
   if (!dflt) dflt = plain.empty() ? options[0] : plain[0];
-  out.default_allocator = dflt->allocator;
+  return dflt;
+}
 
-  // The first figure on which some option beats the default without being worse on another.
+// The first figure on which some option beats the default without being worse on another.
+void choose(Advice& out, const std::vector<const Candidate*>& options, const Candidate* dflt) {
   for (const auto& f : kFigures) {
     const Candidate* best = nullptr;
     for (const Candidate* c : options) {
@@ -160,18 +174,38 @@ Advice advise(const Model& model) {
     for (const auto& g : kFigures)
       out.reasons.push_back(fmt::format("{} {} against {}'s {}: {}", g.what, g.format((best->*g.spread).median), dflt->allocator,
                                         g.format((dflt->*g.spread).median), against(*dflt, *best, g)));
-    break;
+    return;
   }
-  if (out.choice.empty())
-    for (const auto& f : kFigures) {
-      // The closest contender on each figure, to show what "nothing separable" rests on.
-      const Candidate* best = nullptr;
-      for (const Candidate* c : options)
-        if (c != dflt && (!best || (c->*f.spread).median < (best->*f.spread).median)) best = c;
-      if (best)
-        out.reasons.push_back(fmt::format("{}: the best other, {}, is at {} against {}'s {}", f.what, best->allocator,
-                                          against(*dflt, *best, f), dflt->allocator, f.format((dflt->*f.spread).median)));
-    }
+}
+
+// The closest contender on each figure, to show what "nothing separable" rests on.
+void explain_no_choice(Advice& out, const std::vector<const Candidate*>& options, const Candidate* dflt) {
+  for (const auto& f : kFigures) {
+    const Candidate* best = nullptr;
+    for (const Candidate* c : options)
+      if (c != dflt && (!best || (c->*f.spread).median < (best->*f.spread).median)) best = c;
+    if (best)
+      out.reasons.push_back(fmt::format("{}: the best other, {}, is at {} against {}'s {}", f.what, best->allocator,
+                                        against(*dflt, *best, f), dflt->allocator, f.format((dflt->*f.spread).median)));
+  }
+}
+
+}  // namespace
+
+Advice advise(const Model& model) {
+  Advice out;
+  const Recommendation rec = recommend(model);
+  if (!rec.scopes.empty()) out.scope = rec.scopes[0];
+  WhyFailed why;
+  gather_candidates(model, out, why);
+  take_figures(out, why);
+  if (!out.any) return out;
+  const std::vector<const Candidate*> plain = plain_backends(out);
+  const std::vector<const Candidate*> options = options_of(out, plain);
+  const Candidate* dflt = default_of(plain, options);
+  out.default_allocator = dflt->allocator;
+  choose(out, options, dflt);
+  if (out.choice.empty()) explain_no_choice(out, options, dflt);
   return out;
 }
 
