@@ -88,81 +88,109 @@ struct ScopeCells {
   std::vector<std::pair<std::string, const CellResult*>> cells;  // (allocator label, ok cell)
 };
 
-void rank_scope(ScopeCells& sc, const Model& model) {
-  ScopeRecommendation& s = sc.scope;
-  Values peak, held, over_live, wall;
-  Values peak_huge, held_huge;  // huge-page bytes at the end of the phase each RSS figure comes from
-  std::map<std::string, std::size_t> reps;
-  // Per phase name (or benchmark) in first-seen order: values, and whether any cell did work in it.
-  std::vector<std::string> items;
-  std::map<std::string, Values> item_values;
-  std::map<std::string, bool> item_worked;
-  std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>> per_cell;
-  bool benchmarks = false;
-  bool rates_left_out = false;  // some phase's ops/s is the workload's schedule, not a speed
+bool has_benchmarks(const ScopeCells& sc, const Model& model) {
   for (const auto& [allocator, cell] : sc.cells)
     for (const auto& p : cell->phases)
       for (const auto& [index, v] : p.workload)
-        if (model.workload_metric_name(index).starts_with(kNsPerOpPrefix)) benchmarks = true;
+        if (model.workload_metric_name(index).starts_with(kNsPerOpPrefix)) return true;
+  return false;
+}
 
-  for (const auto& [allocator, cell] : sc.cells) {
-    ++reps[allocator];
-    const PhaseValues whole = whole_cell(*cell);
-    if (auto v = metric_value(Metric::peak_rss_bytes, *cell, whole)) peak.add(allocator, *v);
-    if (auto v = metric_value(Metric::end_rss_bytes, *cell, whole)) held.add(allocator, *v);
-    if (!cell->phases.empty()) {
-      // The phase holding the cell's peak (its huge pages at that phase's end: the closest reading
-      // to the peak there is) and the last phase, whose end is the held RSS.
-      const PhaseValues* at_peak = &cell->phases.front();
-      for (const auto& p : cell->phases)
-        if (metric_value(Metric::peak_rss_bytes, *cell, p).value_or(0) > metric_value(Metric::peak_rss_bytes, *cell, *at_peak).value_or(0))
-          at_peak = &p;
-      if (auto v = metric_value(Metric::anon_huge_bytes, *cell, *at_peak)) peak_huge.add(allocator, *v);
-      if (auto v = metric_value(Metric::anon_huge_bytes, *cell, cell->phases.back())) held_huge.add(allocator, *v);
-    }
-    if (auto v = metric_value(Metric::rss_above_idle_over_live, *cell, whole)) over_live.add(allocator, *v);
-    if (auto v = metric_value(Metric::wall_s, *cell, whole)) wall.add(allocator, *v);
+// A scope's ok cells gathered per figure and allocator, then ranked (rank_scope).
+class ScopeTally {
+ public:
+  ScopeTally(const Model& model, bool benchmarks) : model_(model), benchmarks_(benchmarks) {}
+
+  void add(const std::string& allocator, const CellResult& cell) {
+    ++reps_[allocator];
+    const PhaseValues whole = whole_cell(cell);
+    if (auto v = metric_value(Metric::peak_rss_bytes, cell, whole)) peak_.add(allocator, *v);
+    if (auto v = metric_value(Metric::end_rss_bytes, cell, whole)) held_.add(allocator, *v);
+    add_huge_pages(allocator, cell);
+    if (auto v = metric_value(Metric::rss_above_idle_over_live, cell, whole)) over_live_.add(allocator, *v);
+    if (auto v = metric_value(Metric::wall_s, cell, whole)) wall_.add(allocator, *v);
     std::vector<std::pair<std::string, double>> figures;
-    for (const auto& p : cell->phases) {
-      if (benchmarks) {
-        for (const auto& [index, v] : p.workload) {
-          const std::string& name = model.workload_metric_name(index);
-          if (!name.starts_with(kNsPerOpPrefix)) continue;
-          std::string item = name.substr(kNsPerOpPrefix.size());
-          if (!item_values.count(item)) items.push_back(item);
-          item_values[item].add(allocator, v);
-          item_worked[item] = true;
-          figures.emplace_back(item, v);
-        }
-        continue;
-      }
-      auto rate = metric_value(Metric::ops_per_s, *cell, p);
-      auto ops = p.get(Field::ops);
-      if (!rate) continue;
-      const CellIdentity& id = model.identity(*cell);
-      if (!ops_per_s_not_a_speed(id.workload, id.params, p.name).empty()) {
-        rates_left_out = true;
-        continue;
-      }
-      if (!item_values.count(p.name)) items.push_back(p.name);
-      item_values[p.name].add(allocator, *rate);
-      if (ops && *ops > 0) item_worked[p.name] = true;
-      figures.emplace_back(p.name, *rate);
+    for (const auto& p : cell.phases) {
+      if (benchmarks_) add_benchmarks(allocator, p, figures);
+      else add_rate(allocator, cell, p, figures);
     }
-    per_cell.emplace_back(allocator, std::move(figures));
+    per_cell_.emplace_back(allocator, std::move(figures));
   }
-  for (const auto& [a, n] : reps) s.repetitions = std::max(s.repetitions, n);
 
-  if (!peak.order.empty()) {
-    s.headline.push_back(rank(Figure::peak_rss, "peak RSS", Metric::peak_rss_bytes, true, peak));
-    note_huge_pages(s.headline.back(), peak_huge);
+  void rank_into(ScopeRecommendation& s) {
+    for (const auto& [a, n] : reps_) s.repetitions = std::max(s.repetitions, n);
+    rank_memory(s);
+    for (const auto& item : items_) {
+      if (!item_worked_[item]) continue;  // idle phases: their rate is the workload's, not the allocator's
+      if (benchmarks_)
+        s.details.push_back(rank(Figure::benchmark_ns_per_op, item, std::nullopt, true, item_values_[item]));
+      else
+        s.details.push_back(rank(Figure::phase_ops_per_s, item, Metric::ops_per_s, false, item_values_[item]));
+    }
+    if (!s.details.empty()) {
+      const std::size_t n = s.details.size();
+      std::string what = benchmarks_ ? fmt::format("time (geomean of {} {} ns/op)", n, n == 1 ? "benchmark's" : "benchmarks'")
+                                     : fmt::format("time (geomean of {} {} ops/s)", n, n == 1 ? "phase's" : "phases'");
+      s.headline.push_back(time_score(s.details, per_cell_, std::move(what)));
+    } else if (!wall_.order.empty() && !rates_left_out_) {
+      // A program: its phase does no counted operations, so its wall time is the figure.
+      s.headline.push_back(rank(Figure::time, "wall time", Metric::wall_s, true, wall_));
+    }
   }
-  if (!held.order.empty()) {
-    s.headline.push_back(rank(Figure::held_rss, "held RSS (end)", Metric::end_rss_bytes, true, held));
-    note_huge_pages(s.headline.back(), held_huge);
+
+ private:
+  // The phase holding the cell's peak (its huge pages at that phase's end: the closest reading to
+  // the peak there is) and the last phase, whose end is the held RSS.
+  void add_huge_pages(const std::string& allocator, const CellResult& cell) {
+    if (cell.phases.empty()) return;
+    const PhaseValues* at_peak = &cell.phases.front();
+    for (const auto& p : cell.phases)
+      if (metric_value(Metric::peak_rss_bytes, cell, p).value_or(0) > metric_value(Metric::peak_rss_bytes, cell, *at_peak).value_or(0))
+        at_peak = &p;
+    if (auto v = metric_value(Metric::anon_huge_bytes, cell, *at_peak)) peak_huge_.add(allocator, *v);
+    if (auto v = metric_value(Metric::anon_huge_bytes, cell, cell.phases.back())) held_huge_.add(allocator, *v);
   }
-  if (!over_live.order.empty()) {
-    Ranking r = rank(Figure::rss_over_live, "RSS-idle/live", Metric::rss_above_idle_over_live, true, over_live);
+
+  void add_item(const std::string& allocator, const std::string& item, double v, bool worked,
+                std::vector<std::pair<std::string, double>>& figures) {
+    if (!item_values_.count(item)) items_.push_back(item);
+    item_values_[item].add(allocator, v);
+    if (worked) item_worked_[item] = true;
+    figures.emplace_back(item, v);
+  }
+
+  void add_benchmarks(const std::string& allocator, const PhaseValues& p, std::vector<std::pair<std::string, double>>& figures) {
+    for (const auto& [index, v] : p.workload) {
+      const std::string& name = model_.workload_metric_name(index);
+      if (!name.starts_with(kNsPerOpPrefix)) continue;
+      add_item(allocator, name.substr(kNsPerOpPrefix.size()), v, true, figures);
+    }
+  }
+
+  void add_rate(const std::string& allocator, const CellResult& cell, const PhaseValues& p,
+                std::vector<std::pair<std::string, double>>& figures) {
+    auto rate = metric_value(Metric::ops_per_s, cell, p);
+    auto ops = p.get(Field::ops);
+    if (!rate) return;
+    const CellIdentity& id = model_.identity(cell);
+    if (!ops_per_s_not_a_speed(id.workload, id.params, p.name).empty()) {
+      rates_left_out_ = true;
+      return;
+    }
+    add_item(allocator, p.name, *rate, ops && *ops > 0, figures);
+  }
+
+  void rank_memory(ScopeRecommendation& s) const {
+    if (!peak_.order.empty()) {
+      s.headline.push_back(rank(Figure::peak_rss, "peak RSS", Metric::peak_rss_bytes, true, peak_));
+      note_huge_pages(s.headline.back(), peak_huge_);
+    }
+    if (!held_.order.empty()) {
+      s.headline.push_back(rank(Figure::held_rss, "held RSS (end)", Metric::end_rss_bytes, true, held_));
+      note_huge_pages(s.headline.back(), held_huge_);
+    }
+    if (over_live_.order.empty()) return;
+    Ranking r = rank(Figure::rss_over_live, "RSS-idle/live", Metric::rss_above_idle_over_live, true, over_live_);
     // Physical memory cannot hold less than the bytes that are live: a median under 1.0 means the
     // workload asked for memory it never touched, and the ratio then ranks nothing.
     for (const auto& st : r.standings)
@@ -173,22 +201,24 @@ void rank_scope(ScopeCells& sc, const Model& model) {
       }
     s.headline.push_back(std::move(r));
   }
-  for (const auto& item : items) {
-    if (!item_worked[item]) continue;  // idle phases: their rate is the workload's, not the allocator's
-    if (benchmarks)
-      s.details.push_back(rank(Figure::benchmark_ns_per_op, item, std::nullopt, true, item_values[item]));
-    else
-      s.details.push_back(rank(Figure::phase_ops_per_s, item, Metric::ops_per_s, false, item_values[item]));
-  }
-  if (!s.details.empty()) {
-    const std::size_t n = s.details.size();
-    std::string what = benchmarks ? fmt::format("time (geomean of {} {} ns/op)", n, n == 1 ? "benchmark's" : "benchmarks'")
-                                  : fmt::format("time (geomean of {} {} ops/s)", n, n == 1 ? "phase's" : "phases'");
-    s.headline.push_back(time_score(s.details, per_cell, std::move(what)));
-  } else if (!wall.order.empty() && !rates_left_out) {
-    // A program: its phase does no counted operations, so its wall time is the figure.
-    s.headline.push_back(rank(Figure::time, "wall time", Metric::wall_s, true, wall));
-  }
+
+  const Model& model_;
+  const bool benchmarks_;
+  Values peak_, held_, over_live_, wall_;
+  Values peak_huge_, held_huge_;  // huge-page bytes at the end of the phase each RSS figure comes from
+  std::map<std::string, std::size_t> reps_;
+  // Per phase name (or benchmark) in first-seen order: values, and whether any cell did work in it.
+  std::vector<std::string> items_;
+  std::map<std::string, Values> item_values_;
+  std::map<std::string, bool> item_worked_;
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>> per_cell_;
+  bool rates_left_out_ = false;  // some phase's ops/s is the workload's schedule, not a speed
+};
+
+void rank_scope(ScopeCells& sc, const Model& model) {
+  ScopeTally tally(model, has_benchmarks(sc, model));
+  for (const auto& [allocator, cell] : sc.cells) tally.add(allocator, *cell);
+  tally.rank_into(sc.scope);
 }
 
 AcrossRanking across(Figure figure, const std::vector<ScopeRecommendation>& scopes) {
