@@ -95,15 +95,7 @@ Source read_source(const std::string& dir) {
   return s;
 }
 
-}  // namespace
-
-MergeOutcome merge_folders(const std::vector<std::string>& dirs, const std::string& out, const std::string& command) {
-  if (dirs.size() < 2) throw MergeError("merge: give at least two results folders");
-  if (out.empty()) throw MergeError("-o: the merged folder's name is empty");
-  std::error_code ec;
-  if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
-    throw MergeError(out + " already exists; merge into a new folder");
-
+std::vector<Source> read_sources(const std::vector<std::string>& dirs) {
   std::vector<Source> sources;
   std::set<std::string> seen_folders;
   for (const auto& d : dirs) {
@@ -111,78 +103,109 @@ MergeOutcome merge_folders(const std::vector<std::string>& dirs, const std::stri
     if (!seen_folders.insert(s.folder).second) throw MergeError(d + " is given twice");
     sources.push_back(std::move(s));
   }
+  return sources;
+}
 
-  std::map<std::string, json> machines;
-  std::map<std::string, std::string> described_by;
-  json merged_from = json::array(), allocators = json::array(), records_out;
-  // The same record in two sources (a copy of a folder, a merged folder and one of its sources) is
-  // one repetition: kept once, never pooled with itself. One cell of one origin with two different
-  // records is a later attempt (kept) or a conflict (refused).
-  std::set<std::string> records_seen;
-  std::map<std::string, std::size_t> by_slot;  // RecordIdentity::slot -> index in kept
-  std::vector<json> kept;
-  std::size_t repeated = 0;
-  rs::RecordIdCollisions collisions;  // records of other cells sharing an id: both kept, and said
-  for (const auto& s : sources) {
-    for (const auto& [host, machine] : rs::meta::machines(s.meta)) {
-      auto [it, fresh] = machines.try_emplace(host, machine);
-      if (!fresh)
-        if (auto diff = rs::machine_differences(it->second, machine); !diff.empty())
-          throw MergeError(fmt::format("host {} is described differently by {} and {} ({}); its cells would pool across "
-                                       "machines that differ: merge those folders separately",
-                                       host, described_by[host], s.folder, diff));
-      described_by.try_emplace(host, s.folder);
-    }
+// The sources' machines, allocators and records, folded one source after another.
+class Merger {
+ public:
+  void add(const Source& s) {
+    add_machines(s);
     for (const auto& a : s.meta.value(rs::meta::kAllocators, json::array())) {
       bool known = false;
-      for (const auto& b : allocators) known = known || b == a;
-      if (!known) allocators.push_back(a);
+      for (const auto& b : allocators_) known = known || b == a;
+      if (!known) allocators_.push_back(a);
     }
-    std::size_t cells = 0;
-    for (std::size_t i = 0; i < s.records.size(); ++i) {
-      const json& r = s.records[i];
-      collisions.add(r, s.read_at[i].first, s.read_at[i].second);
-      if (!records_seen.insert(rs::record_copy_identity(r)).second) {
-        ++repeated;
-        continue;
-      }
-      ++cells;
-      const rs::RecordIdentity id = *rs::record_identity_of(r);
-      auto [at, fresh] = by_slot.try_emplace(id.slot(), kept.size());
-      if (fresh) {
-        kept.push_back(r);
-        continue;
-      }
-      switch (rs::versus(id, *rs::record_identity_of(kept[at->second]))) {
-        case rs::RecordVersus::duplicate:
-          throw MergeError(fmt::format("{} holds cell {} of {} (attempt {}) that an earlier folder holds too with other "
-                                       "figures; one of them was edited: merge the folders it came from instead",
-                                       s.folder, id.key, id.origin, id.attempt));
-        case rs::RecordVersus::supersedes: kept[at->second] = r; break;  // a retry of that run's cell, as within one folder
-        case rs::RecordVersus::superseded: break;
-      }
-    }
+    const std::size_t cells = add_records(s);
     json entry{{"folder", s.folder}, {"cells", cells}};
     namespace m = rs::meta;
     for (const char* field : {m::kAllocmark, m::kMachine, m::kMachines, m::kMatrix, m::kMatrixFile, m::kRuns, m::kStarted, m::kStrippedEnvironment})
       if (s.meta.contains(field)) entry[field] = s.meta[field];
-    merged_from.push_back(entry);
+    merged_from_.push_back(entry);
   }
-  std::string lines;
-  for (const auto& r : kept) lines += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 
-  namespace m = rs::meta;
-  json meta{{m::kAllocmark, allocmark_identity()},
-            {m::kMergedFrom, merged_from},
-            {m::kMachines, machines},
-            {m::kAllocators, allocators},
-            {m::kStarted, std::time(nullptr)},
-            {m::kRuns, json::array({{{"mode", "merge"}, {"command", command}, {"started", std::time(nullptr)}}})}};
-  // One machine: the folder reads like a run on it (the gate's fingerprint, plots' captions).
-  if (machines.size() == 1) meta[m::kMachine] = machines.begin()->second;
-  if (!sources.empty() && sources[0].meta.contains(m::kBackends)) meta[m::kBackends] = sources[0].meta[m::kBackends];
+  std::string lines() const {
+    std::string lines;
+    for (const auto& r : kept_) lines += r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    return lines;
+  }
 
-  // All or nothing: built beside OUT and renamed into place.
+  json meta(const std::vector<Source>& sources, const std::string& command) const {
+    namespace m = rs::meta;
+    json meta{{m::kAllocmark, allocmark_identity()},
+              {m::kMergedFrom, merged_from_},
+              {m::kMachines, machines_},
+              {m::kAllocators, allocators_},
+              {m::kStarted, std::time(nullptr)},
+              {m::kRuns, json::array({{{"mode", "merge"}, {"command", command}, {"started", std::time(nullptr)}}})}};
+    // One machine: the folder reads like a run on it (the gate's fingerprint, plots' captions).
+    if (machines_.size() == 1) meta[m::kMachine] = machines_.begin()->second;
+    if (!sources.empty() && sources[0].meta.contains(m::kBackends)) meta[m::kBackends] = sources[0].meta[m::kBackends];
+    return meta;
+  }
+
+  MergeOutcome outcome(std::size_t sources) const {
+    return {kept_.size(), sources, machines_.size(), repeated_, collisions_.warning()};
+  }
+
+ private:
+  void add_machines(const Source& s) {
+    for (const auto& [host, machine] : rs::meta::machines(s.meta)) {
+      auto [it, fresh] = machines_.try_emplace(host, machine);
+      if (!fresh)
+        if (auto diff = rs::machine_differences(it->second, machine); !diff.empty())
+          throw MergeError(fmt::format("host {} is described differently by {} and {} ({}); its cells would pool across "
+                                       "machines that differ: merge those folders separately",
+                                       host, described_by_[host], s.folder, diff));
+      described_by_.try_emplace(host, s.folder);
+    }
+  }
+
+  // The source's records not already kept; returns how many of them were new to the merge.
+  std::size_t add_records(const Source& s) {
+    std::size_t cells = 0;
+    for (std::size_t i = 0; i < s.records.size(); ++i) {
+      const json& r = s.records[i];
+      collisions_.add(r, s.read_at[i].first, s.read_at[i].second);
+      if (!records_seen_.insert(rs::record_copy_identity(r)).second) {
+        ++repeated_;
+        continue;
+      }
+      ++cells;
+      const rs::RecordIdentity id = *rs::record_identity_of(r);
+      auto [at, fresh] = by_slot_.try_emplace(id.slot(), kept_.size());
+      if (fresh) {
+        kept_.push_back(r);
+        continue;
+      }
+      switch (rs::versus(id, *rs::record_identity_of(kept_[at->second]))) {
+        case rs::RecordVersus::duplicate:
+          throw MergeError(fmt::format("{} holds cell {} of {} (attempt {}) that an earlier folder holds too with other "
+                                       "figures; one of them was edited: merge the folders it came from instead",
+                                       s.folder, id.key, id.origin, id.attempt));
+        case rs::RecordVersus::supersedes: kept_[at->second] = r; break;  // a retry of that run's cell, as within one folder
+        case rs::RecordVersus::superseded: break;
+      }
+    }
+    return cells;
+  }
+
+  std::map<std::string, json> machines_;
+  std::map<std::string, std::string> described_by_;
+  json merged_from_ = json::array(), allocators_ = json::array();
+  // The same record in two sources (a copy of a folder, a merged folder and one of its sources) is
+  // one repetition: kept once, never pooled with itself. One cell of one origin with two different
+  // records is a later attempt (kept) or a conflict (refused).
+  std::set<std::string> records_seen_;
+  std::map<std::string, std::size_t> by_slot_;  // RecordIdentity::slot -> index in kept_
+  std::vector<json> kept_;
+  std::size_t repeated_ = 0;
+  rs::RecordIdCollisions collisions_;  // records of other cells sharing an id: both kept, and said
+};
+
+// All or nothing: built beside OUT and renamed into place.
+void write_merged(const std::string& out, const std::string& lines, const json& meta) {
+  std::error_code ec;
   const fs::path target = fs::absolute(out).lexically_normal();
   const std::string tmp = target.string() + ".merging." + std::to_string(::getpid());
   fs::create_directories(target.parent_path(), ec);
@@ -198,7 +221,21 @@ MergeOutcome merge_folders(const std::vector<std::string>& dirs, const std::stri
     fs::remove_all(tmp, ec);
     throw;
   }
-  return {kept.size(), sources.size(), machines.size(), repeated, collisions.warning()};
+}
+
+}  // namespace
+
+MergeOutcome merge_folders(const std::vector<std::string>& dirs, const std::string& out, const std::string& command) {
+  if (dirs.size() < 2) throw MergeError("merge: give at least two results folders");
+  if (out.empty()) throw MergeError("-o: the merged folder's name is empty");
+  std::error_code ec;
+  if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
+    throw MergeError(out + " already exists; merge into a new folder");
+  const std::vector<Source> sources = read_sources(dirs);
+  Merger merger;
+  for (const auto& s : sources) merger.add(s);
+  write_merged(out, merger.lines(), merger.meta(sources, command));
+  return merger.outcome(sources.size());
 }
 
 }  // namespace allocmark::runner
