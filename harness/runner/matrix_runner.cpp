@@ -108,6 +108,109 @@ bool progress_redraws() {
   throw matrix::ConfigError("ALLOCMARK_PROGRESS='" + value + "': expected lines or redraw (unset: redraw on a terminal)");
 }
 
+namespace {
+
+// SIGINT and SIGTERM set g_interrupted while the run goes on; restore() gives back the old handlers.
+class InterruptSignals {
+ public:
+  InterruptSignals() {
+    g_interrupted = false;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  void restore() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// The executor's events: each finished cell recorded and counted, and the run's progress shown
+// (a redrawn line on a terminal, else a line per cell and a heartbeat while a long one runs).
+class RunProgress {
+ public:
+  RunProgress(std::ostream& msg, MatrixRunReport& report, results::ResultsDir& dir, SummaryWriter& summaries,
+              std::size_t jobs, bool tty, const std::string& run_id)
+      : msg_(msg), report_(report), dir_(dir), summaries_(summaries), jobs_(jobs), tty_(tty), run_id_(run_id) {}
+
+  ExecutorEvents events() {
+    ExecutorEvents events;
+    events.stop_requested = [] { return g_interrupted.load(); };
+    events.tick = tty_ ? std::function<void()>([this] { progress(); }) : std::function<void()>([this] { heartbeat(); });
+    events.tick_redraws = tty_;
+    events.started = [this](const CellJob& job) {
+      current_ = &job;
+      last_line_ = std::chrono::steady_clock::now();
+      if (tty_) progress();
+    };
+    events.finished = [this](const CellJob& job, const nlohmann::json& record) { finished(job, record); };
+    return events;
+  }
+  void clear_line() {
+    if (tty_) msg_ << "\r\033[K" << std::flush;
+  }
+
+ private:
+  void progress() {
+    if (!current_) return;
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    std::string eta = report_.ran ? clock_text(std::max(0.0, elapsed / report_.ran * (jobs_ - report_.ran))) : "--:--";
+    msg_ << fmt::format("\r\033[K[{}/{}] {}  elapsed {}  eta {}", current_->index, report_.total,
+                        results::terminal_line(current_->cell.label()), clock_text(elapsed), eta)
+         << std::flush;
+  }
+  void heartbeat() {
+    const auto now = std::chrono::steady_clock::now();
+    if (!current_ || std::chrono::duration<double>(now - last_line_).count() < kHeartbeatSeconds) return;
+    last_line_ = now;
+    msg_ << results::terminal_line(fmt::format("[{}/{}] {}: running, elapsed {}", current_->index, report_.total,
+                                               current_->cell.label(),
+                                               clock_text(std::chrono::duration<double>(now - t0_).count())))
+         << "\n" << std::flush;
+  }
+  void finished(const CellJob& job, const nlohmann::json& record) {
+    nlohmann::json stored = record;
+    stored[results::kRecordAttempt] = job.attempt;
+    stamp_record_ids(stored, run_id_);
+    try {
+      dir_.append(stored);
+      summaries_.after_cell();
+    } catch (const std::exception& e) {
+      throw RunStopped(std::string("could not record cell ") + job.cell.label() + ": " + e.what(),
+                       dir_.recorded().size(), dir_.path());
+    }
+    ++report_.ran;
+    std::string status = record.value("status", "?");
+    if (status != "ok") ++report_.not_ok;
+    if (tty_ && status == "ok") return;
+    std::string error = record.contains("error") && record["error"].is_string() ? ": " + record["error"].get<std::string>() : "";
+    // The label (allocator and program names) and the error (a program's stderr) are shown, never obeyed.
+    msg_ << fmt::format("{}[{}/{}] {}\n", tty_ ? "\r\033[K" : "", job.index, report_.total,
+                        results::terminal_line(fmt::format("{}: {} ({:.1f} s){}", job.cell.label(), status,
+                                                           record.value("wall_s", 0.0), error)));
+    msg_ << std::flush;
+    last_line_ = std::chrono::steady_clock::now();
+  }
+
+  std::ostream& msg_;
+  MatrixRunReport& report_;
+  results::ResultsDir& dir_;
+  SummaryWriter& summaries_;
+  const std::size_t jobs_;
+  const bool tty_;
+  const std::string& run_id_;
+  const std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  const CellJob* current_ = nullptr;
+  std::chrono::steady_clock::time_point last_line_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
 MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, Executor& executor,
                            const MatrixRunOptions& options) {
   std::ostream& msg = options.messages ? *options.messages : std::cerr;
@@ -120,76 +223,15 @@ MatrixRunReport run_matrix(const matrix::Plan& plan, results::ResultsDir& dir, E
     msg << fmt::format("allocmark: {} of {} cells already recorded; running {}\n", report.already_recorded, report.total,
                        jobs.size());
 
-  g_interrupted = false;
-  struct sigaction sa {}, old_int {}, old_term {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-
-  const bool tty = options.progress_line;
-  const auto t0 = std::chrono::steady_clock::now();
-  const CellJob* current = nullptr;
-  auto progress = [&] {
-    if (!current) return;
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::string eta = report.ran ? clock_text(std::max(0.0, elapsed / report.ran * (jobs.size() - report.ran))) : "--:--";
-    msg << fmt::format("\r\033[K[{}/{}] {}  elapsed {}  eta {}", current->index, report.total,
-                       results::terminal_line(current->cell.label()), clock_text(elapsed), eta)
-        << std::flush;
-  };
-  // Outside a terminal: a line now and then while a long cell runs, never a redraw.
-  auto last_line = std::chrono::steady_clock::now();
-  auto heartbeat = [&] {
-    const auto now = std::chrono::steady_clock::now();
-    if (!current || std::chrono::duration<double>(now - last_line).count() < kHeartbeatSeconds) return;
-    last_line = now;
-    msg << results::terminal_line(fmt::format("[{}/{}] {}: running, elapsed {}", current->index, report.total,
-                                              current->cell.label(),
-                                              clock_text(std::chrono::duration<double>(now - t0).count())))
-        << "\n" << std::flush;
-  };
+  InterruptSignals signals;
   SummaryWriter summaries(dir);
-  ExecutorEvents events;
-  events.stop_requested = [] { return g_interrupted.load(); };
-  events.tick = tty ? std::function<void()>(progress) : std::function<void()>(heartbeat);
-  events.tick_redraws = tty;
-  events.started = [&](const CellJob& job) {
-    current = &job;
-    last_line = std::chrono::steady_clock::now();
-    if (tty) progress();
-  };
-  events.finished = [&](const CellJob& job, const nlohmann::json& record) {
-    nlohmann::json stored = record;
-    stored[results::kRecordAttempt] = job.attempt;
-    stamp_record_ids(stored, run_id);
-    try {
-      dir.append(stored);
-      summaries.after_cell();
-    } catch (const std::exception& e) {
-      throw RunStopped(std::string("could not record cell ") + job.cell.label() + ": " + e.what(),
-                       dir.recorded().size(), dir.path());
-    }
-    ++report.ran;
-    std::string status = record.value("status", "?");
-    if (status != "ok") ++report.not_ok;
-    if (!tty || status != "ok") {
-      std::string error = record.contains("error") && record["error"].is_string() ? ": " + record["error"].get<std::string>() : "";
-      // The label (allocator and program names) and the error (a program's stderr) are shown, never obeyed.
-      msg << fmt::format("{}[{}/{}] {}\n", tty ? "\r\033[K" : "", job.index, report.total,
-                         results::terminal_line(fmt::format("{}: {} ({:.1f} s){}", job.cell.label(), status,
-                                                            record.value("wall_s", 0.0), error)));
-      msg << std::flush;
-      last_line = std::chrono::steady_clock::now();
-    }
-  };
+  RunProgress progress(msg, report, dir, summaries, jobs.size(), options.progress_line, run_id);
   auto restore = [&] {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    if (tty) msg << "\r\033[K" << std::flush;
+    signals.restore();
+    progress.clear_line();
   };
   try {
-    executor.run(jobs, events);
+    executor.run(jobs, progress.events());
   } catch (const RunStopped&) {
     restore();
     summaries.try_final();
