@@ -73,30 +73,32 @@ int record_fd() {
   return 1000;
 }
 
-RecordedTrace record_trace(const TraceRecording& r) {
-  if (r.command.empty()) throw std::runtime_error("trace record: no command to record (trace record --out FILE -- COMMAND ARGS)");
+namespace {
+
+// The recorder first: it sees every call and passes it on to the allocator (or glibc) after it.
+std::vector<std::string> recording_environment(const TraceRecording& r) {
   std::vector<std::string> env = worker_environment(r.allocator);
   std::erase_if(env, [](const std::string& e) { return e.rfind("LD_PRELOAD=", 0) == 0; });
-  // The recorder first: it sees every call and passes it on to the allocator (or glibc) after it.
   env.push_back(std::string("LD_PRELOAD=") + ALLOCMARK_TRACE_RECORD_LIBRARY +
                 (r.allocator.library.empty() ? "" : " " + r.allocator.library));
   env.push_back("ALLOCMARK_TRACE_FD=" + std::to_string(record_fd()));
   env.push_back("ALLOCMARK_TRACE_DRIVER_PID=" + std::to_string(::getpid()));
   if (r.phases) env.push_back(std::string(matrix::kPhaseFdVariable) + "=4");
+  return env;
+}
+
+SpawnOptions recording_spawn_options(const TraceRecording& r) {
   SpawnOptions options;
   options.inherit_stdio = true;
   options.phase_pipe = r.phases;  // keeps fd 4 for the recorder, which puts its own socket there
   options.report_fd_number = record_fd();
   options.search_path = r.command[0].find('/') == std::string::npos;
   apply_thp_mode(r.allocator, options);
-  const auto started = std::chrono::steady_clock::now();
-  const std::string started_at = utc_now();
-  Spawned child = spawn_process(r.command, env, "", options);
-  if (child.phase_fd >= 0) ::close(child.phase_fd);
-  ::fcntl(child.report_fd, F_SETFL, O_NONBLOCK);
+  return options;
+}
 
-  trace::StreamParser parser;
-  RecordedTrace out;
+// Feeds the pipe to `parser` until the program is reaped; returns its wait status.
+int follow_recording(const Spawned& child, trace::StreamParser& parser, std::string& lost) {
   int status = 0;
   bool exited = false, open = true;
   try {
@@ -106,11 +108,11 @@ RecordedTrace record_trace(const TraceRecording& r) {
       pollfd p{child.report_fd, POLLIN, 0};
       if (open) ::poll(&p, 1, 100);
       else ::usleep(20000);
-      if (open) open = drain(child.report_fd, parser, out.lost);
+      if (open) open = drain(child.report_fd, parser, lost);
       pid_t w = ::waitpid(child.pid, &status, WNOHANG);
       if (w == child.pid) exited = true;
     }
-    if (open) drain(child.report_fd, parser, out.lost);
+    if (open) drain(child.report_fd, parser, lost);
   } catch (...) {
     ::close(child.report_fd);
     ::kill(child.pid, SIGKILL);
@@ -118,19 +120,11 @@ RecordedTrace record_trace(const TraceRecording& r) {
     throw;
   }
   ::close(child.report_fd);
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return status;
+}
 
-  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  out.exit_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  if (!out.lost.empty()) return out;
-  try {
-    out.trace = parser.finish(out.exit_signal != 0);
-  } catch (const trace::TraceError& e) {
-    // Cut inside a chunk (a signal, a closed descriptor), or ids that do not check out.
-    out.lost = fmt::format("the recording does not read back ({}); no trace written", e.what());
-    return out;
-  }
-  trace::Trace& t = out.trace;
+// False, with out.lost saying why, when the trace is not the whole program's.
+bool recording_complete(const trace::Trace& t, const TraceRecording& r, RecordedTrace& out) {
   // Every image the recorder loads into says so first: without one, nothing was recorded, and an
   // empty trace would replay as a program that allocates nothing.
   if (t.images == 0)
@@ -142,8 +136,13 @@ RecordedTrace record_trace(const TraceRecording& r) {
         "statically linked or set-uid program, or an environment without LD_PRELOAD); what came before the exec is void. "
         "Record {} itself, or a dynamically linked build of it; no trace written",
         t.unrecorded_exec, t.images, t.unrecorded_exec);
-    return out;
+    return false;
   }
+  return true;
+}
+
+void fill_header(trace::Trace& t, const TraceRecording& r, const RecordedTrace& out, const std::string& started_at,
+                 double wall_s) {
   json summary = trace::summarize(t);
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();
@@ -166,8 +165,38 @@ RecordedTrace record_trace(const TraceRecording& r) {
   h["lost_events"] = t.lost_events;
   h["phases"] = t.phase_names;
   h["calls"] = summary["calls"];
+}
+
+}  // namespace
+
+RecordedTrace record_trace(const TraceRecording& r) {
+  if (r.command.empty()) throw std::runtime_error("trace record: no command to record (trace record --out FILE -- COMMAND ARGS)");
+  const std::vector<std::string> env = recording_environment(r);
+  const SpawnOptions options = recording_spawn_options(r);
+  const auto started = std::chrono::steady_clock::now();
+  const std::string started_at = utc_now();
+  Spawned child = spawn_process(r.command, env, "", options);
+  if (child.phase_fd >= 0) ::close(child.phase_fd);
+  ::fcntl(child.report_fd, F_SETFL, O_NONBLOCK);
+
+  trace::StreamParser parser;
+  RecordedTrace out;
+  const int status = follow_recording(child, parser, out.lost);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  out.exit_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (!out.lost.empty()) return out;
   try {
-    results::write_file_atomically(r.out, trace::file_bytes(t));
+    out.trace = parser.finish(out.exit_signal != 0);
+  } catch (const trace::TraceError& e) {
+    // Cut inside a chunk (a signal, a closed descriptor), or ids that do not check out.
+    out.lost = fmt::format("the recording does not read back ({}); no trace written", e.what());
+    return out;
+  }
+  if (!recording_complete(out.trace, r, out)) return out;
+  fill_header(out.trace, r, out, started_at, wall_s);
+  try {
+    results::write_file_atomically(r.out, trace::file_bytes(out.trace));
   } catch (const results::ResultsError& e) {
     throw TraceWriteError(std::string(e.what()) + " (the program ran; its recording is lost)");
   }
