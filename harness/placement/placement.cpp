@@ -73,9 +73,9 @@ Allowed current_allowed() {
   return a;
 }
 
-Placement plan_placement(const topology::Topology& topo, const Allowed& allowed, const PinSpec& spec, int threads) {
-  Placement p;
-  p.spec = spec;
+namespace {
+
+void check_nodes(const topology::Topology& topo, const Allowed& allowed, const PinSpec& spec) {
   for (int n : spec.nodes) {
     int index = topo.index_of_node(n);
     if (index < 0) {
@@ -87,22 +87,24 @@ Placement plan_placement(const topology::Topology& topo, const Allowed& allowed,
       throw PlacementError("nodes", "node " + std::to_string(n) + "'s memory is not allowed to this process (allowed memory nodes: " +
                            list_text(allowed.mem_nodes) + ")");
   }
-  if (spec.kind == PinSpec::Kind::none) return p;
+}
 
-  // Allowed CPUs per node, nodes ascending; CPUs the topology places on no node form their own group.
+std::vector<int> allowed_cpus_of(const topology::Node& node, const Allowed& allowed) {
+  std::vector<int> out;
+  for (int cpu : node.cpus)
+    if (contains(allowed.cpus, cpu)) out.push_back(cpu);
+  return out;
+}
+
+// Allowed CPUs per node, nodes ascending; CPUs the topology places on no node form their own group.
+std::vector<std::vector<int>> cpus_per_node(const topology::Topology& topo, const Allowed& allowed, const PinSpec& spec, Placement& p) {
   std::vector<std::vector<int>> per_node;
   std::vector<int> unplaced;
   for (int cpu : allowed.cpus)
     if (topo.node_index_of_cpu(cpu) < 0) unplaced.push_back(cpu);
-  auto node_cpus = [&](const topology::Node& node) {
-    std::vector<int> out;
-    for (int cpu : node.cpus)
-      if (contains(allowed.cpus, cpu)) out.push_back(cpu);
-    return out;
-  };
   if (!spec.nodes.empty()) {
     for (int n : spec.nodes) {
-      std::vector<int> cpus = node_cpus(topo.nodes[topo.index_of_node(n)]);
+      std::vector<int> cpus = allowed_cpus_of(topo.nodes[topo.index_of_node(n)], allowed);
       if (cpus.empty())
         throw PlacementError("nodes", "node " + std::to_string(n) + " has no CPU this process may run on (allowed CPUs: " +
                              list_text(allowed.cpus) + ")");
@@ -112,45 +114,66 @@ Placement plan_placement(const topology::Topology& topo, const Allowed& allowed,
   } else if (spec.kind != PinSpec::Kind::cpus) {
     for (const auto& node : topo.nodes)
       if (contains(allowed.mem_nodes, node.id))
-        if (auto cpus = node_cpus(node); !cpus.empty()) per_node.push_back(std::move(cpus));
+        if (auto cpus = allowed_cpus_of(node, allowed); !cpus.empty()) per_node.push_back(std::move(cpus));
     if (per_node.empty()) {
       // e.g. numactl --cpunodebind=0 --membind=1: no CPU beside the allowed memory; run where allowed.
       for (const auto& node : topo.nodes)
-        if (auto cpus = node_cpus(node); !cpus.empty()) per_node.push_back(std::move(cpus));
+        if (auto cpus = allowed_cpus_of(node, allowed); !cpus.empty()) per_node.push_back(std::move(cpus));
       p.notes.push_back("no allowed CPU is on an allowed memory node (memory nodes " + list_text(allowed.mem_nodes) +
                         "); threads placed on every allowed CPU");
     }
     if (!unplaced.empty()) per_node.push_back(unplaced);
   }
-  if (per_node.empty() && spec.kind != PinSpec::Kind::cpus) throw PlacementError("no CPU is allowed to this process (sched_getaffinity)");
+  return per_node;
+}
 
+// A CPU list must be allowed, and on the nodes asked for when there are some.
+void check_pinned_cpus(const Allowed& allowed, const PinSpec& spec, const std::vector<std::vector<int>>& per_node) {
+  std::set<int> eligible;
+  for (const auto& cpus : per_node) eligible.insert(cpus.begin(), cpus.end());
+  for (int cpu : spec.cpus) {
+    if (!contains(allowed.cpus, cpu))
+      throw PlacementError("pin", "CPU " + std::to_string(cpu) + " is not allowed to this process (allowed CPUs: " +
+                           list_text(allowed.cpus) + "; see taskset, numactl or the cpuset)");
+    if (!spec.nodes.empty() && !eligible.count(cpu))
+      throw PlacementError("pin", "CPU " + std::to_string(cpu) + " is not on the nodes asked for (--nodes " + spec.nodes_text() + ")");
+  }
+}
+
+// The CPUs threads take in turn: node by node (compact), one per node per round (scatter), or as listed.
+std::vector<int> candidate_cpus(const Allowed& allowed, const PinSpec& spec, const std::vector<std::vector<int>>& per_node) {
+  std::vector<int> out;
   switch (spec.kind) {
     case PinSpec::Kind::compact:
-      for (const auto& cpus : per_node) p.candidate_cpus.insert(p.candidate_cpus.end(), cpus.begin(), cpus.end());
+      for (const auto& cpus : per_node) out.insert(out.end(), cpus.begin(), cpus.end());
       break;
     case PinSpec::Kind::scatter:
       for (std::size_t round = 0;; ++round) {
         bool any = false;
         for (const auto& cpus : per_node)
-          if (round < cpus.size()) p.candidate_cpus.push_back(cpus[round]), any = true;
+          if (round < cpus.size()) out.push_back(cpus[round]), any = true;
         if (!any) break;
       }
       break;
-    case PinSpec::Kind::cpus: {
-      std::set<int> eligible;
-      for (const auto& cpus : per_node) eligible.insert(cpus.begin(), cpus.end());
-      for (int cpu : spec.cpus) {
-        if (!contains(allowed.cpus, cpu))
-          throw PlacementError("pin", "CPU " + std::to_string(cpu) + " is not allowed to this process (allowed CPUs: " +
-                               list_text(allowed.cpus) + "; see taskset, numactl or the cpuset)");
-        if (!spec.nodes.empty() && !eligible.count(cpu))
-          throw PlacementError("pin", "CPU " + std::to_string(cpu) + " is not on the nodes asked for (--nodes " + spec.nodes_text() + ")");
-      }
-      p.candidate_cpus = spec.cpus;
+    case PinSpec::Kind::cpus:
+      check_pinned_cpus(allowed, spec, per_node);
+      out = spec.cpus;
       break;
-    }
     case PinSpec::Kind::none: break;
   }
+  return out;
+}
+
+}  // namespace
+
+Placement plan_placement(const topology::Topology& topo, const Allowed& allowed, const PinSpec& spec, int threads) {
+  Placement p;
+  p.spec = spec;
+  check_nodes(topo, allowed, spec);
+  if (spec.kind == PinSpec::Kind::none) return p;
+  const std::vector<std::vector<int>> per_node = cpus_per_node(topo, allowed, spec, p);
+  if (per_node.empty() && spec.kind != PinSpec::Kind::cpus) throw PlacementError("no CPU is allowed to this process (sched_getaffinity)");
+  p.candidate_cpus = candidate_cpus(allowed, spec, per_node);
   p.oversubscribed = threads > static_cast<int>(p.candidate_cpus.size());
   for (int i = 0; i < threads; ++i) {
     int cpu = p.candidate_cpus[static_cast<std::size_t>(i) % p.candidate_cpus.size()];
