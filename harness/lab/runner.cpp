@@ -260,15 +260,10 @@ Prerequisites find_prerequisites(const std::string& kernel) {
   return p;
 }
 
-LabOutcome run_lab(const LabRequest& request) {
-  std::error_code ec;
-  if (fs::exists(fs::symlink_status(request.out_dir, ec)))
-    throw LabError(request.out_dir + " already exists: the lab brings its results back into a new folder (--out)");
-  const Prerequisites pre = find_prerequisites(request.vm.kernel);
+namespace {
 
-  WorkFolder work;
-  work.keep = request.keep_work;
-  RootTree root(work.path + "/root");
+// The guest's "/": busybox, the program and everything the request carries.
+void fill_root(RootTree& root, const LabRequest& request, const Prerequisites& pre) {
   root.install(pre.busybox, kGuestBusybox);
   root.carry_libraries_of(pre.busybox);
   root.carry_with_libraries(request.program);
@@ -276,16 +271,19 @@ LabOutcome run_lab(const LabRequest& request) {
   for (const auto& f : request.carry_files) root.carry(f);
   for (const auto& d : request.carry_folders) root.carry_folder(d);
   for (const auto& d : request.make_folders) root.make_folder(d);
-  const std::string cwd = fs::current_path().string();
-  root.make_folder(cwd);
-  // The initramfs is unpacked into the guest's memory, on its first node: a tree that would take
-  // most of it leaves the command nothing (and a program's cwd folder is carried whole).
+}
+
+// The initramfs is unpacked into the guest's memory, on its first node: a tree that would take
+// most of it leaves the command nothing (and a program's cwd folder is carried whole).
+void check_root_fits(const RootTree& root, const LabRequest& request) {
   const std::uint64_t first_node = node_memory(request.topology.nodes.front(), request.vm);
   if (root.bytes() > first_node / 2)
     throw LabError(fmt::format("the guest's files come to {} MiB, more than half of node {}'s {} MiB where the initramfs "
                                "lives; carry less (a program's cwd folder is carried whole) or give the nodes more memory",
                                root.bytes() >> 20, request.topology.nodes.front().id, first_node >> 20));
+}
 
+GuestCommand guest_command(const LabRequest& request, const std::string& cwd) {
   GuestCommand command;
   command.argv = request.guest_prefix;
   command.argv.push_back(request.program);
@@ -304,30 +302,32 @@ LabOutcome run_lab(const LabRequest& request) {
     command.env.emplace_back("ALLOCMARK_LAB_OUT", kGuestResults);
   }
   command.hostname = "lab-" + request.topology.name;
-  root.write("/init", init_script(command), 0755);
-  const std::string initrd = work.path + "/initramfs.cpio";
-  pack_cpio(root.dir(), initrd);
+  return command;
+}
 
+VmOptions vm_options(const LabRequest& request, const Prerequisites& pre, const std::string& work, const std::string& initrd) {
   VmOptions vm = request.vm;
   vm.qemu = pre.qemu;
   vm.kernel = pre.kernel;
   vm.initrd = initrd;
-  vm.console_log = work.path + "/console.log";
-  vm.data_log = work.path + "/data.txt";
+  vm.console_log = work + "/console.log";
+  vm.data_log = work + "/data.txt";
   if (request.accel_auto) vm.accel = Accel::kKvm;
+  return vm;
+}
 
+// Boots until the guest's command ends; `vm.accel` becomes the accel that ran.
+Boot boot_guest(const LabRequest& request, VmOptions& vm, const std::string& work, std::uint64_t root_bytes) {
   std::uint64_t memory = 0;
   int cpus = request.topology.cpu_count();
   for (const auto& n : request.topology.nodes) memory += node_memory(n, vm);
-  StopSignals signals;
-  Boot b;
   for (;;) {
     std::cerr << fmt::format("allocmark lab: booting {} ({} nodes, {} CPUs, {} MiB, {}; initramfs {:.0f} MiB) with {}\n",
                              request.topology.name, request.topology.nodes.size(), cpus, memory >> 20, accel_name(vm.accel),
-                             static_cast<double>(root.bytes()) / (1 << 20), vm.kernel);
+                             static_cast<double>(root_bytes) / (1 << 20), vm.kernel);
     ConsoleFollower console(vm.console_log);
     vm.guest_arguments = lab_deadline_arguments(static_cast<long long>(::time(nullptr)), request.timeout_s);
-    b = boot(qemu_command(request.topology, vm), work.path, request.timeout_s, console);
+    Boot b = boot(qemu_command(request.topology, vm), work, request.timeout_s, console);
     // KVM under nested virtualisation often fails as qemu starts (an MSR it cannot set): then
     // software emulation, said on the terminal and recorded as the accel that ran.
     if (request.accel_auto && vm.accel == Accel::kKvm && !b.booted && !b.stopped) {
@@ -335,28 +335,59 @@ LabOutcome run_lab(const LabRequest& request) {
       vm.accel = Accel::kTcg;
       continue;
     }
-    break;
+    return b;
   }
-  LabOutcome outcome;
-  outcome.accel = accel_name(vm.accel);
-  if (b.stopped) {
-    std::cerr << "allocmark lab: interrupted; the guest was stopped and nothing was brought back\n";
-    outcome.guest_exit = 130;
-    return outcome;
-  }
+}
+
+// The guest's base64 results, or LabFailed saying why none came back. Not for a stopped boot.
+std::string results_payload(const Boot& b, const LabRequest& request, const VmOptions& vm, const std::string& work) {
   if (b.timed_out)
     throw LabFailed(fmt::format("the guest {} within --timeout {} s; nothing was brought back\n{}",
                                 b.booted ? fmt::format("did not send back its results (its own deadline at {:.0f} s did not stop "
                                                        "the command in time, or the transfer was too slow)",
                                                        request.timeout_s - guest_margin_s(request.timeout_s))
                                          : std::string("did not boot"),
-                                request.timeout_s, console_tail(work.path)));
+                                request.timeout_s, console_tail(work)));
   std::optional<std::string> payload = data_payload(read_all(vm.data_log));
   if (!payload)
     throw LabFailed(fmt::format("the guest {} (qemu exit {}); nothing came back\n{}",
-                                b.booted ? "stopped before sending its results" : "did not boot", b.status, console_tail(work.path)));
+                                b.booted ? "stopped before sending its results" : "did not boot", b.status, console_tail(work)));
+  return *payload;
+}
 
-  // Unpacked beside the destination, so the results folder appears there whole by one rename.
+void unpack_payload(const std::string& payload, const std::string& work, const std::string& staging) {
+  fs::create_directories(staging);
+  {
+    std::ofstream b64(work + "/results.b64", std::ios::binary);
+    b64 << payload;
+  }
+  runner::ToolResult unpack = runner::run_tool(
+      {"sh", "-c", "base64 -d < " + runner::shell_quoted(work + "/results.b64") + " | tar -xzf - -C " + runner::shell_quoted(staging)});
+  if (unpack.status != 0)
+    throw LabFailed("the guest's results did not come back intact (base64 | tar: " + unpack.output + ")\n" + console_tail(work));
+}
+
+// The lab's record beside the results: in meta.json for an allocmark run, else lab.json.
+void write_lab_record(const LabRequest& request, const std::map<std::string, std::string>& facts, const LabOutcome& outcome,
+                      const std::string& kernel, const std::string& results, const std::string& work) {
+  if (request.allocmark_run) {
+    const std::string meta_path = results::layout::path_in(results, results::layout::kMeta);
+    std::optional<json> meta = results::meta::decode(read_all(meta_path));
+    if (!meta)
+      throw LabFailed(fmt::format("the guest's results folder came back without a readable {}\n", results::layout::kMeta) +
+                      console_tail(work));
+    (*meta)[results::meta::kLab] = lab_meta(request, facts, outcome, kernel);
+    results::write_file_atomically(meta_path, meta->dump(2) + "\n");
+  } else {
+    json lab = lab_meta(request, facts, outcome, kernel);
+    if (auto it = facts.find("exit"); it != facts.end()) lab["exit"] = outcome.guest_exit;
+    results::write_file_atomically(results + "/lab.json", lab.dump(2) + "\n");
+  }
+}
+
+// Unpacked beside the destination, so the results folder appears there whole by one rename.
+void bring_back(const std::string& payload, const LabRequest& request, const std::string& kernel, const VmOptions& vm,
+                const std::string& work, LabOutcome& outcome) {
   const fs::path out = fs::absolute(request.out_dir).lexically_normal();
   fs::create_directories(out.parent_path());
   const std::string staging = out.string() + ".lab-incoming-" + std::to_string(::getpid());
@@ -367,38 +398,49 @@ LabOutcome run_lab(const LabRequest& request) {
       fs::remove_all(path, e);
     }
   } remove_staging{staging};
-  fs::create_directories(staging);
-  {
-    std::ofstream b64(work.path + "/results.b64", std::ios::binary);
-    b64 << *payload;
-  }
-  runner::ToolResult unpack = runner::run_tool(
-      {"sh", "-c", "base64 -d < " + runner::shell_quoted(work.path + "/results.b64") + " | tar -xzf - -C " + runner::shell_quoted(staging)});
-  if (unpack.status != 0)
-    throw LabFailed("the guest's results did not come back intact (base64 | tar: " + unpack.output + ")\n" + console_tail(work.path));
+  unpack_payload(payload, work, staging);
   const auto facts = parse_facts(read_all(staging + "/" + kGuestFacts));
   if (auto it = facts.find("exit"); it != facts.end()) outcome.guest_exit = std::atoi(it->second.c_str());
   outcome.stopped_by_timeout = facts.count("stopped_by_timeout") > 0;
   const std::string results = staging + "/results";
-  if (fs::is_directory(results)) {
-    if (request.allocmark_run) {
-      const std::string meta_path = results::layout::path_in(results, results::layout::kMeta);
-      std::optional<json> meta = results::meta::decode(read_all(meta_path));
-      if (!meta)
-        throw LabFailed(fmt::format("the guest's results folder came back without a readable {}\n", results::layout::kMeta) +
-                        console_tail(work.path));
-      (*meta)[results::meta::kLab] = lab_meta(request, facts, outcome, pre.kernel);
-      results::write_file_atomically(meta_path, meta->dump(2) + "\n");
-    } else {
-      json lab = lab_meta(request, facts, outcome, pre.kernel);
-      if (auto it = facts.find("exit"); it != facts.end()) lab["exit"] = outcome.guest_exit;
-      results::write_file_atomically(results + "/lab.json", lab.dump(2) + "\n");
-    }
-    fs::copy_file(vm.console_log, results + "/lab-console.log");
-    if (fs::exists(staging + "/dmesg.txt")) fs::copy_file(staging + "/dmesg.txt", results + "/lab-dmesg.log");
-    fs::rename(results, out);
-    outcome.results = true;
+  if (!fs::is_directory(results)) return;
+  write_lab_record(request, facts, outcome, kernel, results, work);
+  fs::copy_file(vm.console_log, results + "/lab-console.log");
+  if (fs::exists(staging + "/dmesg.txt")) fs::copy_file(staging + "/dmesg.txt", results + "/lab-dmesg.log");
+  fs::rename(results, out);
+  outcome.results = true;
+}
+
+}  // namespace
+
+LabOutcome run_lab(const LabRequest& request) {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(request.out_dir, ec)))
+    throw LabError(request.out_dir + " already exists: the lab brings its results back into a new folder (--out)");
+  const Prerequisites pre = find_prerequisites(request.vm.kernel);
+
+  WorkFolder work;
+  work.keep = request.keep_work;
+  RootTree root(work.path + "/root");
+  fill_root(root, request, pre);
+  const std::string cwd = fs::current_path().string();
+  root.make_folder(cwd);
+  check_root_fits(root, request);
+  root.write("/init", init_script(guest_command(request, cwd)), 0755);
+  const std::string initrd = work.path + "/initramfs.cpio";
+  pack_cpio(root.dir(), initrd);
+
+  VmOptions vm = vm_options(request, pre, work.path, initrd);
+  StopSignals signals;
+  const Boot b = boot_guest(request, vm, work.path, root.bytes());
+  LabOutcome outcome;
+  outcome.accel = accel_name(vm.accel);
+  if (b.stopped) {
+    std::cerr << "allocmark lab: interrupted; the guest was stopped and nothing was brought back\n";
+    outcome.guest_exit = 130;
+    return outcome;
   }
+  bring_back(results_payload(b, request, vm, work.path), request, pre.kernel, vm, work.path, outcome);
   return outcome;
 }
 
