@@ -26,6 +26,7 @@ test_packages=(
   chromium                      # tests/report_test.py opens the HTML report in headless Chromium
   sqlite3 xz-utils zstd perl    # numap's real-program tests (allocators/numap/tests/real_programs.sh)
   slurm-wlm munge                # tests/slurm_cluster.py starts a one-node cluster (controller, node daemon)
+  universal-ctags               # tests/function_length_test.py measures functions with ctags
   "${lab_packages[@]}"
 )
 extra_packages=()  # what only the lab, Slurm or the tests need: the build does not wait for them
