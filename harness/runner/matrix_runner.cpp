@@ -15,6 +15,7 @@
 #include "harness/results/folder_layout.h"
 #include "harness/results/reporters/reporter.h"
 #include "harness/results/safe_text.h"
+#include "harness/runner/progress_display.h"
 
 namespace allocmark::runner {
 
@@ -23,11 +24,6 @@ std::atomic<bool> g_interrupted{false};
 namespace {
 
 void on_signal(int) { g_interrupted = true; }
-
-std::string clock_text(double seconds) {
-  int s = static_cast<int>(seconds + 0.5);
-  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{:02}:{:02}", s / 60, s % 60);
-}
 
 // summary.csv and summary.json are derived from all of results.jsonl, so rewriting them costs time
 // in proportion to the folder. After a cell they are rewritten only when the time since the last
@@ -136,43 +132,20 @@ class RunProgress {
  public:
   RunProgress(std::ostream& msg, MatrixRunReport& report, results::ResultsDir& dir, SummaryWriter& summaries,
               std::size_t jobs, bool tty, const std::string& run_id)
-      : msg_(msg), report_(report), dir_(dir), summaries_(summaries), jobs_(jobs), tty_(tty), run_id_(run_id) {}
+      : report_(report), dir_(dir), summaries_(summaries), run_id_(run_id), display_(msg, tty, report.total, jobs) {}
 
   ExecutorEvents events() {
     ExecutorEvents events;
     events.stop_requested = [] { return g_interrupted.load(); };
-    events.tick = tty_ ? std::function<void()>([this] { progress(); }) : std::function<void()>([this] { heartbeat(); });
-    events.tick_redraws = tty_;
-    events.started = [this](const CellJob& job) {
-      current_ = &job;
-      last_line_ = std::chrono::steady_clock::now();
-      if (tty_) progress();
-    };
+    events.tick = [this] { display_.tick(); };
+    events.tick_redraws = display_.redraws();
+    events.started = [this](const CellJob& job) { display_.started(job.index, job.cell.label()); };
     events.finished = [this](const CellJob& job, const nlohmann::json& record) { finished(job, record); };
     return events;
   }
-  void clear_line() {
-    if (tty_) msg_ << "\r\033[K" << std::flush;
-  }
+  void clear_line() { display_.clear_line(); }
 
  private:
-  void progress() {
-    if (!current_) return;
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    std::string eta = report_.ran ? clock_text(std::max(0.0, elapsed / report_.ran * (jobs_ - report_.ran))) : "--:--";
-    msg_ << fmt::format("\r\033[K[{}/{}] {}  elapsed {}  eta {}", current_->index, report_.total,
-                        results::terminal_line(current_->cell.label()), clock_text(elapsed), eta)
-         << std::flush;
-  }
-  void heartbeat() {
-    const auto now = std::chrono::steady_clock::now();
-    if (!current_ || std::chrono::duration<double>(now - last_line_).count() < kHeartbeatSeconds) return;
-    last_line_ = now;
-    msg_ << results::terminal_line(fmt::format("[{}/{}] {}: running, elapsed {}", current_->index, report_.total,
-                                               current_->cell.label(),
-                                               clock_text(std::chrono::duration<double>(now - t0_).count())))
-         << "\n" << std::flush;
-  }
   void finished(const CellJob& job, const nlohmann::json& record) {
     nlohmann::json stored = record;
     stored[results::kRecordAttempt] = job.attempt;
@@ -187,26 +160,15 @@ class RunProgress {
     ++report_.ran;
     std::string status = record.value("status", "?");
     if (status != "ok") ++report_.not_ok;
-    if (tty_ && status == "ok") return;
-    std::string error = record.contains("error") && record["error"].is_string() ? ": " + record["error"].get<std::string>() : "";
-    // The label (allocator and program names) and the error (a program's stderr) are shown, never obeyed.
-    msg_ << fmt::format("{}[{}/{}] {}\n", tty_ ? "\r\033[K" : "", job.index, report_.total,
-                        results::terminal_line(fmt::format("{}: {} ({:.1f} s){}", job.cell.label(), status,
-                                                           record.value("wall_s", 0.0), error)));
-    msg_ << std::flush;
-    last_line_ = std::chrono::steady_clock::now();
+    std::string error = record.contains("error") && record["error"].is_string() ? record["error"].get<std::string>() : "";
+    display_.finished(job.index, job.cell.label(), status, record.value("wall_s", 0.0), error);
   }
 
-  std::ostream& msg_;
   MatrixRunReport& report_;
   results::ResultsDir& dir_;
   SummaryWriter& summaries_;
-  const std::size_t jobs_;
-  const bool tty_;
   const std::string& run_id_;
-  const std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
-  const CellJob* current_ = nullptr;
-  std::chrono::steady_clock::time_point last_line_ = std::chrono::steady_clock::now();
+  ProgressDisplay display_;
 };
 
 }  // namespace

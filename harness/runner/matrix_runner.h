@@ -37,8 +37,6 @@ struct MatrixRunOptions {
   std::string run_id;          // stamped on every record (random_id() when empty); also in meta.json's runs[]
 };
 
-inline constexpr double kHeartbeatSeconds = 30;
-
 // Whether a run's progress redraws one line: $ALLOCMARK_PROGRESS "redraw" or "lines" where set
 // (the lab sets "lines" in its guest, whose console is a terminal, when the lab's own output is not
 // one), else whether standard error is a terminal. Another value is a matrix::ConfigError.

@@ -9,12 +9,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <random>
+#include <sstream>
 
 #include "harness/runner/cell_runner.h"
 #include "harness/runner/events.h"
 #include "harness/runner/probe.h"
 #include "harness/runner/process.h"
 #include "harness/runner/program_phases.h"
+#include "harness/runner/progress_display.h"
 #include "harness/runner/record.h"
 #include "harness/runner/status.h"
 #include "harness/results/model.h"
@@ -345,4 +347,63 @@ TEST(EndLeftovers, EndsTheGroupAndWhatWasReparentedAndCountsThem) {
   EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1) << "a child of the driver is left";
   EXPECT_EQ(errno, ECHILD);
   EXPECT_EQ(end_leftovers(s.pid), 0u);
+}
+
+// Issue 41: outside a terminal, a line per finished cell and, while one runs long, a heartbeat at
+// most every kHeartbeatSeconds; never a carriage return or an erase sequence. A fake clock stands
+// for the minutes a real hanging cell would take.
+TEST(ProgressDisplay, OutsideATerminalAHeartbeatComesEveryThirtySecondsOfACellAndNoSooner) {
+  using namespace std::chrono;
+  steady_clock::time_point now{};
+  std::ostringstream out;
+  ProgressDisplay display(out, /*tty=*/false, 3, 3, [&] { return now; });
+  display.tick();  // no cell yet: nothing
+  display.started(1, "glibc size_mix t1 r1");
+  for (int s = 1; s < 30; ++s) {
+    now += seconds(1);
+    display.tick();
+  }
+  EXPECT_EQ(out.str(), "") << "no heartbeat before 30 s";
+  now += seconds(1);
+  display.tick();
+  EXPECT_EQ(out.str(), "[1/3] glibc size_mix t1 r1: running, elapsed 00:30\n");
+  for (int s = 0; s < 29; ++s) {
+    now += seconds(1);
+    display.tick();
+  }
+  now += milliseconds(999);
+  display.tick();
+  EXPECT_EQ(out.str(), "[1/3] glibc size_mix t1 r1: running, elapsed 00:30\n") << "at most one per 30 s";
+  now += milliseconds(1);
+  display.tick();
+  display.finished(1, "glibc size_mix t1 r1", "ok", 61.0, "");
+  display.started(2, "glibc size_mix t1 r2");
+  now += seconds(29);
+  display.tick();  // the cell line just written counts: the next heartbeat is 30 s after it
+  display.finished(2, "glibc size_mix t1 r2", "failed", 29.0, "exit code 1");
+  EXPECT_EQ(out.str(),
+            "[1/3] glibc size_mix t1 r1: running, elapsed 00:30\n"
+            "[1/3] glibc size_mix t1 r1: running, elapsed 01:00\n"
+            "[1/3] glibc size_mix t1 r1: ok (61.0 s)\n"
+            "[2/3] glibc size_mix t1 r2: failed (29.0 s): exit code 1\n");
+  display.clear_line();
+  EXPECT_EQ(out.str().find_first_of("\r\033"), std::string::npos);
+}
+
+TEST(ProgressDisplay, OnATerminalOneLineIsRedrawnAndOnlyCellsNotOkStay) {
+  using namespace std::chrono;
+  steady_clock::time_point now{};
+  std::ostringstream out;
+  ProgressDisplay display(out, /*tty=*/true, 2, 2, [&] { return now; });
+  display.started(1, "glibc size_mix t1 r1");
+  now += seconds(90);
+  display.tick();
+  display.finished(1, "glibc size_mix t1 r1", "ok", 90.0, "");
+  display.started(2, "jemalloc size_mix t1 r1");
+  display.finished(2, "jemalloc size_mix t1 r1", "timeout", 1.0, "");
+  EXPECT_EQ(out.str(),
+            "\r\033[K[1/2] glibc size_mix t1 r1  elapsed 00:00  eta --:--"
+            "\r\033[K[1/2] glibc size_mix t1 r1  elapsed 01:30  eta --:--"
+            "\r\033[K[2/2] jemalloc size_mix t1 r1  elapsed 01:30  eta 01:30"
+            "\r\033[K[2/2] jemalloc size_mix t1 r1: timeout (1.0 s)\n");
 }
