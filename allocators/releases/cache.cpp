@@ -1,0 +1,135 @@
+// The build cache (${ALLOCMARK_CACHE:-~/.cache/allocmark}/builds/FAMILY-VERSION-KEY/) and the
+// sources folder: reading only; build.cpp writes.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "allocators/releases/command.h"
+#include "allocators/releases/releases.h"
+#include "units/input_file.h"
+
+namespace allocmark::allocators::releases {
+namespace fs = std::filesystem;
+
+std::string cache_root() {
+  if (const char* dir = std::getenv("ALLOCMARK_CACHE"); dir && *dir) return dir;
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/allocmark";
+}
+
+std::string sources_dir() {
+  if (const char* dir = std::getenv("ALLOCMARK_SOURCES"); dir && *dir) return dir;
+  return cache_root() + "/sources";
+}
+
+std::string compiler_identity() {
+  // Through the shell so that CC may carry arguments ("ccache gcc"), as make and cmake allow.
+  CommandResult r = capture({"/bin/sh", "-c", "${CC:-cc} --version"});
+  const std::string first = r.output.substr(0, r.output.find('\n'));
+  if (r.status != 0 || first.empty()) throw BuildError("no C compiler: `${CC:-cc} --version` failed; install gcc (build-essential)");
+  return first;
+}
+
+std::string cache_key(const std::string& source_sha256, const std::string& recipe_sha256, const std::string& compiler) {
+  return units::sha256_hex(source_sha256 + "\n" + recipe_sha256 + "\n" + compiler + "\n").substr(0, 16);
+}
+
+std::optional<Built> read_entry(const std::string& dir) {
+  std::ifstream in(dir + "/build.json");
+  if (!in) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  try {
+    Built b;
+    b.release = {j.at("release").at("family").get<std::string>(), j.at("release").at("version").get<std::string>()};
+    b.library = j.at("library").get<std::string>();
+    b.source_sha256 = j.at("source_sha256").get<std::string>();
+    b.recipe_sha256 = j.at("recipe_sha256").get<std::string>();
+    b.compiler = j.at("compiler").get<std::string>();
+    b.log = j.at("log").get<std::string>();
+    b.backend = j.at("backend").get<std::string>();
+    b.dir = dir;
+    if (!fs::is_regular_file(b.library)) return std::nullopt;
+    return b;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+// Registered entries of `r` (any key), in name order; temp folders start with '.', so never match.
+std::vector<Built> entries_of(const Release& r) {
+  std::vector<Built> out;
+  const std::string prefix = r.family + "-" + r.version + "-";
+  std::error_code ec;
+  std::vector<std::string> dirs;
+  for (const auto& e : fs::directory_iterator(cache_root() + "/builds", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.size() == prefix.size() + 16) dirs.push_back(e.path().string());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  for (const auto& d : dirs)
+    if (auto b = read_entry(d); b && b->release == r) out.push_back(*b);
+  return out;
+}
+
+}  // namespace
+
+std::optional<Built> find_built(const Release& r) {
+  const Recipe recipe = load_recipe(r.family);
+  const std::string compiler = compiler_identity();
+  std::vector<Built> current;
+  for (auto& b : entries_of(r))
+    if (b.recipe_sha256 == recipe.sha256 && b.compiler == compiler) current.push_back(b);
+  if (current.empty()) return std::nullopt;
+  if (current.size() > 1) {
+    if (auto s = find_source(r))
+      for (const auto& b : current)
+        if (b.source_sha256 == s->sha256) return b;
+  }
+  return current.front();
+}
+
+std::optional<Source> find_source(const Release& r, const std::string& explicit_path) {
+  std::string path = explicit_path;
+  if (path.empty()) path = sources_dir() + "/" + load_recipe(r.family).source + "-" + r.version + ".tar.gz";
+  if (!fs::exists(path)) return std::nullopt;
+  return Source{fs::absolute(path).lexically_normal().string(), units::file_sha256(path, "source " + path)};
+}
+
+std::vector<Release> buildable_releases() {
+  std::vector<Release> out;
+  static const std::regex name(R"((.+)-([0-9]+(\.[0-9]+)*(-[A-Za-z0-9.]+)?)\.tar\.gz)");
+  std::error_code ec;
+  for (const auto& family : recipe_families()) {
+    const std::string source = load_recipe(family).source;
+    for (const auto& e : fs::directory_iterator(sources_dir(), ec)) {
+      std::smatch m;
+      const std::string file = e.path().filename().string();
+      if (std::regex_match(file, m, name) && m[1] == source) out.push_back({family, m[2]});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Release& a, const Release& b) { return a.name() < b.name(); });
+  return out;
+}
+
+std::vector<Built> built_releases() {
+  std::vector<Built> out;
+  std::error_code ec;
+  std::vector<Release> seen;
+  for (const auto& e : fs::directory_iterator(cache_root() + "/builds", ec)) {
+    auto b = read_entry(e.path().string());
+    if (!b || std::find(seen.begin(), seen.end(), b->release) != seen.end()) continue;
+    seen.push_back(b->release);
+    if (auto current = find_built(b->release)) out.push_back(*current);
+  }
+  std::sort(out.begin(), out.end(), [](const Built& a, const Built& b) { return a.release.name() < b.release.name(); });
+  return out;
+}
+
+}  // namespace allocmark::allocators::releases
