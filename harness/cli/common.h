@@ -49,6 +49,7 @@ Subcommand add_advise_command(CLI::App& app);
 Subcommand add_lab_command(CLI::App& app);
 Subcommand add_topology_command(CLI::App& app);
 Subcommand add_trace_command(CLI::App& app);
+Subcommand add_build_command(CLI::App& app);
 
 // "a,b" "c" -> {"a","b","c"}; empty items are an error naming the flag (",," or a trailing comma
 // is a typo, not a request for a default).

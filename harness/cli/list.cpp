@@ -1,10 +1,12 @@
 // `allocmark list [--json]`: backends with their library, version and availability; variants;
-// workloads with their parameters.
+// workloads with their parameters; allocator releases built and buildable (docs/versions.md).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
+#include "allocators/releases/releases.h"
 #include "harness/cli/common.h"
 #include "harness/results/safe_text.h"
 #include "harness/runner/probe.h"
@@ -26,6 +28,26 @@ std::string param_type(wl::ParamType t) {
   return "?";
 }
 
+// What the release cache holds for the current recipes and compiler, and the sources that could be
+// built besides. A broken recipe or a missing compiler is said here, never fails the whole list.
+json releases_json() {
+  namespace rel = allocmark::allocators::releases;
+  json out{{"cache", rel::cache_root()}, {"sources", rel::sources_dir()}, {"built", json::array()}, {"buildable", json::array()}};
+  try {
+    std::vector<std::string> built;
+    for (const auto& b : rel::built_releases()) {
+      out["built"].push_back({{"release", b.release.name()}, {"backend", b.backend}, {"library", b.library},
+                              {"source_sha256", b.source_sha256}, {"dir", b.dir}});
+      built.push_back(b.release.name());
+    }
+    for (const auto& r : rel::buildable_releases())
+      if (std::find(built.begin(), built.end(), r.name()) == built.end()) out["buildable"].push_back(r.name());
+  } catch (const std::exception& e) {
+    out["error"] = e.what();
+  }
+  return out;
+}
+
 json list_json() {
   json out;
   auto variants = load_variants();
@@ -40,7 +62,21 @@ json list_json() {
       entry["params"].push_back({{"name", p.name}, {"type", param_type(p.type)}, {"quick", p.quick}, {"full", p.full}, {"help", p.help}});
     out["workloads"].push_back(entry);
   }
+  out["releases"] = releases_json();
   return out;
+}
+
+std::string releases_text(const json& r) {
+  std::string out = fmt::format("\nReleases (allocmark build FAMILY@VERSION; cache {}, sources {}):\n",
+                                r["cache"].get<std::string>(), r["sources"].get<std::string>());
+  if (r.contains("error")) return out + "  unavailable: " + r["error"].get<std::string>() + "\n";
+  out += r["built"].empty() ? "  built: none\n" : "  built:\n";
+  for (const auto& b : r["built"])
+    out += fmt::format("    {:<20} {}  source {}\n", b["release"].get<std::string>(), b["library"].get<std::string>(),
+                       b["source_sha256"].get<std::string>().substr(0, 12));
+  std::string can;
+  for (const auto& name : r["buildable"]) can += " " + name.get<std::string>();
+  return out + "  can be built:" + (can.empty() ? std::string(" none (no release tarball in the sources folder)") : can) + "\n";
 }
 
 // Library paths and versions (probed), variants' descriptions (configs/variants.toml): shown, never
@@ -75,6 +111,7 @@ std::string list_text(const json& l) {
       out << fmt::format("    {:<14} {:<7} {} / {}  {}\n", p["name"].get<std::string>(), p["type"].get<std::string>(),
                          p["quick"].get<std::string>(), p["full"].get<std::string>(), p["help"].get<std::string>());
   }
+  out << releases_text(l["releases"]);
   return out.str();
 }
 

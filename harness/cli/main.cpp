@@ -1,5 +1,5 @@
 // allocmark: the driver's entry point. Each subcommand lives in its own file (list.cpp, run.cpp,
-// show.cpp, cell.cpp, plot.cpp, report.cpp, compare.cpp, status.cpp, merge.cpp, lab.cpp, ...) and registers its flags here; this file only dispatches and maps errors to
+// show.cpp, cell.cpp, plot.cpp, report.cpp, compare.cpp, status.cpp, merge.cpp, lab.cpp, build.cpp, ...) and registers its flags here; this file only dispatches and maps errors to
 // exit codes. The driver never runs a workload itself.
 #include <signal.h>
 
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
                                    add_status_command(app), add_merge_command(app), add_advise_command(app),
                                    add_lab_command(app),
 
-                                   add_topology_command(app), add_trace_command(app)};
+                                   add_topology_command(app), add_trace_command(app), add_build_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
