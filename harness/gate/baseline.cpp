@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "harness/matrix/config.h"
+#include "harness/record/cell.h"
 #include "harness/results/folder.h"
 #include "harness/results/meta.h"
 #include "harness/results/safe_text.h"
@@ -59,7 +60,12 @@ json machine_fingerprint(const json& m) {
 }
 
 json cell_setup(const std::string& backend, const std::string& library, const json& env, const json& params) {
-  return {{"backend", backend}, {"library", library}, {"env", env}, {"params", params}};
+  record::Cell cell;
+  cell.allocator.backend = backend;
+  cell.allocator.library = library;
+  cell.allocator.env = record::texts_of(env);
+  cell.params = record::texts_of(params);
+  return record::cell_setup(cell);
 }
 
 namespace {
@@ -158,7 +164,8 @@ std::vector<FieldChange> field_changes(const json& from, const json& to) {
 
 std::string setup_difference(const json& from, const json& to) {
   json a = json::object(), b = json::object();
-  for (const char* k : {"backend", "library", "env", "params"}) {
+  static const json fields = record::cell_setup(record::Cell{});  // its keys: what a setup holds
+  for (const auto& [k, unused] : fields.items()) {
     a[k] = from.value(k, json());
     b[k] = to.value(k, json());
   }

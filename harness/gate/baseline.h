@@ -72,7 +72,8 @@ struct RunSummary {
 // "jemalloc size_mix t2": a cell by what the gate names it by (its phases are GateCells).
 std::string cell_name(const std::string& allocator, const std::string& workload, int threads);
 
-// A setup as GateCell::setups holds it.
+// A setup as GateCell::setups holds it: record::cell_setup of the cell these name (env and params
+// read as texts, as a record reader found them).
 nlohmann::json cell_setup(const std::string& backend, const std::string& library, const nlohmann::json& env,
                           const nlohmann::json& params);
 

@@ -1,5 +1,6 @@
 #include "harness/gate/confirm.h"
 #include "harness/placement/placement.h"
+#include "harness/record/cell.h"
 #include "harness/topology/topology.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/meta.h"
@@ -101,8 +102,7 @@ class Planner {
     // The rerun must run what the results measured; otherwise it confirms nothing.
     if (plan.cells.empty()) throw mx::ConfigError("the baseline's setup of it plans no cell");
     const mx::Cell& planned = plan.cells.front();
-    const json rerun_setup = cell_setup(planned.allocator.backend, planned.allocator.library, json(planned.allocator.env),
-                                        json(planned.params));
+    const json rerun_setup = record::cell_setup(planned);
     for (const auto& r : s_.results.cells) {
       if (r.allocator != c.allocator || r.workload != c.workload || r.threads != c.threads) continue;
       for (const auto& ran : r.setups)

@@ -31,7 +31,8 @@ const json& field(const json& obj, const std::string& where, const char* key, bo
 }
 
 // One struct per column type: how a value is written, read back (strictly from a description,
-// leniently from a record) and how it enters the key.
+// leniently from a record or the worker's description: what is absent or mistyped is left as it was)
+// and how it enters the key.
 struct text {
   static json write(const std::string& v) { return v; }
   static bool is_set(const std::string&) { return true; }
@@ -42,7 +43,7 @@ struct text {
     if (!v.is_string()) throw ConfigError(where + "." + key + ": expected a string, found " + found_text(v));
     out = v.get<std::string>();
   }
-  static void from_record(std::string& out, const json& v) {
+  static void lenient(std::string& out, const json& v) {
     if (v.is_string()) out = v.get<std::string>();
   }
   static std::string path(const std::string& v) { return v; }
@@ -59,7 +60,7 @@ struct count {
       throw ConfigError(where + "." + key + ": expected an integer of at least 1, found " + found_text(v));
     out = v.get<int>();
   }
-  static void from_record(int& out, const json& v) {
+  static void lenient(int& out, const json& v) {
     if (v.is_number_integer()) out = v.get<int>();
   }
   static std::string path(int v) { return std::to_string(v); }
@@ -81,7 +82,7 @@ struct texts {
     }
   }
   // A record written by hand may give a parameter as a number: it is the cell of its text.
-  static void from_record(Map& out, const json& v) {
+  static void lenient(Map& out, const json& v) {
     if (!v.is_object()) return;
     for (const auto& [k, item] : v.items()) out[k] = item.is_string() ? item.get<std::string>() : item.dump();
   }
@@ -104,8 +105,8 @@ struct thp {
     if (!out.empty())
       if (auto problem = thp_mode_problem(out); !problem.empty()) throw ConfigError(where + "." + key + ": " + problem);
   }
-  static void from_record(std::string& out, const json& v) {
-    if (v.is_object()) text::from_record(out, v.value("mode", json()));
+  static void lenient(std::string& out, const json& v) {
+    if (v.is_object()) text::lenient(out, v.value("mode", json()));
   }
   static std::string path(const std::string& v) { return v; }
   static std::string digest(const char* label, const std::string& v) { return v.empty() ? "" : label + v + "\n"; }
@@ -150,7 +151,7 @@ std::string thp_obtained_by(const std::string& mode) { return mode == "never" ? 
 std::string Cell::key() const {
   std::string path, identity;
   const Cell& c = *this;
-#define ALLOCMARK_CELL_KEY(row, member, type, in, name, required, worker, rec, meta, part, label) \
+#define ALLOCMARK_CELL_KEY(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
   if constexpr (Part::part == Part::path) path += (path.empty() ? "" : "/") + std::string(label) + type::path(c.member); \
   if constexpr (Part::part == Part::digest) identity += type::digest(label, c.member);
   ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_KEY)
@@ -164,7 +165,7 @@ std::string Cell::label() const {
 
 json cell_description(const Cell& c) {
   json j = json::object();
-#define ALLOCMARK_CELL_DESCRIBE(row, member, type, in, name, required, worker, rec, meta, part, label) \
+#define ALLOCMARK_CELL_DESCRIBE(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
   place(j, In::in)[name] = type::write(c.member);
   ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_DESCRIBE)
 #undef ALLOCMARK_CELL_DESCRIBE
@@ -176,7 +177,7 @@ Cell cell_from_description(const json& j) {
   const json& allocator = field(j, "cell", "allocator", true);
   auto object = [&](In in) -> const json& { return in == In::allocator ? allocator : j; };
   auto where = [](In in) { return in == In::allocator ? std::string("cell.allocator") : std::string("cell"); };
-#define ALLOCMARK_CELL_READ(row, member, type, in, name, required, worker, rec, meta, part, label) \
+#define ALLOCMARK_CELL_READ(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
   type::read(c.member, object(In::in), where(In::in), name, required);
   ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_READ)
 #undef ALLOCMARK_CELL_READ
@@ -185,16 +186,26 @@ Cell cell_from_description(const json& j) {
 
 json worker_cell(const Cell& c) {
   json j = json::object();
-#define ALLOCMARK_CELL_WORKER(row, member, type, in, name, required, worker, rec, meta, part, label) \
+#define ALLOCMARK_CELL_WORKER(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
   put(j, worker, type::is_set(c.member), type::write(c.member));
   ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_WORKER)
 #undef ALLOCMARK_CELL_WORKER
   return j;
 }
 
+Cell cell_of_worker(const json& description) {
+  Cell c;
+  if (!description.is_object()) return c;
+#define ALLOCMARK_CELL_OF_WORKER(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
+  if (const char* key = worker) type::lenient(c.member, description.value(key, json()));
+  ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_OF_WORKER)
+#undef ALLOCMARK_CELL_OF_WORKER
+  return c;
+}
+
 json record_cell(const Cell& c) {
   json j = json::object();
-#define ALLOCMARK_CELL_RECORD(row, member, type, in, name, required, worker, rec, meta, part, label) \
+#define ALLOCMARK_CELL_RECORD(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
   put(j, rec, type::is_set(c.member), type::in_record(c.member));
   ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_RECORD)
 #undef ALLOCMARK_CELL_RECORD
@@ -205,18 +216,33 @@ Cell cell_of_record(const json& record) {
   Cell c;
   c.rep = 0;  // a record that does not say
   if (!record.is_object()) return c;
-#define ALLOCMARK_CELL_OF_RECORD(row, member, type, in, name, required, worker, rec, meta, part, label) \
-  if (const char* key = rec) type::from_record(c.member, record.value(key, json()));
+#define ALLOCMARK_CELL_OF_RECORD(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
+  if (const char* key = rec) type::lenient(c.member, record.value(key, json()));
   ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_OF_RECORD)
 #undef ALLOCMARK_CELL_OF_RECORD
   return c;
+}
+
+json cell_setup(const Cell& c) {
+  json j = json::object();
+#define ALLOCMARK_CELL_SETUP(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
+  put(j, setup, true, type::write(c.member));
+  ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_SETUP)
+#undef ALLOCMARK_CELL_SETUP
+  return j;
+}
+
+std::map<std::string, std::string> texts_of(const json& object) {
+  std::map<std::string, std::string> out;
+  texts::lenient(out, object);
+  return out;
 }
 
 json meta_allocator(const ResolvedAllocator& allocator) {
   Cell c;
   c.allocator = allocator;
   json j = json::object();
-#define ALLOCMARK_CELL_META_ALLOCATOR(row, member, type, in, name, required, worker, rec, meta, part, label) \
+#define ALLOCMARK_CELL_META_ALLOCATOR(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
   if (In::in == In::allocator) put(j, meta, type::is_set(c.member), type::write(c.member));
   ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_META_ALLOCATOR)
 #undef ALLOCMARK_CELL_META_ALLOCATOR
@@ -225,7 +251,7 @@ json meta_allocator(const ResolvedAllocator& allocator) {
 
 json meta_workload(const Cell& c) {
   json j = json::object();
-#define ALLOCMARK_CELL_META_WORKLOAD(row, member, type, in, name, required, worker, rec, meta, part, label) \
+#define ALLOCMARK_CELL_META_WORKLOAD(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
   if (In::in == In::cell) put(j, meta, type::is_set(c.member), type::write(c.member));
   ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_META_WORKLOAD)
 #undef ALLOCMARK_CELL_META_WORKLOAD

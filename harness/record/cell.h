@@ -67,19 +67,21 @@ struct Cell {
 //   meta      its key in meta.json's matrix entry (an allocator's or a workload's), nullptr if none
 //   part      how it enters the key: none, path (a "/"-separated part, after `label`) or digest
 //             (a line of the hashed identity: label + value, or each entry NAME=VALUE)
+//   setup     its key in the gate's setup of a cell (what a confirming rerun must run as the
+//             results did; the gate names a cell by allocator, workload and threads), nullptr if none
 // The key's parts and lines follow the rows' order.
-#define ALLOCMARK_CELL_FIELDS(X)                                                                                     \
-  /* row,         member,                type,  in,        name,          required, worker,     rec,         meta,      part,   label */ \
-  X(allocator,    allocator.name,        text,  allocator, "name",        true,     "allocator", "allocator", "name",    path,   "")     \
-  X(backend,      allocator.backend,     text,  allocator, "backend",     true,     "backend",  "backend",   "backend", none,   "")     \
-  X(library,      allocator.library,     text,  allocator, "library",     false,    "library",  "preload",   "library", digest, "")     \
-  X(thp,          allocator.thp,         thp,   allocator, "thp",         false,    nullptr,    "thp",       "thp",     digest, "thp=") \
-  X(env,          allocator.env,         texts, allocator, "env",         false,    nullptr,    "env",       "env",     digest, "")     \
-  X(description,  allocator.description, text,  allocator, "description", false,    nullptr,    nullptr,     nullptr,   none,   "")     \
-  X(workload,     workload,              text,  cell,      "workload",    true,     "workload", "workload",  "name",    path,   "")     \
-  X(threads,      threads,               count, cell,      "threads",     true,     "threads",  "threads",   nullptr,   path,   "t")    \
-  X(rep,          rep,                   count, cell,      "rep",         true,     "rep",      "rep",       nullptr,   path,   "r")    \
-  X(params,       params,                texts, cell,      "params",      true,     "params",   "params",    "params",  digest, "")
+#define ALLOCMARK_CELL_FIELDS(X)                                                                                                                   \
+  /* row,         member,                type,  in,        name,          required, worker,      rec,         meta,      part,   label,  setup */  \
+  X(allocator,   allocator.name,        text,  allocator, "name",        true,     "allocator", "allocator", "name",    path,   "",     nullptr)   \
+  X(backend,     allocator.backend,     text,  allocator, "backend",     true,     "backend",   "backend",   "backend", none,   "",     "backend") \
+  X(library,     allocator.library,     text,  allocator, "library",     false,    "library",   "preload",   "library", digest, "",     "library") \
+  X(thp,         allocator.thp,         thp,   allocator, "thp",         false,    nullptr,     "thp",       "thp",     digest, "thp=", nullptr)   \
+  X(env,         allocator.env,         texts, allocator, "env",         false,    nullptr,     "env",       "env",     digest, "",     "env")     \
+  X(description, allocator.description, text,  allocator, "description", false,    nullptr,     nullptr,     nullptr,   none,   "",     nullptr)   \
+  X(workload,    workload,              text,  cell,      "workload",    true,     "workload",  "workload",  "name",    path,   "",     nullptr)   \
+  X(threads,     threads,               count, cell,      "threads",     true,     "threads",   "threads",   nullptr,   path,   "t",    nullptr)   \
+  X(rep,         rep,                   count, cell,      "rep",         true,     "rep",       "rep",       nullptr,   path,   "r",    nullptr)   \
+  X(params,      params,                texts, cell,      "params",      true,     "params",    "params",    "params",  digest, "",     "params")
 
 // The cell description (`allocmark cell`, Slurm) and back. cell_from_description throws
 // ConfigError naming the missing or mistyped field by its path ("cell.allocator.name: missing");
@@ -87,14 +89,23 @@ struct Cell {
 nlohmann::json cell_description(const Cell& cell);
 Cell cell_from_description(const nlohmann::json& j);
 
-// The cell's part of the worker's description (its settings are the settings table's).
+// The cell's part of the worker's description (its settings are the settings table's), and the
+// cell the worker reads back from it (what it does not name keeps Cell's default: a probe's
+// description names only the allocator).
 nlohmann::json worker_cell(const Cell& cell);
+Cell cell_of_worker(const nlohmann::json& description);
 
 // The record's cell fields (the library it preloads is "preload"; "library" is what served malloc).
 nlohmann::json record_cell(const Cell& cell);
 // The cell a record describes, as far as it says (a record written by hand may leave fields out,
 // or give a parameter as a number): what the results model keys a record without a key by.
 Cell cell_of_record(const nlohmann::json& record);
+
+// The gate's setup of a cell ({backend, library, env, params}: GateCell::setups, a baseline's
+// allocator_config and under_test), and an object's entries as text (a string as it is, anything
+// else as JSON: a record or baseline written by hand), for a setup of what a reader found.
+nlohmann::json cell_setup(const Cell& cell);
+std::map<std::string, std::string> texts_of(const nlohmann::json& object);
 
 // meta.json's matrix entries: an allocator's ({name, backend, library, env, thp}) and the
 // workload's ({name, params}) of a cell.

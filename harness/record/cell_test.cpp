@@ -172,5 +172,30 @@ TEST(CellCodec, TheWorkerAndMetaEntriesAreTodays) {
   EXPECT_FALSE(meta_allocator(machine_thp).contains("thp"));
 }
 
+TEST(CellCodec, TheWorkerReadsBackWhatItIsTold) {
+  const Cell back = cell_of_worker(worker_cell(jemalloc_cell()));
+  EXPECT_EQ(back.allocator.backend, "jemalloc");
+  EXPECT_EQ(back.allocator.library, "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
+  EXPECT_EQ(back.workload, "size_mix");
+  EXPECT_EQ(back.threads, 2);
+  EXPECT_EQ(back.params, kSizeMixParams);
+  // A probe names the allocator only.
+  const Cell probe = cell_of_worker(worker_cell(Cell{jemalloc_cell().allocator}));
+  EXPECT_EQ(probe.allocator.backend, "jemalloc");
+  EXPECT_TRUE(probe.params.empty());
+}
+
+TEST(CellCodec, TheGatesSetupIsTodays) {
+  // GateCell::setups and a baseline's allocator_config + under_test.{env,params} hold these four.
+  const json expected = json::parse(R"({"backend": "jemalloc", "library": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    "env": {"MALLOC_CONF": "background_thread:true"},
+    "params": {"live_mib": "64", "ops": "20000", "remote_free": "0.25", "seed": "1",
+               "sizes": "16-256:60,256-4K:30,4K-64K:9,64K-1M:1", "touch": "1"}})");
+  EXPECT_EQ(cell_setup(jemalloc_cell()), expected);
+  EXPECT_EQ(texts_of(json::parse(R"({"ops": 20000, "seed": "1"})")),
+            (std::map<std::string, std::string>{{"ops", "20000"}, {"seed", "1"}}));
+  EXPECT_TRUE(texts_of(json()).empty());
+}
+
 }  // namespace
 }  // namespace allocmark::record

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "allocators/backends.h"
+#include "harness/record/cell.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/process.h"
 #include "harness/runner/status.h"
@@ -22,7 +23,7 @@ json probe_allocator(const matrix::ResolvedAllocator& allocator, const std::stri
   char log[] = "/tmp/allocmark-probe-XXXXXX";
   int fd = ::mkstemp(log);
   if (fd >= 0) ::close(fd);
-  json spec{{"backend", allocator.backend}, {"library", allocator.library}};
+  const json spec = record::worker_cell(record::Cell{allocator});  // the worker reads the allocator only
   Spawned w = spawn_worker(worker_path, {"--probe", spec.dump()}, worker_environment(allocator), log);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   std::string out;

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "harness/placement/placement.h"
+#include "harness/record/cell.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
 #include "harness/results/meta.h"
@@ -38,10 +39,14 @@ json probe_plan_allocators(const mx::Plan& plan, const std::string& worker) {
     if (probe.contains("error") && a.backend != "generic")
       throw mx::ConfigError("allocator '" + a.name + "' (" + (a.library.empty() ? "C library" : a.library) +
                             "): " + probe["error"].get<std::string>());
-    out.push_back({{"name", a.name}, {"backend", a.backend}, {"library", a.library}, {"env", a.env},
-                   {"served_by", probe.value("library", "")}, {"version", probe.value("version", "")},
-                   {"options", probe.value("options", json::object())},
-                   {"preload_check", probe.value("error", "ok")}});
+    // The allocator as the matrix has it, less its thp mode (meta.json's matrix.allocators says
+    // that; this list is what served each allocator), and what the probe found.
+    mx::ResolvedAllocator as_served = a;
+    as_served.thp.clear();
+    json entry = record::meta_allocator(as_served);
+    entry.update({{"served_by", probe.value("library", "")}, {"version", probe.value("version", "")},
+                  {"options", probe.value("options", json::object())}, {"preload_check", probe.value("error", "ok")}});
+    out.push_back(std::move(entry));
   }
   return out;
 }

@@ -23,6 +23,7 @@
 
 #include "allocators/backends.h"
 #include "allocators/native_api.h"
+#include "harness/record/cell.h"
 #include "harness/settings/settings.h"
 #include "harness/metrics/phase_record.h"
 #include "harness/metrics/proc.h"
@@ -212,10 +213,11 @@ class PhaseCrew {
 };
 
 json run_probe(const json& spec) {
-  std::string backend = spec.at("backend");
+  const allocmark::record::ResolvedAllocator allocator = allocmark::record::cell_of_worker(spec).allocator;
+  const std::string& backend = allocator.backend;
   std::string served = allocmark::worker::library_serving("malloc");
   json out{{"event", "probe"}, {"library", served}};
-  if (auto problem = allocmark::worker::check_served_by(served, spec.value("library", "")); !problem.empty())
+  if (auto problem = allocmark::worker::check_served_by(served, allocator.library); !problem.empty())
     out["error"] = problem;
   const auto* info = allocmark::allocators::find_backend(backend);  // null for an unknown name
   if (info && !info->signature_symbol.empty()) {
@@ -245,13 +247,13 @@ allocmark::matrix::Settings settings_of(const json& spec) {
 }
 
 // Refuses a cell no one will read or one the wrong library serves, then reports its start.
-const NativeApi* start_cell(const json& spec, const std::string& backend) {
+const NativeApi* start_cell(const json& spec, const allocmark::record::ResolvedAllocator& allocator) {
   // A driver killed between fork and exec leaves no one to read this cell: stop at once.
   if (spec.contains("driver_pid") && getppid() != spec["driver_pid"].get<pid_t>()) fail("the driver is gone", 4);
   std::string served = allocmark::worker::library_serving("malloc");
-  if (auto problem = allocmark::worker::check_served_by(served, spec.value("library", "")); !problem.empty())
+  if (auto problem = allocmark::worker::check_served_by(served, allocator.library); !problem.empty())
     fail(problem);
-  const auto* api = native_for(backend);
+  const auto* api = native_for(allocator.backend);
   report({{"event", "start"}, {"library", served}, {"pid", getpid()}, {"t_ns", now_ns()},
           {"version", api ? api->version() : ""}, {"options", api ? api->read_options() : json::object()}});
   return api;
@@ -274,9 +276,9 @@ const wl::WorkloadInfo& workload_info(const std::string& workload_name) {
   return *info;
 }
 
-wl::Params params_of(const wl::WorkloadInfo& info, const json& spec) {
+wl::Params params_of(const wl::WorkloadInfo& info, const std::map<std::string, std::string>& params) {
   try {
-    return wl::Params::typed(info, spec.at("params").get<std::map<std::string, std::string>>());
+    return wl::Params::typed(info, params);
   } catch (const std::exception& e) {
     fail(std::string("worker description: params: ") + e.what());
   }
@@ -411,14 +413,14 @@ void report_done(wl::Workload& workload, const NativeApi* api) {
 
 // The worker's side of a cell: builds the workload and runs, measures and reports its phases.
 int measure_cell(const json& spec) {
-  const std::string backend = spec.at("backend");
-  const std::string workload_name = spec.at("workload");
-  const int threads = spec.at("threads");
+  const allocmark::record::Cell cell = allocmark::record::cell_of_worker(spec);
+  const std::string& workload_name = cell.workload;
+  const int threads = cell.threads;
   const allocmark::matrix::Settings settings = settings_of(spec);
-  const NativeApi* api = start_cell(spec, backend);
+  const NativeApi* api = start_cell(spec, cell.allocator);
   arm_refusal_report(api);
   const wl::WorkloadInfo& info = workload_info(workload_name);
-  const wl::Params params = params_of(info, spec);
+  const wl::Params params = params_of(info, cell.params);
   const wl::WorkloadEnv env = env_of(api, spec);
   const pl::Allowed allowed = pl::current_allowed();
   allocmark::topology::Topology topo = allocmark::topology::detect();
