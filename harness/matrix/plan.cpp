@@ -165,64 +165,91 @@ ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std:
   return out;  // glibc
 }
 
-Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variants, const Overrides& flags) {
-  namespace al = allocmark::allocators;
-  Plan plan;
-  std::map<std::string, AllocatorDef> defs = variants.allocator_defs;
-  std::string file_ctx = file ? file->path : "defaults";
-  if (file)
-    for (const auto& [n, d] : file->allocator_defs) defs[n] = d;
+namespace {
 
-  // Settings: defaults, then the file, then flags.
-  Settings& s = plan.settings;
-  if (file) apply_settings(s, *file, file->path + " [matrix]");
-  if (file) plan.expect_hours = file->expect_hours, plan.expect_hours_origin = file->expect_hours_origin;
-  apply_settings(s, flags, "flags");
+// An axis comes from the flags, else the file, else its default; `origin` names which, for errors.
+struct Axis {
+  std::vector<std::string> names;
+  std::string origin;
+  bool defaulted = false;
+};
 
-  // An axis comes from the flags, else the file, else its default; `origin` names which, for errors.
-  struct Axis {
-    std::vector<std::string> names;
-    std::string origin;
-    bool defaulted = false;
-  };
-  auto pick_axis = [&](const std::optional<std::vector<std::string>>& flag, const char* flag_name,
-                       const std::vector<std::string>* from_file, const char* key, std::vector<std::string> defaults) {
-    if (flag) return Axis{*flag, flag_name, false};
-    if (from_file && !from_file->empty()) return Axis{*from_file, file->path + " [matrix] " + key, false};
-    return Axis{std::move(defaults), std::string("default ") + key, true};
-  };
+// One parameter set of a workload: one per workload named, and one of the replay workload per
+// [traces.NAME].
+struct Instance {
+  std::string workload;
+  std::string context;  // how messages name it: "workload NAME", "path:line:col: trace NAME"
+  std::map<std::string, wl::ParamValue> values;
+};
 
-  std::vector<std::string> installed_backends;
-  for (const auto* b : al::backends())
-    if (b->native) installed_backends.push_back(b->name);
-  Axis allocator_axis = pick_axis(flags.allocators, "--allocators", file ? &file->allocators : nullptr, "allocators",
-                                  installed_backends);
-  const std::string& allocator_ctx = allocator_axis.origin;
-  if (allocator_axis.names.empty()) throw ConfigError(allocator_ctx + ": no allocator named");
-  std::set<std::string> seen;
-  for (const auto& name : allocator_axis.names) {
-    if (!seen.insert(name).second) throw ConfigError(allocator_ctx + ": allocator '" + name + "' is named twice");
-    try {
-      plan.allocators.push_back(resolve_allocator(name, defs, allocator_ctx));
-    } catch (const ConfigError& e) {
-      if (!allocator_axis.defaulted) throw;  // a default backend that is not installed is skipped, with a note
-      plan.notes.push_back(std::string("skipped: ") + e.what());
-    }
+// build_plan, one step per axis or check. The steps run in build()'s order, which is the order of
+// the plan's notes and decides which error a matrix with several mistakes gets.
+class PlanBuilder {
+ public:
+  PlanBuilder(const std::optional<MatrixFile>& file, const MatrixFile& variants, const Overrides& flags)
+      : file_(file), flags_(flags), defs_(variants.allocator_defs) {
+    if (file)
+      for (const auto& [n, d] : file->allocator_defs) defs_[n] = d;
   }
 
-  if (plan.allocators.empty()) throw ConfigError(allocator_ctx + ": none of these allocators is installed (ci/setup.sh installs them)");
+  Plan build() {
+    apply_all_settings();
+    resolve_allocators();
+    if (flags_.thp || (file_ && !file_->thp.empty())) cross_thp_modes();
+    collect_programs();
+    collect_traces();
+    pick_workloads();
+    pick_threads();
+    check_param_tables();
+    make_instances();
+    for (const auto& set : flags_.sets) apply_set(set);
+    pin_and_validate_instances();
+    add_cells();
+    return std::move(plan_);
+  }
 
-  // The thp axis: every allocator once per mode, named for it (jemalloc@thp=never), so each pair
-  // is its own row everywhere results are read. Only `never` can be set for one process; the
-  // machine's own mode runs as it is, any other one needs a machine (or the lab's guest) in it.
-  if (flags.thp || (file && !file->thp.empty())) {
-    std::vector<std::string> modes = flags.thp ? *flags.thp : file->thp;
-    const std::string ctx = flags.thp ? "--thp" : file->thp_origin + ": 'thp'";
-    if (modes.empty()) throw ConfigError(ctx + ": no mode named (never, madvise, always)");
-    dedupe(modes, "thp", plan.notes);
-    const std::string machine = flags.cells_machine_thp ? *flags.cells_machine_thp : metrics::thp_enabled_mode();
+ private:
+  // Settings: defaults, then the file, then flags.
+  void apply_all_settings() {
+    if (file_) apply_settings(plan_.settings, *file_, file_->path + " [matrix]");
+    if (file_) plan_.expect_hours = file_->expect_hours, plan_.expect_hours_origin = file_->expect_hours_origin;
+    apply_settings(plan_.settings, flags_, "flags");
+  }
+
+  Axis pick_axis(const std::optional<std::vector<std::string>>& flag, const char* flag_name,
+                 const std::vector<std::string>* from_file, const char* key, std::vector<std::string> defaults) const {
+    if (flag) return Axis{*flag, flag_name, false};
+    if (from_file && !from_file->empty()) return Axis{*from_file, file_->path + " [matrix] " + key, false};
+    return Axis{std::move(defaults), std::string("default ") + key, true};
+  }
+
+  void resolve_allocators() {
+    std::vector<std::string> installed_backends;
+    for (const auto* b : allocmark::allocators::backends())
+      if (b->native) installed_backends.push_back(b->name);
+    Axis axis = pick_axis(flags_.allocators, "--allocators", file_ ? &file_->allocators : nullptr, "allocators",
+                          installed_backends);
+    const std::string& ctx = axis.origin;
+    if (axis.names.empty()) throw ConfigError(ctx + ": no allocator named");
+    std::set<std::string> seen;
+    for (const auto& name : axis.names) {
+      if (!seen.insert(name).second) throw ConfigError(ctx + ": allocator '" + name + "' is named twice");
+      try {
+        plan_.allocators.push_back(resolve_allocator(name, defs_, ctx));
+      } catch (const ConfigError& e) {
+        if (!axis.defaulted) throw;  // a default backend that is not installed is skipped, with a note
+        plan_.notes.push_back(std::string("skipped: ") + e.what());
+      }
+    }
+    if (plan_.allocators.empty()) throw ConfigError(ctx + ": none of these allocators is installed (ci/setup.sh installs them)");
+  }
+
+  // Only `never` can be set for one process; the machine's own mode runs as it is, any other one
+  // needs a machine (or the lab's guest) in it.
+  void check_thp_modes(const std::vector<std::string>& modes, const std::string& ctx) const {
+    const std::string machine = flags_.cells_machine_thp ? *flags_.cells_machine_thp : metrics::thp_enabled_mode();
     const std::string machine_name =
-        flags.cells_machine_thp ? flags.cells_machine : "this machine (/sys/kernel/mm/transparent_hugepage/enabled)";
+        flags_.cells_machine_thp ? flags_.cells_machine : "this machine (/sys/kernel/mm/transparent_hugepage/enabled)";
     for (const auto& m : modes) {
       if (auto problem = thp_mode_problem(m); !problem.empty()) throw ConfigError(ctx + ": " + problem);
       if (m != "never" && m != machine)
@@ -232,8 +259,18 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
             "--thp {} -- run ... --thp {}`",
             ctx, m, machine_name, machine.empty() ? "not known" : "'" + machine + "'", m, m, m));
     }
+  }
+
+  // The thp axis: every allocator once per mode, named for it (jemalloc@thp=never), so each pair
+  // is its own row everywhere results are read.
+  void cross_thp_modes() {
+    std::vector<std::string> modes = flags_.thp ? *flags_.thp : file_->thp;
+    const std::string ctx = flags_.thp ? "--thp" : file_->thp_origin + ": 'thp'";
+    if (modes.empty()) throw ConfigError(ctx + ": no mode named (never, madvise, always)");
+    dedupe(modes, "thp", plan_.notes);
+    check_thp_modes(modes, ctx);
     std::vector<ResolvedAllocator> crossed;
-    for (const auto& a : plan.allocators)
+    for (const auto& a : plan_.allocators)
       for (const auto& m : modes) {
         ResolvedAllocator with = a;
         with.thp = m;
@@ -242,73 +279,81 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
                             (m == "never" ? " (PR_SET_THP_DISABLE for the cell's process)" : " (the machine's mode)");
         crossed.push_back(std::move(with));
       }
-    plan.allocators = std::move(crossed);
+    plan_.allocators = std::move(crossed);
   }
 
   // Programs: the file's [programs.*] and --program; a matrix that names programs runs only them
   // unless it also names workloads.
-  std::map<std::string, ProgramDef> programs = file ? file->programs : std::map<std::string, ProgramDef>{};
-  for (const auto& flag : flags.programs) {
-    ProgramDef def = parse_program_flag(flag);
-    if (programs.count(def.name))
-      throw ConfigError(def.origin + ": program '" + def.name + "' is defined twice (also at " + programs[def.name].origin + ")");
-    programs[def.name] = def;
+  void collect_programs() {
+    if (file_) programs_ = file_->programs;
+    for (const auto& flag : flags_.programs) {
+      ProgramDef def = parse_program_flag(flag);
+      if (programs_.count(def.name))
+        throw ConfigError(def.origin + ": program '" + def.name + "' is defined twice (also at " + programs_[def.name].origin + ")");
+      programs_[def.name] = def;
+    }
+    for (const auto& [name, def] : programs_) check_program(def);
   }
-  for (const auto& [name, def] : programs) check_program(def);
 
   // Traces: the file's [traces.*], cells of the replay workload; like programs, a matrix that names
   // traces runs only them unless it also names workloads.
-  const std::map<std::string, TraceDef> traces = file ? file->traces : std::map<std::string, TraceDef>{};
-  for (const auto& [name, def] : traces)
-    if (!valid_name(name)) throw ConfigError(def.origin + ": trace name '" + name + "' must be letters, digits, '_', '-' or '.'");
+  void collect_traces() {
+    if (file_) traces_ = file_->traces;
+    for (const auto& [name, def] : traces_)
+      if (!valid_name(name)) throw ConfigError(def.origin + ": trace name '" + name + "' must be letters, digits, '_', '-' or '.'");
+  }
 
-  Axis workload_axis = pick_axis(flags.workloads, "--workloads", file ? &file->workloads : nullptr, "workloads",
-                                 programs.empty() && traces.empty() ? runnable_workload_names() : std::vector<std::string>{});
-  dedupe(workload_axis.names, "workload", plan.notes);
-  const std::vector<std::string>& workload_names = workload_axis.names;
-  const std::string& workload_ctx = workload_axis.origin;
-  if (workload_names.empty() && programs.empty() && traces.empty()) throw ConfigError(workload_ctx + ": no workload named");
-  for (const auto& name : workload_names)
-    if (!wl::find_workload(name))
-      throw ConfigError(workload_ctx + ": unknown workload '" + name + "' (valid: " + join(all_workload_names()) + ")");
+  void pick_workloads() {
+    workloads_ = pick_axis(flags_.workloads, "--workloads", file_ ? &file_->workloads : nullptr, "workloads",
+                           programs_.empty() && traces_.empty() ? runnable_workload_names() : std::vector<std::string>{});
+    dedupe(workloads_.names, "workload", plan_.notes);
+    const std::string& ctx = workloads_.origin;
+    if (workloads_.names.empty() && programs_.empty() && traces_.empty()) throw ConfigError(ctx + ": no workload named");
+    for (const auto& name : workloads_.names)
+      if (!wl::find_workload(name))
+        throw ConfigError(ctx + ": unknown workload '" + name + "' (valid: " + join(all_workload_names()) + ")");
+  }
 
-  std::vector<int> threads = flags.threads ? *flags.threads : (file && !file->threads.empty() ? file->threads : std::vector<int>{1, 2});
-  for (int t : threads)
-    if (t < 1 || t > kMaxThreads) throw ConfigError("threads: " + std::to_string(t) + " is outside 1.." + std::to_string(kMaxThreads));
-  dedupe(threads, "threads", plan.notes);
+  void pick_threads() {
+    threads_ = flags_.threads ? *flags_.threads : (file_ && !file_->threads.empty() ? file_->threads : std::vector<int>{1, 2});
+    for (int t : threads_)
+      if (t < 1 || t > kMaxThreads) throw ConfigError("threads: " + std::to_string(t) + " is outside 1.." + std::to_string(kMaxThreads));
+    dedupe(threads_, "threads", plan_.notes);
+  }
 
-  // Parameters: the size preset's defaults, then [params.*], then --set.
-  if (file)
-    for (const auto& [w, values] : file->params)
-      if (!wl::find_workload(w))
-        throw ConfigError(file->params_origin.at(w) + ": [params." + w + "] names unknown workload '" + w +
-                          "' (valid: " + join(all_workload_names()) + ")");
-  // One parameter set per workload named, and one of the replay workload per [traces.NAME]: the
-  // size preset's defaults, then [params.*], then the trace's table, then --set.
-  struct Instance {
-    std::string workload;
-    std::string context;  // how messages name it: "workload NAME", "path:line:col: trace NAME"
-    std::map<std::string, wl::ParamValue> values;
-  };
-  std::vector<Instance> instances;
-  auto defaults = [&](const std::string& name, const std::string& context) {
+  void check_param_tables() const {
+    if (file_)
+      for (const auto& [w, values] : file_->params)
+        if (!wl::find_workload(w))
+          throw ConfigError(file_->params_origin.at(w) + ": [params." + w + "] names unknown workload '" + w +
+                            "' (valid: " + join(all_workload_names()) + ")");
+  }
+
+  // Parameters: the size preset's defaults, then [params.*] (then the trace's table, then --set).
+  Instance default_instance(const std::string& name, const std::string& context) const {
     const auto& w = *wl::find_workload(name);
     Instance in{name, context, {}};
-    for (const auto& p : w.params) set_param(w, in.values, p.name, s.size == "full" ? p.full : p.quick, "workload " + name + " default");
-    if (file)
-      if (auto it = file->params.find(name); it != file->params.end())
+    for (const auto& p : w.params)
+      set_param(w, in.values, p.name, plan_.settings.size == "full" ? p.full : p.quick, "workload " + name + " default");
+    if (file_)
+      if (auto it = file_->params.find(name); it != file_->params.end())
         for (const auto& [k, v] : it->second) set_param(w, in.values, k, v.value, v.origin);
     return in;
-  };
-  for (const auto& name : workload_names) instances.push_back(defaults(name, "workload " + name));
-  for (const auto& [name, def] : traces) {
-    Instance in = defaults(wl::replay::kWorkloadName, def.origin + ": trace " + name);
-    const auto& replay = *wl::find_workload(wl::replay::kWorkloadName);
-    for (const auto& [k, v] : def.params) set_param(replay, in.values, k, v.value, v.origin);
-    set_param(replay, in.values, "name", name, def.origin);
-    instances.push_back(std::move(in));
   }
-  for (const auto& set : flags.sets) {
+
+  void make_instances() {
+    for (const auto& name : workloads_.names) instances_.push_back(default_instance(name, "workload " + name));
+    for (const auto& [name, def] : traces_) {
+      Instance in = default_instance(wl::replay::kWorkloadName, def.origin + ": trace " + name);
+      const auto& replay = *wl::find_workload(wl::replay::kWorkloadName);
+      for (const auto& [k, v] : def.params) set_param(replay, in.values, k, v.value, v.origin);
+      set_param(replay, in.values, "name", name, def.origin);
+      instances_.push_back(std::move(in));
+    }
+  }
+
+  // One --set workload.param=value, applied to every parameter set of that workload.
+  void apply_set(const std::string& set) {
     std::string ctx = "--set " + set;
     auto eq = set.find('='), dot = set.find('.');
     if (eq == std::string::npos || dot == std::string::npos || dot > eq)
@@ -317,59 +362,78 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
     const auto* info = wl::find_workload(w);
     if (!info) throw ConfigError(ctx + ": unknown workload '" + w + "' (valid: " + join(all_workload_names()) + ")");
     bool found = false;
-    for (auto& in : instances)
+    for (auto& in : instances_)
       if (in.workload == w) {
         set_param(*info, in.values, key, value, ctx);
         found = true;
       }
-    if (!found) throw ConfigError(ctx + ": workload '" + w + "' is not in this matrix (" + join(workload_names) + ")");
+    if (!found) throw ConfigError(ctx + ": workload '" + w + "' is not in this matrix (" + join(workloads_.names) + ")");
   }
+
   // A replay cell is its trace's contents: the path made absolute and the file's SHA-256 pinned into
   // its parameters, once, here (a file replaced later is another cell, and --resume says the matrix differs).
-  for (auto& in : instances)
-    if (in.workload == wl::replay::kWorkloadName) try {
-        wl::replay::pin_trace(in.values);
-      } catch (const units::InputFileError& e) {
-        throw ConfigError(in.context + ": " + e.what());
-      }
-  for (const auto& in : instances) {
+  void pin_and_validate_instances() {
+    for (auto& in : instances_)
+      if (in.workload == wl::replay::kWorkloadName) try {
+          wl::replay::pin_trace(in.values);
+        } catch (const units::InputFileError& e) {
+          throw ConfigError(in.context + ": " + e.what());
+        }
+    for (const auto& in : instances_) {
+      const auto& w = *wl::find_workload(in.workload);
+      if (w.validate)
+        if (auto problem = w.validate(wl::Params::of(in.values)); !problem.empty()) throw ConfigError(in.context + ": " + problem);
+    }
+  }
+
+  // A workload that runs its own number of threads (a replay: the trace's) takes no threads axis.
+  std::vector<int> threads_of(const Instance& in) {
     const auto& w = *wl::find_workload(in.workload);
-    if (w.validate)
-      if (auto problem = w.validate(wl::Params::of(in.values)); !problem.empty()) throw ConfigError(in.context + ": " + problem);
+    if (!w.own_threads) return threads_;
+    const int own = w.own_threads(wl::Params::of(in.values));
+    if (own < 1 || own > kMaxThreads)
+      throw ConfigError(in.context + ": it runs " + std::to_string(own) + " threads, outside 1.." + std::to_string(kMaxThreads));
+    if (threads_ != std::vector<int>{own}) {
+      std::string axis;
+      for (int t : threads_) axis += (axis.empty() ? "" : ",") + std::to_string(t);
+      plan_.notes.push_back(in.context + " runs its own " + std::to_string(own) + " thread" + (own == 1 ? "" : "s") +
+                            "; the threads axis (" + axis + ") does not apply to it");
+    }
+    return {own};
   }
 
   // Repetitions outermost, allocators innermost: slow drift on a shared machine then spreads over
   // every allocator instead of landing on one.
-  // A workload that runs its own number of threads (a replay: the trace's) takes no threads axis.
-  std::vector<std::vector<int>> instance_threads;
-  for (const auto& in : instances) {
-    const auto& w = *wl::find_workload(in.workload);
-    if (!w.own_threads) {
-      instance_threads.push_back(threads);
-      continue;
-    }
-    const int own = w.own_threads(wl::Params::of(in.values));
-    if (own < 1 || own > kMaxThreads)
-      throw ConfigError(in.context + ": it runs " + std::to_string(own) + " threads, outside 1.." + std::to_string(kMaxThreads));
-    instance_threads.push_back({own});
-    if (threads != std::vector<int>{own}) {
-      std::string axis;
-      for (int t : threads) axis += (axis.empty() ? "" : ",") + std::to_string(t);
-      plan.notes.push_back(in.context + " runs its own " + std::to_string(own) + " thread" + (own == 1 ? "" : "s") +
-                           "; the threads axis (" + axis + ") does not apply to it");
+  void add_cells() {
+    std::vector<std::vector<int>> instance_threads;
+    for (const auto& in : instances_) instance_threads.push_back(threads_of(in));
+    std::vector<std::map<std::string, std::string>> texts;
+    for (const auto& in : instances_) texts.push_back(canonical_texts(in.values));
+    for (int rep = 1; rep <= plan_.settings.reps; ++rep) {
+      for (std::size_t i = 0; i < instances_.size(); ++i)
+        for (int t : instance_threads[i])
+          for (const auto& a : plan_.allocators) plan_.cells.push_back(Cell{a, instances_[i].workload, t, rep, texts[i]});
+      // A program runs with its own threads: the threads axis does not apply, each is one cell per allocator.
+      for (const auto& [name, def] : programs_)
+        for (const auto& a : plan_.allocators) plan_.cells.push_back(Cell{a, kProgramPrefix + name, 1, rep, program_params(def)});
     }
   }
-  std::vector<std::map<std::string, std::string>> texts;
-  for (const auto& in : instances) texts.push_back(canonical_texts(in.values));
-  for (int rep = 1; rep <= s.reps; ++rep) {
-    for (std::size_t i = 0; i < instances.size(); ++i)
-      for (int t : instance_threads[i])
-        for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, instances[i].workload, t, rep, texts[i]});
-    // A program runs with its own threads: the threads axis does not apply, each is one cell per allocator.
-    for (const auto& [name, def] : programs)
-      for (const auto& a : plan.allocators) plan.cells.push_back(Cell{a, kProgramPrefix + name, 1, rep, program_params(def)});
-  }
-  return plan;
+
+  const std::optional<MatrixFile>& file_;
+  const Overrides& flags_;
+  std::map<std::string, AllocatorDef> defs_;  // the built-in variants, then the file's
+  Plan plan_;
+  std::map<std::string, ProgramDef> programs_;
+  std::map<std::string, TraceDef> traces_;
+  Axis workloads_;
+  std::vector<int> threads_;
+  std::vector<Instance> instances_;
+};
+
+}  // namespace
+
+Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variants, const Overrides& flags) {
+  return PlanBuilder(file, variants, flags).build();
 }
 
 std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::json& now) {
