@@ -99,14 +99,16 @@ struct texts {
 struct thp {
   static json write(const std::string& v) { return v; }
   static bool is_set(const std::string& v) { return !v.empty(); }
-  static json in_record(const std::string& v) { return {{"mode", v}, {"how", thp_obtained_by(v)}}; }
+  static constexpr const char* kMode = "mode";
+  static constexpr const char* kHow = "how";
+  static json in_record(const std::string& v) { return {{kMode, v}, {kHow, thp_obtained_by(v)}}; }
   static void read(std::string& out, const json& obj, const std::string& where, const char* key, bool required) {
     text::read(out, obj, where, key, required);
     if (!out.empty())
       if (auto problem = thp_mode_problem(out); !problem.empty()) throw ConfigError(where + "." + key + ": " + problem);
   }
   static void lenient(std::string& out, const json& v) {
-    if (v.is_object()) text::lenient(out, v.value("mode", json()));
+    if (v.is_object()) text::lenient(out, v.value(kMode, json()));
   }
   static std::string path(const std::string& v) { return v; }
   static std::string digest(const char* label, const std::string& v) { return v.empty() ? "" : label + v + "\n"; }
@@ -161,6 +163,23 @@ std::string Cell::key() const {
 
 std::string Cell::label() const {
   return allocator.name + " " + workload + " t" + std::to_string(threads) + " r" + std::to_string(rep);
+}
+
+const char* record_key(CellField field) {
+  switch (field) {
+#define ALLOCMARK_CELL_RECORD_KEY(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
+  case CellField::row: return rec;
+    ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_RECORD_KEY)
+#undef ALLOCMARK_CELL_RECORD_KEY
+  }
+  return nullptr;
+}
+
+std::string thp_how_in(const json& record) {
+  std::string how;
+  if (const char* key = record_key(CellField::thp); record.is_object() && record.contains(key) && record[key].is_object())
+    text::lenient(how, record[key].value(thp::kHow, json()));
+  return how;
 }
 
 json cell_description(const Cell& c) {

@@ -83,6 +83,15 @@ struct Cell {
   X(rep,         rep,                   count, cell,      "rep",         true,     "rep",       "rep",       nullptr,   path,   "r",    nullptr)   \
   X(params,      params,                texts, cell,      "params",      true,     "params",    "params",    "params",  digest, "",     "params")
 
+// A row by name, for a reader that takes a record's cell fields one by one, each with its own
+// rule (the results model: a required allocator, an optional rep), and the row's record key.
+#define ALLOCMARK_CELL_ROW(row, ...) row,
+enum class CellField { ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_ROW) };
+#undef ALLOCMARK_CELL_ROW
+const char* record_key(CellField field);
+// How a record's cell got its thp mode (thp_obtained_by), "" where the record does not say.
+std::string thp_how_in(const nlohmann::json& record);
+
 // The cell description (`allocmark cell`, Slurm) and back. cell_from_description throws
 // ConfigError naming the missing or mistyped field by its path ("cell.allocator.name: missing");
 // whether the names it holds exist (a backend, a workload) is the plan's to check.

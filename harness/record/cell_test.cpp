@@ -172,6 +172,15 @@ TEST(CellCodec, TheWorkerAndMetaEntriesAreTodays) {
   EXPECT_FALSE(meta_allocator(machine_thp).contains("thp"));
 }
 
+TEST(CellCodec, AReaderFindsEachFieldUnderItsRecordKey) {
+  const json record = record_cell(jemalloc_cell());
+  EXPECT_EQ(record.at(record_key(CellField::library)), "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
+  EXPECT_EQ(record.at(record_key(CellField::allocator)), "jemalloc:bg@thp=never");
+  EXPECT_EQ(record_key(CellField::description), nullptr);  // not recorded
+  EXPECT_EQ(thp_how_in(record), "prctl");
+  EXPECT_EQ(thp_how_in(record_cell(Cell{})), "");
+}
+
 TEST(CellCodec, TheWorkerReadsBackWhatItIsTold) {
   const Cell back = cell_of_worker(worker_cell(jemalloc_cell()));
   EXPECT_EQ(back.allocator.backend, "jemalloc");

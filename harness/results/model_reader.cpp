@@ -2,6 +2,7 @@
 // carries for the scripts that read results.jsonl themselves (add_figures_for_readers).
 #include "harness/results/model_reader.h"
 
+#include "harness/record/cell.h"
 #include "harness/results/safe_text.h"
 
 #include <cmath>
@@ -116,16 +117,18 @@ std::vector<PhaseValues> RecordReader::phases(const InternName& intern) const {
 ReadCell read_cell(const RecordReader& r, const json& record, const std::string& default_host, const InternName& intern) {
   CellResult cell;
   CellIdentity id;
-  id.allocator = r.required_string("allocator");
-  id.workload = r.required_string("workload");
-  cell.threads = static_cast<int>(r.required_integer("threads"));
+  using record::CellField;
+  using record::record_key;
+  id.allocator = r.required_string(record_key(CellField::allocator));
+  id.workload = r.required_string(record_key(CellField::workload));
+  cell.threads = static_cast<int>(r.required_integer(record_key(CellField::threads)));
   cell.status = r.required_string(kRecordStatus);
-  id.backend = r.optional_string("backend").value_or("");
-  id.params = r.optional_object("params");
-  id.env = r.optional_object("env");
-  id.preload = r.optional_string("preload").value_or("");
+  id.backend = r.optional_string(record_key(CellField::backend)).value_or("");
+  id.params = r.optional_object(record_key(CellField::params));
+  id.env = r.optional_object(record_key(CellField::env));
+  id.preload = r.optional_string(record_key(CellField::library)).value_or("");
   id.host = r.optional_string("host").value_or(default_host);
-  cell.rep = static_cast<int>(r.optional_integer("rep").value_or(0));
+  cell.rep = static_cast<int>(r.optional_integer(record_key(CellField::rep)).value_or(0));
   cell.attempt = static_cast<int>(r.optional_integer(kRecordAttempt).value_or(1));
   cell.error = r.optional_string("error");
   cell.library = r.optional_string("library");
@@ -134,7 +137,8 @@ ReadCell read_cell(const RecordReader& r, const json& record, const std::string&
   cell.phases = r.phases(intern);
   cell.stdout_checksum = r.optional_string("stdout_checksum");
   check_plausible(r, cell, id);
-  if (const json thp = r.optional_object("thp"); thp.contains("how") && thp["how"].is_string()) cell.thp_how = thp["how"];
+  r.optional_object(record_key(CellField::thp));  // a thp that is not an object is an error
+  cell.thp_how = record::thp_how_in(record);
   return {std::move(cell), std::move(id)};
 }
 
