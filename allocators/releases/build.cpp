@@ -44,6 +44,9 @@ std::string sh_quoted(const std::string& text) {
 Source locate_source(const Release& r, const Recipe& recipe, const std::string& explicit_source) {
   if (!explicit_source.empty() && !fs::exists(explicit_source))
     throw BuildError("--source " + explicit_source + " does not exist");
+  if (fs::is_directory(explicit_source))
+    throw BuildError("--source " + explicit_source + " is a folder: give the release tarball (NAME-VERSION.tar.gz, " +
+                     recipe.upstream + ")");
   if (auto s = find_source(r, explicit_source)) return *s;
   const std::string file = recipe.source + "-" + r.version + ".tar.gz";
   std::string tag = recipe.tag;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -62,6 +63,24 @@ std::optional<Built> read_entry(const std::string& dir) {
 
 namespace {
 
+// Family, then version by its numbers (5.10.0 after 5.9.0), a suffixed version before its release
+// (5.3.0-rc1 before 5.3.0): the order a reader of `list` expects, not the alphabet's.
+bool release_less(const Release& a, const Release& b) {
+  if (a.family != b.family) return a.family < b.family;
+  auto numbers = [](const std::string& v) {
+    std::vector<long> out;
+    std::size_t at = 0;
+    while (at < v.size() && std::isdigit(static_cast<unsigned char>(v[at]))) {
+      std::size_t used = 0;
+      out.push_back(std::stol(v.substr(at), &used));
+      at += used;
+      if (at < v.size() && v[at] == '.') ++at;
+    }
+    return std::make_pair(out, v.find('-') == std::string::npos);
+  };
+  return numbers(a.version) != numbers(b.version) ? numbers(a.version) < numbers(b.version) : a.version < b.version;
+}
+
 // Registered entries of `r` (any key), in name order; temp folders start with '.', so never match.
 std::vector<Built> entries_of(const Release& r) {
   std::vector<Built> out;
@@ -114,7 +133,7 @@ std::vector<Release> buildable_releases() {
       if (std::regex_match(file, m, name) && m[1] == source) out.push_back({family, m[2]});
     }
   }
-  std::sort(out.begin(), out.end(), [](const Release& a, const Release& b) { return a.name() < b.name(); });
+  std::sort(out.begin(), out.end(), release_less);
   return out;
 }
 
@@ -122,13 +141,15 @@ std::vector<Built> built_releases() {
   std::vector<Built> out;
   std::error_code ec;
   std::vector<Release> seen;
+  const auto families = recipe_families();
   for (const auto& e : fs::directory_iterator(cache_root() + "/builds", ec)) {
     auto b = read_entry(e.path().string());
     if (!b || std::find(seen.begin(), seen.end(), b->release) != seen.end()) continue;
+    if (std::find(families.begin(), families.end(), b->release.family) == families.end()) continue;  // recipe gone
     seen.push_back(b->release);
     if (auto current = find_built(b->release)) out.push_back(*current);
   }
-  std::sort(out.begin(), out.end(), [](const Built& a, const Built& b) { return a.release.name() < b.release.name(); });
+  std::sort(out.begin(), out.end(), [](const Built& a, const Built& b) { return release_less(a.release, b.release); });
   return out;
 }
 

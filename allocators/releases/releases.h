@@ -85,9 +85,10 @@ class BuildError : public std::runtime_error {
 // registers nothing on failure. Two builds of one release at once: the second waits, then finds it.
 Built build_release(const Release& r, const std::string& explicit_source, std::ostream& progress);
 
-// Every SOURCE-VERSION.tar.gz in sources_dir() that a recipe knows, sorted.
+// Every SOURCE-VERSION.tar.gz in sources_dir() that a recipe knows, by family then version (5.9
+// before 5.10).
 std::vector<Release> buildable_releases();
-// Every registered build in the cache for the current recipes and compiler, sorted.
+// Every registered build in the cache for the current recipes and compiler, in the same order.
 std::vector<Built> built_releases();
 
 }  // namespace allocmark::allocators::releases

@@ -158,7 +158,10 @@ TEST_F(Releases, FindsSourcesByRecipeName) {
   write(root_ / "sources/jemalloc-5.2.1.tar.gz", "y");
   write(root_ / "sources/hoard-3.13.tar.gz", "z");
   write(root_ / "sources/README.md", "r");
-  EXPECT_EQ(buildable_releases(), (std::vector<Release>{{"jemalloc", "5.2.1"}, {"tcmalloc", "2.10"}}));
+  write(root_ / "sources/jemalloc-5.10.0.tar.gz", "w");
+  write(root_ / "sources/jemalloc-5.2.1-rc1.tar.gz", "v");
+  EXPECT_EQ(buildable_releases(), (std::vector<Release>{{"jemalloc", "5.2.1-rc1"}, {"jemalloc", "5.2.1"}, {"jemalloc", "5.10.0"},
+                                                        {"tcmalloc", "2.10"}}));
   auto s = find_source({"tcmalloc", "2.10"});
   ASSERT_TRUE(s);
   EXPECT_EQ(s->path, (root_ / "sources/gperftools-2.10.tar.gz").string());
