@@ -18,6 +18,7 @@ run_packages=(
   libjemalloc-dev libjemalloc2 libgoogle-perftools-dev libgoogle-perftools4 libtcmalloc-minimal4
   libmimalloc-dev libnuma-dev librocksdb-dev libzstd-dev
   libbenchmark-dev libgtest-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev
+  libsqlite3-dev                # the results history (harness/history)
   python3 python3-matplotlib python3-numpy zlib1g
 )
 lab_packages=(qemu-system-x86 linux-image-amd64 busybox-static cpio numactl)  # Debian's kernel in a NUMA guest

@@ -30,6 +30,7 @@ FLOORS = {
     "harness/program": 6,       # the preload companion (with the worker's preload proof)
     "harness/results/reporters": 7,
     "harness/gate": 7,
+    "harness/history": 7,       # the results history: reads folders through the results model
     "harness/runner": 8,        # stores records and rewrites the summaries as cells finish
     "harness/compare": 8,
     "harness/lab": 9,

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "harness/cli/common.h"
+#include "harness/cli/history.h"
 #include "harness/gate/confirm.h"
 #include "harness/gate/verdict.h"
 #include "harness/results/model.h"
@@ -81,6 +82,8 @@ struct GateFlags {
   std::string baseline, results, tolerance = "5%", phase, format = "table", confirm_out, confirm_matrix;
   std::vector<std::string> metrics_raw;
   bool strict = false, allow_mismatch = false, confirm = false;
+  std::string history_db;  // --history DB: the judged run is added there after judging
+  history::RunLabels history_labels;
 };
 
 // Positional like `compare BEFORE AFTER` and `baseline DIR`. The flags of earlier versions still
@@ -123,6 +126,26 @@ void add_gate_options(CLI::App* cmd, GateFlags& f, const std::string& default_me
                   "matrix file whose allocators and programs the rerun's cells must match (the rerun runs what the "
                   "baseline names, never what the results folder does; docs/gate.md)");
   cmd->add_flag("--allow-mismatch", f.allow_mismatch, "judge even when the machine differs (verdicts say so)");
+  cmd->add_option("--history", f.history_db,
+                  "after judging, add RESULTS to this history file under --commit (docs/history.md)");
+  add_history_label_flags(cmd, f.history_labels);
+}
+
+// --history's flags, checked before judging so a typo costs no run; an existing history file is
+// opened (and migrated) now, so one that is not a history is refused before any verdict.
+void check_history_flags(const GateFlags& f) {
+  const bool labelled = !f.history_labels.commit.empty() || !f.history_labels.time.empty() || !f.history_labels.testbed.empty() ||
+                        f.history_labels.branch != history::RunLabels{}.branch;
+  if (f.history_db.empty()) {
+    if (labelled) throw matrix::ConfigError("--commit, --branch, --time, --testbed: need --history DB");
+    return;
+  }
+  if (f.history_labels.commit.empty()) throw matrix::ConfigError("--history: needs --commit SHA");
+  if (std::string problem = history::commit_problem(f.history_labels.commit, "--commit"); !problem.empty())
+    throw matrix::ConfigError(problem);
+  if (!f.history_labels.time.empty()) (void)history::normalise_time(f.history_labels.time, "--time");
+  std::error_code ec;
+  if (fs::exists(f.history_db, ec)) history::HistoryDb opened(f.history_db, history::HistoryDb::Mode::write);
 }
 
 // The flags once checked, in the order the checks complain.
@@ -144,6 +167,7 @@ GateRun check_gate_flags(const GateFlags& f, const std::string& default_metric) 
   run.rule.strict = f.strict;
   run.rule.allow_mismatch = f.allow_mismatch;
   check_results_folder(f.results);
+  check_history_flags(f);
   run.out = f.confirm_out.empty() ? default_confirm_dir(f.results) : f.confirm_out;
   if (f.confirm) {
     check_confirm_out(run.out, f.results);
@@ -212,6 +236,10 @@ int run_gate(const GateFlags& f, const std::string& default_metric) {
   gate::require_judgement(result, base, f.baseline, run.metrics, f.phase);
   if (f.confirm && !confirm_flagged(result, f, run, base, now)) return static_cast<int>(kExitInterrupted);
   std::cout << gate::render_gate(result, f.format);
+  if (!f.history_db.empty()) {
+    std::cout.flush();
+    add_to_history(f.history_db, f.results, f.history_labels, "allocmark gate");
+  }
   return result.exit_code;
 }
 

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "harness/cli/common.h"
+#include "harness/cli/history.h"
 #include "harness/runner/matrix_runner.h"
 
 using namespace allocmark::cli;
@@ -25,7 +26,8 @@ int main(int argc, char** argv) {
                                    add_status_command(app), add_merge_command(app), add_advise_command(app),
                                    add_lab_command(app),
 
-                                   add_topology_command(app), add_trace_command(app), add_build_command(app)};
+                                   add_topology_command(app), add_trace_command(app), add_build_command(app),
+                                   add_history_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

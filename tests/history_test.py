@@ -1,0 +1,188 @@
+"""The results history end to end (issue 44; docs/history.md): `history add` and `history show` on
+real runs, adding twice, two adds at once from two processes, refused files left as they were, and
+`gate --history`. Run by ctest with Debian's /usr/bin/python3 (standard library only: its sqlite3
+module plays the other program or the newer allocmark); assertions on contents and exit codes,
+never timings."""
+import json
+import os
+import sqlite3
+import subprocess
+import unittest
+
+from e2e_test import ALLOCMARK, TempDirTest, run
+
+MATRIX = ["-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "3", "--set", "size_mix.ops=20000"]
+
+
+def make_run(tmp, name):
+    out = os.path.join(tmp, name)
+    p = run(["run"] + MATRIX + ["--out", out])
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+def show_json(db, *extra):
+    p = run(["history", "show", db, "--format", "json", *extra])
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def commits_in(db):
+    with sqlite3.connect(db) as c:
+        return sorted(row[0] for row in c.execute("SELECT commit_sha FROM runs"))
+
+
+class HistoryCommands(TempDirTest):
+    def test_add_then_show_gives_each_series_newest_first(self):
+        first, second = make_run(self.tmp, "first"), make_run(self.tmp, "second")
+        db = os.path.join(self.tmp, "history.db")
+        p = run(["history", "add", db, first, "--commit", "aaaaaaa", "--time", "2026-12-01T10:00:00Z", "--testbed", "ci"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("added", p.stderr)
+        p = run(["history", "add", db, second, "--commit", "bbbbbbb", "--time", "2026-12-02T10:00:00Z", "--testbed", "ci"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+        shown = show_json(db)
+        self.assertEqual(shown["schema_version"], 1)
+        metrics = {s["metric"] for s in shown["series"]}
+        # Every metric the model computes per phase, not a chosen few.
+        for m in ("peak_rss_bytes", "end_rss_bytes", "ops_per_s", "wall_s", "minor_faults"):
+            self.assertIn(m, metrics)
+        peak = [s for s in shown["series"] if s["metric"] == "peak_rss_bytes"]
+        self.assertTrue(peak)
+        for s in peak:
+            self.assertEqual((s["workload"], s["allocator"], s["threads"], s["testbed"]), ("size_mix", "glibc", 1, "ci"))
+            self.assertEqual([p["commit"] for p in s["points"]], ["bbbbbbb", "aaaaaaa"])
+            self.assertEqual([p["n"] for p in s["points"]], [3, 3])
+            self.assertEqual(len(s["points"][0]["values"]), 3)
+            self.assertLessEqual(s["points"][0]["min"], s["points"][0]["median"])
+
+        table = run(["history", "show", db, "--metric", "peak_rss_bytes", "--workload", "size_mix"])
+        self.assertEqual(table.returncode, 0, table.stderr)
+        self.assertIn("peak_rss_bytes", table.stdout)
+        self.assertLess(table.stdout.index("bbbbbbb"), table.stdout.index("aaaaaaa"))
+        self.assertNotIn("ops_per_s", table.stdout)
+
+    def test_adding_the_same_folder_twice_is_a_no_op(self):
+        folder = make_run(self.tmp, "once")
+        db = os.path.join(self.tmp, "history.db")
+        args = ["history", "add", db, folder, "--commit", "abcdef0123", "--testbed", "ci"]
+        self.assertEqual(run(args).returncode, 0)
+        with sqlite3.connect(db) as c:
+            values = c.execute("SELECT COUNT(*) FROM metric_values").fetchone()[0]
+        again = run(args)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("already holds", again.stderr)
+        with sqlite3.connect(db) as c:
+            self.assertEqual(c.execute("SELECT COUNT(*) FROM runs").fetchone()[0], 1)
+            self.assertEqual(c.execute("SELECT COUNT(*) FROM metric_values").fetchone()[0], values)
+
+    def test_bad_input_is_exit_2(self):
+        folder = make_run(self.tmp, "f")
+        db = os.path.join(self.tmp, "history.db")
+        for bad, said in ((["--commit", "HEAD"], "--commit: 'HEAD' is not a commit"),
+                          (["--commit", "abcdef0", "--time", "yesterday"], "--time: 'yesterday'")):
+            p = run(["history", "add", db, folder, *bad])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(said, p.stderr)
+        self.assertFalse(os.path.exists(db))
+        missing = run(["history", "add", db, os.path.join(self.tmp, "nowhere"), "--commit", "abcdef0"])
+        self.assertEqual(missing.returncode, 2)
+        # The same words `show` says for the same folder.
+        self.assertEqual(missing.stderr, run(["show", os.path.join(self.tmp, "nowhere")]).stderr)
+        p = run(["history", "show", db])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no such history", p.stderr)
+
+
+class HistoryFiles(TempDirTest):
+    def test_two_adds_at_once_both_land(self):
+        folders = [make_run(self.tmp, f"job{i}") for i in range(2)]
+        db = os.path.join(self.tmp, "shared.db")
+        # Two CI jobs on one new file: each creates, migrates and adds while the other does.
+        procs = [subprocess.Popen([ALLOCMARK, "history", "add", db, folder, "--commit", sha, "--testbed", "ci"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for folder, sha in zip(folders, ("1111111", "2222222"))]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(commits_in(db), ["1111111", "2222222"])
+
+    def test_a_newer_schema_is_refused_and_left_alone(self):
+        folder = make_run(self.tmp, "f")
+        db = os.path.join(self.tmp, "newer.db")
+        self.assertEqual(run(["history", "add", db, folder, "--commit", "abcdef0"]).returncode, 0)
+        with sqlite3.connect(db) as c:
+            c.execute("PRAGMA journal_mode=DELETE")
+            c.execute("PRAGMA user_version=7")
+        with open(db, "rb") as f:
+            before = f.read()
+        for args in (["history", "add", db, folder, "--commit", "abcdef1"], ["history", "show", db]):
+            p = run(args)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(db, p.stderr)
+            self.assertIn("version 7", p.stderr)
+            self.assertIn("up to 1", p.stderr)
+        with open(db, "rb") as f:
+            self.assertEqual(f.read(), before)
+
+    def test_a_text_file_is_refused_and_unchanged(self):
+        folder = make_run(self.tmp, "f")
+        notes = os.path.join(self.tmp, "notes.txt")
+        with open(notes, "w") as f:
+            f.write("a text file, not a history\n")
+        for args in (["history", "add", notes, folder, "--commit", "abcdef0"], ["history", "show", notes]):
+            p = run(args)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(notes + ": not an SQLite database", p.stderr)
+        with open(notes) as f:
+            self.assertEqual(f.read(), "a text file, not a history\n")
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["f", "notes.txt"])
+
+    def test_another_programs_database_is_refused(self):
+        folder = make_run(self.tmp, "f")
+        other = os.path.join(self.tmp, "other.db")
+        with sqlite3.connect(other) as c:
+            c.execute("CREATE TABLE accounts(id INTEGER)")
+        p = run(["history", "add", other, folder, "--commit", "abcdef0"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("without allocmark's history tables", p.stderr)
+        with sqlite3.connect(other) as c:
+            self.assertEqual([r[0] for r in c.execute("SELECT name FROM sqlite_master")], ["accounts"])
+
+
+class GateHistory(TempDirTest):
+    def test_gate_adds_the_judged_run(self):
+        before = make_run(self.tmp, "before")
+        baseline = os.path.join(self.tmp, "base.json")
+        self.assertEqual(run(["baseline", before, "-o", baseline]).returncode, 0)
+        db = os.path.join(self.tmp, "history.db")
+        plain = run(["gate", baseline, before, "--phase", "fill", "--format", "json"])
+        p = run(["gate", baseline, before, "--phase", "fill", "--format", "json", "--history", db, "--commit", "feedbee",
+                 "--branch", "pr-7", "--testbed", "ci"])
+        self.assertEqual(p.returncode, plain.returncode, p.stderr)
+        # What the gate prints is unchanged; the history's line is on stderr.
+        self.assertEqual(json.loads(p.stdout), json.loads(plain.stdout))
+        self.assertIn("allocmark gate: added", p.stderr)
+        shown = show_json(db, "--metric", "peak_rss_bytes")
+        self.assertTrue(shown["series"])
+        self.assertEqual({s["branch"] for s in shown["series"]}, {"pr-7"})
+        self.assertEqual({s["points"][0]["commit"] for s in shown["series"]}, {"feedbee"})
+
+    def test_gate_history_flags_are_checked_before_judging(self):
+        before = make_run(self.tmp, "before")
+        baseline = os.path.join(self.tmp, "base.json")
+        self.assertEqual(run(["baseline", before, "-o", baseline]).returncode, 0)
+        db = os.path.join(self.tmp, "history.db")
+        for extra, said in ((["--history", db], "--history: needs --commit"),
+                            (["--history", db, "--commit", "xyz"], "--commit: 'xyz' is not a commit"),
+                            (["--commit", "abcdef0"], "need --history")):
+            p = run(["gate", baseline, before, *extra])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(said, p.stderr)
+            self.assertEqual(p.stdout, "")
+        self.assertFalse(os.path.exists(db))
+
+
+if __name__ == "__main__":
+    unittest.main()
