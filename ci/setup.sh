@@ -20,6 +20,7 @@ run_packages=(
   libbenchmark-dev libgtest-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev
   libsqlite3-dev                # the results history (harness/history)
   python3 python3-matplotlib python3-numpy zlib1g
+  autoconf automake libtool     # `allocmark build`: jemalloc and gperftools tag exports need ./autogen.sh
 )
 lab_packages=(qemu-system-x86 linux-image-amd64 busybox-static cpio numactl)  # Debian's kernel in a NUMA guest
 slurm_packages=(slurm-client)

@@ -2,6 +2,12 @@
 # Sets up, builds and runs every test (unit and end to end) with ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# tests/build_test.py builds allocator releases from their tarballs (docs/versions.md): a clone beside
+# shared/ takes them from shared/sources unless ALLOCMARK_SOURCES already names a folder.
+if [ -z "${ALLOCMARK_SOURCES:-}" ] && [ -d ../shared/sources ]; then
+  ALLOCMARK_SOURCES="$(cd ../shared/sources && pwd)"
+  export ALLOCMARK_SOURCES
+fi
 ci/setup.sh --tests
 cd build
 # One "cpus" slot per core; every test holds one except the few that mostly wait (labelled

@@ -1,0 +1,251 @@
+"""`allocmark build`: real releases built from the release tarballs in $ALLOCMARK_SOURCES (issue 43;
+docs/versions.md), into a cache in a temporary folder, so every run proves a build from the tarball.
+
+Run by ctest (tests/CMakeLists.txt) with Debian's /usr/bin/python3; standard library only.
+ALLOCMARK_SOURCES comes from the environment (ci/test.sh points it at ../shared/sources when that
+folder exists); without it these tests fail, saying so. Assertions are about behaviour (exit codes,
+messages, files, what the library reports about itself), never about timings.
+"""
+import glob
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import tarfile
+import tempfile
+import unittest
+
+ALLOCMARK = os.environ["ALLOCMARK_BIN"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class CacheTest(unittest.TestCase):
+    """A fresh cache per test; the sources the environment names."""
+
+    def setUp(self):
+        self.sources = os.environ.get("ALLOCMARK_SOURCES", "")
+        if not self.sources or not os.path.isdir(self.sources):
+            self.fail("ALLOCMARK_SOURCES must name the folder of release tarballs (NAME-VERSION.tar.gz; "
+                      "ci/test.sh sets it to ../shared/sources when that exists); it is %r" % self.sources)
+        self._tmp = tempfile.TemporaryDirectory(prefix="allocmark-build-")
+        self.tmp = self._tmp.name
+        self.cache = os.path.join(self.tmp, "cache")
+        self.env = dict(os.environ, ALLOCMARK_CACHE=self.cache, ALLOCMARK_SOURCES=self.sources)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def run_allocmark(self, args, timeout=900):
+        return subprocess.run([ALLOCMARK] + args, capture_output=True, text=True, timeout=timeout, env=self.env)
+
+    def entries(self):
+        """The registered entries (temporary folders and lock files start with a dot)."""
+        builds = os.path.join(self.cache, "builds")
+        return sorted(n for n in os.listdir(builds) if not n.startswith(".")) if os.path.isdir(builds) else []
+
+    def build(self, release):
+        p = self.run_allocmark(["build", release])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        name, _, rest = p.stdout.strip().partition(": ")
+        self.assertEqual(name, release)
+        library, _, state = rest.rpartition(" (")
+        return p, library, state.rstrip(")")
+
+
+class RealBuild:
+    """One release of a family built from its tarball, proved, found again, listed (a mixin: each
+    family's class names its release)."""
+    RELEASE = SOURCE = SIGNATURE = ""  # "jemalloc@5.3.0", its tarball's name, its signature symbol
+    VERSION_CHECK = None  # Python run under LD_PRELOAD that prints the version the library reports
+    VERSION = ""          # what it prints first
+
+    def check_build_json(self, library):
+        entry = os.path.dirname(library)
+        with open(os.path.join(entry, "build.json")) as f:
+            b = json.load(f)
+        family, version = self.RELEASE.split("@")
+        self.assertEqual(b["release"], {"family": family, "version": version})
+        self.assertEqual(b["library"], library)
+        self.assertEqual(b["source_sha256"], sha256(os.path.join(self.sources, self.SOURCE)))
+        self.assertEqual(b["recipe_sha256"], sha256(os.path.join(ROOT, "allocators", family, "recipe.toml")))
+        cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+        self.assertEqual(b["compiler"], cc)
+        self.assertTrue(os.path.getsize(b["log"]) > 0)
+        self.assertEqual(os.path.basename(entry)[:-17], "%s-%s" % (family, version))
+        return b
+
+    def check_library(self, library):
+        nm = subprocess.run(["nm", "-D", "--defined-only", library], capture_output=True, text=True)
+        names = {line.split()[-1].split("@")[0] for line in nm.stdout.splitlines()}
+        self.assertIn("malloc", names)
+        self.assertIn(self.SIGNATURE, names)
+        env = dict(os.environ, LD_PRELOAD=library)
+        self.assertEqual(subprocess.run(["/bin/true"], env=env).returncode, 0)
+        if self.VERSION_CHECK:
+            code = "import ctypes\n" + self.VERSION_CHECK % library
+            p = subprocess.run(["/usr/bin/python3", "-c", code], env=env, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(p.stdout.strip().startswith(self.VERSION), p.stdout)
+
+    def test_builds_once_then_finds_it(self):
+        p, library, state = self.build(self.RELEASE)
+        self.assertEqual(state, "built now")
+        self.assertIn("building %s: tar -xzf" % self.RELEASE, p.stderr)
+        self.assertTrue(library.startswith(os.path.join(self.cache, "builds") + "/"), library)
+        self.check_build_json(library)
+        self.check_library(library)
+        log = os.path.join(os.path.dirname(library), "build.log")
+        before = os.stat(log).st_mtime_ns
+        again, library2, state2 = self.build(self.RELEASE)
+        self.assertEqual((library2, state2), (library, "already built"))
+        self.assertNotIn("building", again.stderr)
+        self.assertEqual(os.stat(log).st_mtime_ns, before)
+        self.assertEqual(len(self.entries()), 1)
+        listed = json.loads(self.run_allocmark(["list", "--json"]).stdout)["releases"]
+        self.assertEqual([b["release"] for b in listed["built"]], [self.RELEASE])
+        self.assertNotIn(self.RELEASE, listed["buildable"])
+        self.assertIn("    %-20s %s" % (self.RELEASE, library), self.run_allocmark(["list"]).stdout)
+
+
+class Jemalloc(RealBuild, CacheTest):
+    RELEASE, SOURCE, SIGNATURE = "jemalloc@5.3.0", "jemalloc-5.3.0.tar.gz", "mallctl"
+    # mallctl("version"): configure was told the version the tag export does not carry.
+    VERSION_CHECK = """lib = ctypes.CDLL(%r)
+v = ctypes.c_char_p(); n = ctypes.c_size_t(ctypes.sizeof(v))
+assert lib.mallctl(b"version", ctypes.byref(v), ctypes.byref(n), None, 0) == 0
+print(v.value.decode())"""
+    VERSION = "5.3.0-0-g"
+
+
+class Mimalloc(RealBuild, CacheTest):
+    RELEASE, SOURCE, SIGNATURE = "mimalloc@2.0.9", "mimalloc-2.0.9.tar.gz", "mi_version"
+    VERSION_CHECK = "print(ctypes.CDLL(%r).mi_version())"
+    VERSION = "209"
+
+
+class Tcmalloc(RealBuild, CacheTest):
+    RELEASE, SOURCE, SIGNATURE = "tcmalloc@2.18.1", "gperftools-2.18.1.tar.gz", "MallocExtension_GetNumericProperty"
+    VERSION_CHECK = """lib = ctypes.CDLL(%r)
+lib.tc_version.restype = ctypes.c_char_p
+print(lib.tc_version(None, None, None).decode().split()[-1])"""
+    VERSION = "2.18.1"
+
+
+class Snmalloc(RealBuild, CacheTest):
+    RELEASE, SOURCE, SIGNATURE = "snmalloc@0.7.5", "snmalloc-0.7.5.tar.gz", "__malloc_end_pointer"
+
+
+class Rpmalloc(RealBuild, CacheTest):
+    RELEASE, SOURCE, SIGNATURE = "rpmalloc@1.4.5", "rpmalloc-1.4.5.tar.gz", "rpmalloc_initialize"
+
+
+def make_tarball(path, top, files):
+    """A tarball at `path` holding top/NAME for each NAME: TEXT of `files`."""
+    src = tempfile.mkdtemp(prefix="allocmark-src-")
+    for name, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(src, top, name)), exist_ok=True)
+        with open(os.path.join(src, top, name), "w") as f:
+            f.write(text)
+    with tarfile.open(path, "w:gz") as t:
+        t.add(os.path.join(src, top), arcname=top)
+    return path
+
+
+RPMALLOC_HEADERS = {"rpmalloc/rpmalloc.h": "", "rpmalloc/malloc.c": ""}
+
+
+class BuildBadInput(CacheTest):
+    """Every refusal: exit 2, a message naming the problem, nothing registered."""
+
+    def assert_refused(self, args, *needles):
+        p = self.run_allocmark(["build"] + args)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        for n in needles:
+            self.assertIn(n, p.stderr)
+        self.assertEqual(self.entries(), [])
+        self.assertEqual(p.stdout, "")
+        return p
+
+    def test_names(self):
+        self.assert_refused(["hoard@3.13"], "no recipe for 'hoard'", "families: jemalloc, mimalloc, rpmalloc, snmalloc, tcmalloc")
+        self.assert_refused(["jemalloc"], "'jemalloc' is not a release: write FAMILY@VERSION")
+        self.assert_refused(["jemalloc@latest"], "'latest' is not a version")
+        self.assert_refused(["rpmalloc@1.4.5,hoard@1"], "no recipe for 'hoard'")  # checked before any build
+        self.assert_refused(["rpmalloc@1.4.5", "mimalloc@2.0.9", "--source", "x.tar.gz"], "--source names the source of one release")
+
+    def test_unknown_version_says_where_it_looked(self):
+        self.assert_refused(["jemalloc@9.9.9"], "no source for jemalloc@9.9.9: looked for %s/jemalloc-9.9.9.tar.gz" % self.sources,
+                            "$ALLOCMARK_SOURCES", "--source PATH", "upstream tags (https://github.com/jemalloc/jemalloc, tag 9.9.9")
+        self.assert_refused(["tcmalloc@9.9"], "gperftools-9.9.tar.gz", "tag gperftools-9.9")
+        self.assert_refused(["jemalloc@5.3.0", "--source", os.path.join(self.tmp, "none.tar.gz")], "--source", "does not exist")
+
+    def test_sources_that_are_not_releases(self):
+        text = os.path.join(self.tmp, "jemalloc-5.3.0.tar.gz")
+        with open(text, "w") as f:
+            f.write("not a tarball\n")
+        self.assert_refused(["jemalloc@5.3.0", "--source", text], "not a gzip-compressed tar archive")
+        self.assert_refused(["jemalloc@5.3.0", "--source", self.tmp], "is a folder: give the release tarball")
+        wrong = make_tarball(os.path.join(self.tmp, "mimalloc-9.9.9.tar.gz"), "mimalloc-9.9.9", {"README.md": "hi\n"})
+        self.assert_refused(["mimalloc@9.9.9", "--source", wrong], "is not a mimalloc source: it lacks CMakeLists.txt")
+        # A real release of another family is not this family's source either.
+        other = os.path.join(self.sources, "rpmalloc-1.4.5.tar.gz")
+        self.assert_refused(["jemalloc@5.3.0", "--source", other], "is not a jemalloc source: it lacks configure.ac")
+
+    def test_failing_build_shows_its_log(self):
+        broken = make_tarball(os.path.join(self.tmp, "rpmalloc-9.9.9.tar.gz"), "rpmalloc-9.9.9",
+                              dict(RPMALLOC_HEADERS, **{"rpmalloc/rpmalloc.c": "this is not C\n"}))
+        p = self.assert_refused(["rpmalloc@9.9.9", "--source", broken], "building rpmalloc@9.9.9 failed at step 1 (cc ",
+                                "last lines of its log:", "this is not C", "the whole log: ")
+        log = p.stderr.split("the whole log: ")[1].split("\n")[0]
+        with open(log) as f:
+            self.assertIn("error", f.read())
+        self.assertEqual(glob.glob(os.path.join(self.cache, "builds", ".tmp-*")), [], "the temporary folder is removed")
+
+    def test_library_that_is_not_the_allocator(self):
+        no_malloc = make_tarball(os.path.join(self.tmp, "rpmalloc-9.9.8.tar.gz"), "rpmalloc-9.9.8",
+                                 dict(RPMALLOC_HEADERS, **{"rpmalloc/rpmalloc.c": "int rpmalloc_initialize(void) { return 0; }\n"}))
+        self.assert_refused(["rpmalloc@9.9.8", "--source", no_malloc], "which does not export malloc")
+        no_signature = make_tarball(os.path.join(self.tmp, "rpmalloc-9.9.7.tar.gz"), "rpmalloc-9.9.7",
+                                    dict(RPMALLOC_HEADERS, **{"rpmalloc/rpmalloc.c": "#include <stddef.h>\nvoid* malloc(size_t n) { return 0; }\n"}))
+        self.assert_refused(["rpmalloc@9.9.7", "--source", no_signature], "which does not export rpmalloc_initialize")
+
+
+class Interrupted(CacheTest):
+    """A build killed midway registers nothing; two builds at once make one entry."""
+
+    def test_killed_build_leaves_nothing_and_the_next_one_builds(self):
+        p = subprocess.Popen([ALLOCMARK, "build", "mimalloc@2.0.9"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=self.env, start_new_session=True)
+        for line in p.stderr:  # killed while the compiler runs: the last step, before the rename
+            if "--target mimalloc" in line:
+                break
+        os.killpg(p.pid, signal.SIGTERM)
+        p.communicate(timeout=60)
+        self.assertEqual(p.returncode, -signal.SIGTERM)
+        self.assertEqual(self.entries(), [])
+        self.assertEqual(self.run_allocmark(["list", "--json"]).returncode, 0)
+        self.assertEqual(json.loads(self.run_allocmark(["list", "--json"]).stdout)["releases"]["built"], [])
+        again = self.run_allocmark(["build", "mimalloc@2.0.9"])
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("(built now)", again.stdout)
+        self.assertEqual(len(self.entries()), 1)
+        self.assertEqual(glob.glob(os.path.join(self.cache, "builds", ".tmp-*")), [], "the stale folder is removed")
+
+    def test_two_builds_at_once_make_one_entry(self):
+        procs = [subprocess.Popen([ALLOCMARK, "build", "rpmalloc@1.4.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=self.env) for _ in range(2)]
+        outs = [p.communicate(timeout=300)[0] for p in procs]
+        self.assertEqual([p.returncode for p in procs], [0, 0])
+        self.assertEqual(sorted(o.rsplit(" (", 1)[1] for o in outs), ["already built)\n", "built now)\n"])
+        self.assertEqual(outs[0].rsplit(" (", 1)[0], outs[1].rsplit(" (", 1)[0])
+        self.assertEqual(len(self.entries()), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
