@@ -182,6 +182,15 @@ class GateHistory(TempDirTest):
             self.assertIn(said, p.stderr)
             self.assertEqual(p.stdout, "")
         self.assertFalse(os.path.exists(db))
+        notes = os.path.join(self.tmp, "notes.txt")
+        with open(notes, "w") as f:
+            f.write("not a history\n")
+        p = run(["gate", baseline, before, "--history", notes, "--commit", "abcdef0"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(notes + ": not an SQLite database", p.stderr)
+        self.assertEqual(p.stdout, "")
+        with open(notes) as f:
+            self.assertEqual(f.read(), "not a history\n")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -126,6 +127,21 @@ TEST_F(HistoryStore, AddingTheSameRunTwiceIsANoOp) {
   // The same folder under another commit is another run.
   EXPECT_TRUE(db.add_run(run_at("abcdef2", "2026-12-02T00:00:00Z", "r1"), {cell_with({4})}));
   EXPECT_EQ(db.run_count(), 2u);
+}
+
+TEST_F(HistoryStore, AFailedAddLeavesTheFileAsItWas) {
+  HistoryDb db(file("h.db"), HistoryDb::Mode::write);
+  ASSERT_TRUE(db.add_run(run_at("aaaaaaa", "2026-12-01T00:00:00Z", "r1"), {cell_with({1})}));
+  // The second cell's value breaks a constraint after the run and the first cell went in: the
+  // transaction takes them back with it.
+  CellRun other = cell_with({2});
+  other.cell.cell_id = "glibc/size_mix/t2/9876543210";
+  CellRun broken = cell_with({std::nan("")});
+  broken.cell.cell_id = "glibc/size_mix/t4/5555555555";
+  EXPECT_THROW(db.add_run(run_at("bbbbbbb", "2026-12-02T00:00:00Z", "r2"), {other, broken}), HistoryError);
+  EXPECT_EQ(db.run_count(), 1u);
+  EXPECT_EQ(db.series_keys().size(), 1u);
+  EXPECT_TRUE(db.series("glibc/size_mix/t2/9876543210", "fill", "peak_rss_bytes", "main", "box").empty());
 }
 
 TEST_F(HistoryStore, SeriesComesInCommitOrder) {
