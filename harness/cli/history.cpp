@@ -125,6 +125,12 @@ ordered_json point_json(const ShownPoint& p) {
           {"median", s.median}, {"min", s.min}, {"max", s.max}, {"mad", s.mad}, {"values", p.point->values}};
 }
 
+// The params as the object they were added as; text a file from elsewhere holds instead stays text.
+ordered_json params_json(const std::string& text) {
+  ordered_json params = ordered_json::parse(text, nullptr, false);
+  return params.is_discarded() ? ordered_json(text) : params;
+}
+
 // The shape docs/history.md documents ("history show --format json"); fields are only ever added.
 std::string json_of(const history::HistoryDb& db, const std::vector<history::SeriesKey>& keys) {
   ordered_json series = ordered_json::array();
@@ -135,12 +141,13 @@ std::string json_of(const history::HistoryDb& db, const std::vector<history::Ser
     for (const auto& p : newest_first(commits, found)) points.push_back(point_json(p));
     series.push_back({{"cell", k.cell.cell_id}, {"allocator", k.cell.allocator}, {"backend", k.cell.backend},
                       {"workload", k.cell.workload}, {"threads", k.cell.threads},
-                      {"params", ordered_json::parse(k.cell.params_json, nullptr, false)},
+                      {"params", params_json(k.cell.params_json)},
                       {"params_digest", k.cell.params_digest}, {"phase", k.phase}, {"metric", k.metric},
                       {"branch", k.branch}, {"testbed", k.testbed}, {"points", std::move(points)}});
   }
   ordered_json out{{"history", db.path()}, {"schema_version", db.version()}, {"series", std::move(series)}};
-  return out.dump(2) + "\n";
+  // A history from elsewhere may hold any bytes: invalid UTF-8 is replaced, never a failed dump.
+  return out.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
 int run_show(const ShowFlags& f) {
