@@ -192,7 +192,7 @@ class ReleaseBuild {
       wall_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       cpu_ = children_cpu_seconds() - cpu0;
       return register_entry(library);
-    } catch (const BuildError&) {
+    } catch (...) {  // a full disk (filesystem_error) as much as a failed step: nothing half-built stays
       fs::remove_all(tmp_, ec);
       throw;
     }
