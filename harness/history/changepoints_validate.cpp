@@ -5,7 +5,7 @@
 //   changepoints_validate RESULTS.jsonl [--trials N] [--seed S]
 // It prints the noise of the repetitions it read and one markdown table.
 //
-// The noise is each repetition's relative deviation from its cell's median, pooled over the cells:
+// The noise is each repetition's relative deviation from its cell's median, one cell per series:
 // run-to-run noise as this machine really makes it, with its tails and modes (jemalloc's peak RSS
 // here falls in two modes about 1% apart). Peak RSS repeats to hundredths of a percent within a
 // mode, so the same deviations are also scaled up to the 1% spread the goal names, keeping
@@ -109,6 +109,8 @@ struct Tally {
   int trials = 0, found = 0;
   long location_error_sum = 0, location_error_max = 0;
   int others = 0;           // change points away from any planted change
+  int inside = 0;           // change points at the planted change (a drift may get several)
+  int covered = 0;          // steps: the nearest change point's 95% interval holds the planted size
   double reported_sum = 0;  // drifts: the steps found inside, compounded
 };
 
@@ -137,15 +139,21 @@ void count(const Scenario& s, const std::vector<ChangePoint>& points, std::size_
   ++t.trials;
   long best = -1;
   double compounded = 1;
+  bool holds = false;
   for (const auto& cp : points) {
     const long i = long(cp.index);
     const long error = i < long(from) ? long(from) - i : (i > long(to) ? i - long(to) : 0);
     if (s.step == 0 || error > kWithin) { ++t.others; continue; }
     compounded *= 1 + cp.relative_step;
-    if (best < 0 || error < best) best = error;
+    ++t.inside;
+    if (best < 0 || error < best) {
+      best = error;
+      holds = cp.ci_low <= s.step && s.step <= cp.ci_high;
+    }
   }
   if (best < 0) return;
   ++t.found;
+  t.covered += holds && s.drift_commits == 0;
   t.location_error_sum += best;
   t.location_error_max = std::max(t.location_error_max, best);
   t.reported_sum += compounded - 1;
@@ -157,7 +165,32 @@ struct NoiseSet {
   enum { kReal, kSd, kMad } measure;
   double spread;
   int reps;
+  // The comparison behind changepoints.cpp's choice of per-commit medians: a shift shared by one
+  // commit's repetitions (relative sd; a commit built or measured on another day moves them all),
+  // and the statistic run on every repetition as its own point, repetitions permuted one by one.
+  double commit_shift = 0;
+  bool every_repetition = false;
 };
+
+// Each repetition its own point, min_segment spanning the same commits; indices back in commits.
+std::vector<ChangePoint> per_repetition(const std::vector<SeriesPoint>& series, int reps,
+                                        allocmark::history::ChangePointOptions options) {
+  std::vector<SeriesPoint> points;
+  for (const auto& commit : series)
+    for (double v : commit.values) points.push_back({commit.commit, {v}});
+  options.min_segment *= std::size_t(reps);
+  auto found = allocmark::history::find_change_points(points, options);
+  for (auto& cp : found) cp.index = (cp.index + std::size_t(reps) / 2) / std::size_t(reps);
+  return found;
+}
+
+void shift_commits(std::vector<SeriesPoint>& series, double shift, std::mt19937_64& random) {
+  std::normal_distribution<double> normal(0.0, shift);
+  for (auto& commit : series) {
+    const double factor = 1 + normal(random);
+    for (double& v : commit.values) v *= factor;
+  }
+}
 
 // Trial k resamples the k-th usable cell in turn (a cell whose repetitions are all equal has no
 // shape to scale and keeps its own; one with two modes is not scaled by its MAD).
@@ -174,10 +207,12 @@ Tally run_trials(const Scenario& s, const Noise& all, const NoiseSet& set, int t
     const CellNoise& cell = noise[std::size_t(k) % noise.size()];
     const double measured = set.measure == NoiseSet::kSd ? cell.relative_sd : cell.relative_mad;
     const double scale = set.measure != NoiseSet::kReal && measured > 0 ? set.spread / measured : 1.0;
-    const auto series = make_series(levels, cell.residuals, scale, reps, random);
+    auto series = make_series(levels, cell.residuals, scale, reps, random);
+    if (set.commit_shift > 0) shift_commits(series, set.commit_shift, random);
     allocmark::history::ChangePointOptions options;
     options.seed = seed + std::uint64_t(k);
-    count(s, allocmark::history::find_change_points(series, options), from, to, tally);
+    count(s, set.every_repetition ? per_repetition(series, reps, options)
+                                  : allocmark::history::find_change_points(series, options), from, to, tally);
   }
   return tally;
 }
@@ -186,12 +221,14 @@ void print_row(const std::string& noise, int reps, const Scenario& s, const Tall
   const double per_100 = 100.0 * t.others / (double(t.trials) * (double(kCommits) / 100));
   std::printf("| %s | %d | %s | ", noise.c_str(), reps, s.name.c_str());
   if (s.step == 0) {
-    std::printf("- | - | - | %.2f |\n", per_100);
+    std::printf("- | - | - | - | - | %.2f |\n", per_100);
     return;
   }
   const double mean_error = t.found ? double(t.location_error_sum) / t.found : 0;
-  std::printf("%d/%d (%.1f%%) | %.2f / %ld | %+.1f%% | %.2f |\n", t.found, t.trials, 100.0 * t.found / t.trials,
-              mean_error, t.location_error_max, t.found ? 100 * t.reported_sum / t.found : 0.0, per_100);
+  std::printf("%d/%d (%.1f%%) | %.2f / %ld | %.2f | %+.1f%% | %s | %.2f |\n", t.found, t.trials, 100.0 * t.found / t.trials,
+              mean_error, t.location_error_max, t.found ? double(t.inside) / t.found : 0.0,
+              t.found ? 100 * t.reported_sum / t.found : 0.0,
+              s.drift_commits ? "-" : (std::to_string(t.found ? 100 * t.covered / t.found : 0) + "%").c_str(), per_100);
 }
 
 }  // namespace
@@ -200,8 +237,9 @@ int main(int argc, char** argv) {
   if (argc < 2) bad_input("usage: changepoints_validate RESULTS.jsonl [--trials N] [--seed S]");
   int trials = 200;
   std::uint64_t seed = 1;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  for (int i = 2; i < argc; i += 2) {
     const std::string flag = argv[i];
+    if (i + 1 == argc) bad_input(flag + " needs a value");
     if (flag == "--trials") trials = std::max(1, std::atoi(argv[i + 1]));
     else if (flag == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
     else bad_input("unknown option " + flag);
@@ -213,13 +251,21 @@ int main(int argc, char** argv) {
   const std::vector<Scenario> scenarios = {{"clean", 0, 0},          {"+2% step", 0.02, 0}, {"+3% step", 0.03, 0},
                                            {"+5% step", 0.05, 0},    {"+10% step", 0.10, 0},
                                            {"drift +0.5%/commit x 20", 0.005, 20}, {"drift +0.1%/commit x 50", 0.001, 50}};
-  std::printf("\n| noise | reps | planted | found within %ld commits | location error mean / max | reported (compounded) | other changes per 100 commits |\n", kWithin);
-  std::printf("|---|---|---|---|---|---|---|\n");
+  std::printf("\n| noise | reps | planted | found within %ld commits | location error mean / max | changes there | reported (compounded) | 95%% CI holds the step | other changes per 100 commits |\n", kWithin);
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
   const NoiseSet sets[] = {{"real", NoiseSet::kReal, 0, 5},
                            {"real, scaled to 1% sd", NoiseSet::kSd, 0.01, 5},
                            {"real, scaled to 1% sd", NoiseSet::kSd, 0.01, 3},
                            {"real one-mode cells, scaled to 1% MAD", NoiseSet::kMad, 0.01, 5}};
   for (const auto& set : sets)
     for (const auto& s : scenarios) print_row(set.name, set.reps, s, run_trials(s, noise, set, trials, seed));
+  // The choice of medians, on the clean series and the goal's step only (every repetition costs
+  // (commits x reps)^2 per split).
+  const NoiseSet choice[] = {
+      {"1% sd, every repetition a point", NoiseSet::kSd, 0.01, 5, 0, true},
+      {"1% sd + 0.5% sd per commit, medians", NoiseSet::kSd, 0.01, 5, 0.005, false},
+      {"1% sd + 0.5% sd per commit, every repetition a point", NoiseSet::kSd, 0.01, 5, 0.005, true}};
+  for (const auto& set : choice)
+    for (std::size_t i : {0, 2}) print_row(set.name, set.reps, scenarios[i], run_trials(scenarios[i], noise, set, trials, seed));
   return 0;
 }
