@@ -11,6 +11,11 @@
 // O(commits^2). docs/validation.md (issue 44) measures the choice on series resampled from real
 // peak RSS: a +3% step at 1% spread is found within 5 commits and 100 clean commits give no change.
 // The repetitions still matter: the confidence interval of each step resamples them.
+//
+// Cost: O(n^2) per window scan, times (permutations + 1) per change point found, plus one scan
+// that stops early for the last, insignificant candidate, plus 1000 bootstrap draws per change
+// point. Measured (-O2, this 2-core machine, 5 repetitions, 5 steps): 100 commits 48 ms, 300
+// commits 0.2 s, 500 commits 0.43 s.
 #include "harness/history/changepoints.h"
 
 #include <algorithm>
