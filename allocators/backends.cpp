@@ -16,7 +16,8 @@ const Backend kGenericBackend{"generic", "any other malloc replacement named by 
 
 const std::vector<const Backend*>& backends() {
   static const std::vector<const Backend*> catalogue{&kGlibcBackend,    &kJemallocBackend, &kTcmallocBackend,
-                                                     &kMimallocBackend, &kNumapBackend,    &kGenericBackend};
+                                                     &kMimallocBackend, &kNumapBackend,    &kSnmallocBackend,
+                                                     &kRpmallocBackend, &kGenericBackend};
   return catalogue;
 }
 

@@ -50,6 +50,9 @@ struct Backend {
   // Values it reads and, when malformed, ignores or misreads silently: checked at plan time (exit 2
   // naming the variant and the variable) where the form is known.
   std::vector<EnvValueForm> env_value_forms;
+  // No system library: only releases built from source (`allocmark build NAME@VERSION`,
+  // allocators/releases/) run it, named NAME@VERSION; default matrices leave it out.
+  bool from_source = false;
 };
 
 // "" when `value` of `name` has the form every backend that declares one for it expects, else

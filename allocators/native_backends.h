@@ -10,5 +10,7 @@ extern const Backend kJemallocBackend;
 extern const Backend kTcmallocBackend;
 extern const Backend kMimallocBackend;
 extern const Backend kNumapBackend;
+extern const Backend kSnmallocBackend;
+extern const Backend kRpmallocBackend;
 
 }  // namespace allocmark::allocators

@@ -130,6 +130,10 @@ mx::Plan make_run_plan(const RunFlags& f, std::string& matrix_path, std::optiona
   o.programs = f.programs;
   o.cells_machine_thp = std::move(cells_machine_thp);
   o.cells_machine = cells_machine;
+  // A release named NAME@VERSION and not built yet is built before the first cell (docs/versions.md).
+  o.releases.build = !f.no_build && !f.dry_run;
+  o.releases.progress = &std::cerr;
+  o.releases.refusal = f.no_build ? ", or drop --no-build" : f.dry_run ? " (a run without --dry-run builds it first)" : "";
   return mx::build_plan(file, load_variants(), o);
 }
 
@@ -245,6 +249,9 @@ void add_run_flags(CLI::App* run_cmd, RunFlags& f) {
   run_cmd->add_flag("--retry-failed", f.retry_failed, "with --resume/--extend: also rerun cells recorded as failed, crashed or timeout");
   run_cmd->add_flag("--discard-corrupt-lines", f.discard_corrupt,
                     "with --resume/--extend: move invalid lines of results.jsonl to results.corrupt.jsonl instead of stopping");
+  run_cmd->add_flag("--no-build", f.no_build,
+                    "refuse an allocator release (NAME@VERSION) that is not built yet instead of building it from its "
+                    "source first (allocmark build; docs/versions.md)");
   run_cmd->add_flag("--dry-run", f.dry_run, "check the matrix and list its cells and the estimate of its length without running them");
   run_cmd->add_flag("--yes", f.yes,
                     "start a matrix estimated over an hour without asking (elsewhere than at a terminal it is refused "

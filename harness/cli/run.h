@@ -31,6 +31,7 @@ struct RunFlags {
   bool out_given = false;
   bool resume = false, extend = false, retry_failed = false, discard_corrupt = false, dry_run = false, no_pin = false;
   bool yes = false;  // --yes: go on with a matrix estimated over an hour without asking
+  bool no_build = false;  // --no-build: a NAME@VERSION not built yet is refused instead of built first
   std::string executor = "local";  // local | slurm
   std::string system_thp;          // --system-thp MODE
   std::vector<std::string> slurm_opts;

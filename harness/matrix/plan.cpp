@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "allocators/backends.h"
+#include "allocators/releases/releases.h"
 #include "harness/metrics/proc.h"
 #include "workloads/replay.h"
 #include "units/input_file.h"
@@ -100,28 +102,24 @@ void dedupe(std::vector<T>& values, const char* axis, std::vector<std::string>& 
 }  // namespace
 
 
-ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std::string, AllocatorDef>& defs,
-                                    const std::string& context) {
-  namespace al = allocmark::allocators;
-  AllocatorDef def;
-  if (auto it = defs.find(name); it != defs.end()) {
-    def = it->second;
-  } else if (al::find_backend(name) && name != "generic") {
-    def.name = name;
-    def.backend = name;
-    def.origin = context;
-  } else {
-    std::vector<std::string> choices;
-    for (const auto* b : al::backends())
-      if (b->native) choices.push_back(b->name);
-    for (const auto& [n, d] : defs) choices.push_back(n);
-    throw ConfigError(context + ": unknown allocator '" + name + "' (valid: " + join(choices) + ")");
-  }
-  const al::Backend* backend = al::find_backend(def.backend);
-  if (!backend)
-    throw ConfigError(def.origin + ": allocator '" + name + "' has unknown backend '" + def.backend +
-                      "' (valid: " + al::backend_names() + ")");
-  ResolvedAllocator out{def.name, def.backend, "", def.env, def.description, false};
+namespace {
+
+namespace al = allocmark::allocators;
+namespace rel = allocmark::allocators::releases;
+
+// The variant `name` names: a matrix file's or the built-in variants' definition, else a backend.
+AllocatorDef find_def(const std::string& name, const std::map<std::string, AllocatorDef>& defs,
+                      const std::string& context) {
+  if (auto it = defs.find(name); it != defs.end()) return it->second;
+  if (al::find_backend(name) && name != "generic") return AllocatorDef{name, name, "", {}, "", context, ""};
+  std::vector<std::string> choices;
+  for (const auto* b : al::backends())
+    if (b->native) choices.push_back(b->from_source ? b->name + "@VERSION" : b->name);
+  for (const auto& [n, d] : defs) choices.push_back(n);
+  throw ConfigError(context + ": unknown allocator '" + name + "' (valid: " + join(choices) + ")");
+}
+
+void check_env(const AllocatorDef& def, const std::string& name) {
   for (const auto& [k, v] : def.env) {
     if (auto problem = env_entry_problem(k, v); !problem.empty())
       throw ConfigError(def.origin + ": allocator '" + name + "': " + problem);
@@ -133,36 +131,112 @@ ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std:
   }
   if (def.env.count("LD_PRELOAD"))
     throw ConfigError(def.origin + ": allocator '" + name + "' sets LD_PRELOAD; name the library with library = \"...\"");
-  if (!def.library.empty()) {
-    std::string path = def.library;
-    const std::string& at = def.library_origin.empty() ? def.origin : def.library_origin;
-    if (path.find('/') == std::string::npos) {  // a bare soname: look for it like the backend's own
-      auto found = al::locate_library(path);
-      if (!found)
-        throw ConfigError(at + ": allocator '" + name + "': library " + path + " not found in " +
-                          join(al::library_dirs()));
-      path = *found;
-    }
-    if (std::string problem = units::input_file_problem(path); !problem.empty())
-      throw ConfigError(at + ": allocator '" + name + "': library: " + problem);
-    if (def.backend == "glibc")
-      throw ConfigError(def.origin + ": allocator '" + name + "': backend glibc takes no library (it is the C library)");
-    out.library = path;
-    out.user_library = def.library.find('/') != std::string::npos;
-    return out;
+}
+
+// A variant's own library (`library = "..."`): a path, or a bare soname looked for like a backend's.
+std::string user_library(const AllocatorDef& def, const std::string& name) {
+  std::string path = def.library;
+  const std::string& at = def.library_origin.empty() ? def.origin : def.library_origin;
+  if (path.find('/') == std::string::npos) {
+    auto found = al::locate_library(path);
+    if (!found)
+      throw ConfigError(at + ": allocator '" + name + "': library " + path + " not found in " + join(al::library_dirs()));
+    path = *found;
   }
+  if (std::string problem = units::input_file_problem(path); !problem.empty())
+    throw ConfigError(at + ": allocator '" + name + "': library: " + problem);
+  if (def.backend == "glibc")
+    throw ConfigError(def.origin + ": allocator '" + name + "': backend glibc takes no library (it is the C library)");
+  return path;
+}
+
+// The backend's system library; "" for glibc (nothing preloaded).
+std::string system_library(const AllocatorDef& def, const al::Backend& backend, const std::string& name,
+                           const std::string& context) {
   if (def.backend == "generic")
     throw ConfigError(def.origin + ": allocator '" + name + "' of backend generic needs library = \"/path/to/lib.so\"");
-  for (const auto& soname : backend->sonames) {
-    if (auto found = al::locate_library(soname)) {
-      out.library = *found;
-      return out;
-    }
+  if (backend.from_source)
+    throw ConfigError(fmt::format("{}: allocator '{}': {} has no system library; name a release built from its source, "
+                                  "e.g. {}@VERSION (`allocmark build {}@VERSION`; `allocmark list` shows what can be built)",
+                                  context, name, backend.name, name, backend.name));
+  for (const auto& soname : backend.sonames)
+    if (auto found = al::locate_library(soname)) return *found;
+  if (!backend.sonames.empty())
+    throw ConfigError(context + ": allocator '" + name + "': " + backend.sonames.front() + " not found in " +
+                      join(al::library_dirs()) + " (install Debian's " + backend.debian_package + ")");
+  return "";
+}
+
+// NAME@VERSION[:VARIANT]: the variant NAME[:VARIANT] with a release of its backend built from source
+// in place of the system's library (docs/versions.md). Its '@' is the first one; "@thp=" (the thp
+// axis' mark, which only the plan adds) is never a version.
+struct ReleaseName {
+  std::string variant, version;
+  bool named = false;  // an '@' that is not the thp mark
+};
+ReleaseName split_release(const std::string& name) {
+  const auto at = name.find('@');
+  if (at == std::string::npos || name.compare(at, std::strlen(kThpNameMark), kThpNameMark) == 0) return {name, "", false};
+  const auto end = name.find_first_of(":@", at + 1);
+  return {name.substr(0, at) + (end == std::string::npos ? "" : name.substr(end)),
+          name.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1), true};
+}
+
+// The release's library, built first where the policy allows; its build.json's facts for the record.
+void use_release(ResolvedAllocator& out, const AllocatorDef& def, const ReleaseName& rn, const std::string& name,
+                 const std::string& context, const ReleasePolicy& policy) {
+  if (!def.library.empty())
+    throw ConfigError(def.origin + ": allocator '" + name + "': '" + rn.variant + "' names its own library, and a release (@" +
+                      rn.version + ") would replace it: name one or the other");
+  const auto families = rel::recipe_families();
+  if (std::find(families.begin(), families.end(), def.backend) == families.end())
+    throw ConfigError(fmt::format("{}: allocator '{}': {} has no releases to build (recipes: {})", context, name,
+                                  def.backend, join(families)));
+  rel::Release release;
+  try {
+    release = rel::parse_release(def.backend + "@" + rn.version);
+  } catch (const std::exception& e) {
+    throw ConfigError(context + ": allocator '" + name + "': " + e.what());
   }
-  if (!backend->sonames.empty())
-    throw ConfigError(context + ": allocator '" + name + "': " + backend->sonames.front() + " not found in " +
-                      join(al::library_dirs()) + " (install Debian's " + backend->debian_package + ")");
-  return out;  // glibc
+  std::optional<rel::Built> built = rel::find_built(release);
+  if (!built && policy.build) try {
+      built = rel::build_release(release, "", *policy.progress);
+    } catch (const std::exception& e) {
+      throw ConfigError(context + ": allocator '" + name + "': " + e.what());
+    }
+  if (!built)
+    throw ConfigError(fmt::format("{}: allocator '{}': {} is not built yet: `allocmark build {}` builds it{}", context, name,
+                                  release.name(), release.name(), policy.refusal));
+  out.library = built->library;
+  out.release = {{"name", release.name()},         {"version", release.version},
+                 {"source_sha256", built->source_sha256}, {"recipe_sha256", built->recipe_sha256},
+                 {"compiler", built->compiler},        {"build", built->dir}};
+}
+
+}  // namespace
+
+ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std::string, AllocatorDef>& defs,
+                                    const std::string& context, const ReleasePolicy& policy) {
+  const ReleaseName rn = split_release(name);
+  if (rn.named && rn.version.empty())
+    throw ConfigError(context + ": allocator '" + name + "': no version after '@' (e.g. jemalloc@5.2.1:bg)");
+  const AllocatorDef def = find_def(rn.variant, defs, context);
+  const al::Backend* backend = al::find_backend(def.backend);
+  if (!backend)
+    throw ConfigError(def.origin + ": allocator '" + name + "' has unknown backend '" + def.backend +
+                      "' (valid: " + al::backend_names() + ")");
+  check_env(def, name);
+  ResolvedAllocator out{rn.named ? name : def.name, def.backend, "", def.env, def.description, false};
+  if (rn.named) {
+    use_release(out, def, rn, name, context, policy);
+    out.description = out.release.at("name") + " built from source" + (def.description.empty() ? "" : "; " + def.description);
+  } else if (!def.library.empty()) {
+    out.library = user_library(def, name);
+    out.user_library = def.library.find('/') != std::string::npos;
+  } else {
+    out.library = system_library(def, *backend, name, context);
+  }
+  return out;
 }
 
 namespace {
@@ -226,7 +300,7 @@ class PlanBuilder {
   void resolve_allocators() {
     std::vector<std::string> installed_backends;
     for (const auto* b : allocmark::allocators::backends())
-      if (b->native) installed_backends.push_back(b->name);
+      if (b->native && !b->from_source) installed_backends.push_back(b->name);
     Axis axis = pick_axis(flags_.allocators, "--allocators", file_ ? &file_->allocators : nullptr, "allocators",
                           installed_backends);
     const std::string& ctx = axis.origin;
@@ -235,7 +309,7 @@ class PlanBuilder {
     for (const auto& name : axis.names) {
       if (!seen.insert(name).second) throw ConfigError(ctx + ": allocator '" + name + "' is named twice");
       try {
-        plan_.allocators.push_back(resolve_allocator(name, defs_, ctx));
+        plan_.allocators.push_back(resolve_allocator(name, defs_, ctx, flags_.releases));
       } catch (const ConfigError& e) {
         if (!axis.defaulted) throw;  // a default backend that is not installed is skipped, with a note
         plan_.notes.push_back(std::string("skipped: ") + e.what());

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,15 @@
 #include "harness/placement/placement.h"
 
 namespace allocmark::matrix {
+
+// What resolving NAME@VERSION does with a release that is not built yet: build it (progress on
+// `progress`; `allocmark run`), or refuse, naming `allocmark build` and adding `refusal` ("; or drop
+// --no-build").
+struct ReleasePolicy {
+  bool build = false;
+  std::ostream* progress = nullptr;
+  std::string refusal;
+};
 
 // Axes and settings given on the command line; each replaces the file's value when present.
 struct Overrides : SettingChoices {
@@ -28,6 +38,7 @@ struct Overrides : SettingChoices {
   std::string cells_machine;
   std::vector<std::string> sets;  // "workload.param=value"
   std::vector<std::string> programs;  // "NAME=COMMAND ARGS" (--program)
+  ReleasePolicy releases;  // NAME@VERSION not built yet: refused unless `run` builds it
 };
 
 // A cell and its allocator are the record's (harness/record/cell.h: one codec for every place a
@@ -63,7 +74,8 @@ Cell checked_cell(const nlohmann::json& description);
 Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variants, const Overrides& flags);
 
 // Resolves one allocator name against the variant definitions and the backends; throws ConfigError.
+// NAME@VERSION[:VARIANT] runs a release built from source (docs/versions.md).
 ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std::string, AllocatorDef>& defs,
-                                    const std::string& context);
+                                    const std::string& context, const ReleasePolicy& policy = {});
 
 }  // namespace allocmark::matrix

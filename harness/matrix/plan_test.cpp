@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "allocators/releases/releases.h"
 #include "harness/trace/format.h"
 #include "harness/trace/test_events.h"
 
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 using namespace allocmark::matrix;
 
@@ -405,4 +407,96 @@ speed = "recorded"
   EXPECT_NE(differs.find("replay:svc-b trace_sha256"), std::string::npos) << differs;
   EXPECT_EQ(differs.find("svc-a"), std::string::npos) << differs;
   std::filesystem::remove_all(dir);
+}
+
+// Issue 43: NAME@VERSION[:VARIANT] runs a release built from source with the variant's settings,
+// and composes with the thp axis (one grammar: jemalloc@5.2.1:bg@thp=never). The release here is a
+// hand-made cache entry holding Debian's real libjemalloc (building one is tests/build_test.py's).
+class PlanReleases : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    namespace fs = std::filesystem;
+    namespace rel = allocmark::allocators::releases;
+    root_ = fs::temp_directory_path() / ("plan_releases-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "sources");
+    ::setenv("ALLOCMARK_CACHE", (root_ / "cache").c_str(), 1);
+    ::setenv("ALLOCMARK_SOURCES", (root_ / "sources").c_str(), 1);
+    const rel::Recipe recipe = rel::load_recipe("jemalloc");
+    const std::string source_sha(64, 'a');
+    entry_ = root_ / "cache/builds" / ("jemalloc-5.2.1-" + rel::cache_key(source_sha, recipe.sha256, rel::compiler_identity()));
+    fs::create_directories(entry_);
+    fs::copy_file("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", entry_ / "libjemalloc.so.2");
+    nlohmann::json j{{"release", {{"family", "jemalloc"}, {"version", "5.2.1"}}}, {"backend", "jemalloc"},
+                     {"library", (entry_ / "libjemalloc.so.2").string()}, {"source_sha256", source_sha},
+                     {"recipe_sha256", recipe.sha256}, {"compiler", rel::compiler_identity()},
+                     {"log", (entry_ / "build.log").string()}};
+    std::ofstream(entry_ / "build.json") << j.dump();
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(root_);
+    ::unsetenv("ALLOCMARK_CACHE");
+    ::unsetenv("ALLOCMARK_SOURCES");
+  }
+  std::filesystem::path root_, entry_;
+};
+
+TEST_F(PlanReleases, AReleaseComposesWithAVariantAndTheThpAxis) {
+  Overrides o = axes({"jemalloc@5.2.1:bg", "jemalloc"}, {"size_mix"}, {1});
+  o.reps = 1;
+  o.thp = std::vector<std::string>{"never"};
+  Plan p = build_plan(std::nullopt, variants(), o);
+  ASSERT_EQ(p.cells.size(), 2u);
+  const auto& a = p.cells[0].allocator;
+  EXPECT_EQ(a.name, "jemalloc@5.2.1:bg@thp=never");
+  EXPECT_EQ(a.backend, "jemalloc");
+  EXPECT_EQ(a.library, (entry_ / "libjemalloc.so.2").string());
+  EXPECT_EQ(a.env.at("MALLOC_CONF"), "background_thread:true");  // the variant's settings
+  EXPECT_EQ(a.thp, "never");
+  EXPECT_EQ(a.release.at("name"), "jemalloc@5.2.1");
+  EXPECT_EQ(a.release.at("version"), "5.2.1");
+  EXPECT_EQ(a.release.at("source_sha256"), std::string(64, 'a'));
+  EXPECT_EQ(a.release.at("build"), entry_.string());
+  EXPECT_EQ(p.cells[1].allocator.name, "jemalloc@thp=never");
+  EXPECT_TRUE(p.cells[1].allocator.release.empty());
+  EXPECT_NE(p.cells[0].key(), p.cells[1].key());
+  // The record carries the release; a cell of the system's library carries none (records as before).
+  EXPECT_EQ(allocmark::record::record_cell(p.cells[0])["release"]["version"], "5.2.1");
+  EXPECT_FALSE(allocmark::record::record_cell(p.cells[1]).contains("release"));
+}
+
+TEST_F(PlanReleases, ReleaseNamesThatCannotRunAreRefusedNamingWhy) {
+  auto err = [&](std::vector<std::string> a, ReleasePolicy policy = {}) {
+    Overrides o = axes(a, {"size_mix"}, {1});
+    o.releases = policy;
+    return error_of(std::nullopt, o);
+  };
+  EXPECT_NE(err({"jemalloc@5.2.0"}).find("jemalloc@5.2.0 is not built yet: `allocmark build jemalloc@5.2.0` builds it"),
+            std::string::npos);
+  ReleasePolicy no_build;
+  no_build.refusal = ", or drop --no-build";
+  EXPECT_NE(err({"jemalloc@5.2.0"}, no_build).find("or drop --no-build"), std::string::npos);
+  EXPECT_NE(err({"jemalloc@"}).find("no version after '@'"), std::string::npos);
+  EXPECT_NE(err({"glibc@2.36"}).find("glibc has no releases to build (recipes: jemalloc"), std::string::npos);
+  EXPECT_NE(err({"jemalloc@latest"}).find("jemalloc@latest"), std::string::npos);
+  EXPECT_NE(err({"snmalloc"}).find("snmalloc has no system library; name a release built from its source"),
+            std::string::npos);
+  EXPECT_NE(err({"tcmalloc@2.18.1:minimal"}).find("names its own library, and a release (@2.18.1) would replace it"),
+            std::string::npos);
+  EXPECT_NE(err({"nosuch@5.2.1"}).find("unknown allocator 'nosuch'"), std::string::npos);
+  // A release that cannot be built (no source): the build's own error, naming where it looked.
+  std::ostringstream progress;
+  ReleasePolicy build{true, &progress, ""};
+  const std::string e = err({"jemalloc@5.2.0"}, build);
+  EXPECT_NE(e.find("jemalloc-5.2.0.tar.gz"), std::string::npos) << e;
+  EXPECT_FALSE(std::filesystem::exists(root_ / "cache/builds/jemalloc-5.2.0")) << "nothing registered";
+}
+
+TEST_F(PlanReleases, DefaultMatricesLeaveOutBackendsThatOnlyRunFromSource) {
+  Overrides o;
+  o.workloads = std::vector<std::string>{"size_mix"};
+  o.threads = std::vector<int>{1};
+  Plan p = build_plan(std::nullopt, variants(), o);
+  for (const auto& a : p.allocators) EXPECT_TRUE(a.backend != "snmalloc" && a.backend != "rpmalloc") << a.name;
+  for (const auto& n : p.notes) EXPECT_EQ(n.find("snmalloc"), std::string::npos) << n;
 }

@@ -36,6 +36,7 @@ const json& field(const json& obj, const std::string& where, const char* key, bo
 struct text {
   static json write(const std::string& v) { return v; }
   static bool is_set(const std::string&) { return true; }
+  static bool described(const std::string&) { return true; }
   static json in_record(const std::string& v) { return v; }
   static void read(std::string& out, const json& obj, const std::string& where, const char* key, bool required) {
     const json& v = field(obj, where, key, required);
@@ -53,6 +54,7 @@ struct text {
 struct count {
   static json write(int v) { return v; }
   static bool is_set(int) { return true; }
+  static bool described(int) { return true; }
   static json in_record(int v) { return v; }
   static void read(int& out, const json& obj, const std::string& where, const char* key, bool) {
     const json& v = field(obj, where, key, true);
@@ -71,6 +73,7 @@ struct texts {
   using Map = std::map<std::string, std::string>;
   static json write(const Map& v) { return v; }
   static bool is_set(const Map&) { return true; }
+  static bool described(const Map&) { return true; }
   static json in_record(const Map& v) { return v; }
   static void read(Map& out, const json& obj, const std::string& where, const char* key, bool required) {
     const json& v = field(obj, where, key, required);
@@ -94,11 +97,19 @@ struct texts {
   }
 };
 
+// An object of strings that most cells leave empty (a release's facts): written only when it has
+// any, so that records of other cells are as they were.
+struct facts : texts {
+  static bool is_set(const Map& v) { return !v.empty(); }
+  static bool described(const Map& v) { return !v.empty(); }
+};
+
 // A thp mode: "" (the machine's own) is written only in the description; the record says how the
 // cell got it.
 struct thp {
   static json write(const std::string& v) { return v; }
   static bool is_set(const std::string& v) { return !v.empty(); }
+  static bool described(const std::string&) { return true; }  // "" too: the machine's own mode
   static constexpr const char* kMode = "mode";
   static constexpr const char* kHow = "how";
   static json in_record(const std::string& v) { return {{kMode, v}, {kHow, thp_obtained_by(v)}}; }
@@ -185,7 +196,7 @@ std::string thp_how_in(const json& record) {
 json cell_description(const Cell& c) {
   json j = json::object();
 #define ALLOCMARK_CELL_DESCRIBE(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
-  place(j, In::in)[name] = type::write(c.member);
+  if (type::described(c.member)) place(j, In::in)[name] = type::write(c.member);
   ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_DESCRIBE)
 #undef ALLOCMARK_CELL_DESCRIBE
   return j;

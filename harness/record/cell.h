@@ -40,6 +40,10 @@ struct ResolvedAllocator {
   // (another one runs in the lab: `allocmark lab --thp MODE`). On the axis the allocator's name
   // says it: "jemalloc@thp=never" (kThpNameMark).
   std::string thp;
+  // A release built from its pinned source (allocators/releases/, `allocmark build`) in place of the
+  // system's library, from the allocator's name NAME@VERSION: {name, version, source_sha256,
+  // recipe_sha256, compiler, build} (its build.json); empty for a system or user library.
+  std::map<std::string, std::string> release;
 };
 
 struct Cell {
@@ -57,8 +61,9 @@ struct Cell {
 
 // The rows. Columns:
 //   member    the field of Cell
-//   type      text, count (an integer of at least 1), texts (an object of strings) or thp (a
-//             thp mode; "" for the machine's, which only the description writes)
+//   type      text, count (an integer of at least 1), texts (an object of strings), facts (an
+//             object of strings written only when it has any) or thp (a thp mode; "" for the
+//             machine's, which only the description writes)
 //   in        where the description holds it: allocator (its "allocator" object) or cell (top level)
 //   name      its key in the description
 //   required  whether a description must name it (else absent or null is "")
@@ -78,6 +83,7 @@ struct Cell {
   X(thp,         allocator.thp,         thp,   allocator, "thp",         false,    nullptr,     "thp",       "thp",     digest, "thp=", nullptr)   \
   X(env,         allocator.env,         texts, allocator, "env",         false,    nullptr,     "env",       "env",     digest, "",     "env")     \
   X(description, allocator.description, text,  allocator, "description", false,    nullptr,     nullptr,     nullptr,   none,   "",     nullptr)   \
+  X(release,     allocator.release,     facts, allocator, "release",     false,    nullptr,     "release",   "release", none,   "",     nullptr)   \
   X(workload,    workload,              text,  cell,      "workload",    true,     "workload",  "workload",  "name",    path,   "",     nullptr)   \
   X(threads,     threads,               count, cell,      "threads",     true,     "threads",   "threads",   nullptr,   path,   "t",    nullptr)   \
   X(rep,         rep,                   count, cell,      "rep",         true,     "rep",       "rep",       nullptr,   path,   "r",    nullptr)   \
