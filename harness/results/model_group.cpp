@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include "harness/record/cell.h"
 #include "harness/results/model_labels.h"
 
 namespace allocmark::results {
@@ -141,12 +142,14 @@ void Grouper::count_cell(GroupBuilder& b, const CellResult& cell) {
     if (b.group.errors.size() < kMaxErrorsListed) b.group.errors.push_back(*cell.error);
     else b.group.errors_not_listed++;
   }
-  b.identity.add("allocator", json(id.allocator));
-  b.identity.add("backend", json(id.backend));
-  b.identity.add("workload", json(id.workload));
-  b.identity.add("params", id.params);
-  b.identity.add("env", id.env);
-  b.identity.add("preload", json(id.preload));
+  // The cell's fields under their record keys (the codec's), then what the record adds.
+  using record::CellField;
+  b.identity.add(record::record_key(CellField::allocator), json(id.allocator));
+  b.identity.add(record::record_key(CellField::backend), json(id.backend));
+  b.identity.add(record::record_key(CellField::workload), json(id.workload));
+  b.identity.add(record::record_key(CellField::params), id.params);
+  b.identity.add(record::record_key(CellField::env), id.env);
+  b.identity.add(record::record_key(CellField::library), json(id.preload));
   if (!id.host.empty()) b.identity.add("host", json(id.host));
   if (cell.library) b.identity.add("library", json(*cell.library));
   if (cell.allocator_version) b.identity.add("allocator_version", json(*cell.allocator_version));
