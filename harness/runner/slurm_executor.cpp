@@ -57,6 +57,170 @@ exit 0
                      fmt::arg("allocmark", shell_quoted(allocmark)));
 }
 
+// A new submission folder slurm/sN, N the first number not taken; its name.
+std::string new_submission_name(const results::Folder& slurm) {
+  for (std::size_t n = 1;; ++n) {
+    std::string name = "s" + std::to_string(n);
+    if (::mkdirat(slurm.fd(), name.c_str(), 0755) == 0) return name;
+    if (errno != EEXIST) throw std::runtime_error("cannot create " + slurm.path_of(name) + ": " + std::strerror(errno));
+  }
+}
+
+// Writes each cell's description (cells/N.json) for `allocmark cell`; returns the submission's
+// index, which names each cell's array task.
+json write_cell_specs(const std::vector<CellJob>& jobs, const CellSettings& cell_settings, const std::string& run_id,
+                      int per_task, const results::Folder& top, const results::Folder& cells) {
+  json index = json::array();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const CellJob& job = jobs[i];
+    json settings = matrix::settings_json(cell_settings, matrix::kCellSpec);
+    settings["data_root"] = top.path_of(layout::kData);  // absolute: the task runs in another folder
+    json spec{{"cell", record::cell_description(job.cell)},
+              {"settings", settings},
+              {"log", fs::absolute(job.log_path).string()},
+              {"attempt", job.attempt},
+              {"run_id", run_id},
+              {"machines_dir", top.path_of(layout::kMachines)}};
+    cells.write_atomically(fmt::format("{}.json", i), spec.dump(2) + "\n");
+    index.push_back({{"index", i}, {"key", job.cell.key()}, {"label", job.cell.label()}, {"attempt", job.attempt},
+                     {"task", static_cast<int>(i) / per_task}});
+  }
+  return index;
+}
+
+std::vector<std::string> sbatch_command(const std::vector<std::string>& sbatch_args, const std::string& submission,
+                                        int tasks) {
+  std::vector<std::string> args{"sbatch", "--parsable", fmt::format("--array=0-{}", tasks - 1), "--job-name=allocmark",
+                                "--output=" + submission + "/task-%a.out"};
+  args.insert(args.end(), sbatch_args.begin(), sbatch_args.end());
+  args.push_back(results::layout::path_in(submission, results::layout::kJobScript));
+  return args;
+}
+
+// Follows a submitted array until squeue shows none of its tasks: reports each record as its part
+// file appears, a running task's first unfinished cell as started, and cancels the array on a stop
+// request.
+class ArrayFollower {
+ public:
+  ArrayFollower(const std::vector<CellJob>& jobs, const ExecutorEvents& events, const results::Folder& parts_dir,
+                long job_id, int per_task, std::ostream* msg, const std::string& folder, const std::string& submission)
+      : jobs_(jobs), events_(events), parts_dir_(parts_dir), job_id_(job_id), per_task_(per_task), msg_(msg),
+        folder_(folder), submission_(submission), ours_{job_id}, reported_(jobs.size(), false),
+        started_(jobs.size(), false) {}
+
+  // Throws std::runtime_error when the array ended with cells that never wrote a record, unless it was cancelled.
+  void follow() {
+    auto next_poll = std::chrono::steady_clock::now();
+    for (;;) {
+      gather();
+      cancel_if_stop_requested();
+      if (std::chrono::steady_clock::now() >= next_poll) {
+        next_poll = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        const Poll poll = look_at_queue();
+        if (poll == Poll::ended) break;
+        if (poll == Poll::failed) continue;
+      }
+      if (events_.tick) events_.tick();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    // Files renamed on another node may show up here a moment later on a network file system.
+    for (int i = 0; i < 5 && reported_count_ < jobs_.size(); ++i) {
+      gather();
+      if (reported_count_ < jobs_.size()) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    if (cancelled_ || reported_count_ == jobs_.size()) return;
+    throw std::runtime_error(fmt::format(
+        "{} of {} cells of Slurm job {} ended without a record (a task was cancelled, hit its time limit or lost its node; "
+        "see {}/task-*.out); the {} finished are recorded",
+        jobs_.size() - reported_count_, jobs_.size(), job_id_, submission_, reported_count_));
+  }
+
+ private:
+  enum class Poll { running, ended, failed };
+
+  // Every record a task renamed into parts/ since the last look, reported in the jobs' order.
+  void gather() {
+    std::vector<std::size_t> found;
+    for (const auto& f : parts_dir_.list()) {
+      if (f.type != results::Folder::Type::file || fs::path(f.name).extension() != ".json") continue;
+      std::size_t i = std::strtoul(f.name.c_str(), nullptr, 10);
+      if (i < jobs_.size() && !reported_[i]) found.push_back(i);
+    }
+    std::sort(found.begin(), found.end());
+    for (std::size_t i : found) {
+      const std::string file = fmt::format("{}.json", i);
+      json record = json::parse(parts_dir_.read_file(file).value_or(""), nullptr, false);
+      if (record.is_discarded() || !record.is_object()) continue;  // left for `--resume` to name
+      events_.finished(jobs_[i], record);
+      reported_[i] = true;
+      ++reported_count_;
+      parts_dir_.remove_file(file);  // results.jsonl holds it now; a leftover would be skipped as already recorded
+    }
+  }
+
+  void cancel_if_stop_requested() {
+    if (events_.stop_requested && events_.stop_requested() && !cancelled_) {
+      run_tool({"scancel", std::to_string(job_id_)});
+      cancelled_ = true;
+      if (msg_) *msg_ << fmt::format("\nallocmark: cancelled Slurm job {}\n", job_id_) << std::flush;
+    }
+  }
+
+  Poll look_at_queue() {
+    std::vector<SlurmTask> active;
+    try {
+      active = slurm_active_tasks(ours_);
+      squeue_failures_ = 0;
+    } catch (const std::exception& e) {
+      // A controller busy for a moment is common on a shared cluster; ten in a row is not.
+      if (++squeue_failures_ >= 10)
+        throw std::runtime_error(std::string(e.what()) + "; Slurm job " + std::to_string(job_id_) +
+                                 " may still run: `allocmark status " + folder_ + "` shows it, `--resume` gathers its records");
+      return Poll::failed;
+    }
+    if (active.empty()) return Poll::ended;
+    report_tasks(active);
+    return Poll::running;
+  }
+
+  void report_tasks(const std::vector<SlurmTask>& active) {
+    std::size_t running = 0, pending = 0;
+    for (const auto& t : active) {
+      if (t.state == "PENDING") {
+        ++pending;
+        continue;
+      }
+      ++running;
+      // The first unfinished cell of a running task is the one it runs now (as far as the driver can tell).
+      for (std::size_t i = static_cast<std::size_t>(t.task) * per_task_; i < jobs_.size() && i < (t.task + 1u) * per_task_; ++i)
+        if (!reported_[i]) {
+          if (!started_[i] && events_.started) events_.started(jobs_[i]);
+          started_[i] = true;
+          break;
+        }
+    }
+    std::string state = fmt::format("{} running, {} pending, {}/{} cells recorded", running, pending, reported_count_, jobs_.size());
+    if (msg_ && state != last_state_ && !events_.tick_redraws)
+      *msg_ << fmt::format("allocmark: Slurm job {}: tasks {}\n", job_id_, state) << std::flush;
+    last_state_ = state;
+  }
+
+  const std::vector<CellJob>& jobs_;
+  const ExecutorEvents& events_;
+  const results::Folder& parts_dir_;
+  const long job_id_;
+  const int per_task_;
+  std::ostream* const msg_;
+  const std::string& folder_;
+  const std::string& submission_;
+  const std::set<long> ours_;
+  std::vector<bool> reported_, started_;
+  std::size_t reported_count_ = 0;
+  int squeue_failures_ = 0;
+  std::string last_state_;
+  bool cancelled_ = false;
+};
+
 }  // namespace
 
 std::vector<std::string> split_slurm_options(const std::vector<std::string>& raw) {
@@ -103,44 +267,20 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
   // Everything below is created here and reached through the folder's descriptor, never a link.
   const results::Folder top(folder);
   const results::Folder slurm = top.sub(layout::kSlurm, /*create=*/true);
-  std::string name;
-  for (std::size_t n = 1;; ++n) {
-    name = "s" + std::to_string(n);
-    if (::mkdirat(slurm.fd(), name.c_str(), 0755) == 0) break;
-    if (errno != EEXIST) throw std::runtime_error("cannot create " + slurm.path_of(name) + ": " + std::strerror(errno));
-  }
+  const std::string name = new_submission_name(slurm);
   submission_ = slurm.path_of(name);
   const results::Folder submission = slurm.sub(name, false);
   const results::Folder cells = submission.sub(layout::kSubmissionCells, true);
   const results::Folder all_parts = top.sub(layout::kParts, true);
   const results::Folder parts_dir = all_parts.sub(name, true);
   const std::string parts = parts_dir.path();
-  json index = json::array();
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    const CellJob& job = jobs[i];
-    json settings = matrix::settings_json(settings_, matrix::kCellSpec);
-    settings["data_root"] = top.path_of(layout::kData);  // absolute: the task runs in another folder
-    json spec{{"cell", record::cell_description(job.cell)},
-              {"settings", settings},
-              {"log", fs::absolute(job.log_path).string()},
-              {"attempt", job.attempt},
-              {"run_id", options_.run_id},
-              {"machines_dir", top.path_of(layout::kMachines)}};
-    cells.write_atomically(fmt::format("{}.json", i), spec.dump(2) + "\n");
-    index.push_back({{"index", i}, {"key", job.cell.key()}, {"label", job.cell.label()}, {"attempt", job.attempt},
-                     {"task", static_cast<int>(i) / per_task}});
-  }
+  const json index = write_cell_specs(jobs, settings_, options_.run_id, per_task, top, cells);
   submission.write_atomically(results::layout::kSubmissionIndex, index.dump(1) + "\n");
   submission.write_atomically(results::layout::kJobScript, job_script(options_.allocmark, folder, submission_, parts, jobs.size(), per_task));
   const int tasks = static_cast<int>((jobs.size() + per_task - 1) / per_task);
 
-  std::vector<std::string> args{"sbatch", "--parsable", fmt::format("--array=0-{}", tasks - 1), "--job-name=allocmark",
-                                "--output=" + submission_ + "/task-%a.out"};
-  args.insert(args.end(), options_.sbatch_args.begin(), options_.sbatch_args.end());
-  args.push_back(results::layout::path_in(submission_, results::layout::kJobScript));
-  ToolResult r = run_tool(args);
-  char* end = nullptr;
-  job_id_ = r.status == 0 ? std::strtol(r.output.c_str(), &end, 10) : 0;
+  ToolResult r = run_tool(sbatch_command(options_.sbatch_args, submission_, tasks));
+  job_id_ = r.status == 0 ? std::strtol(r.output.c_str(), nullptr, 10) : 0;
   if (job_id_ <= 0) {
     slurm.remove_tree(name);
     all_parts.remove_tree(name);
@@ -152,88 +292,7 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
                         tasks == 1 ? "" : "s", jobs.size(), jobs.size() == 1 ? "" : "s", per_task, submission_)
          << std::flush;
   if (!options_.wait) return;
-
-  std::vector<bool> reported(jobs.size(), false), started(jobs.size(), false);
-  std::size_t reported_count = 0;
-  // Every record a task renamed into parts/ since the last look, reported in the jobs' order.
-  auto gather = [&] {
-    std::vector<std::size_t> found;
-    for (const auto& f : parts_dir.list()) {
-      if (f.type != results::Folder::Type::file || fs::path(f.name).extension() != ".json") continue;
-      std::size_t i = std::strtoul(f.name.c_str(), nullptr, 10);
-      if (i < jobs.size() && !reported[i]) found.push_back(i);
-    }
-    std::sort(found.begin(), found.end());
-    for (std::size_t i : found) {
-      const std::string file = fmt::format("{}.json", i);
-      json record = json::parse(parts_dir.read_file(file).value_or(""), nullptr, false);
-      if (record.is_discarded() || !record.is_object()) continue;  // left for `--resume` to name
-      events.finished(jobs[i], record);
-      reported[i] = true;
-      ++reported_count;
-      parts_dir.remove_file(file);  // results.jsonl holds it now; a leftover would be skipped as already recorded
-    }
-  };
-
-  const std::set<long> ours{job_id_};
-  auto next_poll = std::chrono::steady_clock::now();
-  int squeue_failures = 0;
-  std::string last_state;
-  bool cancelled = false;
-  for (;;) {
-    gather();
-    if (events.stop_requested && events.stop_requested() && !cancelled) {
-      run_tool({"scancel", std::to_string(job_id_)});
-      cancelled = true;
-      if (msg) *msg << fmt::format("\nallocmark: cancelled Slurm job {}\n", job_id_) << std::flush;
-    }
-    if (std::chrono::steady_clock::now() >= next_poll) {
-      next_poll = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-      std::vector<SlurmTask> active;
-      try {
-        active = slurm_active_tasks(ours);
-        squeue_failures = 0;
-      } catch (const std::exception& e) {
-        // A controller busy for a moment is common on a shared cluster; ten in a row is not.
-        if (++squeue_failures >= 10)
-          throw std::runtime_error(std::string(e.what()) + "; Slurm job " + std::to_string(job_id_) +
-                                   " may still run: `allocmark status " + folder + "` shows it, `--resume` gathers its records");
-        continue;
-      }
-      if (active.empty()) break;
-      std::size_t running = 0, pending = 0;
-      for (const auto& t : active) {
-        if (t.state == "PENDING") {
-          ++pending;
-          continue;
-        }
-        ++running;
-        // The first unfinished cell of a running task is the one it runs now (as far as the driver can tell).
-        for (std::size_t i = static_cast<std::size_t>(t.task) * per_task; i < jobs.size() && i < (t.task + 1u) * per_task; ++i)
-          if (!reported[i]) {
-            if (!started[i] && events.started) events.started(jobs[i]);
-            started[i] = true;
-            break;
-          }
-      }
-      std::string state = fmt::format("{} running, {} pending, {}/{} cells recorded", running, pending, reported_count, jobs.size());
-      if (msg && state != last_state && !events.tick_redraws)
-        *msg << fmt::format("allocmark: Slurm job {}: tasks {}\n", job_id_, state) << std::flush;
-      last_state = state;
-    }
-    if (events.tick) events.tick();
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  // Files renamed on another node may show up here a moment later on a network file system.
-  for (int i = 0; i < 5 && reported_count < jobs.size(); ++i) {
-    gather();
-    if (reported_count < jobs.size()) std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
-  if (cancelled || reported_count == jobs.size()) return;
-  throw std::runtime_error(fmt::format(
-      "{} of {} cells of Slurm job {} ended without a record (a task was cancelled, hit its time limit or lost its node; "
-      "see {}/task-*.out); the {} finished are recorded",
-      jobs.size() - reported_count, jobs.size(), job_id_, submission_, reported_count));
+  ArrayFollower(jobs, events, parts_dir, job_id_, per_task, msg, folder, submission_).follow();
 }
 
 void describe_this_node(const std::string& machines_dir) {
