@@ -118,6 +118,7 @@ struct Scenario {
   std::string name;
   double step = 0;                 // a step's size, or a drift's per commit
   std::size_t drift_commits = 0;   // 0: a step
+  std::size_t at = 0;              // a step at this commit (0: anywhere in 15-85), e.g. 95: 5 commits after it
 };
 
 // Where the change is planted: a step anywhere between commits 15 and 85, a drift from commit 30.
@@ -125,7 +126,7 @@ std::vector<double> plant(const Scenario& s, std::size_t& from, std::size_t& to,
   std::vector<double> levels(kCommits, 1.0);
   if (s.step == 0) return levels;
   if (s.drift_commits == 0) {
-    from = to = std::uniform_int_distribution<std::size_t>(15, 85)(random);
+    from = to = s.at ? s.at : std::uniform_int_distribution<std::size_t>(15, 85)(random);
     for (std::size_t i = from; i < kCommits; ++i) levels[i] = 1 + s.step;
     return levels;
   }
@@ -250,7 +251,9 @@ int main(int argc, char** argv) {
                 c.residuals.size(), 100 * c.relative_mad, 100 * c.relative_sd, c.one_mode() ? "" : " (two modes)");
   const std::vector<Scenario> scenarios = {{"clean", 0, 0},          {"+2% step", 0.02, 0}, {"+3% step", 0.03, 0},
                                            {"+5% step", 0.05, 0},    {"+10% step", 0.10, 0},
-                                           {"drift +0.5%/commit x 20", 0.005, 20}, {"drift +0.1%/commit x 50", 0.001, 50}};
+                                           {"drift +0.5%/commit x 20", 0.005, 20}, {"drift +0.1%/commit x 50", 0.001, 50},
+                                           {"+3% step at commit 95 (5 after it)", 0.03, 0, 95},
+                                           {"+3% step at commit 97 (3 after it)", 0.03, 0, 97}};
   std::printf("\n| noise | reps | planted | found within %ld commits | location error mean / max | changes there | reported (compounded) | 95%% CI holds the step | other changes per 100 commits |\n", kWithin);
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   const NoiseSet sets[] = {{"real", NoiseSet::kReal, 0, 5},
