@@ -1,6 +1,7 @@
-// jemalloc 5.x: everything through mallctl (found with dlsym, never linked).
-// Names checked against jemalloc 5.3 (doc/jemalloc.xml.in, src/ctl.c,
-// include/jemalloc/internal/mutex_prof.h); a name this build's mallctl rejects is skipped.
+// jemalloc: everything through mallctl (found with dlsym, never linked). Names checked against
+// jemalloc 5.3 (doc/jemalloc.xml.in, src/ctl.c, include/jemalloc/internal/mutex_prof.h) and, for
+// releases built from source (docs/versions.md), 4.x's; a name this build's mallctl rejects is
+// skipped, so a figure an old release lacks is absent from the record, never 0.
 #include "allocators/dlsym.h"
 #include "allocators/native_backends.h"
 
@@ -115,7 +116,9 @@ nlohmann::json read_contention() {
 
   MutexStats total;
   nlohmann::json mutexes = nlohmann::json::object();
+  bool known = false;  // whether this release profiles its mutexes at all (5.1 and later)
   auto add = [&](const std::string& name, const MutexStats& m) {
+    known = true;
     if (m.num_ops == 0) return;
     total.merge(m);
     mutexes[name] = m.to_json();
@@ -133,7 +136,10 @@ nlohmann::json read_contention() {
   for (unsigned j = 0; j < nbins; ++j) {
     if (auto m = read_mutex(ctl, arena_prefix + ".bins." + std::to_string(j) + ".mutex")) bins.merge(*m);
   }
-  add("bins", bins);
+  if (nbins != 0 && read_mutex(ctl, arena_prefix + ".bins.0.mutex")) add("bins", bins);
+  // A release without mutex profiling (jemalloc 4.x, 5.0) counts nothing: say so (an empty object,
+  // as for an allocator without counters) rather than report zero waits.
+  if (!known) return nlohmann::json::object();
 
   return {{"num_ops", total.num_ops},
           {"num_wait", total.num_wait},
@@ -149,9 +155,12 @@ nlohmann::json read_options() {
   put(o, "background_thread", get<bool>(ctl, "background_thread"));  // current state
   put(o, "opt.dirty_decay_ms", get<ssize_t>(ctl, "opt.dirty_decay_ms"));
   put(o, "opt.muzzy_decay_ms", get<ssize_t>(ctl, "opt.muzzy_decay_ms"));
+  // jemalloc 4.x's purging options, which 5.0 replaced by the two decays above.
+  put(o, "opt.decay_time", get<ssize_t>(ctl, "opt.decay_time"));
+  put(o, "opt.lg_dirty_mult", get<ssize_t>(ctl, "opt.lg_dirty_mult"));
   put(o, "opt.narenas", get<unsigned>(ctl, "opt.narenas"));
   put(o, "opt.tcache", get<bool>(ctl, "opt.tcache"));
-  for (const char* name : {"opt.metadata_thp", "opt.thp", "opt.percpu_arena"}) {
+  for (const char* name : {"opt.metadata_thp", "opt.thp", "opt.percpu_arena", "opt.purge"}) {
     auto s = get<const char*>(ctl, name);
     if (s && *s != nullptr) o[name] = std::string(*s);
   }
@@ -161,7 +170,10 @@ nlohmann::json read_options() {
 bool purge() {
   MallctlFn* ctl = find_mallctl();
   if (ctl == nullptr) return false;
-  return ctl("arena." ALLOCMARK_JE_ALL_ARENAS ".purge", nullptr, nullptr, nullptr, 0) == 0;
+  if (ctl("arena." ALLOCMARK_JE_ALL_ARENAS ".purge", nullptr, nullptr, nullptr, 0) == 0) return true;
+  // jemalloc 4.x named all arenas by their count (arena.<narenas>.purge); 5.0 made it 4096.
+  const auto narenas = get<unsigned>(ctl, "arenas.narenas");
+  return narenas && ctl(("arena." + std::to_string(*narenas) + ".purge").c_str(), nullptr, nullptr, nullptr, 0) == 0;
 }
 
 std::string version() {
