@@ -4,6 +4,11 @@
 // statistic with alpha = 1 picks the best split of a window, splits are added one at a time while a
 // permutation test says the best remaining one is real, and the permutations come from a fixed seed
 // so the same history always gives the same answer. Pure: figures in, change points out.
+//
+// What it reports (measured in docs/validation.md): a step at its commit (a +3% step at 1% spread,
+// 5 repetitions a commit, at most a commit or two off, reliably once about 5 commits follow it); a
+// slow drift as a staircase of steps inside it whose sizes compound to the drift; nothing in a clean
+// series but for about alpha of them.
 #pragma once
 
 #include <cstddef>
