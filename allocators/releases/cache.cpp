@@ -61,10 +61,6 @@ std::optional<Built> read_entry(const std::string& dir) {
   }
 }
 
-namespace {
-
-// Family, then version by its numbers (5.10.0 after 5.9.0), a suffixed version before its release
-// (5.3.0-rc1 before 5.3.0): the order a reader of `list` expects, not the alphabet's.
 bool release_less(const Release& a, const Release& b) {
   if (a.family != b.family) return a.family < b.family;
   auto numbers = [](const std::string& v) {
@@ -80,6 +76,8 @@ bool release_less(const Release& a, const Release& b) {
   };
   return numbers(a.version) != numbers(b.version) ? numbers(a.version) < numbers(b.version) : a.version < b.version;
 }
+
+namespace {
 
 // Registered entries of `r` (any key), in name order; temp folders start with '.', so never match.
 std::vector<Built> entries_of(const Release& r) {

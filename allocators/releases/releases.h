@@ -25,6 +25,9 @@ struct Release {
 // suffix such as "5.3.0-rc1"); throws ConfigError naming the text and, for an unknown family, the
 // families there are.
 Release parse_release(std::string_view text);
+// Family, then version by its numbers (5.10.0 after 5.9.0; 5.3.0-rc1 before 5.3.0): the order in
+// which `list` and a matrix's allocator axis put releases, never the alphabet's.
+bool release_less(const Release& a, const Release& b);
 // The families with a recipe (allocators/*/recipe.toml), sorted: jemalloc, mimalloc, ...
 std::vector<std::string> recipe_families();
 

@@ -316,6 +316,23 @@ class PlanBuilder {
       }
     }
     if (plan_.allocators.empty()) throw ConfigError(ctx + ": none of these allocators is installed (ci/setup.sh installs them)");
+    order_releases();
+  }
+
+  // Each family's releases in version order in the places the matrix gives them (jemalloc@5.3.0,
+  // jemalloc@4.4.0 run and read 4.4.0 first): every reader shows the allocator axis in plan order.
+  void order_releases() {
+    std::map<std::string, std::vector<std::size_t>> places;
+    for (std::size_t i = 0; i < plan_.allocators.size(); ++i)
+      if (!plan_.allocators[i].release.empty()) places[plan_.allocators[i].backend].push_back(i);
+    for (const auto& [family, at] : places) {
+      std::vector<ResolvedAllocator> releases;
+      for (std::size_t i : at) releases.push_back(plan_.allocators[i]);
+      std::stable_sort(releases.begin(), releases.end(), [](const ResolvedAllocator& a, const ResolvedAllocator& b) {
+        return allocators::releases::release_less({a.backend, a.release.at("version")}, {b.backend, b.release.at("version")});
+      });
+      for (std::size_t k = 0; k < at.size(); ++k) plan_.allocators[at[k]] = std::move(releases[k]);
+    }
   }
 
   // Only `never` can be set for one process; the machine's own mode runs as it is, any other one

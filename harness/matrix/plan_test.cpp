@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -463,6 +464,29 @@ TEST_F(PlanReleases, AReleaseComposesWithAVariantAndTheThpAxis) {
   // The record carries the release; a cell of the system's library carries none (records as before).
   EXPECT_EQ(allocmark::record::record_cell(p.cells[0])["release"]["version"], "5.2.1");
   EXPECT_FALSE(allocmark::record::record_cell(p.cells[1]).contains("release"));
+}
+
+TEST_F(PlanReleases, ReleasesOfAFamilyRunInVersionOrderWhereverTheMatrixNamesThem) {
+  namespace fs = std::filesystem;
+  // A second release beside 5.2.1: 5.10.0 sorts after it by its numbers, not its letters.
+  const fs::path other = fs::path(entry_.string().replace(entry_.string().find("5.2.1"), 5, "5.10.0"));
+  fs::create_directories(other);
+  fs::copy_file(entry_ / "libjemalloc.so.2", other / "libjemalloc.so.2");
+  std::string text;
+  {
+    std::ifstream in(entry_ / "build.json");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["release"]["version"] = "5.10.0";
+  j["library"] = (other / "libjemalloc.so.2").string();
+  std::ofstream(other / "build.json") << j.dump();
+  Overrides o = axes({"jemalloc@5.10.0", "glibc", "jemalloc@5.2.1:bg", "jemalloc@5.2.1"}, {"size_mix"}, {1});
+  o.reps = 1;
+  Plan p = build_plan(std::nullopt, variants(), o);
+  std::vector<std::string> names;
+  for (const auto& a : p.allocators) names.push_back(a.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"jemalloc@5.2.1:bg", "glibc", "jemalloc@5.2.1", "jemalloc@5.10.0"}));
 }
 
 TEST_F(PlanReleases, ReleaseNamesThatCannotRunAreRefusedNamingWhy) {
