@@ -11,8 +11,10 @@
 namespace allocmark::allocators {
 namespace {
 
-// MI_MALLOC_VERSION / mi_version(): major*100 + minor*10 + patch (2.0.9 -> 209, 1.7.9 -> 179).
+// MI_MALLOC_VERSION / mi_version(): major*100 + minor*10 + patch up to 2.x (2.0.9 -> 209, 1.7.9 ->
+// 179), major*10000 + minor*100 + patch from 3.x (3.4.3 -> 30403), whose minor and patch outgrew a digit.
 std::string format_version(int v) {
+  if (v >= 10000) return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
   return std::to_string(v / 100) + "." + std::to_string((v % 100) / 10) + "." + std::to_string(v % 10);
 }
 
