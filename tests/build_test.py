@@ -111,6 +111,36 @@ class RealBuild:
         self.assertEqual([b["release"] for b in listed["built"]], [self.RELEASE])
         self.assertNotIn(self.RELEASE, listed["buildable"])
         self.assertIn("    %-20s %s" % (self.RELEASE, library), self.run_allocmark(["list"]).stdout)
+        self.check_in_a_matrix(library)
+
+    # The name on the allocator axis, and extra flags, for the matrix check (issue 43: a release is
+    # one name away, with its backend's variants and the thp axis).
+    MATRIX_NAME, MATRIX_FLAGS, CELL_NAME = "", [], ""
+
+    def check_in_a_matrix(self, library):
+        """The release just built runs as a cell of a matrix (--no-build: found, never rebuilt) and its
+        record says which release it ran, from which source."""
+        out = os.path.join(self.tmp, "results")
+        name = self.MATRIX_NAME or self.RELEASE
+        p = self.run_allocmark(["run", "-a", name + ",glibc", "-w", "size_mix", "-t", "1", "-r", "1", "--set",
+                                "size_mix.ops=20000", "--no-build", "-o", out] + self.MATRIX_FLAGS)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertNotIn("building", p.stderr)
+        with open(os.path.join(out, "results.jsonl")) as f:
+            records = [json.loads(line) for line in f]
+        release = [r for r in records if r["backend"] != "glibc"]
+        self.assertEqual(len(release), 1)
+        r = release[0]
+        self.assertEqual(r["status"], "ok", r.get("error"))
+        self.assertEqual(r["allocator"], self.CELL_NAME or name)
+        self.assertEqual(r["preload"], library)
+        family, version = self.RELEASE.split("@")
+        self.assertEqual(r["release"]["name"], self.RELEASE)
+        self.assertEqual(r["release"]["version"], version)
+        self.assertEqual(r["release"]["source_sha256"], sha256(os.path.join(self.sources, self.SOURCE)))
+        self.assertEqual(r["release"]["build"], os.path.dirname(library))
+        self.assertNotIn("release", [g for g in records if g["backend"] == "glibc"][0])
+        return r
 
 
 class Jemalloc(RealBuild, CacheTest):
@@ -121,6 +151,14 @@ v = ctypes.c_char_p(); n = ctypes.c_size_t(ctypes.sizeof(v))
 assert lib.mallctl(b"version", ctypes.byref(v), ctypes.byref(n), None, 0) == 0
 print(v.value.decode())"""
     VERSION = "5.3.0-0-g"
+    MATRIX_NAME, MATRIX_FLAGS, CELL_NAME = "jemalloc@5.3.0:bg", ["--thp", "never"], "jemalloc@5.3.0:bg@thp=never"
+
+    def check_in_a_matrix(self, library):
+        r = super().check_in_a_matrix(library)
+        self.assertEqual(r["env"]["MALLOC_CONF"], "background_thread:true")  # the variant's settings
+        self.assertTrue(r["allocator_options"]["opt.background_thread"])      # reached the release
+        self.assertEqual(r["thp"], {"mode": "never", "how": "prctl"})
+        self.assertTrue(r["allocator_version"].startswith("5.3.0-0-g"))
 
 
 class Mimalloc(RealBuild, CacheTest):
