@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include "harness/os/clock.h"
 
 namespace allocmark::workloads {
 
@@ -97,11 +98,7 @@ std::unique_ptr<Slot[]> g_bound;
 int g_bound_count = 0, g_crew_count = 0;
 std::atomic<uint32_t> g_every{0};
 
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t now_ns() { return static_cast<uint64_t>(allocmark::os::monotonic_ns()); }
 
 // The countdown's restart value: N, or as far away as it goes when timing is off.
 uint32_t restart_value() {

@@ -3,14 +3,11 @@
 #pragma once
 
 #include <time.h>
+#include "harness/os/clock.h"
 
 namespace allocmark::workloads {
 
-inline double now_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+inline double now_s() { return allocmark::os::monotonic_s(); }
 
 inline void sleep_s(double seconds) {
   timespec ts;

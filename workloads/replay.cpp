@@ -37,6 +37,7 @@
 #include "units/input_file.h"
 #include "workloads/call_latency.h"
 #include "workloads/touch.h"
+#include "harness/os/clock.h"
 
 namespace allocmark::workloads {
 namespace {
@@ -46,11 +47,7 @@ using tr::Op;
 
 std::atomic<int64_t> g_wait_limit_ns{10'000'000'000};
 
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t now_ns() { return static_cast<uint64_t>(allocmark::os::monotonic_ns()); }
 
 // Keeps the compiler from removing an allocation whose block is never used (a recorded failure's
 // result, freed at once): a malloc/free pair it can see may otherwise go.

@@ -34,6 +34,7 @@
 #include "harness/metrics/proc.h"
 #include "harness/worker/preload_check.h"
 #include "harness/worker/report_line.h"
+#include "harness/os/clock.h"
 
 namespace {
 
@@ -50,11 +51,7 @@ void report(json event) {
   allocmark::worker::write_report_line(g_fd, json::parse(event.dump(-1, ' ', false, json::error_handler_t::replace)));
 }
 
-int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+int64_t now_ns() { return allocmark::os::monotonic_ns(); }
 
 [[noreturn]] void exit_group(int status) {
   for (;;) ::syscall(SYS_exit_group, status);

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "units/input_file.h"
+#include "harness/os/clock.h"
 
 namespace allocmark::results {
 
@@ -188,9 +189,8 @@ void Folder::write_atomically(const std::string& name, const std::string& text) 
   // name (the writer's pid) is never opened. Several writers may publish the same file at once
   // (array tasks on one node each offering the node's machine description); each rename is whole.
   for (int tries = 0; fd < 0; ++tries) {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    tmp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++) + "." + std::to_string(ts.tv_nsec);
+    tmp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++) + "." +
+          std::to_string(os::monotonic_ns() % 1000000000);
     fd = ::openat(fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 && (errno != EEXIST || tries >= 100)) throw ResultsError("cannot write " + path_of(name) + ": " + reason(errno));
   }

@@ -46,6 +46,7 @@
 
 #include "harness/trace/address_table.h"
 #include "harness/trace/encoding.h"
+#include "harness/os/clock.h"
 
 namespace {
 
@@ -167,11 +168,7 @@ int g_phase_sock = -1;
 
 // ---- Small tools ----
 
-uint64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t now_ns() { return static_cast<uint64_t>(allocmark::os::monotonic_ns()); }
 uint64_t now_us() { return (now_ns() - g_start_ns) / 1000; }
 
 void spin_lock(std::atomic<bool>& l) {

@@ -10,16 +10,13 @@
 #include "harness/metrics/proc.h"
 #include "harness/metrics/derived.h"
 #include "harness/worker/phase_contention.h"
+#include "harness/os/clock.h"
 
 namespace allocmark::worker {
 
 namespace {
 
-int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+int64_t now_ns() { return allocmark::os::monotonic_ns(); }
 
 }  // namespace
 

@@ -37,6 +37,7 @@
 #include "workloads/touch.h"
 #include "workloads/refused.h"
 #include "workloads/workload.h"
+#include "harness/os/clock.h"
 
 namespace {
 
@@ -46,11 +47,7 @@ namespace metrics = allocmark::metrics;
 
 constexpr int kReportFd = 3;
 
-int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+int64_t now_ns() { return allocmark::os::monotonic_ns(); }
 
 void report(const json& event) { allocmark::worker::write_report_line(kReportFd, event); }
 
