@@ -434,13 +434,18 @@ class Replay(TempDirTest):
         self.assertIn("replay:first", p.stdout)
         self.assertNotIn("replay:second", p.stdout)
 
-    def test_a_trace_replaced_at_its_path_is_another_cell(self):
-        # A replay cell is its trace's contents: the path stored absolute, the SHA-256 in the key, so
-        # a file replaced at the same path is never pooled with the first (issue 41).
+    def two_traces(self):
+        """Two different recordings of one program (1000 and 3000 blocks): paths of first and second."""
         first, second = os.path.join(self.tmp, "first.trace"), os.path.join(self.tmp, "second.trace")
         for path, n in ((first, 1000), (second, 3000)):
             p = run(["trace", "record", "--out", path, "--", "python3", "-c", f"x = [bytearray(100) for i in range({n})]"], env=ENV)
             self.assertEqual(p.returncode, 0, p.stderr)
+        return first, second
+
+    def test_a_trace_replaced_at_its_path_is_another_cell(self):
+        # A replay cell is its trace's contents: the path stored absolute, the SHA-256 in the key, so
+        # a file replaced at the same path is never pooled with the first (issue 41).
+        first, second = self.two_traces()
         app = os.path.join(self.tmp, "app.trace")
         shutil.copy(first, app)
         args = ["run", "-a", "glibc", "-w", "replay", "--set", "replay.trace=app.trace", "-r", "1", "--out", self.out]
@@ -469,10 +474,7 @@ class Replay(TempDirTest):
         # A baseline of one trace and results of another replayed from the same path: another
         # workload, not comparable without --strict (a changed library is what a gate is for; a
         # changed input is not). The gate passed it at +0.6% before (issue 41).
-        first, second = os.path.join(self.tmp, "first.trace"), os.path.join(self.tmp, "second.trace")
-        for path, n in ((first, 1000), (second, 3000)):
-            p = run(["trace", "record", "--out", path, "--", "python3", "-c", f"x = [bytearray(100) for i in range({n})]"], env=ENV)
-            self.assertEqual(p.returncode, 0, p.stderr)
+        first, second = self.two_traces()
         app = os.path.join(self.tmp, "app.trace")
         folders = {}
         for name, source in (("base", first), ("same", first), ("other", second)):
