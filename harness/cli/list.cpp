@@ -76,7 +76,9 @@ std::string releases_text(const json& r) {
                        b["source_sha256"].get<std::string>().substr(0, 12));
   std::string can;
   for (const auto& name : r["buildable"]) can += " " + name.get<std::string>();
-  return out + "  can be built:" + (can.empty() ? std::string(" none (no release tarball in the sources folder)") : can) + "\n";
+  // Buildable lists only sources not built yet: none left is not the same as no sources at all.
+  const char* none = r["built"].empty() ? " none (no release tarball in the sources folder)" : " none besides those built";
+  return out + "  can be built:" + (can.empty() ? std::string(none) : can) + "\n";
 }
 
 // Library paths and versions (probed), variants' descriptions (configs/variants.toml): shown, never
