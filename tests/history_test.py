@@ -1,10 +1,11 @@
 """The results history end to end (issue 44; docs/history.md): `history add` and `history show` on
 real runs, adding twice, two adds at once from two processes, refused files left as they were, and
-`gate --history`. Run by ctest with Debian's /usr/bin/python3 (standard library only: its sqlite3
+`gate --history`, `history changes` on series of planted steps. Run by ctest with Debian's /usr/bin/python3 (standard library only: its sqlite3
 module plays the other program or the newer allocmark); assertions on contents and exit codes,
 never timings."""
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import unittest
@@ -23,6 +24,50 @@ def make_run(tmp, name):
 
 def show_json(db, *extra):
     p = run(["history", "show", db, "--format", "json", *extra])
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def scaled_copy(source, folder, factor):
+    """A copy of a real run's folder whose every peak_rss_bytes is `factor` times the run's: a
+    planted step without running again (the records stay the run's in all else)."""
+    shutil.copytree(source, folder)
+    path = os.path.join(folder, "results.jsonl")
+    with open(path) as f:
+        recs = [json.loads(line) for line in f]
+    for r in recs:
+        for holder in [r] + r.get("phases", []):
+            if isinstance(holder.get("peak_rss_bytes"), (int, float)):
+                holder["peak_rss_bytes"] = int(holder["peak_rss_bytes"] * factor)
+    with open(path, "w") as f:
+        for r in recs:
+            f.write(json.dumps(r) + "\n")
+    return folder
+
+
+def sha(i):
+    """Commit i as 40 hex digits whose short form (12) still tells commits apart: 0808...08."""
+    return ("%02d" % i) * 20
+
+
+def when(i):
+    return "2026-01-%02dT12:00:00Z" % i
+
+
+# Commit-to-commit noise of +-0.3%, not a trend: a clean series is never perfectly flat.
+JITTER = [0.0, 0.003, -0.002, 0.001, -0.003, 0.002, 0.0, -0.001]
+
+
+def add_series(tmp, db, source, factors, testbed="ci"):
+    """Adds scaled copies of `source` under commits 1.. (one per factor), in time order."""
+    for i, factor in enumerate(factors, start=1):
+        folder = scaled_copy(source, os.path.join(tmp, "c%d" % i), factor * (1 + JITTER[i % len(JITTER)]))
+        p = run(["history", "add", db, folder, "--commit", sha(i), "--time", when(i), "--testbed", testbed])
+        assert p.returncode == 0, p.stderr
+
+
+def changes_json(db, *extra):
+    p = run(["history", "changes", db, "--format", "json", *extra])
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
@@ -149,6 +194,67 @@ class HistoryFiles(TempDirTest):
         self.assertIn("without allocmark's history tables", p.stderr)
         with sqlite3.connect(other) as c:
             self.assertEqual([r[0] for r in c.execute("SELECT name FROM sqlite_master")], ["accounts"])
+
+
+class HistoryChanges(TempDirTest):
+    def test_a_clean_series_has_no_change(self):
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [1.0] * 12)
+        found = changes_json(db)
+        self.assertEqual(found["changes"], [])
+        self.assertEqual(found["metrics"], ["peak_rss_bytes"])
+        self.assertEqual(found["series_too_short"], 0)
+        self.assertGreaterEqual(found["series_judged"], 3)  # size_mix's phases
+        table = run(["history", "changes", db])
+        self.assertEqual(table.returncode, 0, table.stderr)
+        self.assertIn("no change in %d series judged" % found["series_judged"], table.stdout)
+
+    def test_a_step_is_reported_at_its_commit_with_the_series_that_moved_with_it(self):
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [1.0] * 7 + [1.10] * 9)
+        found = changes_json(db)
+        self.assertEqual(len(found["changes"]), 1, json.dumps(found["changes"], indent=1))
+        group = found["changes"][0]
+        self.assertEqual((group["commit"], group["commit_index"], group["time"]), (sha(8), 7, when(8)))
+        # Every phase's peak scaled at once: the cells moved together, one group.
+        self.assertEqual(len(group["series"]), found["series_judged"])
+        for s in group["series"]:
+            self.assertEqual((s["from_commit"], s["to_commit"], s["metric"]), (sha(7), sha(8), "peak_rss_bytes"))
+            self.assertAlmostEqual(s["relative_step"], 0.10, delta=0.01)
+            self.assertLessEqual(s["ci_low"], s["relative_step"])
+            self.assertGreaterEqual(s["ci_high"], s["relative_step"])
+            self.assertLess(s["p"], 0.01)
+        table = run(["history", "changes", db])
+        self.assertEqual(table.returncode, 0, table.stderr)
+        self.assertIn("at %s (%s; branch main, testbed ci)" % (sha(8)[:12], when(8)), table.stdout)
+        self.assertIn("%s..%s" % (sha(7)[:12], sha(8)[:12]), table.stdout)
+        self.assertIn("stepped together", table.stdout)
+        # --since: the change is at commit 8, so from 9 on there is none; from 8 on it is there.
+        self.assertEqual(changes_json(db, "--since", sha(9))["changes"], [])
+        self.assertEqual(len(changes_json(db, "--since", sha(8))["changes"]), 1)
+
+    def test_short_series_are_counted_and_bad_filters_are_exit_2(self):
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [1.0] * 3)
+        found = changes_json(db)
+        self.assertEqual((found["series_judged"], found["changes"]), (0, []))
+        self.assertGreaterEqual(found["series_too_short"], 3)
+        table = run(["history", "changes", db])
+        self.assertEqual(table.returncode, 0, table.stderr)
+        self.assertIn("%d series too short to judge (fewer than %d commits)" % (found["series_too_short"],
+                                                                              found["min_commits"]), table.stdout)
+        for extra, said in ((["--metric", "peak_rs"], "--metric: 'peak_rs' is not in"),
+                            (["--branch", "nope"], "--branch: no cell of"),
+                            (["--testbed", "nope"], "--testbed: no cell of"),
+                            (["--since", "abcdef0"], "--since: no commit of"),
+                            (["--since", "0"], "names 3 commits"),
+                            (["--format", "xml"], "--format: 'xml'")):
+            p = run(["history", "changes", db, *extra])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(said, p.stderr)
 
 
 class GateHistory(TempDirTest):

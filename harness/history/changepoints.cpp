@@ -276,13 +276,17 @@ std::vector<ChangePoint> describe(const std::vector<SeriesPoint>& series, const 
 
 }  // namespace
 
+std::size_t min_commits(const ChangePointOptions& options) {
+  // A side of one commit has no within-side spread to weigh a split against.
+  return 2 * std::max<std::size_t>(options.min_segment, 2);
+}
+
 std::vector<ChangePoint> find_change_points(const std::vector<SeriesPoint>& series,
                                             const ChangePointOptions& options) {
   const std::vector<double> medians = commit_medians(series);
   ChangePointOptions used = options;
-  // A side of one commit has no within-side spread to weigh a split against.
-  used.min_segment = std::max<std::size_t>(options.min_segment, 2);
-  if (medians.size() < 2 * used.min_segment) return {};
+  used.min_segment = min_commits(options) / 2;
+  if (medians.size() < min_commits(options)) return {};
   std::vector<Cut> cuts = divide(medians, used);
   drop_small_steps(medians, cuts, used.min_relative_step);
   return describe(series, medians, cuts, used.seed);

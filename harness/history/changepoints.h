@@ -47,6 +47,9 @@ struct ChangePoint {
 
 inline constexpr double kConfidenceLevel = 0.95;
 
+// The fewest commits a series needs before find_change_points can split it (shorter: no change).
+std::size_t min_commits(const ChangePointOptions& options = {});
+
 // The change points of a series, in index order. Points without values are not allowed (they
 // throw std::invalid_argument): the caller leaves out commits it has no figure for.
 std::vector<ChangePoint> find_change_points(const std::vector<SeriesPoint>& series,
