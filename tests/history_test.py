@@ -275,6 +275,43 @@ class GateHistory(TempDirTest):
         self.assertEqual({s["branch"] for s in shown["series"]}, {"pr-7"})
         self.assertEqual({s["points"][0]["commit"] for s in shown["series"]}, {"feedbee"})
 
+    def test_creep_of_small_steps_fails_the_gate_by_the_fourth(self):
+        """Five +2% steps, each within the 5% band against the baseline before it: the gate against
+        the history's last stable segment fails by the fourth, saying how far and since when."""
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [1.0] * 6)
+        previous = os.path.join(self.tmp, "c6")
+        outcomes, tables = [], []
+        for k in range(1, 6):
+            baseline = os.path.join(self.tmp, "base%d.json" % k)
+            self.assertEqual(run(["baseline", previous, "-o", baseline]).returncode, 0)
+            folder = scaled_copy(source, os.path.join(self.tmp, "step%d" % k), 1.02 ** k)
+            plain = run(["gate", baseline, folder, "--tolerance", "5%", "--format", "json"])
+            self.assertEqual(plain.returncode, 0, plain.stdout)  # each step alone passes
+            probe = os.path.join(self.tmp, "probe%d.db" % k)  # the same history, for the table
+            shutil.copy(db, probe)
+            tables.append(run(["gate", baseline, folder, "--history", probe, "--commit", sha(6 + k), "--testbed", "ci"]))
+            p = run(["gate", baseline, folder, "--tolerance", "5%", "--format", "json", "--history", db,
+                     "--commit", sha(6 + k), "--time", when(6 + k), "--testbed", "ci"])
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            self.assertIn("allocmark gate: added", p.stderr)
+            outcomes.append((p.returncode, json.loads(p.stdout)))
+            previous = folder
+        codes = [code for code, _ in outcomes]
+        self.assertEqual(codes[:2], [0, 0], codes)  # +2% and +4% are within the band
+        first_fail = codes.index(1) + 1
+        self.assertLessEqual(first_fail, 4, codes)
+        self.assertEqual(codes[first_fail - 1:], [1] * (6 - first_fail), codes)
+        verdicts = outcomes[first_fail - 1][1]["verdicts"]
+        crept = [v for v in verdicts if v["verdict"] == "regressed"]
+        self.assertTrue(crept, verdicts)
+        for v in crept:
+            self.assertRegex(v["reason"], r"^cumulative \+\d+\.\d% since " + sha(1)[:12])
+        self.assertEqual([t.returncode for t in tables], codes)
+        self.assertIn("cumulative +", tables[first_fail - 1].stdout)
+        self.assertIn("gate: FAIL", tables[first_fail - 1].stdout)
+
     def test_gate_history_flags_are_checked_before_judging(self):
         before = make_run(self.tmp, "before")
         baseline = os.path.join(self.tmp, "base.json")

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "harness/cli/common.h"
 #include "harness/cli/history.h"
@@ -176,6 +177,40 @@ GateRun check_gate_flags(const GateFlags& f, const std::string& default_metric) 
   return run;
 }
 
+// One gated series' last stable segment in the history, read before the run is added.
+std::optional<gate::StableSegment> stable_segment(const history::HistoryDb& db, const history::RunInfo& run,
+                                                  const history::CellInfo& cell, const std::string& phase,
+                                                  const std::string& metric) {
+  std::vector<history::SeriesPoint> points = db.series(cell.cell_id, phase, metric, run.branch, run.testbed);
+  // A rerun of the gated commit already in the history must not be part of what it is judged against.
+  std::erase_if(points, [&](const history::SeriesPoint& p) { return p.commit == run.commit; });
+  if (points.empty()) return std::nullopt;
+  const std::size_t start = history::last_stable_segment(points);
+  gate::StableSegment segment{gate::cell_name(cell.allocator, cell.workload, cell.threads) + " " + phase, metric,
+                              points[start].commit, {}};
+  for (std::size_t i = start; i < points.size(); ++i)
+    segment.values.insert(segment.values.end(), points[i].values.begin(), points[i].values.end());
+  return segment;
+}
+
+// The segments creep is judged against (docs/gate.md "Creep"): none before the history exists.
+std::vector<gate::StableSegment> creep_segments(const GateFlags& f, const GateRun& run) {
+  std::error_code ec;
+  if (f.history_db.empty() || !fs::exists(f.history_db, ec)) return {};
+  const history::FolderRun folder = history::read_folder_run(f.results, f.history_labels);
+  const history::HistoryDb db(f.history_db, history::HistoryDb::Mode::read);
+  std::vector<gate::StableSegment> segments;
+  for (const auto& cell : folder.cells) {
+    std::set<std::string> phases;
+    for (const auto& v : cell.values)
+      if (f.phase.empty() || v.phase == f.phase) phases.insert(v.phase);
+    for (const auto& phase : phases)
+      for (const auto& metric : run.metrics)
+        if (auto segment = stable_segment(db, folder.run, cell.cell, phase, metric)) segments.push_back(std::move(*segment));
+  }
+  return segments;
+}
+
 gate::RunSummary read_gate_baseline(const std::string& path) {
   gate::RunSummary base = gate::read_baseline(path);
   // Read the same as ever; said so that whoever owns the file knows its next rewrite changes the keys.
@@ -235,6 +270,7 @@ int run_gate(const GateFlags& f, const std::string& default_metric) {
   gate::GateResult result = gate::judge(base, now, run.metrics, f.phase, run.rule);
   gate::require_judgement(result, base, f.baseline, run.metrics, f.phase);
   if (f.confirm && !confirm_flagged(result, f, run, base, now)) return static_cast<int>(kExitInterrupted);
+  if (!f.history_db.empty()) gate::judge_creep(result, now, creep_segments(f, run), run.rule);
   std::cout << gate::render_gate(result, f.format);
   if (!f.history_db.empty()) {
     std::cout.flush();

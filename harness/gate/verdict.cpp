@@ -215,6 +215,49 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
   return result;
 }
 
+namespace {
+
+// The one segment of a verdict's cell and metric; nullptr for none or several.
+const StableSegment* segment_of(const Verdict& v, const std::vector<StableSegment>& segments) {
+  const StableSegment* found = nullptr;
+  for (const auto& s : segments) {
+    if (s.cell != v.cell || s.metric != v.metric) continue;
+    if (found) return nullptr;
+    found = &s;
+  }
+  return found;
+}
+
+}  // namespace
+
+void judge_creep(GateResult& result, const RunSummary& now, const std::vector<StableSegment>& segments,
+                 const RuleSettings& rule) {
+  std::map<std::string, const GateCell*> by_id;
+  for (const auto& c : now.cells) by_id[c.id()] = &c;
+  bool changed = false;
+  for (auto& v : result.verdicts) {
+    const StableSegment* segment = segment_of(v, segments);
+    const auto cell = by_id.find(v.cell);
+    if (v.verdict != "pass" || !segment || cell == by_id.end()) continue;
+    GateCell before = *cell->second;
+    before.values = {{v.metric, segment->values}};
+    const Verdict creep = judge_metric(before, *cell->second, *find_gate_metric(v.metric), rule);
+    if (creep.verdict != "regressed") continue;
+    v.verdict = "regressed";
+    v.reason = fmt::format("cumulative {:+.1f}% since {} (the history's last stable segment, {} values; band {:.1f}%, "
+                           "p = {:.3f})",
+                           100 * creep.change, segment->since_commit.substr(0, 12), segment->values.size(),
+                           100 * creep.band, creep.p);
+    changed = true;
+  }
+  if (!changed) return;
+  // What a confirming rerun appended to the one-line verdict (after the tally's parenthesis) stays.
+  const std::size_t tally_end = result.summary.find(')');
+  const std::string appended = tally_end == std::string::npos ? "" : result.summary.substr(tally_end + 1);
+  conclude(result);
+  result.summary += appended;
+}
+
 void require_judgement(const GateResult& result, const RunSummary& baseline, const std::string& baseline_path,
                        const std::vector<std::string>& metrics, const std::string& phase) {
   if (!result.verdicts.empty()) return;

@@ -75,6 +75,21 @@ void require_judgement(const GateResult& result, const RunSummary& baseline, con
 GateResult confirm(const GateResult& first, const GateResult& rerun,
                    const std::map<std::string, std::string>& not_rerun = {});
 
+// A series' last stable segment in a history (`gate --history`; docs/gate.md "Creep"): every
+// repetition of the commits since the series' last change point, for one cell phase and metric.
+struct StableSegment {
+  std::string cell, metric;  // as Verdict::cell ("glibc size_mix t1 churn") and Verdict::metric
+  std::string since_commit;  // the segment's first commit
+  std::vector<double> values;
+};
+
+// Creep: a verdict that passes against the baseline becomes "regressed" ("cumulative +N% since
+// COMMIT") where the results regress against its cell's segment by judge's own rule, the
+// segment's repetitions standing in for the baseline's. Verdicts with no segment, or with more
+// than one (two cells of one name), are kept; the result is concluded again.
+void judge_creep(GateResult& result, const RunSummary& now, const std::vector<StableSegment>& segments,
+                 const RuleSettings& rule);
+
 // The verdicts a confirming rerun must revisit.
 inline bool needs_confirmation(const Verdict& v) { return v.verdict == "regressed" || v.verdict == "improved"; }
 
