@@ -3,7 +3,15 @@
 
 #include "allocators/backends.h"
 
+#include <string>
+
 namespace allocmark::allocators {
+
+// The entries of a NativeApi for what an allocator does not offer (releases built from source
+// whose builds export no statistics, no purge or no version call): "not exposed", never zeros.
+inline nlohmann::json no_figures() { return nlohmann::json::object(); }
+inline bool no_purge() { return false; }
+inline std::string no_version() { return ""; }  // the release's build.json says it (`release`)
 
 extern const Backend kGlibcBackend;
 extern const Backend kJemallocBackend;

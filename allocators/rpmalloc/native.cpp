@@ -28,18 +28,10 @@ nlohmann::json read_stats() {
   return s;
 }
 
-nlohmann::json empty() { return nlohmann::json::object(); }
-
-// rpmalloc_thread_collect only frees what other threads handed back to this one; nothing returns
-// memory to the system on request.
-bool purge() { return false; }
-
-// rpmalloc has no version call: the release's build.json says it (the record's `release`).
-std::string version() { return ""; }
-
 }  // namespace
 
-constexpr NativeApi kRpmallocApi{"rpmalloc", &read_stats, &empty, &empty, &purge, &version};
+// No purge: rpmalloc_thread_collect only frees what other threads handed back to this one.
+constexpr NativeApi kRpmallocApi{"rpmalloc", &read_stats, &no_figures, &no_figures, &no_purge, &no_version};
 
 const Backend kRpmallocBackend{
     "rpmalloc", "rpmalloc (Mattias Jansson), built from a pinned release", {}, "rpmalloc_initialize", "",

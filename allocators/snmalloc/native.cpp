@@ -5,19 +5,9 @@
 // reads nothing native from it and says so (empty objects), never zeros.
 #include "allocators/native_backends.h"
 
-#include <string>
-
 namespace allocmark::allocators {
-namespace {
 
-nlohmann::json empty() { return nlohmann::json::object(); }
-bool purge() { return false; }
-// No version call: the release's build.json says it (the record's `release`).
-std::string version() { return ""; }
-
-}  // namespace
-
-constexpr NativeApi kSnmallocApi{"snmalloc", &empty, &empty, &empty, &purge, &version};
+constexpr NativeApi kSnmallocApi{"snmalloc", &no_figures, &no_figures, &no_figures, &no_purge, &no_version};
 
 const Backend kSnmallocBackend{
     "snmalloc", "snmalloc (Microsoft Research), message-passing frees, built from a pinned release", {},
