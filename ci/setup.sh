@@ -63,12 +63,21 @@ if ((${#missing[@]} + ${#missing_extra[@]})); then
 fi
 # The lab's, Slurm's and the tests' packages (a browser, qemu, a kernel image: most of a fresh
 # machine's download) are installed while allocmark builds, which needs none of them.
+# Debian's kernel package then builds an initramfs twice (its own hook, then initramfs-tools'
+# trigger): 116 CPU s each, taken from the build beside it (docs/benchmarks.md "Build and test time").
+# The lab boots that kernel with an initramfs of its own (docs/lab.md), so on a machine that does
+# not boot from this /boot (a CI or container machine: its running kernel is not there, no GRUB)
+# INITRD=No skips both. A machine that boots from /boot keeps its initramfs.
+no_initrd=()
+if [ ! -e "/boot/vmlinuz-$(uname -r)" ] && [ ! -d /boot/grub ]; then
+  no_initrd=(INITRD=No)
+fi
 extra_install=""
 extra_log=build/setup-packages.log
 if ((${#missing_extra[@]})); then
   echo "ci/setup.sh: installing ${missing_extra[*]} while building (log: $extra_log)"
   mkdir -p build
-  apt-get install -y -qq --no-install-recommends "${missing_extra[@]}" >"$extra_log" 2>&1 &
+  env "${no_initrd[@]}" apt-get install -y -qq --no-install-recommends "${missing_extra[@]}" >"$extra_log" 2>&1 &
   extra_install=$!
 fi
 
