@@ -24,6 +24,8 @@
   X(moved_bytes, heap, 1, 1)            \
   X(reused_bytes, stats, 1, 1)          \
   X(limited_bytes, heap, 1, 1)          \
+  X(deferred_purges, heap, 0, 1)        \
+  X(deferred_wait_ms, heap, 0, 1)       \
   X(purges, heap, 1, 1)                 \
   X(trims, heap, 1, 1)                  \
   X(tcache_misses, heap, 1, 1)          \

@@ -1,7 +1,8 @@
 // One node's free limit, one component (in its NodePart): when the free resident bytes given back
 // to the node's Slots are checked against NUMAP_FREE_PERCENT of what the node holds in use, by one
 // thread at a time, and how far the allowance backs off where the limit's give-backs were charged
-// again. Advising the pages away is the Heap's (limit_free, heap_reclaim.cpp).
+// again, and the check queued by free() for the thread that applies it (the decay thread, or
+// later allocation slow paths). Advising the pages away is the Heap's (limit_free, heap_reclaim.cpp).
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,8 @@ namespace numap {
 
 class FreeLimit {
  public:
+  // A check queued by free() (queue, take): none, one free() queued, or what a bounded pass left.
+  enum Queued : std::uint32_t { kNone = 0, kFresh = 1, kRest = 2 };
   static constexpr std::uint64_t kCheckBytes = 1 << 20;
 
   // `bytes` of resident chunks went back to the node's Slots, which have `mapped` bytes charged:
@@ -47,7 +50,26 @@ class FreeLimit {
     applying_.store(0);
     return pending_.load() != 0 && applying_.exchange(1) == 0;
   }
-  // In a forked child: the thread that was applying it is gone.
+  // A check came due on the free path (NUMAP_PURGE_DELAY_MS >= 0): it is queued, not applied there.
+  // True when none was queued (the caller asks for a pass); false when one is, and the pass to come
+  // sees these bytes too: a queued check carries no amount, the pass reads the node's figures when
+  // it runs, so checks that come due meanwhile are not counted twice.
+  bool queue(std::uint32_t now) {
+    if (queued_.load(std::memory_order_relaxed) != 0) return false;
+    queued_at_.store(now, std::memory_order_relaxed);
+    return queued_.exchange(kFresh) == kNone;
+  }
+  std::uint32_t queued() const { return queued_.load(); }  // a Queued
+  // The tick the queued check came due at (meaningful while queued()).
+  std::uint32_t queued_at() const { return queued_at_.load(std::memory_order_relaxed); }
+  // The applier takes the queued check before it reads the node's figures (sequentially consistent
+  // with queue(): a check that comes due after this is queued anew); what was queued.
+  Queued take() { return static_cast<Queued>(queued_.exchange(kNone)); }
+  // A pass bounded per call (a slow path) stopped with the excess not all given back: the rest
+  // stays queued, due at once (its delay was waited).
+  void requeue() { queued_.store(kRest); }
+  // In a forked child: the thread that was applying it is gone (a queued check stays queued: the
+  // child's slow paths apply it).
   void forget_applier() {
     applying_.store(0, std::memory_order_relaxed);
     pending_.store(0, std::memory_order_relaxed);
@@ -125,6 +147,8 @@ class FreeLimit {
   std::atomic<std::uint64_t> freed_since_check_{0};
   std::atomic<std::uint32_t> applying_{0};
   std::atomic<std::uint32_t> pending_{0};  // a check came due while another thread was applying
+  std::atomic<std::uint32_t> queued_{0};   // a check came due on the free path, not applied yet
+  std::atomic<std::uint32_t> queued_at_{0};
   // The back-off: the allowance is multiplied by scale_ (1, 2, 4 .. kMaxScale), doubled when,
   // within a window of DECAY_MS from window_, a quarter of what the limit gave back (given_) was
   // charged again by the same classes (refaulted_: see Slot::limit_owed); at the end of a window

@@ -53,6 +53,11 @@ constexpr std::uint64_t kPopulateAfter = 1ull << 20;
 // class is populated only where its last probe slab was written through (Heap::slab_populate).
 constexpr std::uint32_t kPopulateObjectMax = 4096;
 
+// What one allocation slow path gives back of the free limit's queued checks where no background
+// thread takes them (NUMAP_DECAY_THREAD=0, a forked child): about this much a node (the runs stop
+// at the first chunk that reaches it), one madvise per run in it: 32 for scattered 64 KiB slabs.
+constexpr std::uint64_t kDeferredStep = 2ull << 20;
+
 // Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
 // threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), above which it unmaps every freed block.
 constexpr std::uint64_t kGiveBackAtOnce = 32ull << 20;
@@ -398,10 +403,11 @@ class Heap {
   // ---- reclaim: purge, decay, exchange, free limit (heap_reclaim.cpp) ----
   void on_slow_path() {
     refresh_capacity(false);
-    if (opt_.decay_ms > 0) {
-      start_decay_thread();
-      maybe_decay();
-    }
+    start_decay_thread();
+    if (opt_.decay_ms > 0) maybe_decay();
+    // Free-limit checks that free() queued, where no background thread takes them (one load).
+    if (__builtin_expect(limit_queued_.load(std::memory_order_relaxed), 0) && !decay_thread_.running())
+      limit_deferred(kDeferredStep, true);
   }
   // The background thread has work once a resident chunk is free in a Slot (decay ages nothing
   // else): note_given_back() marks that, start_decay_thread() starts the thread then, from the
@@ -410,14 +416,17 @@ class Heap {
   void note_given_back() {
     if (__builtin_expect(!given_back_.load(std::memory_order_relaxed), 0)) {
       given_back_.store(true, std::memory_order_relaxed);
-      if (opt_.decay_ms > 0 && opt_.decay_thread) decay_start_due_.store(true, std::memory_order_relaxed);
+      if (opt_.decay_thread && (opt_.decay_ms > 0 || limit_deferred_on()))
+        decay_start_due_.store(true, std::memory_order_relaxed);
     }
   }
   __attribute__((noinline)) void launch_decay_thread() {
     decay_start_due_.store(false, std::memory_order_relaxed);
-    decay_thread_.start(decay_pass, this, decay_period_);  // once: it checks its own state
+    // With decay off the thread only answers the free limit's requests (its period is then idle).
+    decay_thread_.start(background_pass, this, opt_.decay_ms > 0 ? decay_period_ : 1000, opt_.purge_delay_ms);
   }
-  static void decay_pass(void* heap) { static_cast<Heap*>(heap)->maybe_decay(); }
+  // The thread's pass: the free limit's queued checks, then decay by age.
+  static void background_pass(void* heap);
   // Milliseconds since init, wrapping at 2^32 (chunk ages are compared wrap-safe).
   std::uint32_t tick() const { return static_cast<std::uint32_t>(os_->now_ms() - epoch_ms_); }
   // The purge loop shared by purge, decay and exchange: free mapped chunks of part `only_part`
@@ -432,19 +441,30 @@ class Heap {
   // free resident chunks of the node's other classes idle for NUMAP_EXCHANGE_MS, so RSS does not
   // grow while idle resident memory exists.
   void exchange(int part, int slot, std::uint64_t bytes);
-  // `bytes` of resident chunks went back to part's Slots: apply the free limit when a check is due.
+  // `bytes` of resident chunks went back to part's Slots: the free limit's check, when one is due.
   void note_freed(int part, std::uint64_t bytes) {
     if (opt_.free_percent == 0) return;
     NodePart& np = part_[part];
-    if (np.free_limit.freed(bytes, np.charge.mapped.load(std::memory_order_relaxed))) limit_free(part);
+    if (np.free_limit.freed(bytes, np.charge.mapped.load(std::memory_order_relaxed))) limit_due(part);
   }
+  // The free limit's checks are queued by free() and applied off the free path (PURGE_DELAY_MS >= 0).
+  bool limit_deferred_on() const { return opt_.free_percent > 0 && opt_.purge_delay_ms >= 0; }
+  // A check came due on part (a free): with PURGE_DELAY_MS -1 applied here, else queued and the
+  // background thread asked for a pass (one futex wake for the first check since its last pass;
+  // none for the checks that join it).
+  void limit_due(int part);
+  // The queued checks applied (by the background thread, or a slow path where there is none): each
+  // node's excess over its allowance advised away, at most `bound` bytes a node (0: all; what is
+  // left stays queued). delayed: only checks queued PURGE_DELAY_MS ago (the thread waited itself).
+  void limit_deferred(std::uint64_t bound, bool delayed);
   // The node's free resident bytes above NUMAP_FREE_PERCENT of its in-use bytes (and above
   // NUMAP_FREE_FLOOR) are advised away now, those idle for EXCHANGE_MS first: a program that frees
   // most of what it holds (a release phase, a structure dropped before the next is built) gives the
-  // pages back at once, where decay by age would wait DECAY_MS; steady churn, whose free pages
+  // pages back within PURGE_DELAY_MS, where decay by age would wait DECAY_MS; steady churn, whose free pages
   // are a small share of what it holds, keeps them.
-  void limit_free(int part);
-  void limit_pass(int part);  // limit_free's work, by the thread inside FreeLimit::enter()
+  // bound: at most that many bytes (0: all the excess); returns the bytes advised away.
+  std::uint64_t limit_free(int part, std::uint64_t bound = 0);
+  std::uint64_t limit_pass(int part, std::uint64_t bound);  // limit_free's work, by the thread inside FreeLimit::enter()
   // Fresh pages charged for a Slot the free limit took pages from: the limit was too tight.
   void note_refault(int part, Slot& sl, std::uint64_t bytes);
 
@@ -471,6 +491,7 @@ class Heap {
   std::atomic<bool> moves_off_{false};  // a move was refused (no MREMAP_DONTUNMAP, the map count): none again
   std::atomic<bool> populate_off_{false};  // MADV_POPULATE_WRITE refused: none again
   std::atomic<bool> decay_start_due_{false};  // ... and the background thread is wanted, not yet started
+  std::atomic<bool> limit_queued_{false};  // a node's FreeLimit has a queued check (limit_due)
   HugeAllocations huge_;
   NodeBudget budget_;
   HeapCounters counters_;

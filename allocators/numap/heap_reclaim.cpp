@@ -1,5 +1,6 @@
 // The Heap's reclaim: purges (capacity pressure, numap_purge, malloc_trim), decay by age and its
-// background thread, the exchange across classes and the free limit.
+// background thread, the exchange across classes and the free limit (queued by free(), applied by
+// the background thread or later slow paths).
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -114,16 +115,60 @@ void Heap::exchange(int part, int slot, std::uint64_t bytes) {
   counters_.exchanged_bytes.fetch_add(got, std::memory_order_relaxed);
 }
 
-void Heap::limit_free(int part) {
-  NodePart& np = part_[part];
-  if (!np.free_limit.enter()) return;  // the thread applying it looks again before it leaves
-  do {
-    np.free_limit.begin();
-    limit_pass(part);
-  } while (np.free_limit.again());
+void Heap::limit_due(int part) {
+  if (opt_.purge_delay_ms < 0) {
+    limit_free(part);
+    return;
+  }
+  if (!part_[part].free_limit.queue(tick())) return;  // one is queued: its pass reads these bytes too
+  counters_.deferred_purges.fetch_add(1, std::memory_order_relaxed);
+  limit_queued_.store(true);  // after the node's queue, before the request (limit_deferred reads them so)
+  decay_thread_.request();
 }
 
-void Heap::limit_pass(int part) {
+void Heap::limit_deferred(std::uint64_t bound, bool delayed) {
+  if (!limit_queued_.exchange(false)) return;
+  const std::uint32_t now = tick();
+  bool left = false;
+  for (int p = 0; p < nparts_; ++p) {
+    FreeLimit& fl = part_[p].free_limit;
+    if (!fl.queued()) continue;
+    const std::uint32_t waited = now - fl.queued_at();
+    if (delayed && fl.queued() == FreeLimit::kFresh && static_cast<std::int64_t>(waited) < opt_.purge_delay_ms) {
+      left = true;
+      continue;
+    }
+    const FreeLimit::Queued took = fl.take();
+    if (took == FreeLimit::kNone) continue;
+    if (took == FreeLimit::kFresh) counters_.deferred_wait_ms.fetch_add(waited, std::memory_order_relaxed);
+    // A bounded pass that reached its bound may have left some of the excess: the next slow path
+    // looks again (a pass that finds none left gives nothing back, and queues nothing).
+    if (limit_free(p, bound) >= bound && bound != 0) {
+      fl.requeue();
+      left = true;
+    }
+  }
+  if (left) limit_queued_.store(true);
+}
+
+void Heap::background_pass(void* heap) {
+  Heap* h = static_cast<Heap*>(heap);
+  h->limit_deferred(0, false);  // the thread waited PURGE_DELAY_MS after the request itself
+  if (h->opt_.decay_ms > 0) h->maybe_decay();
+}
+
+std::uint64_t Heap::limit_free(int part, std::uint64_t bound) {
+  NodePart& np = part_[part];
+  if (!np.free_limit.enter()) return 0;  // the thread applying it looks again before it leaves
+  std::uint64_t got = 0;
+  do {
+    np.free_limit.begin();
+    got += limit_pass(part, bound);
+  } while (np.free_limit.again());
+  return got;
+}
+
+std::uint64_t Heap::limit_pass(int part, std::uint64_t bound) {
   NodePart& np = part_[part];
   std::uint64_t free = 0;
   for (int s = 0; s < nslots_; ++s) free += np.slots[s].free_mapped_bytes();
@@ -137,9 +182,10 @@ void Heap::limit_pass(int part) {
   const std::uint64_t allowed = np.free_limit.allowance(now, free, in_use, opt_, &new_window);
   if (new_window)
     for (int s = 0; s < nslots_; ++s) np.slots[s].limit_owed.store(0, std::memory_order_relaxed);
-  if (free <= allowed) return;
+  if (free <= allowed) return 0;
   // Down to three quarters of the allowance, so that a release does not come back every MiB.
-  const std::uint64_t want = free - allowed / 4 * 3;
+  std::uint64_t want = free - allowed / 4 * 3;
+  if (bound != 0 && want > bound) want = bound;
   std::uint64_t got = 0;
   // How much of its page chunks was resident (mincore per run) only where NUMAP_POPULATE=auto reads it.
   FreeLimit::Given given;
@@ -150,6 +196,7 @@ void Heap::limit_pass(int part) {
   np.free_limit.gave(got, given, now);
   if (got != 0) tcache_pressure();
   counters_.limited_bytes.fetch_add(got, std::memory_order_relaxed);
+  return got;
 }
 
 void Heap::note_refault(int part, Slot& sl, std::uint64_t bytes) {

@@ -51,7 +51,10 @@ struct FakeOs {
   static inline bool fail_advise = false;
   static inline bool fail_bind_home = false;
   static inline bool fail_prefer = false;
-  static inline int advises = 0;
+  static inline std::atomic<int> advises{0};  // the decay thread advises too (the free limit's queued checks)
+  // madvise(DONTNEED) calls made by the calling thread (a free's own system calls, not the decay
+  // thread's); each test thread starts at 0.
+  static inline thread_local int advises_here = 0;
   static inline std::vector<Advice> huge_advice;
   static inline std::map<std::string, std::string> files;  // path -> recorded text
   static void* reserve(std::size_t b) {
@@ -61,6 +64,7 @@ struct FakeOs {
   static inline std::function<void()> on_advise;  // runs at the next advise (then cleared)
   static int advise_free(void* p, std::size_t b) {
     ++advises;
+    ++advises_here;
     if (on_advise) std::exchange(on_advise, nullptr)();
     if (!fail_advise) return real_os().advise_free(p, b);
     errno = EINVAL;  // as madvise sets it
@@ -239,8 +243,10 @@ class HeapTest : public ::testing::Test {
     heap_ready = true;
   }
   // One node, no thread caches, no decay: the free limit alone (exchange's idle time, 100 ms, is
-  // what the limit takes first).
-  void make_limit(long long percent, std::uint64_t floor) {
+  // what the limit takes first). Its policy is applied where each check comes due
+  // (PURGE_DELAY_MS=-1, numap v4), so that what it gives back is exact at each step; the tests of
+  // queued checks (purge_delay >= 0) follow those of the policy.
+  void make_limit(long long percent, std::uint64_t floor, long long purge_delay = -1, bool thread = true) {
     Topology t;
     topology_single(&t, 0);
     Options o;
@@ -248,6 +254,8 @@ class HeapTest : public ::testing::Test {
     o.decay_ms = 0;
     o.free_percent = percent;
     o.free_floor = floor;
+    o.purge_delay_ms = purge_delay;
+    o.decay_thread = thread;
     o.tcache = false;
     o.move_pieces = move_pieces;
     ASSERT_TRUE(heap.init(o, t, &os));
@@ -392,7 +400,7 @@ TEST_F(HeapTest, DistanceLimitPurgesBeyondItWhenConfigured) {
   void* p = heap.malloc(64 << 10);
   ASSERT_NE(p, nullptr);
   EXPECT_LT(heap.node_of(p), 4);
-  EXPECT_GE(FakeOs::advises, 1);
+  EXPECT_GE(FakeOs::advises.load(), 1);
   keep.push_back(p);
   for (void* q : keep) heap.free(q);
 }
@@ -1054,7 +1062,7 @@ TEST_P(PageCacheTest, HitsAndPurgeReclaimsOtherThreadsCache) {
   void* p = heap.malloc(768 << 10);
   EXPECT_NE(p, nullptr);
   EXPECT_LE(heap.mapped_bytes(), 1u << 20);
-  EXPECT_GE(FakeOs::advises, 1);
+  EXPECT_GE(FakeOs::advises.load(), 1);
   heap.free(p);
   phase = 2;
   other.join();
@@ -1142,6 +1150,7 @@ TEST_F(HeapTest, FreeLimitCountsCachedLargeChunksAsFree) {
   o.exchange_ms = 0;
   o.free_percent = 12;
   o.free_floor = 1 << 20;
+  o.purge_delay_ms = -1;  // the check applied where it comes due (the policy, exact at each step)
   make_with(o);
   std::vector<void*> held = touched(20, 4 << 20);
   std::vector<void*> more = touched(3, 4 << 20);
@@ -1382,6 +1391,96 @@ TEST_F(HeapTest, FreeLimitFloorBacksOffAtMostFourTimes) {
   for (void* p : touched(16, 1 << 20)) heap.free(p);
   EXPECT_GE(stats().limited_bytes - before, 12u << 20);
   EXPECT_LE(heap.mapped_bytes(), 4u << 20);
+}
+
+// True once done() holds, polled for up to 5 s: what the background thread does is asserted to
+// happen eventually, never within a time.
+bool eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 1000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return done();
+}
+
+// The default (PURGE_DELAY_MS=10): a release over the limit makes no system call on the freeing
+// thread; the checks that come due are queued and the background thread gives the pages back,
+// down to the floor as free() did in v4.
+TEST_F(HeapTest, AReleaseOverTheLimitMakesNoSystemCallInFreeAndTheThreadGivesItBack) {
+  ASSERT_EQ(Options{}.purge_delay_ms, 10);
+  make_limit(12, kMiB, Options{}.purge_delay_ms);
+  std::vector<void*> held = touched(64, kMiB);
+  const int here = FakeOs::advises_here;
+  for (void* p : held) heap.free(p);
+  EXPECT_EQ(FakeOs::advises_here, here);  // the freeing thread advised nothing away
+  EXPECT_GE(stats().deferred_purges, 1u);
+  EXPECT_TRUE(eventually([&] { return heap.mapped_bytes() <= kMiB; })) << heap.mapped_bytes();
+  EXPECT_GE(stats().limited_bytes, 63 * kMiB);
+}
+
+// Without a background thread (NUMAP_DECAY_THREAD=0, a forked child) nothing happens until an
+// allocation's slow path: none before PURGE_DELAY_MS has passed, then each gives back at most
+// kDeferredStep, until the excess is gone. The 64 checks that came due while the first was queued
+// joined it: one request, and the pass reads the node's figures, so nothing is counted twice.
+TEST_F(HeapTest, WithoutTheThreadLaterSlowPathsGiveTheExcessBackABoundedStepEach) {
+  move_pieces = 0;  // the freed pages would move into the new chunks
+  make_limit(12, kMiB, 10, false);
+  std::vector<void*> held = touched(64, kMiB);
+  for (void* p : held) heap.free(p);
+  EXPECT_EQ(FakeOs::advises.load(), 0);
+  EXPECT_EQ(stats().deferred_purges, 1u);
+  EXPECT_EQ(heap.mapped_bytes(), 64 * kMiB);
+  std::vector<void*> taken = {heap.malloc(kChunk)};  // a slow path within the delay
+  EXPECT_EQ(stats().limited_bytes, 0u);
+  FakeOs::now += 20;  // past PURGE_DELAY_MS
+  int steps = 0;
+  for (; steps < 100; ++steps) {
+    const std::uint64_t before = stats().limited_bytes;
+    taken.push_back(heap.malloc(kChunk));  // a fresh 256 KiB chunk: a Slot allocation, the slow path
+    const std::uint64_t step = stats().limited_bytes - before;
+    EXPECT_LE(step, kDeferredStep);
+    if (step == 0) break;
+  }
+  EXPECT_GE(steps, static_cast<int>(62 * kMiB / kDeferredStep));
+  EXPECT_GE(stats().limited_bytes, 63 * kMiB);
+  EXPECT_EQ(stats().deferred_purges, 1u);
+  EXPECT_EQ(stats().deferred_wait_ms, 20u);
+  for (void* p : taken) heap.free(p);
+}
+
+// numap_purge and malloc_trim give back everything at once, queued or not, whatever the delay.
+TEST_F(HeapTest, PurgeAndTrimGiveEverythingBackAtOnceWhileChecksAreQueued) {
+  make_limit(12, kMiB, 10000);  // a delay no test waits out
+  for (int round = 0; round < 2; ++round) {
+    for (void* p : touched(32, kMiB)) heap.free(p);
+    EXPECT_GE(stats().deferred_purges, 1u);  // queued once: the second round joins the first
+    EXPECT_EQ(heap.mapped_bytes(), 32 * kMiB);
+    EXPECT_EQ(round == 0 ? heap.purge() : heap.trim(), 32 * kMiB);
+    EXPECT_EQ(heap.mapped_bytes(), 0u);
+  }
+}
+
+// The populate credit holds when the thread gives the pages back: a fresh chunk after the pass
+// takes back in one call what the pass gave back (blocks written through).
+TEST_F(HeapTest, TheThreadsGiveBackCountsForPopulatingFreshChunks) {
+  Options o;
+  o.tcache = false;
+  o.decay_ms = 0;
+  o.free_percent = 25;
+  o.free_floor = kMiB;
+  o.move_pieces = 0;
+  o.purge_delay_ms = 0;
+  make_with(o);
+  std::vector<void*> held = touched(8, kMiB);
+  std::vector<void*> warm = touched(2, 2 * kMiB);  // the 2 MiB class's probe chunk, written through
+  for (void* p : touched(8, kMiB)) heap.free(p);   // 8 MiB free against 12 MiB held: over 25%
+  ASSERT_TRUE(eventually([&] { return stats().limited_bytes >= 4 * kMiB; }));
+  void* next = heap.malloc(2 * kMiB);
+  EXPECT_EQ(FakeOs::populated.size(), 1u);
+  EXPECT_GT(stats().populated_bytes, 0u);
+  heap.free(next);
+  for (void* p : warm) heap.free(p);
+  for (void* p : held) heap.free(p);
 }
 
 TEST_F(HeapTest, ExchangeReleasesOtherClassesIdlePagesBeforeFreshPages) {
@@ -2271,14 +2370,16 @@ class PopulateTest : public HeapTest {
     make_with(o);
   }
   // The free limit at 25% over a 1 MiB floor, without decay's delay, and no moves (the freed pages
-  // would move into the new chunks instead of being given back and populated again).
-  void make_with_free_limit() {
+  // would move into the new chunks instead of being given back and populated again). Applied where
+  // each check comes due (PURGE_DELAY_MS=-1) unless `delay` says otherwise.
+  void make_with_free_limit(long long delay = -1) {
     Options o;
     o.tcache = false;
     o.decay_ms = 0;
     o.free_percent = 25;
     o.free_floor = kMiB;
     o.move_pieces = 0;
+    o.purge_delay_ms = delay;
     make_with(o);
   }
 };

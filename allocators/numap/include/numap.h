@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 10
+#define NUMAP_STATS_VERSION 11
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -113,6 +113,12 @@ struct numap_stats {
   uint64_t populated_bytes;    /* fresh pages made resident ahead of use in one call each (NUMAP_POPULATE:
                                   new slabs of busy classes; with "all" every page chunk's requested pages)
                                   instead of one page fault each; their calls are in madvise_calls */
+  /* Version 11. */
+  uint64_t deferred_purges;    /* free-limit checks that came due in free() and were queued for the background
+                                  thread (or later allocation slow paths) instead of advising pages away there;
+                                  checks that came due while one was queued joined it (NUMAP_PURGE_DELAY_MS) */
+  uint64_t deferred_wait_ms;   /* ms from each queued check to the pass that took it, summed (coarse clock):
+                                  / deferred_purges = the mean delay before the pages went back */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
