@@ -182,6 +182,32 @@ class Snmalloc(RealBuild, CacheTest):
 class Rpmalloc(RealBuild, CacheTest):
     RELEASE, SOURCE, SIGNATURE = "rpmalloc@1.4.5", "rpmalloc-1.4.5.tar.gz", "rpmalloc_initialize"
 
+    def test_builds_from_a_source_folder(self):
+        """--source DIR: an unpacked release, copied (never built in place), keyed by its contents."""
+        with tarfile.open(os.path.join(self.sources, self.SOURCE)) as t:
+            t.extractall(self.tmp)
+        folder = os.path.join(self.tmp, "rpmalloc-1.4.5")
+        before = sorted(os.listdir(folder))
+        p = self.run_allocmark(["build", self.RELEASE, "--source", folder])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("building %s: cp -a '%s/.'" % (self.RELEASE, folder), p.stderr)
+        library = p.stdout.strip().split(": ", 1)[1].rsplit(" (", 1)[0]
+        self.check_library(library)
+        with open(os.path.join(os.path.dirname(library), "build.json")) as f:
+            b = json.load(f)
+        self.assertEqual(b["source"], folder)
+        self.assertEqual(len(b["source_sha256"]), 64)
+        self.assertNotEqual(b["source_sha256"], sha256(os.path.join(self.sources, self.SOURCE)))
+        self.assertEqual(sorted(os.listdir(folder)), before, "nothing is built inside the folder")
+        again = self.run_allocmark(["build", self.RELEASE, "--source", folder])
+        self.assertTrue(again.stdout.strip().endswith("(already built)"), again.stdout + again.stderr)
+        # An edited source is another build, beside the first.
+        with open(os.path.join(folder, "rpmalloc", "rpmalloc.c"), "a") as f:
+            f.write("\n/* edited */\n")
+        edited = self.run_allocmark(["build", self.RELEASE, "--source", folder])
+        self.assertTrue(edited.stdout.strip().endswith("(built now)"), edited.stdout + edited.stderr)
+        self.assertEqual(len(self.entries()), 2)
+
 
 def make_tarball(path, top, files):
     """A tarball at `path` holding top/NAME for each NAME: TEXT of `files`."""
@@ -228,7 +254,15 @@ class BuildBadInput(CacheTest):
         with open(text, "w") as f:
             f.write("not a tarball\n")
         self.assert_refused(["jemalloc@5.3.0", "--source", text], "not a gzip-compressed tar archive")
-        self.assert_refused(["jemalloc@5.3.0", "--source", self.tmp], "is a folder: give the release tarball")
+        # A folder is an unpacked source: refused, naming what it lacks, when it is not this family's.
+        os.makedirs(os.path.join(self.tmp, "empty"))
+        self.assert_refused(["jemalloc@5.3.0", "--source", os.path.join(self.tmp, "empty")],
+                            "is not a jemalloc source: it lacks configure.ac, autogen.sh, src/jemalloc.c")
+        with tarfile.open(os.path.join(self.sources, "rpmalloc-1.4.5.tar.gz")) as t:
+            t.extractall(self.tmp)
+        self.assert_refused(["mimalloc@2.0.9", "--source", os.path.join(self.tmp, "rpmalloc-1.4.5")],
+                            "is not a mimalloc source: it lacks CMakeLists.txt, src/alloc.c, include/mimalloc.h")
+        self.assertEqual(os.listdir(os.path.join(self.cache, "logs")) if os.path.isdir(os.path.join(self.cache, "logs")) else [], [])
         wrong = make_tarball(os.path.join(self.tmp, "mimalloc-9.9.9.tar.gz"), "mimalloc-9.9.9", {"README.md": "hi\n"})
         self.assert_refused(["mimalloc@9.9.9", "--source", wrong], "is not a mimalloc source: it lacks CMakeLists.txt")
         # A real release of another family is not this family's source either.

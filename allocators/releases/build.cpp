@@ -15,6 +15,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -44,9 +45,6 @@ std::string sh_quoted(const std::string& text) {
 Source locate_source(const Release& r, const Recipe& recipe, const std::string& explicit_source) {
   if (!explicit_source.empty() && !fs::exists(explicit_source))
     throw BuildError("--source " + explicit_source + " does not exist");
-  if (fs::is_directory(explicit_source))
-    throw BuildError("--source " + explicit_source + " is a folder: give the release tarball (NAME-VERSION.tar.gz, " +
-                     recipe.upstream + ")");
   if (auto s = find_source(r, explicit_source)) return *s;
   const std::string file = recipe.source + "-" + r.version + ".tar.gz";
   std::string tag = recipe.tag;
@@ -57,8 +55,23 @@ Source locate_source(const Release& r, const Recipe& recipe, const std::string& 
                    recipe.upstream + ", tag " + tag + ", saved as " + file + ")");
 }
 
-// The tarball's one top folder, after checking that it is a gzip tar holding the recipe's files.
-std::string check_tarball(const Source& s, const Release& r, const Recipe& recipe) {
+// Refuses a source that lacks any of the recipe's files (`has` says whether one is there).
+void require_files(const Source& s, const Release& r, const Recipe& recipe, const std::function<bool(const std::string&)>& has) {
+  std::vector<std::string> missing;
+  for (const auto& f : recipe.required_files)
+    if (!has(f)) missing.push_back(f);
+  if (!missing.empty())
+    throw BuildError(s.path + " is not a " + r.family + " source: it lacks " + joined(missing) + " (a release of " +
+                     recipe.upstream + " has " + joined(recipe.required_files) + ")");
+}
+
+// The folder the build unpacks or copies the source into: the tarball's one top folder, after
+// checking that it is a gzip tar holding the recipe's files; FAMILY-VERSION for a source folder.
+std::string check_source(const Source& s, const Release& r, const Recipe& recipe) {
+  if (s.folder) {
+    require_files(s, r, recipe, [&](const std::string& f) { return fs::is_regular_file(fs::path(s.path) / f); });
+    return r.family + "-" + r.version;
+  }
   CommandResult list = capture({"tar", "-tzf", s.path}, true);
   if (list.status != 0)
     throw BuildError(s.path + " is not a source of " + r.name() + ": not a gzip-compressed tar archive (tar: " +
@@ -73,12 +86,7 @@ std::string check_tarball(const Source& s, const Release& r, const Recipe& recip
     if (first != top) throw BuildError(s.path + " is not a release tarball: it holds " + top + " and " + first + ", not one top folder");
     entries.insert(line);
   }
-  std::vector<std::string> missing;
-  for (const auto& f : recipe.required_files)
-    if (!entries.count(top + "/" + f)) missing.push_back(f);
-  if (top.empty() || !missing.empty())
-    throw BuildError(s.path + " is not a " + r.family + " source: it lacks " + (top.empty() ? "every file" : joined(missing)) +
-                     " (a release of " + recipe.upstream + " has " + joined(recipe.required_files) + ")");
+  require_files(s, r, recipe, [&](const std::string& f) { return !top.empty() && entries.count(top + "/" + f) > 0; });
   return top;
 }
 
@@ -181,10 +189,14 @@ class ReleaseBuild {
     fs::remove_all(tmp_, ec);
     fs::create_directories(tmp_ + "/entry");
     fs::create_directories(tmp_ + "/work/build");
+    if (source_.folder) fs::create_directories(tmp_ + "/work/" + top);
     const auto start = std::chrono::steady_clock::now();
     const double cpu0 = children_cpu_seconds();
     try {
-      step("tar -xzf " + sh_quoted(source_.path) + " -C " + sh_quoted(tmp_ + "/work"), tmp_, progress, 0);
+      // A source folder is copied whole, so the build never writes into the user's tree.
+      step(source_.folder ? "cp -a " + sh_quoted(source_.path + "/.") + " " + sh_quoted(tmp_ + "/work/" + top)
+                          : "tar -xzf " + sh_quoted(source_.path) + " -C " + sh_quoted(tmp_ + "/work"),
+           tmp_, progress, 0);
       const std::string src = tmp_ + "/work/" + top, build = tmp_ + "/work/build";
       values_ = {{"{src}", src}, {"{build}", build}, {"{jobs}", std::to_string(jobs())}, {"{version}", r_.version}};
       for (std::size_t i = 0; i < recipe_.steps.size(); ++i) step(expand(recipe_.steps[i], values_), src, progress, i + 1);
@@ -279,7 +291,7 @@ class ReleaseBuild {
 Built build_release(const Release& r, const std::string& explicit_source, std::ostream& progress) {
   const Recipe recipe = load_recipe(r.family);
   const Source source = locate_source(r, recipe, explicit_source);
-  const std::string top = check_tarball(source, r, recipe);
+  const std::string top = check_source(source, r, recipe);
   const std::string compiler = compiler_identity();
   const std::string builds = cache_root() + "/builds";
   std::error_code ec;

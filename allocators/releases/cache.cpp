@@ -112,11 +112,34 @@ std::optional<Built> find_built(const Release& r) {
   return current.front();
 }
 
+std::string folder_sha256(const std::string& dir) {
+  std::vector<std::pair<std::string, std::string>> items;  // relative path, its digest or link target
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string rel = fs::relative(it->path(), dir).string();
+    if (it->path().filename() == ".git") {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_symlink())
+      items.emplace_back(rel, "link " + fs::read_symlink(it->path()).string());
+    else if (it->is_regular_file())
+      items.emplace_back(rel, units::file_sha256(it->path().string(), "source file " + it->path().string()));
+  }
+  if (ec) throw BuildError("cannot read the source folder " + dir + ": " + ec.message());
+  std::sort(items.begin(), items.end());
+  std::string listing;
+  for (const auto& [rel, digest] : items) listing += rel + '\0' + digest + '\n';
+  return units::sha256_hex(listing);
+}
+
 std::optional<Source> find_source(const Release& r, const std::string& explicit_path) {
   std::string path = explicit_path;
   if (path.empty()) path = sources_dir() + "/" + load_recipe(r.family).source + "-" + r.version + ".tar.gz";
   if (!fs::exists(path)) return std::nullopt;
-  return Source{fs::absolute(path).lexically_normal().string(), units::file_sha256(path, "source " + path)};
+  const std::string absolute = fs::absolute(path).lexically_normal().string();
+  if (fs::is_directory(path)) return Source{absolute, folder_sha256(path), true};
+  return Source{absolute, units::file_sha256(path, "source " + path)};
 }
 
 std::vector<Release> buildable_releases() {

@@ -72,9 +72,14 @@ std::optional<Built> find_built(const Release& r);
 
 struct Source {
   std::string path, sha256;
+  bool folder = false;  // an unpacked source (--source DIR): sha256 is folder_sha256's
 };
-// explicit_path (--source) when given, else sources_dir()/SOURCE-VERSION.tar.gz; nullopt when that
-// file does not exist.
+// The digest of a source folder's contents: SHA-256 over every file's path (relative, sorted) and
+// SHA-256 (a symbolic link's target instead), .git left out; two copies of one tree agree, any
+// edited, added or removed file changes it.
+std::string folder_sha256(const std::string& dir);
+// explicit_path (--source, a tarball or an unpacked source folder) when given, else
+// sources_dir()/SOURCE-VERSION.tar.gz; nullopt when that does not exist.
 std::optional<Source> find_source(const Release& r, const std::string& explicit_path = "");
 
 // Bad source, failing build, library that is not the allocator: exit 2 (a std::runtime_error the

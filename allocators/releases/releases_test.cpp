@@ -197,4 +197,35 @@ TEST_F(Releases, RefusesBadSourcesRegisteringNothing) {
   EXPECT_TRUE(built_releases().empty());
 }
 
+// --source DIR: an unpacked release. Digested by content (not by path or by .git), and refused,
+// naming what it lacks, before any step runs.
+TEST_F(Releases, SourceFoldersAreDigestedByContentAndCheckedForTheRecipesFiles) {
+  write(root_ / "a/src/alloc.c", "x");
+  write(root_ / "a/README.md", "r");
+  write(root_ / "b/src/alloc.c", "x");
+  write(root_ / "b/README.md", "r");
+  write(root_ / "b/.git/HEAD", "ref: refs/heads/main");
+  const std::string a = folder_sha256((root_ / "a").string());
+  EXPECT_EQ(a, folder_sha256((root_ / "b").string()));
+  write(root_ / "b/src/alloc.c", "y");
+  EXPECT_NE(a, folder_sha256((root_ / "b").string()));
+  auto s = find_source({"mimalloc", "9.9.9"}, (root_ / "a").string());
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->folder);
+  EXPECT_EQ(s->sha256, a);
+
+  std::ostringstream progress;
+  try {
+    build_release({"mimalloc", "9.9.9"}, (root_ / "a").string(), progress);
+    ADD_FAILURE() << "built";
+  } catch (const BuildError& e) {
+    EXPECT_NE(std::string(e.what()).find((root_ / "a").string() + " is not a mimalloc source: it lacks CMakeLists.txt, "
+                                         "include/mimalloc.h"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(progress.str(), "");
+  EXPECT_TRUE(built_releases().empty());
+}
+
 }  // namespace

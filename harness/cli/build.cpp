@@ -51,7 +51,8 @@ Subcommand add_build_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("build", "build allocator releases (jemalloc@5.2.1, tcmalloc@2.18.1, ...) from their sources");
   cmd->add_option("RELEASE", args->releases, "FAMILY@VERSION, several or comma separated")->required();
   cmd->add_option("--source", args->source,
-                  "the release tarball (default: $ALLOCMARK_SOURCES/NAME-VERSION.tar.gz; docs/versions.md)");
+                  "the release tarball, or an unpacked source folder (default: $ALLOCMARK_SOURCES/NAME-VERSION.tar.gz; "
+                  "docs/versions.md)");
   cmd->add_flag("--rebuild", args->rebuild, "build again even where the cache has the release");
   return {cmd, [args] { return run_build(*args); }};
 }
