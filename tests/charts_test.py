@@ -161,7 +161,7 @@ class TinyRun(Plotted):
         _, described, out = self.plot(self.folder)
         chart = described["charts"]["percall-t1.png"]
         phases = [p["info"]["phase"] for p in chart["panels"]]
-        self.assertEqual(phases, ["malloc_free", "batch", "realloc", "aligned", "cross_thread"])
+        self.assertEqual(phases, ["malloc_free", "batch", "realloc", "aligned", "cross_thread", "release"])
         with open(os.path.join(self.folder, "summary.json")) as f:
             groups = json.load(f)["groups"]
         for panel in chart["panels"]:

@@ -10,7 +10,7 @@ import unittest
 
 from e2e_test import TempDirTest, records, run
 
-PHASES = ["malloc_free", "batch", "realloc", "aligned", "cross_thread"]
+PHASES = ["malloc_free", "batch", "realloc", "aligned", "cross_thread", "release"]
 SIZES = [str(8 << i) for i in range(20)]  # 8 B .. 4 MiB
 BENCHMARKS = {
     "malloc_free": ["malloc_free_" + s for s in SIZES],
@@ -18,8 +18,10 @@ BENCHMARKS = {
     "realloc": ["realloc_double_65536", "realloc_step_4096"],
     "aligned": ["aligned_64", "aligned_4096", "aligned_65536"],
     "cross_thread": ["cross_thread_" + s for s in ["16", "64", "256", "1024", "4096", "65536"]],
+    "release": ["release_4194304"],  # named by the live set's bytes (release_live below)
 }
-TINY = ["--set", "percall.min_time=0.002", "--set", "percall.batch=100"]
+TAIL = ["p50_ns", "p99_ns", "p999_ns", "max_ns"]
+TINY = ["--set", "percall.min_time=0.002", "--set", "percall.batch=100", "--set", "percall.release_live=4M"]
 BACKENDS = ["glibc", "jemalloc", "tcmalloc", "mimalloc", "numap"]
 
 
@@ -43,6 +45,15 @@ class EveryBackend(TempDirTest):
                 self.assertEqual(sorted(ns), sorted(BENCHMARKS[ph["name"]]), where)
                 for name, value in ns.items():
                     self.assertGreater(value, 0, where + (name,))
+                # Only the release row has free()'s latency figures, ordered as percentiles are.
+                tails = ph["workload_metrics"].get("free_latency", {})
+                self.assertEqual(sorted(tails), BENCHMARKS["release"] if ph["name"] == "release" else [], where)
+                for name, tail in tails.items():
+                    self.assertEqual(sorted(tail), sorted(TAIL + ["samples"]), where)
+                    figures = [tail[k] for k in TAIL]
+                    self.assertEqual(figures, sorted(figures), where + (name,))
+                    self.assertGreater(tail["max_ns"], 0, where)
+                    self.assertGreater(tail["samples"], 0, where)
                 # The sampler is not needed where every call is timed; the record says so.
                 self.assertIsNone(ph["contention"]["latency"], where)
                 self.assertIn("times every call itself", ph["contention"]["latency_absent"], where)
@@ -70,6 +81,12 @@ class EveryBackend(TempDirTest):
         # Only what was asked for, in the workload's own order (sizes compare as numbers).
         self.assertEqual(medians, ["ns_per_op." + b for b in BENCHMARKS["cross_thread"]])
         self.assertNotIn("ns_per_op.malloc_free_64_median", header)
+        p = run(["show", self.out, "--by", "threads,allocator,phase", "--metric", "wall_s", "--format", "csv",
+                 "--workload-metric", "free_latency.*"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        header = p.stdout.splitlines()[0].split(",")
+        self.assertEqual(sorted(h for h in header if h.endswith("_median") and h.startswith("free_latency.")),
+                         sorted("free_latency.release_4194304.%s_median" % k for k in TAIL + ["samples"]))
         p = run(["show", self.out, "--workload-metric", "ns_per_op.free_*"])
         self.assertEqual(p.returncode, 2)
         self.assertIn("'ns_per_op.free_*'", p.stderr)
@@ -80,7 +97,8 @@ class BadParameters(TempDirTest):
     def test_bad_parameters_exit_2_before_anything_is_written(self):
         for setting, needle in [("percall.min_time=0", "min_time"), ("percall.min_time=fast", "min_time"),
                                 ("percall.repetitions=0", "repetitions"), ("percall.batch=0", "batch"),
-                                ("percall.batch=1.5", "batch")]:
+                                ("percall.batch=1.5", "batch"), ("percall.release_live=1K", "release_live"),
+                                ("percall.release_sizes=16-8:1", "release_sizes")]:
             p = run(["run", "--allocators", "glibc", "--workloads", "percall", "--threads", "1", "--reps", "1",
                      "--set", setting, "--out", self.out])
             self.assertEqual(p.returncode, 2, (setting, p.stderr))
