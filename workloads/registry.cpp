@@ -157,7 +157,7 @@ struct TypicalRow {
 };
 constexpr TypicalRow kTypicalCellSeconds[] = {
     {"arena_churn", {5, 45}},        {"hash_build", {9, 300}},  {"insert_phases", {22, 23000}},
-    {"orc_scan", {11, 22500}},       {"percall", {5, 150}},     {"rocksdb", {17, 2300}},
+    {"orc_scan", {11, 22500}},       {"percall", {8, 175}},     {"rocksdb", {17, 2300}},
     {"rss_budget", {16, 260}},       {"scatter_free", {4, 60}}, {"size_mix", {12, 29}},
 };
 
