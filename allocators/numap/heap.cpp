@@ -145,7 +145,7 @@ void Heap::destroy() {
   ThreadCache* tc = thread_cache_tls();
   if (tc->owner == this) {
     registry_.remove(tc);
-    tc->slab_span = tc->page_span = 0;
+    tc->slab_span = tc->page_fast_span = 0;
     tc->owner = nullptr;
     tc->state = CacheState::kNew;
   }
@@ -169,20 +169,19 @@ int Heap::node_of(const void* p) const {
 
 
 void* Heap::page_malloc(std::size_t n) {
-  // A hit on the top of the thread's page cache: the common case of a cached class.
+  // A hit on the top of the thread's page cache: the common case of a cached class (up to
+  // 256 KiB the inline one, for memalign's requests; Heap::malloc tried it already).
   static_assert(kPageLookupMax == page_class_size(kPageCacheClasses - 1), "the table covers the cached classes");
-  if (n <= kPageLookupMax) {
+  if (n <= kPageFastMax) {
+    if (void* p = page_hit(n)) return p;
+  } else if (n <= kPageLookupMax) {
     ThreadCache* tc = thread_cache_tls();
     if (tc->owner == this) {
-      const int cls = page_class_cached(n);
-      PageCacheList& l = tc->pages[cls];
+      PageCacheList& l = tc->pages[page_class_cached(n)];
       page_enter(tc);
-      if (l.count != 0 && l.extent[l.count - 1] >= pages_for(n)) {
-        void* p = l.chunk[--l.count];
-        if (__builtin_expect(cls < kLargeCachedClass, 1))
-          tc->page_bytes -= std::uint64_t{l.extent[l.count]} * kPage;
-        else
-          large_cache_give(part_of_chunk(p), std::uint64_t{l.extent[l.count]} * kPage);
+      if (l.count != 0 && l.extent(l.count - 1) >= pages_for(n)) {
+        void* p = l.chunk(--l.count);
+        large_cache_give(part_of_chunk(p), std::uint64_t{l.extent(l.count)} * kPage);
         page_unlock_own(tc);
         ++tc->hits;
         return p;
@@ -202,27 +201,8 @@ void* Heap::page_malloc_uncached(std::size_t n) {
 }
 
 void Heap::free_slow(void* p) {
-  // A chunk of a cached page class on the thread's node goes on its stack when there is room.
-  ThreadCache* tc = thread_cache_tls();
-  const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - tc->page_base;
-  if (off < tc->page_span && tc->owner == this) {
-    const int cls = static_cast<int>(off >> span_shift_);
-    PageCacheList& l = tc->pages[cls];
-    Slot& sl = tc->page_slots[cls];
-    const std::uint32_t ext = sl.extent(sl.index_of(p));
-    // Chunks above 256 KiB take page_push's path (the node's bound, evictions) through free_uncached.
-    if (__builtin_expect(cls < kLargeCachedClass, 1)) {
-      page_enter(tc);
-      if (l.count < l.limit && tc->page_bytes + std::uint64_t{ext} * kPage <= opt_.page_cache_bytes) {
-        l.chunk[l.count] = p;
-        l.extent[l.count++] = ext;
-        tc->page_bytes += std::uint64_t{ext} * kPage;
-        page_unlock_own(tc);
-        return;
-      }
-      page_unlock_own(tc);
-    }
-  }
+  // The inline push (cache_push) found no room, a chunk of another node or above 256 KiB, a
+  // purger flushing the cache, or no live cache.
   free_uncached(p);
 }
 
@@ -396,6 +376,7 @@ void Heap::fork_child() {
   // The child is a new process for membarrier: register it again (or fall back to the try-lock
   // while it is still single-threaded).
   if (asym_guard_) asym_guard_ = os_->register_barrier();
+  if (own->owner == this) own->page_asym = asym_guard_;  // the only thread: no purger meanwhile
   // The child applies the decay on its allocation slow path only. An exec starts afresh.
   decay_thread_.forget();
 }

@@ -94,10 +94,14 @@ class Heap {
   // Unmaps everything (tests only; every pointer becomes invalid).
   void destroy();
 
-  // The thread-cache hit is inline (a class lookup and a list pop or push); everything else is
-  // the out-of-line slow path.
+  // The thread-cache hit is inline (a class lookup and a list pop or push; page classes up to
+  // 256 KiB a stack pop or push); everything else is the out-of-line slow path.
   void* malloc(std::size_t n) {
     if (__builtin_expect(n <= kSmallMax, 1)) return small_alloc(small_class(n));
+    if (__builtin_expect(n <= kPageFastMax, 1)) {
+      if (void* p = page_hit(n)) return p;
+      return page_malloc_uncached(n);
+    }
     return page_malloc(n);
   }
   void free(void* p) {
@@ -185,6 +189,11 @@ class Heap {
   }
   // Above kSmallMax: page classes, then huge mappings.
   void* page_malloc(std::size_t n);
+  // kSmallMax < n <= kPageFastMax: the thread's page cache when its top chunk covers n.
+  void* page_hit(std::size_t n) {
+    ThreadCache* tc = thread_cache_tls();
+    return __builtin_expect(tc->owner == this, 1) ? page_cache_pop(tc, n) : nullptr;
+  }
   // The paths behind the thread caches' hits (out of line: their frames cost the hits nothing).
   __attribute__((noinline)) void* page_malloc_uncached(std::size_t n);
   __attribute__((noinline)) void free_uncached(void* p);
@@ -371,7 +380,7 @@ class Heap {
   // One (node, class)'s parked batches back into their slabs; returns their bytes.
   std::uint64_t drain_transfer(int part, int cls);
   void recheck_node(ThreadCache* tc);
-  // Points the fast paths' ranges (slab_base/span, page_base/span) at the cache's node, tc->node.
+  // Points the fast paths' ranges (slab_base/span, page_fast_span) at the cache's node, tc->node.
   void set_home(ThreadCache* tc);
   void release_slab(int part, SlabMeta* s);
   // Whether class c's new slab (`old` bytes of it resident already) is populated: under

@@ -26,19 +26,18 @@ void* Heap::page_alloc(int cls, std::size_t n, std::uint64_t* old_bytes, bool bo
     if (l.count != 0) {
       // The most recent chunk whose charged pages already cover n (no new charge), else the most recent.
       std::uint32_t k = l.count - 1;
-      if (l.extent[k] < need)
+      if (l.extent(k) < need)
         for (std::uint32_t j = k; j-- > 0;)
-          if (l.extent[j] >= need) {
+          if (l.extent(j) >= need) {
             k = j;
             break;
           }
-      p = l.chunk[k];
-      ext = l.extent[k];
+      p = l.chunk(k);
+      ext = l.extent(k);
       --l.count;
-      l.chunk[k] = l.chunk[l.count];
-      l.extent[k] = l.extent[l.count];
+      l.entry[k] = l.entry[l.count];
       if (cls < kLargeCachedClass)
-        tc->page_bytes -= std::uint64_t{ext} * kPage;
+        tc->page_room += ext;
       else
         large_cache_give(part_of_chunk(p), std::uint64_t{ext} * kPage);
     }
@@ -79,9 +78,8 @@ void Heap::page_refill(ThreadCache* tc, int cls) {
   sl.in_use_bytes.fetch_add(static_cast<std::uint64_t>(got) * sl.chunk(), std::memory_order_relaxed);
   // Fresh chunks first, so the mapped ones (taken first) end on top and are used first.
   for (int i = got; i-- > 0;) {
-    l.chunk[l.count] = sl.address(idx[i]);
-    l.extent[l.count++] = sl.extent(idx[i]);
-    tc->page_bytes += std::uint64_t{sl.extent(idx[i])} * kPage;
+    l.set(l.count++, sl.address(idx[i]), sl.extent(idx[i]));
+    tc->page_room -= sl.extent(idx[i]);
   }
   counters_.tcache_misses.fetch_add(1, std::memory_order_relaxed);
   counters_.tcache_hits.fetch_add(tc->hits, std::memory_order_relaxed);
@@ -113,24 +111,23 @@ bool Heap::page_push(ThreadCache* tc, int cls, void* p, std::uint32_t extent_pag
       room = large_cache_take(part, bytes);
     }
     if (room) {
-      l.chunk[l.count] = p;
-      l.extent[l.count++] = extent_pages;
+      l.set(l.count++, p, extent_pages);
     }
     page_unlock_own(tc);
     return room;
   }
   page_enter(tc);
   if (l.count >= l.limit) page_flush(tc, cls, l.limit / 2);
-  l.chunk[l.count] = p;
-  l.extent[l.count++] = extent_pages;
-  tc->page_bytes += std::uint64_t{extent_pages} * kPage;
+  l.set(l.count++, p, extent_pages);
+  tc->page_room -= extent_pages;
   // Over the byte bound: return the other classes whole, largest first, down to half of it, then
   // half of this one if that was not enough. The chunk just freed is the likeliest to be asked for
   // again (a loop over one 4 MiB buffer keeps it cached however the other classes came and went).
-  if (tc->page_bytes > opt_.page_cache_bytes) {
-    for (int c = kLargeCachedClass - 1; c >= 0 && tc->page_bytes > opt_.page_cache_bytes / 2; --c)
+  if (tc->page_room < 0) {
+    const std::int64_t bound = static_cast<std::int64_t>(opt_.page_cache_bytes / kPage);
+    for (int c = kLargeCachedClass - 1; c >= 0 && tc->page_room < bound - bound / 2; --c)
       if (c != cls && tc->pages[c].count != 0) page_flush(tc, c, 0);
-    if (tc->page_bytes > opt_.page_cache_bytes) page_flush(tc, cls, l.count / 2);
+    if (tc->page_room < 0) page_flush(tc, cls, l.count / 2);
   }
   page_unlock_own(tc);
   return true;
@@ -143,19 +140,19 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit) 
   // The oldest n (bottom of the stack) go back, grouped by partition, one lock per group.
   std::uint32_t i = 0;
   while (i < n) {
-    const Where w0 = locate(l.chunk[i]);
+    const Where w0 = locate(l.chunk(i));
     Slot& sl = part_[w0.part].slots[w0.slot];
     std::uint64_t idx[kPageCacheDepth];
     int k = 0;
     std::uint64_t resident = 0;
     for (; i < n; ++i) {
-      const Where w = locate(l.chunk[i]);
+      const Where w = locate(l.chunk(i));
       if (w.part != w0.part) break;
       idx[k++] = w.index;
-      resident += std::uint64_t{l.extent[i]} * kPage;
+      resident += std::uint64_t{l.extent(i)} * kPage;
     }
     if (cls < kLargeCachedClass)
-      tc->page_bytes -= resident;
+      tc->page_room += static_cast<std::int64_t>(resident / kPage);
     else
       large_cache_give(w0.part, resident);
     sl.frees.fetch_add(static_cast<std::uint64_t>(k), std::memory_order_relaxed);
@@ -165,8 +162,7 @@ void Heap::page_flush(ThreadCache* tc, int cls, std::uint32_t keep, bool limit) 
     if (limit) note_freed(w0.part, resident);
   }
   for (std::uint32_t j = 0; j < keep; ++j) {
-    l.chunk[j] = l.chunk[n + j];
-    l.extent[j] = l.extent[n + j];
+    l.entry[j] = l.entry[n + j];
   }
   l.count = keep;
 }

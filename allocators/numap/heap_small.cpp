@@ -17,7 +17,7 @@ pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
 void cache_destructor(void* arg) {
   auto* tc = static_cast<ThreadCache*>(arg);
-  tc->slab_span = tc->page_span = 0;  // later frees (other TLS destructors) take the slow path
+  tc->slab_span = tc->page_fast_span = 0;  // later frees (other TLS destructors) take the slow path
   Heap* heap = tc->owner;
   if (heap != nullptr) heap->flush_cache(tc);
   tc->owner = nullptr;
@@ -58,7 +58,8 @@ ThreadCache* Heap::cache() {
   tc->ask_every = kAskEvery;
   tc->steal_next = 0;
   tc->epoch = tcache_epoch_.load(std::memory_order_relaxed);
-  tc->page_bytes = 0;
+  tc->page_room = static_cast<std::int64_t>(opt_.page_cache_bytes / kPage);
+  tc->page_asym = asym_guard_;
   tc->large_taken = tc->large_again = 0;
   __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELAXED);
   __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELAXED);
@@ -323,9 +324,9 @@ void Heap::set_home(ThreadCache* tc) {
   tc->slab_base = reinterpret_cast<std::uintptr_t>(slot_base(tc->node, kSlabSlot));
   tc->slab_class = part_[tc->node].slab_class;
   tc->slab_span = span_ / kSlabBytes * kSlabBytes;
-  tc->page_base = reinterpret_cast<std::uintptr_t>(slot_base(tc->node, 1));
-  tc->page_span = static_cast<std::uint64_t>(npage_ < kPageCacheClasses ? npage_ : kPageCacheClasses) * span_;
-  tc->page_slots = &part_[tc->node].slots[1];
+  tc->page_fast_span = static_cast<std::uint64_t>(1 + (npage_ < kLargeCachedClass ? npage_ : kLargeCachedClass)) * span_;
+  tc->span_shift = static_cast<std::uint8_t>(span_shift_);
+  tc->node_slots = part_[tc->node].slots;
 }
 
 

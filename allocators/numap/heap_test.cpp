@@ -1038,7 +1038,18 @@ TEST_F(HeapTest, NoPthreadKeyLeftMeansNoThreadCaches) {
 // Both ways of guarding a thread's page cache against a purging thread: the owner's plain
 // flag with the purger's membarrier (the default where the kernel has it), and the owner's
 // compare-exchange where membarrier is refused.
-class PageCacheTest : public HeapTest, public ::testing::WithParamInterface<bool> {};
+class PageCacheTest : public HeapTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  // The heap's figures for the page class of `size` bytes (its Slot: allocations, frees, lock).
+  numap_class_stats page_class(std::size_t size) {
+    numap_class_stats c[200];
+    const std::size_t n = heap.stats(nullptr, c, 200);
+    for (std::size_t i = 0; i < n; ++i)
+      if (c[i].size == size && c[i].kind == 1) return c[i];
+    ADD_FAILURE() << "no page class of " << size << " bytes";
+    return numap_class_stats{};
+  }
+};
 INSTANTIATE_TEST_SUITE_P(Membarrier, PageCacheTest, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "membarrier" : "compare_exchange"; });
 
@@ -1068,6 +1079,96 @@ TEST_P(PageCacheTest, HitsAndPurgeReclaimsOtherThreadsCache) {
   other.join();
   Stats s = stats();
   EXPECT_GE(s.tcache_hits, 100u);
+}
+
+// Page classes up to 256 KiB take the inline paths small objects take (thread_cache.h's
+// page_cache_pop and page_cache_push): a malloc/free loop of 20, 64 and 256 KiB touches no Slot
+// lock once the thread's stack holds the chunk, under either guard.
+TEST_P(PageCacheTest, PageClassPairsHitTheCacheWithNoSlotLock) {
+  FakeOs::no_membarrier = !GetParam();
+  make_single(0);
+  ASSERT_EQ(heap.asymmetric_page_guard(), GetParam());
+  for (std::size_t size : {std::size_t{20} << 10, std::size_t{64} << 10, std::size_t{256} << 10}) {
+    const std::uint64_t hits = stats().tcache_hits;
+    std::thread([&] {
+      heap.free(heap.malloc(size));  // the first from the Slot, then cached
+      const numap_class_stats before = page_class(size);
+      for (int i = 0; i < 1000; ++i) {
+        char* p = static_cast<char*>(heap.malloc(size));
+        ASSERT_NE(p, nullptr);
+        p[size - 1] = 1;
+        heap.free(p);
+      }
+      const numap_class_stats after = page_class(size);
+      EXPECT_EQ(after.lock_acquisitions, before.lock_acquisitions) << size;
+      EXPECT_EQ(after.allocs, before.allocs) << size;
+      EXPECT_EQ(after.in_use_bytes, size) << size;  // the cached chunk (counted in use, as before)
+    }).join();
+    // The thread's exit returned its chunk and added its hits to the heap's figures.
+    EXPECT_GE(stats().tcache_hits, hits + 1000) << size;
+    EXPECT_EQ(page_class(size).in_use_bytes, 0u) << size;
+  }
+}
+
+// A cached entry keeps its chunk's charged pages: a 60 KiB chunk (15 pages charged) freed into the
+// cache serves a 64 KiB request only after charging its last page, and its usable size is what is
+// charged; NUMAP_PAGE_CACHE_BYTES bounds the charged bytes of a thread's stacks on the inline path too.
+TEST_P(PageCacheTest, CachedChunksKeepTheirChargedPagesAndTheByteBound) {
+  FakeOs::no_membarrier = !GetParam();
+  Options o;
+  o.page_cache_bytes = 256 << 10;
+  o.free_percent = 0;
+  make_with(o);
+  void* p = heap.malloc(60 << 10);
+  EXPECT_EQ(heap.usable_size(p), 60u << 10);
+  const std::uint64_t mapped = heap.mapped_bytes();
+  heap.free(p);
+  void* q = heap.malloc(64 << 10);
+  EXPECT_EQ(q, p);  // the cached chunk, grown by a page
+  EXPECT_EQ(heap.usable_size(q), 64u << 10);
+  EXPECT_EQ(heap.mapped_bytes(), mapped + kPage);
+  heap.free(q);
+  EXPECT_EQ(heap.malloc(60 << 10), q);  // covers 60 KiB: a hit
+  heap.free(q);
+  std::vector<void*> v;
+  for (int i = 0; i < 8; ++i) v.push_back(heap.malloc(64 << 10));
+  for (void* c : v) heap.free(c);
+  // 256 KiB of room: four chunks stay in the stack; the overflows went back to the Slot.
+  EXPECT_EQ(page_class(64 << 10).in_use_bytes, 256u << 10);
+  heap.purge();
+  EXPECT_EQ(page_class(64 << 10).in_use_bytes, 0u);
+}
+
+// While a purger flushes this thread's page cache (its flag set, or its try-lock held where
+// membarrier is refused), the owner's inline malloc and free leave the cache alone and wait on the
+// slow path until the purger is done.
+TEST_P(PageCacheTest, TheInlinePathsWaitWhileAPurgerHoldsTheCache) {
+  FakeOs::no_membarrier = !GetParam();
+  make_single(0);
+  ASSERT_EQ(heap.asymmetric_page_guard(), GetParam());
+  heap.free(heap.malloc(64 << 10));
+  void* cached = heap.malloc(64 << 10);
+  heap.free(cached);
+  ThreadCache* tc = thread_cache_tls();
+  std::uint32_t* flag = GetParam() ? &tc->page_flushing : &tc->page_lock;
+  for (int round = 0; round < 2; ++round) {
+    std::atomic<bool> done{false};
+    __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+    std::thread purger([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      done = true;
+      __atomic_store_n(flag, 0u, __ATOMIC_RELEASE);
+    });
+    if (round == 0) {
+      EXPECT_EQ(heap.malloc(64 << 10), cached);
+    } else {
+      heap.free(cached);
+    }
+    EXPECT_TRUE(done) << (round == 0 ? "malloc" : "free") << " touched the cache during a flush";
+    purger.join();
+  }
+  EXPECT_EQ(heap.malloc(64 << 10), cached);  // the free went into the cache after the flush
+  heap.free(cached);
 }
 
 // Above 256 KiB too (up to 4 MiB), a malloc/free loop is served by the thread's page cache with

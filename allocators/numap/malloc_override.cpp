@@ -141,9 +141,9 @@ __attribute__((noinline)) void release_slow(void* p) {
   h->free_slow(p);
 }
 
-// The thread cache takes the home node's small objects whatever the heap's state (an unready
-// cache matches no pointer), so the common free needs no other check.
-inline void release(void* p) {
+// The thread cache takes the home node's small objects and page chunks up to 256 KiB whatever
+// the heap's state (an unready cache matches no pointer), so the common free needs no other check.
+__attribute__((always_inline)) inline void release(void* p) {
   if (!cache_push(thread_cache_tls(), p)) release_slow(p);
 }
 

@@ -20,12 +20,13 @@
 
 #include <cstdint>
 
+#include "allocators/numap/os.h"
+#include "allocators/numap/page_runs.h"
 #include "allocators/numap/size_classes.h"
 
 namespace numap {
 
 class Heap;
-class Slot;
 
 struct CacheList {
   void* head;
@@ -62,13 +63,24 @@ constexpr int kPageCacheClasses = 36;
 constexpr int kLargeCachedClass = 20;  // 320 KiB
 static_assert(kPageCacheClasses - kLargeCachedClass <= 32, "ThreadCache::large_taken/again have a bit per large class");
 constexpr int kPageCacheDepth = 8;
+// The largest request served by the page classes' inline fast paths (page_cache_pop, and
+// page_cache_push through cache_push): the classes below kLargeCachedClass.
+constexpr std::size_t kPageFastMax = page_class_size(kLargeCachedClass - 1);  // 256 KiB
 
 struct PageCacheList {
   std::uint32_t count;
   std::uint32_t limit;  // 0: the class is not cached
-  void* chunk[kPageCacheDepth];
-  std::uint32_t extent[kPageCacheDepth];  // each chunk's charged pages (its Slot's extent, fixed while cached)
+  // Each chunk with its charged pages (its Slot's extent, fixed while cached) in the low bits: a
+  // chunk is page-aligned and its extent below kPage pages. One word per entry: a push is one
+  // store, and the fast paths keep fewer values live (no spill in the exported free).
+  std::uintptr_t entry[kPageCacheDepth];
+  void* chunk(std::uint32_t i) const { return reinterpret_cast<void*>(entry[i] & ~std::uintptr_t{kPage - 1}); }
+  std::uint32_t extent(std::uint32_t i) const { return static_cast<std::uint32_t>(entry[i] & (kPage - 1)); }
+  void set(std::uint32_t i, void* p, std::uint32_t extent_pages) {
+    entry[i] = reinterpret_cast<std::uintptr_t>(p) | extent_pages;
+  }
 };
+static_assert(page_class_size(kPageCacheClasses - 1) / kPage < kPage, "a cached chunk's extent fits below its page");
 
 enum class CacheState : std::uint8_t { kNew = 0, kLive = 1, kDead = 2 };
 
@@ -81,12 +93,17 @@ struct ThreadCache {
   std::uintptr_t slab_base;
   std::uint64_t slab_span;
   const std::uint8_t* slab_class;
-  // Likewise for the page-class cache: the home node's chunks of classes 0..kPageCacheClasses-1
-  // (each class has one span of the arena, a power of two: the class is the offset shifted by
-  // Heap::span_shift_; 0 span when not live).
-  std::uintptr_t page_base;
-  std::uint64_t page_span;
-  Slot* page_slots;  // the home node's Slot of page class 0 (a page chunk's free reads its extent there)
+  // Likewise for the page classes below kLargeCachedClass (page_cache_push): an offset from
+  // `slab_base` at least `slab_span` and below `page_fast_span` is a home-node chunk of page class
+  // (offset >> span_shift) - 1 (each class has one span of the arena, a power of two, and the
+  // classes' spans follow the slabs'; 0 when not live). `page_room`: pages of
+  // NUMAP_PAGE_CACHE_BYTES not held by cached chunks of those classes (their charged extents);
+  // below 0 only inside Heap::page_push, which then gives chunks back.
+  std::uint64_t page_fast_span;
+  Slot* node_slots;  // the home node's Slots (slot s: page class s - 1; a chunk's free reads its extent there)
+  std::int64_t page_room;
+  std::uint8_t span_shift;
+  std::uint8_t page_asym;  // the heap's asymmetric_page_guard(): how the owner takes page_lock
   Heap* owner;
   CacheState state;
   std::int32_t node;             // partition the cache refills from
@@ -119,7 +136,6 @@ struct ThreadCache {
   std::uint8_t overages[kSmallClasses];
   std::uint32_t steal_next;
   std::uint32_t epoch;
-  std::uint64_t page_bytes;      // charged bytes of the chunks in `pages` below kLargeCachedClass
   // Bit c - kLargeCachedClass: this thread has allocated a chunk of large class c (large_taken),
   // and at least twice (large_again: only then does it cache what it frees of that class).
   std::uint32_t large_taken;
@@ -140,12 +156,76 @@ struct ThreadCache {
 extern __thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
 inline ThreadCache* thread_cache_tls() { return &tls_cache; }
 
+// The owner's side of the page cache's guard against a purging thread (ThreadCache::page_lock),
+// one try: true when the owner may touch its page cache, until page_unlock_own. With membarrier
+// (page_asym) a plain store and load: a purger stores page_flushing, then membarrier() makes every
+// running thread pass a full barrier, then reads page_lock, so either the owner's page_lock store
+// is visible to it by then (it skips this cache) or the owner's later load sees page_flushing (it
+// backs off). A compare-exchange cost about as much as the rest of a hit. Without membarrier, a
+// try-lock. False: a purger is flushing this cache (Heap::page_enter waits for it).
+__attribute__((always_inline)) inline bool page_try_enter(ThreadCache* tc) {
+  if (__builtin_expect(tc->page_asym, 1)) {
+    __atomic_store_n(&tc->page_lock, 1u, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (__builtin_expect(__atomic_load_n(&tc->page_flushing, __ATOMIC_ACQUIRE) == 0, 1)) return true;
+    __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE);
+    return false;
+  }
+  std::uint32_t expected = 0;
+  return __atomic_compare_exchange_n(&tc->page_lock, &expected, 1u, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+inline void page_unlock_own(ThreadCache* tc) { __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE); }
+
 // The fast paths, inline in every caller (the exported malloc/free, Heap::malloc/free): no lock,
-// no atomic, no call. False/null sends the caller to the slow path, which sets the cache up,
-// refills or flushes it.
-inline bool cache_push(ThreadCache* tc, void* p) {
+// no atomic read-modify-write (but the guard's compare-exchange where membarrier is refused), no
+// call. False/null sends the caller to the slow path, which sets the cache up, refills or flushes it.
+
+// A page chunk of the home node below kLargeCachedClass (`off` from slab_base, past the slabs):
+// onto its class's stack with its charged pages, read from its Slot (a chunk may have fewer than
+// its class's pages, and none resident), when the stack and NUMAP_PAGE_CACHE_BYTES have room.
+__attribute__((always_inline)) inline bool page_cache_push(ThreadCache* tc, void* p, std::uintptr_t off) {
+  if (__builtin_expect(off >= tc->page_fast_span, 0)) return false;
+  const std::uintptr_t slot = off >> tc->span_shift;  // page class slot - 1
+  Slot& sl = tc->node_slots[slot];
+  const std::uint32_t ext = sl.extent(sl.index_of(p));  // the freeing thread holds the chunk
+  PageCacheList& l = tc->pages[slot - 1];
+  if (__builtin_expect(!page_try_enter(tc), 0)) return false;
+  const std::uint32_t n = l.count;
+  const bool room = n < l.limit && std::int64_t{ext} <= tc->page_room;
+  if (__builtin_expect(room, 1)) {
+    l.set(n, p, ext);
+    l.count = n + 1;
+    tc->page_room -= ext;
+  }
+  page_unlock_own(tc);
+  return room;
+}
+
+// A request of kSmallMax < n <= kPageFastMax: the top of its class's stack when its charged pages
+// cover n (the slow path looks further down, or charges more).
+__attribute__((always_inline)) inline void* page_cache_pop(ThreadCache* tc, std::size_t n) {
+  const std::size_t pages_less_one = (n - 1) / kPage;  // the class table's index, too
+  PageCacheList& l = tc->pages[kPageLookup.cls[pages_less_one]];
+  if (__builtin_expect(!page_try_enter(tc), 0)) return nullptr;
+  void* p = nullptr;
+  const std::uint32_t c = l.count;
+  if (__builtin_expect(c != 0, 1)) {
+    const std::uint32_t ext = l.extent(c - 1);
+    if (__builtin_expect(ext > pages_less_one, 1)) {  // covers n
+      p = l.chunk(c - 1);
+      if (p == nullptr) __builtin_unreachable();  // (the caller's test of the result folds away)
+      l.count = c - 1;
+      tc->page_room += ext;
+      ++tc->hits;
+    }
+  }
+  page_unlock_own(tc);
+  return p;
+}
+
+__attribute__((always_inline)) inline bool cache_push(ThreadCache* tc, void* p) {
   const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - tc->slab_base;
-  if (__builtin_expect(off >= tc->slab_span, 0)) return false;
+  if (__builtin_expect(off >= tc->slab_span, 0)) return page_cache_push(tc, p, off);
   CacheList& l = tc->lists[tc->slab_class[off / kSlabBytes]];
   if (__builtin_expect(l.count >= l.limit, 0)) return false;
   *static_cast<void**>(p) = l.head;
