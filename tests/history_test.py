@@ -5,6 +5,7 @@ module plays the other program or the newer allocmark); assertions on contents a
 never timings."""
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -334,6 +335,344 @@ class GateHistory(TempDirTest):
         self.assertEqual(p.stdout, "")
         with open(notes) as f:
             self.assertEqual(f.read(), "not a history\n")
+
+
+def git(repo, *args):
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@example.invalid")
+    p = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, (args, p.stderr)
+    return p.stdout.strip()
+
+
+def subject_repo(tmp, n):
+    """A git repository of n empty commits whose subjects are 'subject 1'..: real commits for a history."""
+    repo = os.path.join(tmp, "repo")
+    os.mkdir(repo)
+    git(repo, "init", "-q")
+    for i in range(1, n + 1):
+        git(repo, "commit", "-q", "--allow-empty", "-m", "subject %d" % i)
+    return repo, git(repo, "rev-list", "--reverse", "HEAD").split()
+
+
+def shown_metrics(db):
+    """The metrics `history show` prints by default (the gated ones the history holds)."""
+    p = run(["history", "show", db])
+    assert p.returncode == 0, p.stderr
+    return set(re.findall(r", phase [^,]+, (\w+) \[", p.stdout))
+
+
+class HistoryReport(TempDirTest):
+    def test_the_trend_page_shows_the_planted_change_and_every_series(self):
+        source = make_run(self.tmp, "real")
+        repo, shas = subject_repo(self.tmp, 16)
+        db = os.path.join(self.tmp, "history.db")
+        for i, factor in enumerate([1.0] * 7 + [1.10] * 9, start=1):
+            folder = scaled_copy(source, os.path.join(self.tmp, "c%d" % i), factor * (1 + JITTER[i % len(JITTER)]))
+            p = run(["history", "add", db, folder, "--commit", shas[i - 1], "--time", when(i), "--testbed", "ci"])
+            self.assertEqual(p.returncode, 0, p.stderr)
+        page = os.path.join(self.tmp, "trend.html")
+        p = run(["history", "report", db, "-o", page], cwd=repo)  # in the checkout: subjects from git
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip(), page)
+        with open(page) as f:
+            text = f.read()
+        phases = {s["phase"] for s in show_json(db, "--metric", "peak_rss_bytes")["series"]}
+        self.assertGreaterEqual(len(phases), 3)
+        # The change on the first screen: its table comes before any chart, at commit 8, 7..8, about +10%.
+        changes = text[text.index('id="changes-table"'):text.index('id="series"')]
+        self.assertIn(shas[7][:12], changes)
+        self.assertIn("%s..%s" % (shas[6][:7], shas[7][:7]), changes)
+        self.assertIn("subject 8", changes)
+        self.assertRegex(changes, r"\+(9\.\d|10\.\d)%")
+        for phase in phases:  # every phase stepped at once: each is a row
+            self.assertIn("glibc size_mix t1, phase %s, peak_rss_bytes (main, ci)" % phase, changes)
+        # The series: one chart per cell and metric (the gated ones, as `history show` prints them), every
+        # phase a panel, embedded; a metric that is 0 everywhere (no huge pages) is not drawn, and said so.
+        every = show_json(db)["series"]
+        zero = [s for s in every if s["metric"] in shown_metrics(db) and not any(v for p in s["points"] for v in p["values"])]
+        charts = len({s["metric"] for s in every if s["metric"] in shown_metrics(db) and s not in zero})
+        self.assertGreaterEqual(charts, 1)
+        if zero:
+            self.assertIn("%d series %s 0 at every commit, not drawn" % (len(zero), "is" if len(zero) == 1 else "are"), text)
+        self.assertEqual(text.count('<img src="data:image/png;base64,'), charts)
+        for i in range(charts):
+            self.assertIn("trend-%03d.png" % i, text)
+        # Self-contained: nothing loaded from elsewhere, only data: images and in-page anchors.
+        self.assertIsNone(re.search(r'(src|href)\s*=\s*"(?!data:|#)', text))
+        self.assertNotIn("url(", text)
+        # The commits, newest first, with their subjects.
+        commits = text[text.index('id="commits-table"'):]
+        self.assertLess(commits.index(shas[15][:12]), commits.index(shas[0][:12]))
+        self.assertIn("subject 16", commits)
+        self.assertEqual(len(re.findall(r"<tr><td>[0-9a-f]{12}</td>", commits)), 16)
+
+    def test_what_is_drawn_is_computed_from_the_history(self):
+        """What plots/history_plots.py is given is computed in C++: each point is the commit's median and
+        min-max in MiB, and the change's commit range is marked with its size. A copy of plots/ (through
+        ALLOCMARK_PLOTS_DIR) keeps the JSON it was given, then draws as ever."""
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [1.0] * 6 + [1.2] * 6)  # 4 + 4 is too short to be sure at alpha 0.01
+        plots = os.path.join(self.tmp, "plots")
+        shutil.copytree(os.path.join(os.path.dirname(STEP), "..", "plots"), plots)
+        kept = os.path.join(self.tmp, "given.json")
+        with open(os.path.join(plots, "history_plots.py"), "r+") as f:
+            script = f.read().replace("def main(argv):\n", "def main(argv):\n    import shutil; shutil.copy(argv[0], %r)\n" % kept)
+            f.seek(0)
+            f.write(script)
+        page = os.path.join(self.tmp, "p.html")
+        p = run(["history", "report", db, "-o", page, "--metric", "peak_rss_bytes,wall_s"],
+                env=dict(os.environ, ALLOCMARK_PLOTS_DIR=plots))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(kept) as f:
+            given = json.load(f)["charts"]
+        self.assertEqual([c["file"] for c in given], ["trend-000", "trend-001"])
+        peak = given[0]  # the chart that stepped comes first
+        self.assertIn("peak_rss_bytes", peak["title"])
+        self.assertEqual([t["label"] for t in peak["ticks"]], ["%s\n%s" % (sha(i)[:7], when(i)[:10]) for i in range(1, 13)])
+        shown = {s["phase"]: s for s in show_json(db, "--metric", "peak_rss_bytes")["series"]}
+        for panel in peak["panels"]:
+            series = shown[panel["title"].replace("phase ", "")]
+            oldest_first = series["points"][::-1]
+            self.assertEqual([pt["x"] for pt in panel["points"]], list(range(12)))
+            for pt, want in zip(panel["points"], oldest_first):
+                self.assertAlmostEqual(pt["median"], want["median"] / 2**20, places=6)
+                self.assertAlmostEqual(pt["low"], want["min"] / 2**20, places=6)
+                self.assertAlmostEqual(pt["high"], want["max"] / 2**20, places=6)
+            self.assertEqual(len(panel["changes"]), 1, panel["changes"])
+            change = panel["changes"][0]
+            self.assertEqual((change["x_from"], change["x_to"], change["worse"]), (5, 6, True))
+            self.assertRegex(change["label"], r"^\+(19|20|21)\.\d% ")
+            self.assertIn("%s..%s" % (sha(6)[:7], sha(7)[:7]), change["label"])
+        self.assertTrue(all(not panel["changes"] for panel in given[1]["panels"]))  # wall_s did not move
+        with open(page) as f:
+            self.assertEqual(f.read().count('<img src="data:image/png;base64,'), 2)
+
+    def test_a_short_history_draws_its_series_and_says_none_was_judged(self):
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [1.0, 1.0, 1.2])
+        page = os.path.join(self.tmp, "p.html")
+        p = run(["history", "report", db, "-o", page, "--metric", "peak_rss_bytes"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(page) as f:
+            text = f.read()
+        self.assertEqual(text.count('<img src="data:image/png;base64,'), 1)
+        self.assertIn("No change point in 0 series judged", text)
+        self.assertIn("too short to judge", text)
+
+    def test_bad_input_is_exit_2_and_writes_nothing(self):
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [1.0] * 2)
+        with open(db, "rb") as f:
+            before = f.read()
+        page = os.path.join(self.tmp, "p.html")
+        for args, said in (([os.path.join(self.tmp, "none.db"), "-o", page], "no such history"),
+                           ([db, "-o", page, "--metric", "peak_rs"], "--metric: 'peak_rs' is not in"),
+                           ([db, "-o", page, "--workload", "nope"], "--workload: no cell of"),
+                           ([db, "-o", page, "--testbed", "nope"], "--testbed: no cell of"),
+                           ([db, "-o", os.path.join(self.tmp, "no", "p.html")], "-o"),
+                           ([db, "-o", db], "is the history itself"),
+                           ([db], "-o"),
+                           ([db, "-o", page, "--colour", "red"], "--colour")):
+            p = run(["history", "report", *args])
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(said, p.stderr)
+            self.assertFalse(os.path.exists(page))
+        with open(db, "rb") as f:
+            self.assertEqual(f.read(), before)
+
+
+class HistoryExport(TempDirTest):
+    def test_bmf_gives_the_newest_commits_figures_as_bencher_reads_them(self):
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [1.0, 1.0, 1.1])
+        p = run(["history", "show", db, "--format", "bmf"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("BMF of commit " + sha(3), p.stderr)
+        bmf = json.loads(p.stdout)
+        shown = show_json(db, "--metric", "peak_rss_bytes")["series"]
+        self.assertEqual(set(bmf), {"%s/%s" % (s["cell"], s["phase"]) for s in shown})
+        for s in shown:
+            newest = s["points"][0]
+            self.assertEqual(newest["commit"], sha(3))
+            measure = bmf["%s/%s" % (s["cell"], s["phase"])]
+            self.assertEqual(set(measure), shown_metrics(db))  # the gated metrics unless --metric
+            self.assertEqual(measure["peak_rss_bytes"], {"value": newest["median"], "lower_value": newest["min"],
+                                                         "upper_value": newest["max"]})
+        # Bencher's schema: benchmark -> measure -> {value (required), lower_value, upper_value}, all numbers.
+        for measures in bmf.values():
+            for m in measures.values():
+                self.assertTrue(set(m) <= {"value", "lower_value", "upper_value"} and "value" in m)
+                self.assertTrue(all(isinstance(v, (int, float)) for v in m.values()))
+        more = json.loads(run(["history", "show", db, "--format", "bmf", "--metric", "peak_rss_bytes,wall_s"]).stdout)
+        self.assertEqual({k for m in more.values() for k in m}, {"peak_rss_bytes", "wall_s"})
+
+    def test_bmf_of_two_testbeds_needs_a_choice(self):
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        for testbed in ("a", "b"):
+            os.mkdir(os.path.join(self.tmp, testbed))
+            add_series(os.path.join(self.tmp, testbed), db, source, [1.0], testbed=testbed)
+        p = run(["history", "show", db, "--format", "bmf"])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("choose one with --branch and --testbed", p.stderr)
+        self.assertEqual(p.stdout, "")
+        p = run(["history", "show", db, "--format", "bmf", "--testbed", "b"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(json.loads(p.stdout))
+
+    def test_show_gate_and_history_write_one_bmf(self):
+        """One definition of the benchmark names and figures: a folder's BMF from `show` is its BMF
+        from the history it was added to, and `gate --format bmf` gives the judged metrics of it."""
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        self.assertEqual(run(["history", "add", db, source, "--commit", sha(1), "--testbed", "ci"]).returncode, 0)
+        shown = run(["show", source, "--format", "bmf"])
+        self.assertEqual(shown.returncode, 0, shown.stderr)
+        self.assertEqual(json.loads(shown.stdout), json.loads(run(["history", "show", db, "--format", "bmf"]).stdout))
+        baseline = os.path.join(self.tmp, "base.json")
+        self.assertEqual(run(["baseline", source, "-o", baseline]).returncode, 0)
+        gated = run(["gate", baseline, source, "--format", "bmf", "--metric", "peak_rss_bytes,end_rss_bytes"])
+        self.assertEqual(gated.returncode, 0, gated.stderr)
+        self.assertIn("gate: PASS", gated.stderr)
+        only = run(["show", source, "--format", "bmf", "--metric", "peak_rss_bytes,end_rss_bytes"])
+        self.assertEqual(json.loads(gated.stdout), json.loads(only.stdout))
+        self.assertEqual({m for b in json.loads(only.stdout).values() for m in b}, {"peak_rss_bytes", "end_rss_bytes"})
+        one = json.loads(run(["show", source, "--format", "bmf", "--workload", "size_mix", "--allocator", "glibc"]).stdout)
+        self.assertEqual(one, json.loads(shown.stdout))
+        for args, said in ((["show", source, "--format", "bmf", "--by", "workload"], "--format bmf"),
+                           (["show", source, "--format", "bmf", "--allocator", "nope"], "--allocator"),
+                           (["gate", baseline, source, "--format", "bmff"], "--format: 'bmff'")):
+            p = run(args)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(said, p.stderr)
+            self.assertEqual(p.stdout, "")
+
+    def test_export_is_the_whole_history_and_stable(self):
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [1.0, 1.05, 1.1])
+        p = run(["history", "export", db, "--format", "json"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        exported = json.loads(p.stdout)
+        self.assertEqual((exported["allocmark_history_export"], exported["schema_version"]), (1, 1))
+        self.assertEqual([r["commit"] for r in exported["runs"]], [sha(1), sha(2), sha(3)])
+        with sqlite3.connect(db) as c:
+            values = c.execute("SELECT COUNT(*) FROM metric_values").fetchone()[0]
+            cells = c.execute("SELECT COUNT(*) FROM cells").fetchone()[0]
+        self.assertEqual(len(exported["cells"]), cells)
+        held = sum(len(v) for r in exported["runs"] for c in r["cells"] for m in c["values"].values() for v in m.values())
+        self.assertEqual(held, values)  # every value, nothing computed
+        run0 = exported["runs"][0]
+        self.assertEqual((run0["branch"], run0["testbed"], run0["time"]), ("main", "ci", when(1)))
+        self.assertIn("cpu_model", run0["machine"])
+        # The same content added in another order exports the same (but for when it was added).
+        other = os.path.join(self.tmp, "other.db")
+        for i in (3, 1, 2):
+            p = run(["history", "add", other, os.path.join(self.tmp, "c%d" % i), "--commit", sha(i), "--time", when(i),
+                     "--testbed", "ci"])
+            self.assertEqual(p.returncode, 0, p.stderr)
+        again = json.loads(run(["history", "export", other]).stdout)
+        for doc in (exported, again):
+            doc.pop("history")
+            for r in doc["runs"]:
+                r.pop("added")
+        self.assertEqual(again, exported)
+
+    def test_bad_input_is_exit_2(self):
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [1.0])
+        for args, said in ((["export", db, "--format", "csv"], "--format: 'csv'"),
+                           (["export", os.path.join(self.tmp, "none.db")], "no such history"),
+                           (["show", db, "--format", "bmf", "--metric", "nope"], "--metric: 'nope' is not in"),
+                           (["show", db, "--format", "xml"], "--format: 'xml'")):
+            p = run(["history", *args])
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(said, p.stderr)
+            self.assertEqual(p.stdout, "")
+
+
+# The bisected program: allocates and touches MIB MiB once; one commit among 16 makes it 20% more.
+PROGRAM = """#include <stdlib.h>
+#include <string.h>
+/* revision %d */
+int main(void) {
+  size_t bytes = (size_t)%d * 1024 * 1024;
+  char *p = malloc(bytes);
+  if (!p) return 1;
+  memset(p, 1, bytes);
+  volatile char last = p[bytes - 1];
+  (void)last;
+  free(p);
+  return 0;
+}
+"""
+BUILD = "cc -O0 -o prog prog.c"
+RUN_ARGS = ["--program", "prog=./prog", "-a", "glibc", "--reps", "3"]
+STEP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ci", "bisect-step.sh")
+
+
+class HistoryBisect(TempDirTest):
+    def program_repo(self, bad):
+        """16 commits of prog.c; from commit `bad` on it allocates 48 MiB instead of 40."""
+        repo = os.path.join(self.tmp, "repo")
+        os.mkdir(repo)
+        git(repo, "init", "-q")
+        with open(os.path.join(repo, ".gitignore"), "w") as f:
+            f.write("prog\n")
+        for i in range(1, 17):
+            with open(os.path.join(repo, "prog.c"), "w") as f:
+                f.write(PROGRAM % (i, 48 if i >= bad else 40))
+            git(repo, "add", "prog.c", ".gitignore")
+            git(repo, "commit", "-q", "-m", "commit %d" % i)
+        return repo, git(repo, "rev-list", "--reverse", "HEAD").split()
+
+    def test_git_bisect_run_with_the_gate_names_the_commit_that_allocates_more(self):
+        repo, shas = self.program_repo(bad=11)
+        git(repo, "checkout", "-q", shas[0])
+        subprocess.run(BUILD, shell=True, cwd=repo, check=True)
+        good = os.path.join(self.tmp, "good")
+        p = run(["run", *RUN_ARGS, "--out", good], cwd=repo)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        baseline = os.path.join(self.tmp, "base.json")
+        self.assertEqual(run(["baseline", good, "-o", baseline]).returncode, 0)
+        git(repo, "checkout", "-q", shas[-1])
+        git(repo, "bisect", "start", shas[-1], shas[0])
+        env = dict(os.environ, ALLOCMARK=ALLOCMARK)
+        p = subprocess.run(["git", "-C", repo, "bisect", "run", STEP, baseline, BUILD, *RUN_ARGS],
+                           capture_output=True, text=True, env=env, timeout=900)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("%s is the first bad commit" % shas[10], p.stdout)
+        self.assertIn("commit 11", p.stdout)
+        self.assertIn("is bad", p.stderr)
+        self.assertIn("is good", p.stderr)
+
+    def test_gate_bisect_exit_codes(self):
+        repo, shas = self.program_repo(bad=2)
+        subprocess.run(BUILD, shell=True, cwd=repo, check=True)
+        one = os.path.join(self.tmp, "one")
+        p = run(["run", "--program", "prog=./prog", "-a", "glibc", "--reps", "1", "--out", one], cwd=repo)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        baseline = os.path.join(self.tmp, "base.json")
+        self.assertEqual(run(["baseline", one, "-o", baseline]).returncode, 0)
+        plain = run(["gate", baseline, one])
+        self.assertEqual(plain.returncode, 2)  # one repetition a side: not comparable, as ever
+        p = run(["gate", baseline, one, "--bisect"])
+        self.assertEqual(p.returncode, 125, p.stderr)
+        self.assertIn("cannot judge this commit", p.stderr)
+        p = run(["gate", baseline, os.path.join(self.tmp, "never-ran"), "--bisect"])
+        self.assertEqual(p.returncode, 125, p.stderr)
+        p = run(["gate", baseline, one, "--bisect", "--tolerance", "lots"])
+        self.assertEqual(p.returncode, 2, p.stderr)  # bad usage is still 2 (the step script stops on it)
+        p = subprocess.run([STEP, os.path.join(self.tmp, "none.json"), BUILD, *RUN_ARGS], cwd=repo, capture_output=True,
+                           text=True, env=dict(os.environ, ALLOCMARK=ALLOCMARK), timeout=300)
+        self.assertEqual(p.returncode, 128, p.stderr)
+        self.assertIn("stopping the bisection", p.stderr)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 #include "harness/cli/history.h"
 #include "harness/gate/confirm.h"
 #include "harness/gate/verdict.h"
+#include "harness/history/bmf.h"
 #include "harness/results/model.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/safe_text.h"
@@ -83,6 +84,7 @@ struct GateFlags {
   std::string baseline, results, tolerance = "5%", phase, format = "table", confirm_out, confirm_matrix;
   std::vector<std::string> metrics_raw;
   bool strict = false, allow_mismatch = false, confirm = false;
+  bool bisect = false;  // --bisect: git bisect run's exit codes (kExitCannotJudge)
   std::string history_db;  // --history DB: the judged run is added there after judging
   history::RunLabels history_labels;
 };
@@ -117,7 +119,8 @@ void add_gate_options(CLI::App* cmd, GateFlags& f, const std::string& default_me
   cmd->add_option("--phase", f.phase, "judge only this phase");
   cmd->add_option("--format", f.format,
                   "how stdout gives the verdicts: table (a terminal; the verdict line last), markdown (a pull-request "
-                  "comment: the verdict line first, passes folded) or json (default table)");
+                  "comment: the verdict line first, passes folded), json, or bmf (RESULTS' judged figures in Bencher "
+                  "Metric Format; the verdict line on stderr) (default table)");
   cmd->add_flag("--strict", f.strict, "a change of library, version, environment or parameters makes a cell not comparable");
   cmd->add_flag("--confirm", f.confirm,
                 "rerun only the cells flagged regressed or improved, interleaved, and keep the verdicts the rerun flags again");
@@ -127,6 +130,9 @@ void add_gate_options(CLI::App* cmd, GateFlags& f, const std::string& default_me
                   "matrix file whose allocators and programs the rerun's cells must match (the rerun runs what the "
                   "baseline names, never what the results folder does; docs/gate.md)");
   cmd->add_flag("--allow-mismatch", f.allow_mismatch, "judge even when the machine differs (verdicts say so)");
+  cmd->add_flag("--bisect", f.bisect,
+                "exit codes for `git bisect run`: 0 pass, 1 regressed or missing, 125 cannot judge this commit (not "
+                "comparable, or RESULTS has no finished cell); bad usage stays 2 (docs/history.md, Bisecting)");
   cmd->add_option("--history", f.history_db,
                   "after judging, add RESULTS to this history file under --commit (docs/history.md)");
   add_history_label_flags(cmd, f.history_labels);
@@ -158,8 +164,8 @@ struct GateRun {
 };
 
 GateRun check_gate_flags(const GateFlags& f, const std::string& default_metric) {
-  if (f.format != "table" && f.format != "markdown" && f.format != "json")
-    throw matrix::ConfigError("--format: '" + f.format + "' (choose from table, markdown, json)");
+  if (f.format != "table" && f.format != "markdown" && f.format != "json" && f.format != "bmf")
+    throw matrix::ConfigError("--format: '" + f.format + "' (choose from table, markdown, json, bmf)");
   GateRun run;
   run.metrics = parse_gate_metrics(f.metrics_raw, {default_metric});
   if (!f.confirm_out.empty() && !f.confirm) throw matrix::ConfigError("--confirm-out: needs --confirm");
@@ -263,7 +269,27 @@ bool confirm_flagged(gate::GateResult& result, const GateFlags& f, const GateRun
   return true;
 }
 
+// git bisect run skips a commit that exits 125: what RESULTS cannot tell about this commit.
+constexpr int kExitCannotJudge = 125;
+
+// Under --bisect, why RESULTS cannot judge its commit (no folder, no finished cell), "" when it can.
+std::string unjudgeable_results(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return dir + ": no such results folder";
+  try {
+    (void)results::Model::load({dir});
+  } catch (const results::ResultsError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 int run_gate(const GateFlags& f, const std::string& default_metric) {
+  if (f.bisect)
+    if (std::string why = unjudgeable_results(f.results); !why.empty()) {
+      std::cerr << "allocmark gate: cannot judge this commit (exit 125 for git bisect): " << results::terminal_line(why) << "\n";
+      return kExitCannotJudge;
+    }
   const GateRun run = check_gate_flags(f, default_metric);
   gate::RunSummary base = read_gate_baseline(f.baseline);
   gate::RunSummary now = gate::summarize_run(f.results);
@@ -271,10 +297,21 @@ int run_gate(const GateFlags& f, const std::string& default_metric) {
   gate::require_judgement(result, base, f.baseline, run.metrics, f.phase);
   if (f.confirm && !confirm_flagged(result, f, run, base, now)) return static_cast<int>(kExitInterrupted);
   if (!f.history_db.empty()) gate::judge_creep(result, now, creep_segments(f, run), run.rule);
-  std::cout << gate::render_gate(result, f.format);
+  if (f.format == "bmf") {
+    // Bencher judges the figures itself; the gate's verdict line goes to stderr and its exit code stands.
+    const results::Model model = results::Model::load({f.results});
+    std::cout << history::bmf_text(history::bmf_of_cells(history::model_cells(model).cells, run.metrics, f.phase));
+    std::cerr << "allocmark " << result.summary << "\n";
+  } else {
+    std::cout << gate::render_gate(result, f.format);
+  }
   if (!f.history_db.empty()) {
     std::cout.flush();
     add_to_history(f.history_db, f.results, f.history_labels, "allocmark gate");
+  }
+  if (f.bisect && result.exit_code == 2) {
+    std::cerr << "allocmark gate: not comparable: cannot judge this commit (exit 125 for git bisect)\n";
+    return kExitCannotJudge;
   }
   return result.exit_code;
 }

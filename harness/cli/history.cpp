@@ -8,11 +8,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <set>
+#include <stdexcept>
 
+#include "harness/history/bmf.h"
+#include "harness/history/changes.h"
+#include "harness/history/export.h"
+#include "harness/history/trend_page.h"
+#include "harness/results/folder.h"
 #include "harness/results/metric_table.h"
 #include "harness/results/model.h"
 #include "harness/results/reporters/text.h"
@@ -30,9 +37,14 @@ struct AddFlags {
   history::RunLabels labels;
 };
 
+// `history show` and `history report` choose series alike; `out` is the page report writes.
 struct ShowFlags {
-  std::string db, format = "table", workload;
+  std::string db, format = "table", workload, branch, testbed, out;
   std::vector<std::string> metrics;
+};
+
+struct ExportFlags {
+  std::string db, format = "json";
 };
 
 struct ChangesFlags {
@@ -82,11 +94,19 @@ void check_held(const std::string& db, const std::string& flag, const std::strin
 }
 
 std::string workload_of(const history::SeriesKey& k) { return k.cell.workload; }
+std::string branch_of(const history::SeriesKey& k) { return k.branch; }
+std::string testbed_of(const history::SeriesKey& k) { return k.testbed; }
 
 std::vector<history::SeriesKey> chosen_series(const history::HistoryDb& db, const ShowFlags& f) {
   const std::vector<history::SeriesKey> all = db.series_keys();
   check_held(f.db, "--workload", f.workload, all, workload_of);
-  return db.series_keys({chosen_metrics(f, all), f.workload});
+  check_held(f.db, "--branch", f.branch, all, branch_of);
+  check_held(f.db, "--testbed", f.testbed, all, testbed_of);
+  std::vector<history::SeriesKey> keys = db.series_keys({chosen_metrics(f, all), f.workload});
+  std::erase_if(keys, [&](const history::SeriesKey& k) {
+    return (!f.branch.empty() && k.branch != f.branch) || (!f.testbed.empty() && k.testbed != f.testbed);
+  });
+  return keys;
 }
 
 std::string value_text(const std::string& metric, double value) {
@@ -171,101 +191,13 @@ std::string json_of(const history::HistoryDb& db, const std::vector<history::Ser
   return out.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
-// ---- history changes: find_change_points over every series, grouped by the commit they stepped at.
+// ---- history changes: history/changes.h over every series, grouped by the commit they stepped at.
 
-// One series' change; `at` is its first commit after on the series' branch and testbed.
-struct FoundChange {
-  const history::SeriesKey* key;
-  history::ChangePoint point;
-};
-
-// The changes whose first commit after is one commit of one branch and testbed: the series that
-// moved together.
-struct ChangeGroup {
-  std::string branch, testbed;
-  history::CommitInfo at;
-  std::vector<FoundChange> changes;
-};
-
-struct ChangesFound {
-  std::vector<ChangeGroup> groups;  // newest first
-  std::size_t judged = 0, too_short = 0, min_commits = 0;
-};
+using history::ChangeGroup;
+using history::ChangesFound;
+using history::FoundChange;
 
 std::string short_sha(const std::string& commit) { return rs::terminal_line(commit.substr(0, 12)); }
-
-// REV as the history holds it (a unique prefix of a commit it has): its time, for commits of
-// branches and testbeds that do not have it.
-std::string since_time(const history::HistoryDb& db, const std::string& rev,
-                       const std::map<std::pair<std::string, std::string>, std::vector<history::CommitInfo>>& axes) {
-  std::map<std::string, std::string> matches;  // commit -> its earliest time
-  for (const auto& [where, commits] : axes)
-    for (const auto& c : commits)
-      if (c.commit.starts_with(rev) && (!matches.contains(c.commit) || c.time < matches[c.commit]))
-        matches[c.commit] = c.time;
-  if (matches.empty())
-    throw std::invalid_argument(fmt::format("--since: no commit of {} (on the series chosen) starts with '{}'", db.path(), rev));
-  if (matches.size() > 1) {
-    std::set<std::string> names;
-    for (const auto& m : matches) names.insert(m.first);
-    throw std::invalid_argument(fmt::format("--since: '{}' names {} commits of {} ({}); give more of it", rev,
-                                            matches.size(), db.path(), joined(names)));
-  }
-  return matches.begin()->second;
-}
-
-// The first index of `commits` that --since keeps: REV's own when the axis has it, else the first
-// commit made at or after REV's time.
-std::size_t since_index(const std::vector<history::CommitInfo>& commits, const std::string& rev, const std::string& time) {
-  for (const auto& c : commits)
-    if (c.commit.starts_with(rev)) return c.index;
-  for (const auto& c : commits)
-    if (c.time >= time) return c.index;
-  return commits.size();
-}
-
-// Newest first: by the time of the commit stepped at, then by its place on its axis.
-void order_changes(std::vector<ChangeGroup>& groups) {
-  std::stable_sort(groups.begin(), groups.end(), [](const ChangeGroup& a, const ChangeGroup& b) {
-    return a.at.time != b.at.time ? a.at.time > b.at.time : a.at.index > b.at.index;
-  });
-  for (auto& g : groups)
-    std::stable_sort(g.changes.begin(), g.changes.end(), [](const FoundChange& a, const FoundChange& b) {
-      return std::fabs(a.point.relative_step) > std::fabs(b.point.relative_step);
-    });
-}
-
-ChangesFound find_changes(const history::HistoryDb& db, const std::vector<history::SeriesKey>& keys,
-                          const std::string& since) {
-  const history::ChangePointOptions options;
-  ChangesFound found;
-  found.min_commits = history::min_commits(options);
-  std::map<std::pair<std::string, std::string>, std::vector<history::CommitInfo>> axes;
-  for (const auto& k : keys)
-    if (!axes.contains({k.branch, k.testbed})) axes[{k.branch, k.testbed}] = db.commits(k.branch, k.testbed);
-  const std::string rev_time = since.empty() ? "" : since_time(db, since, axes);
-  std::map<std::tuple<std::string, std::string, std::size_t>, ChangeGroup> groups;
-  for (const auto& k : keys) {
-    const auto points = db.series(k.cell.cell_id, k.phase, k.metric, k.branch, k.testbed);
-    if (points.size() < found.min_commits) {
-      ++found.too_short;
-      continue;
-    }
-    ++found.judged;
-    const auto& axis = axes.at({k.branch, k.testbed});
-    const std::size_t from = since.empty() ? 0 : since_index(axis, since, rev_time);
-    for (auto& cp : history::find_change_points(points, options)) {
-      const auto at = std::find_if(axis.begin(), axis.end(), [&](const auto& c) { return c.commit == cp.to_commit; });
-      if (at == axis.end() || at->index < from) continue;
-      ChangeGroup& g = groups[{k.branch, k.testbed, at->index}];
-      if (g.changes.empty()) g = {k.branch, k.testbed, *at, {}};
-      g.changes.push_back({&k, std::move(cp)});
-    }
-  }
-  for (auto& [where, g] : groups) found.groups.push_back(std::move(g));
-  order_changes(found.groups);
-  return found;
-}
 
 std::string percent(double step) { return std::isfinite(step) ? fmt::format("{:+.1f}%", 100 * step) : "n/a"; }
 
@@ -333,8 +265,6 @@ std::string changes_json(const history::HistoryDb& db, const ChangesFound& found
   return out.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
-std::string branch_of(const history::SeriesKey& k) { return k.branch; }
-std::string testbed_of(const history::SeriesKey& k) { return k.testbed; }
 
 int run_changes(const ChangesFlags& f) {
   if (f.format != "table" && f.format != "json")
@@ -351,19 +281,111 @@ int run_changes(const ChangesFlags& f) {
   std::erase_if(keys, [&](const history::SeriesKey& k) {
     return (!f.branch.empty() && k.branch != f.branch) || (!f.testbed.empty() && k.testbed != f.testbed);
   });
-  const ChangesFound found = find_changes(db, keys, f.since);
+  const ChangesFound found = history::find_changes(db, keys, f.since);
   std::cout << (f.format == "json" ? changes_json(db, found, metrics, f.since) : changes_table(found));
   return kExitOk;
 }
 
+// Bencher Metric Format (history/bmf.h) is one run's figures: the newest commit of one branch and
+// testbed.
+std::string bmf_of(const history::HistoryDb& db, const std::vector<history::SeriesKey>& keys) {
+  std::set<std::string> axes;
+  for (const auto& k : keys) axes.insert(k.branch + ", testbed " + k.testbed);
+  if (axes.size() > 1)
+    throw std::invalid_argument(fmt::format("--format bmf: {} holds series on {} branches and testbeds (branch {}); BMF "
+                                            "is one run's figures: choose one with --branch and --testbed",
+                                            db.path(), axes.size(), joined(axes)));
+  ordered_json out = ordered_json::object();
+  if (keys.empty()) return history::bmf_text(out);
+  const std::string newest = db.commits(keys.front().branch, keys.front().testbed).back().commit;
+  for (const auto& k : keys) {
+    const auto points = db.series(k.cell.cell_id, k.phase, k.metric, k.branch, k.testbed);
+    if (points.empty() || points.back().commit != newest) continue;  // the cell did not run at that commit
+    history::add_bmf_measure(out, history::bmf_benchmark(k.cell.cell_id, k.phase), k.metric, points.back().values);
+  }
+  std::cerr << fmt::format("allocmark history: BMF of commit {} (branch {}, testbed {})\n", rs::terminal_line(newest),
+                           rs::terminal_line(keys.front().branch), rs::terminal_line(keys.front().testbed));
+  return history::bmf_text(out);
+}
+
 int run_show(const ShowFlags& f) {
-  if (f.format != "table" && f.format != "json")
-    throw std::invalid_argument("--format: '" + f.format + "' (choose from table, json)");
+  if (f.format != "table" && f.format != "json" && f.format != "bmf")
+    throw std::invalid_argument("--format: '" + f.format + "' (choose from table, json, bmf)");
   const history::HistoryDb db(f.db, history::HistoryDb::Mode::read);
   if (db.run_count() == 0) std::cerr << "allocmark history: " << rs::terminal_line(f.db) << " holds no runs yet\n";
   const std::vector<history::SeriesKey> keys = chosen_series(db, f);
-  std::cout << (f.format == "json" ? json_of(db, keys) : table_of(db, keys));
+  std::cout << (f.format == "json" ? json_of(db, keys) : f.format == "bmf" ? bmf_of(db, keys) : table_of(db, keys));
   return kExitOk;
+}
+
+// Each commit's subject from the git repository in the current folder, where it has the commit.
+std::map<std::string, std::string> subjects_of(const history::HistoryDb& db, const std::vector<history::SeriesKey>& keys) {
+  std::set<std::string> commits;
+  for (const auto& k : keys)
+    for (const auto& c : db.commits(k.branch, k.testbed)) commits.insert(c.commit);
+  std::map<std::string, std::string> subjects;
+  for (const auto& c : commits) {
+    // A history from elsewhere may hold any text as a commit: only hex ever reaches git's argv.
+    if (!history::commit_problem(c, "").empty()) continue;
+    if (std::string subject = history::commit_field(c, "%s"); !subject.empty()) subjects[c] = subject;
+  }
+  return subjects;
+}
+
+int run_report(const ShowFlags& f) {
+  const history::HistoryDb db(f.db, history::HistoryDb::Mode::read);
+  check_output_file(f.out, "-o");
+  std::error_code ec;
+  if (std::filesystem::equivalent(f.out, f.db, ec))
+    throw std::invalid_argument(fmt::format("-o {}: is the history itself; name the page to write", f.out));
+  const std::vector<history::SeriesKey> keys = chosen_series(db, f);
+  if (keys.empty())
+    throw std::invalid_argument(fmt::format("{}: no series to draw ({} runs; `allocmark history add` adds some)", f.db,
+                                            db.run_count()));
+  const history::ChangesFound found = history::find_changes(db, keys);
+  const history::TrendPage page = history::build_trend_page({&db, keys, &found, subjects_of(db, keys)});
+  rs::write_file_atomically(f.out, page.html);
+  for (const auto& e : page.chart_errors) std::cerr << "allocmark history: warning: chart failed: " << e << "\n";
+  std::cout << f.out << "\n";
+  return page.chart_errors.empty() ? kExitOk : kExitCellsFailed;
+}
+
+int run_export(const ExportFlags& f) {
+  if (f.format != "json") throw std::invalid_argument("--format: '" + f.format + "' (choose from json)");
+  const history::HistoryDb db(f.db, history::HistoryDb::Mode::read);
+  std::cout << history::export_json(db).dump(2, ' ', false, ordered_json::error_handler_t::replace) << "\n";
+  return kExitOk;
+}
+
+CLI::App* add_show_command(CLI::App* history, ShowFlags& f) {
+  auto* cmd = history->add_subcommand("show", "each series of a history, newest commit first, with median and spread");
+  cmd->add_option("db", f.db, "the history file")->required();
+  cmd->add_option("--metric", f.metrics, "metrics, comma-separated (default: the gated ones in table and bmf, all in json)")
+      ->allow_extra_args(false);
+  cmd->add_option("--workload", f.workload, "only this workload");
+  cmd->add_option("--branch", f.branch, "only this branch");
+  cmd->add_option("--testbed", f.testbed, "only this testbed");
+  cmd->add_option("--format", f.format, "table (default), json, or bmf (Bencher Metric Format: the newest commit's figures)");
+  return cmd;
+}
+
+CLI::App* add_report_command(CLI::App* history, ShowFlags& f) {
+  auto* cmd = history->add_subcommand("report", "the trend page: one self-contained HTML page of the series on a commit "
+                                                "axis with their change points (docs/history.md)");
+  cmd->add_option("db", f.db, "the history file")->required();
+  cmd->add_option("-o,--out", f.out, "the HTML file to write")->required();
+  cmd->add_option("--metric", f.metrics, "metrics, comma-separated (default: the gated ones)")->allow_extra_args(false);
+  cmd->add_option("--workload", f.workload, "only this workload");
+  cmd->add_option("--branch", f.branch, "only this branch");
+  cmd->add_option("--testbed", f.testbed, "only this testbed");
+  return cmd;
+}
+
+CLI::App* add_export_command(CLI::App* history, ExportFlags& f) {
+  auto* cmd = history->add_subcommand("export", "the whole history as one stable JSON document on stdout (docs/history.md)");
+  cmd->add_option("db", f.db, "the history file")->required();
+  cmd->add_option("--format", f.format, "json (default; the only one)");
+  return cmd;
 }
 
 CLI::App* add_changes_command(CLI::App* history, ChangesFlags& f) {
@@ -406,7 +428,7 @@ void add_to_history(const std::string& db_path, const std::string& results, cons
 }
 
 Subcommand add_history_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("history", "the results history across commits (docs/history.md): add, show, changes");
+  auto* cmd = app.add_subcommand("history", "the results history across commits (docs/history.md): add, show, changes, report, export");
   cmd->require_subcommand(1);
   auto add = std::make_shared<AddFlags>();
   auto* add_cmd = cmd->add_subcommand("add", "add a results folder's cells to a history file under a commit");
@@ -414,20 +436,20 @@ Subcommand add_history_command(CLI::App& app) {
   add_cmd->add_option("results", add->results, "the results folder to add")->required();
   add_history_label_flags(add_cmd, add->labels);
   add_cmd->get_option("--commit")->required();
-  auto show = std::make_shared<ShowFlags>();
-  auto* show_cmd = cmd->add_subcommand("show", "each series of a history, newest commit first, with median and spread");
-  show_cmd->add_option("db", show->db, "the history file")->required();
-  show_cmd->add_option("--metric", show->metrics, "metrics, comma-separated (default: the gated ones in table, all in json)")
-      ->allow_extra_args(false);
-  show_cmd->add_option("--workload", show->workload, "only this workload");
-  show_cmd->add_option("--format", show->format, "table (default) or json");
+  auto show = std::make_shared<ShowFlags>(), report = std::make_shared<ShowFlags>();
+  add_show_command(cmd, *show);
   auto changes = std::make_shared<ChangesFlags>();
   auto* changes_cmd = add_changes_command(cmd, *changes);
-  return {cmd, [add_cmd, add, show, changes_cmd, changes] {
+  auto* report_cmd = add_report_command(cmd, *report);
+  auto exported = std::make_shared<ExportFlags>();
+  auto* export_cmd = add_export_command(cmd, *exported);
+  return {cmd, [add_cmd, add, show, changes_cmd, changes, report_cmd, report, export_cmd, exported] {
             if (add_cmd->parsed()) {
               add_to_history(add->db, add->results, add->labels, "allocmark history");
               return static_cast<int>(kExitOk);
             }
+            if (report_cmd->parsed()) return run_report(*report);
+            if (export_cmd->parsed()) return run_export(*exported);
             return changes_cmd->parsed() ? run_changes(*changes) : run_show(*show);
           }};
 }

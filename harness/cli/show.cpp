@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "harness/cli/common.h"
+#include "harness/history/bmf.h"
+#include "harness/history/ingest.h"
 #include "harness/results/model.h"
 #include "harness/results/reporters/reporter.h"
 
@@ -46,6 +48,22 @@ struct ShowOptions {
   std::vector<std::string> workloads, allocators, threads;
 };
 
+// Bencher Metric Format of the ok cells the filter keeps (history/bmf.h): the gated metrics unless
+// --metric names others.
+std::string bmf_of(const allocmark::results::Model& model, const allocmark::results::ReportOptions& report) {
+  namespace rs = allocmark::results;
+  std::vector<history::CellRun> cells = history::model_cells(model).cells;
+  auto in = [](const auto& list, const auto& v) { return list.empty() || std::find(list.begin(), list.end(), v) != list.end(); };
+  std::erase_if(cells, [&](const history::CellRun& c) {
+    return !in(report.filter.workloads, c.cell.workload) || !in(report.filter.allocators, c.cell.allocator) ||
+           !in(report.filter.threads, c.cell.threads);
+  });
+  std::vector<std::string> names;
+  for (rs::Metric m : report.metrics.empty() ? rs::gated_metrics() : report.metrics)
+    names.emplace_back(rs::metric_row(m).name);
+  return history::bmf_text(history::bmf_of_cells(cells, names));
+}
+
 }  // namespace
 
 Subcommand add_show_command(CLI::App& app) {
@@ -57,7 +75,8 @@ Subcommand add_show_command(CLI::App& app) {
 
   auto* show = app.add_subcommand("show", "summarise results folders: medians and min-max spreads per group");
   show->add_option("dirs", opts->dirs, "results folders (several are read as one: groups never mix hosts)")->required();
-  show->add_option("--format", opts->format, "table (default), csv, json or markdown");
+  show->add_option("--format", opts->format,
+                   "table (default), csv, json, markdown or bmf (Bencher Metric Format: a benchmark per cell and phase)");
   show->add_option("--by", opts->by, "group by, comma-separated: " + joined(dimension_names) +
                                          " (default workload,threads,allocator,phase)")
       ->allow_extra_args(false);  // one comma-separated list per flag: what follows is a folder
@@ -74,8 +93,11 @@ Subcommand add_show_command(CLI::App& app) {
       ->allow_extra_args(false);
   show->add_option("--threads", opts->threads, "only these thread counts, comma-separated")->allow_extra_args(false);
   return {show, [opts, dimension_names, metric_names] {
-            if (!rs::make_reporter(opts->format))
-              throw std::invalid_argument(fmt::format("--format: unknown format '{}' (choose from {})", opts->format,
+            const bool bmf = opts->format == "bmf";
+            if (bmf && (!opts->by.empty() || !opts->workload_metrics.empty()))
+              throw std::invalid_argument("--format bmf: a benchmark per cell and phase; without --by and --workload-metric");
+            if (!bmf && !rs::make_reporter(opts->format))
+              throw std::invalid_argument(fmt::format("--format: unknown format '{}' (choose from {}, bmf)", opts->format,
                                                       joined(rs::reporter_formats())));
             rs::ReportOptions report;
             if (!opts->by.empty())
@@ -102,6 +124,10 @@ Subcommand add_show_command(CLI::App& app) {
             print_reading_notes(model);
             if (std::string problem = model.unknown_filter_value(report.filter); !problem.empty())
               throw std::invalid_argument(problem);
+            if (bmf) {
+              std::cout << bmf_of(model, report);
+              return kExitOk;
+            }
             std::vector<std::string> notes;
             std::string text = rs::render_report(model, opts->format, report, &notes);
             for (const auto& n : notes) std::cerr << "allocmark show: warning: " << n << "\n";

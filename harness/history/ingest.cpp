@@ -66,29 +66,6 @@ std::string allocmark_version_of(const json& meta) {
   return commit.empty() ? version : version + " (" + commit + ")";
 }
 
-// The committer date of `commit` in the current folder's git repository, "" when there is none.
-std::string commit_date(const std::string& commit) {
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return "";
-  const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  os::SpawnOptions o;
-  o.argv = {"git", "show", "-s", "--format=%cI", commit + "^{commit}", "--"};
-  o.search_path = true;
-  o.fds = {{pipe_fds[1], 1}};
-  if (null_fd >= 0) o.fds.push_back({null_fd, 2});
-  const os::SpawnResult started = os::spawn(o);
-  ::close(pipe_fds[1]);
-  if (null_fd >= 0) ::close(null_fd);
-  std::string out;
-  char buffer[256];
-  for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR);)
-    if (n > 0) out.append(buffer, static_cast<std::size_t>(n));
-  ::close(pipe_fds[0]);
-  int status = 0;
-  if (started.pid < 0 || !os::wait_for(started.pid, status) || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
 
 std::string host_name() {
   char name[256] = {};
@@ -105,7 +82,7 @@ RunInfo run_info(const std::string& dir, const RunLabels& labels) {
     run.time = normalise_time(labels.time, "--time");
   } else {
     // A commit date git gives is ISO 8601 already; a repository without the commit means "now".
-    const std::string date = commit_date(labels.commit);
+    const std::string date = commit_field(labels.commit, "%cI");
     run.time = normalise_time(date.empty() ? fmt::format("@{}", std::time(nullptr)) : date, "the commit's date");
   }
   run.testbed = labels.testbed.empty() ? host_name() : labels.testbed;
@@ -136,6 +113,29 @@ CellInfo cell_info(const rs::Model& model, const rs::CellResult& cell) {
 }
 
 }  // namespace
+
+std::string commit_field(const std::string& commit, const std::string& format) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return "";
+  const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  os::SpawnOptions o;
+  o.argv = {"git", "show", "-s", "--format=" + format, commit + "^{commit}", "--"};
+  o.search_path = true;
+  o.fds = {{pipe_fds[1], 1}};
+  if (null_fd >= 0) o.fds.push_back({null_fd, 2});
+  const os::SpawnResult started = os::spawn(o);
+  ::close(pipe_fds[1]);
+  if (null_fd >= 0) ::close(null_fd);
+  std::string out;
+  char buffer[256];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR);)
+    if (n > 0) out.append(buffer, static_cast<std::size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  if (started.pid < 0 || !os::wait_for(started.pid, status) || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
 
 std::string series_cell_id(const std::string& key, int threads, int rep) {
   // The key's path is allocator/workload/tT/rR/HASH (record::Cell::key); the digest leaves rep out.
@@ -185,11 +185,8 @@ std::string normalise_time(const std::string& text, const std::string& flag) {
   return out;
 }
 
-FolderRun read_folder_run(const std::string& dir, const RunLabels& labels) {
-  FolderRun out;
-  out.run = run_info(dir, labels);
-  const rs::Model model = rs::Model::load({dir});
-  rs::refuse_folder_being_written(dir, "wait for it to end: the history would keep a partial run");
+ModelCells model_cells(const rs::Model& model) {
+  ModelCells out;
   // Repetitions of a cell numbered 0.. in the order of their rep, whatever order the file holds.
   std::map<std::string, std::vector<const rs::CellResult*>> by_cell;
   for (const auto& cell : model.cells()) {
@@ -208,6 +205,18 @@ FolderRun read_folder_run(const std::string& dir, const RunLabels& labels) {
     out.values += run.values.size();
     out.cells.push_back(std::move(run));
   }
+  return out;
+}
+
+FolderRun read_folder_run(const std::string& dir, const RunLabels& labels) {
+  FolderRun out;
+  out.run = run_info(dir, labels);
+  const rs::Model model = rs::Model::load({dir});
+  rs::refuse_folder_being_written(dir, "wait for it to end: the history would keep a partial run");
+  ModelCells cells = model_cells(model);
+  out.cells = std::move(cells.cells);
+  out.values = cells.values;
+  out.cells_not_ok = cells.cells_not_ok;
   return out;
 }
 
