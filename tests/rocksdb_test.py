@@ -54,12 +54,31 @@ class EveryBackend(RocksdbTest):
                                  m["block_cache_usage_bytes"] + m["memtables_bytes"] + m["table_readers_bytes"])
             self.assertEqual(by_name["l.i0"]["workload_metrics"]["rows_inserted"], 20000)
             self.assertGreaterEqual(by_name["l.x"]["workload_metrics"]["sorted_runs"], 3)
+            # index_step = l.x (the default): the load writes no index entry, l.x writes all 3 x rows.
+            self.assertNotIn("index_entries", by_name["l.i0"]["workload_metrics"])
+            self.assertEqual(by_name["l.x"]["workload_metrics"]["index_entries"], 3 * 20000)
             self.assertEqual(by_name["l.i1"]["workload_metrics"]["rows_deleted"], 5000)
             # The deletes read rows through the block cache, and the q phases read more.
             self.assertGreater(by_name["q1000"]["workload_metrics"]["block_cache_usage_bytes"], 0)
             self.assertGreater(by_name["q1000"]["workload_metrics"]["point_reads"], 0)
             self.assertGreater(by_name["q1000"]["workload_metrics"]["range_reads"], 0)
         self.assertFalse(os.path.exists(os.path.join(self.out, "data")), os.listdir(self.out))
+
+    def test_index_step_l_i0_creates_the_indexes_in_the_load_and_l_x_does_nothing(self):
+        # The seed's second experiment: the indexes exist before the load, which writes their entries.
+        p = run(["run", "--allocators", "glibc", "--workloads", "rocksdb", "--threads", "2", "--reps", "1",
+                 "--out", self.out, "--set", "rocksdb.index_step=l.i0"] + TINY)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        (r,) = records(self.out)
+        self.assertEqual(r["status"], "ok", r.get("error"))
+        self.assertEqual(r["params"]["index_step"], "l.i0")
+        by_name = {ph["name"]: ph["workload_metrics"] for ph in r["phases"]}
+        self.assertEqual(by_name["l.i0"]["rows_inserted"], 20000)
+        self.assertEqual(by_name["l.i0"]["index_entries"], 3 * 20000)
+        for key in ("index_entries", "sorted_runs", "commits"):
+            self.assertNotIn(key, by_name["l.x"], key)
+        self.assertEqual(by_name["l.i1"]["index_entries"], 3 * 5000)
+        self.assertEqual(by_name["l.i1"]["rows_deleted"], 5000)
 
 
 class DataFolder(RocksdbTest):
@@ -85,7 +104,8 @@ class BadParameters(RocksdbTest):
         for setting, words in [("rocksdb.cache=clock", "cache must be lru"),
                                ("rocksdb.compression=brotli", "compression must be"),
                                ("rocksdb.max_write_buffers=1", "max_write_buffers"),
-                               ("rocksdb.sort_buffer=1K", "sort_buffer")]:
+                               ("rocksdb.sort_buffer=1K", "sort_buffer"),
+                               ("rocksdb.index_step=l.i1", "index_step must be l.x or l.i0")]:
             p = run(["run", "--allocators", "glibc", "--workloads", "rocksdb", "--out", self.out, "--set", setting])
             self.assertEqual(p.returncode, 2, setting)
             self.assertIn(words, p.stderr)

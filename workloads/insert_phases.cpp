@@ -221,6 +221,7 @@ InsertPhases::InsertPhases(const Params& p, int threads)
       max_write_buffers_(static_cast<int>(p.integer("max_write_buffers"))),
       flush_lag_(static_cast<int>(p.integer("flush_lag"))),
       indexes_(static_cast<int>(p.integer("indexes"))),
+      indexes_at_load_(p.text("index_step") == "l.i0"),
       merge_buf_(p.bytes("merge_buf")),
       sort_limit_(static_cast<std::size_t>(std::llround(static_cast<double>(p.bytes("merge_buf")) * p.real("sort_fill")))),
       combine_read_(p.bytes("combine_read")),
@@ -657,13 +658,15 @@ uint64_t InsertPhases::run_phase(std::size_t phase, ThreadContext& ctx) {
       Table& t = *tables_[client];
       uint64_t total = load ? rows_ : rows_i1_;
       uint64_t rows = total / clients_ + (static_cast<uint64_t>(client) < total % clients_ ? 1 : 0);
-      ops = write_rows(ctx, thread_state_[ctx.index], client, t.rng, rows, !load, !load, threads_ == 1, c, trace);
+      ops = write_rows(ctx, thread_state_[ctx.index], client, t.rng, rows, !load || indexes_at_load_, !load,
+                       threads_ == 1, c, trace);
       if (threads_ == 1) flush_immutable(ctx, c);
       client_done(phase);
       break;
     }
     case kIndex:
-      if (client >= 0) ops = build_indexes(ctx, client, c, trace);
+      // With index_step = l.i0 the load already wrote the indexes: there is nothing to create.
+      if (client >= 0 && !indexes_at_load_) ops = build_indexes(ctx, client, c, trace);
       break;
     case kIdleX:
     case kIdleEnd:
@@ -730,6 +733,40 @@ void InsertPhases::teardown() {
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+// What a ParamType cannot say about the parameters (run in the driver before any cell).
+std::string validate_params(const Params& p) {
+  if (p.real("scale") <= 0) return "scale must be > 0";
+  if (p.integer("rows") < 0 || p.integer("rows_i1") < 0) return "rows and rows_i1 must be >= 0";
+  if (p.integer("rows_per_commit") < 1) return "rows_per_commit must be >= 1";
+  if (p.integer("entry_min") < 16 || p.integer("entry_max") < p.integer("entry_min") || p.integer("entry_max") > 4096)
+    return "entries need 16 <= entry_min <= entry_max <= 4096";
+  if (p.bytes("write_buffer") < 64 * 1024) return "write_buffer must be >= 64K";
+  if (static_cast<uint64_t>(p.integer("entry_max")) * 4 > std::min<uint64_t>(1 << 20, p.bytes("write_buffer") / 8))
+    return "entry_max must be at most a quarter of the arena block (write_buffer/8, at most 1M)";
+  if (p.integer("max_write_buffers") < 2 || p.integer("max_write_buffers") > 64) return "max_write_buffers must be 2..64";
+  if (p.integer("flush_lag") < 0 || p.integer("flush_lag") >= p.integer("max_write_buffers"))
+    return "flush_lag must be 0..max_write_buffers - 1";
+  if (p.integer("indexes") < 1 || p.integer("indexes") > 15) return "indexes must be 1..15";
+  if (p.integer("index_families") != 0 && p.integer("index_families") != 1) return "index_families must be 0 or 1";
+  if (p.text("index_step") != "l.x" && p.text("index_step") != "l.i0")
+    return "index_step must be l.x or l.i0, not '" + p.text("index_step") + "'";
+  if (p.bytes("merge_buf") < 64 * 1024) return "merge_buf must be >= 64K";
+  if (!(p.real("sort_fill") > 0 && p.real("sort_fill") <= 1)) return "sort_fill must be in (0, 1]";
+  if (static_cast<double>(p.bytes("merge_buf")) * p.real("sort_fill") < 4096)
+    return "merge_buf x sort_fill must be >= 4K (a chunk must hold records)";
+  if (p.bytes("combine_read") < 4096) return "combine_read must be >= 4K";
+  if (p.bytes("block_bytes") < 1024 || p.bytes("block_bytes") > (1 << 20)) return "block_bytes must be 1K..1M";
+  if (p.bytes("block_cache") * p.real("scale") < 16.0 * 2 * p.bytes("block_bytes"))
+    return "block_cache x scale must hold at least two blocks per shard (32 blocks)";
+  if (p.integer("query_rows") < 1) return "query_rows must be >= 1";
+  if (p.real("q_seconds") < 0 || p.real("idle_s") < 0 || p.real("q_rate_scale") < 0)
+    return "q_seconds, idle_s and q_rate_scale must be >= 0";
+  if (p.integer("q_queries") < 0) return "q_queries must be >= 0";
+  return "";
+}
+}  // namespace
+
 static const bool registered = register_workload([] {
   WorkloadInfo w{
     "insert_phases",
@@ -753,7 +790,11 @@ static const bool registered = register_workload([] {
         {"index_families", ParamType::Int, "1", "1",
          "1: each secondary index in its own column family with its own memtables (the rocksdb workload; MyRocks with "
          "per-index cfname); 0: every index in the primary key's column family (MyRocks' default)"},
-        {"indexes", ParamType::Int, "3", "3", "secondary indexes created by l.x"},
+        {"indexes", ParamType::Int, "3", "3", "secondary indexes created by index_step"},
+        {"index_step", ParamType::String, "l.x", "l.x",
+         "the step that creates the secondary indexes: l.x (after the load, by a scan through sort buffers: the "
+         "benchmark) or l.i0 (on the empty tables at the start of the load, which then writes every index's entries; "
+         "l.x does nothing: the seed's second experiment)"},
         {"merge_buf", ParamType::Bytes, "4M", "64M", "sort buffer per index, twice (rocksdb_merge_buf_size)"},
         {"sort_fill", ParamType::Float, "1", "1",
          "fraction of each sort buffer a chunk fills before it is sorted out; the rest is allocated, never touched "
@@ -773,34 +814,7 @@ static const bool registered = register_workload([] {
         {"idle_s", ParamType::Float, "2", "30", "length of each idle phase (idle.x, idle.end)"},
     },
     [](const Params& p, int threads, const WorkloadEnv&) { return std::make_unique<InsertPhases>(p, threads); },
-    [](const Params& p) -> std::string {
-      if (p.real("scale") <= 0) return "scale must be > 0";
-      if (p.integer("rows") < 0 || p.integer("rows_i1") < 0) return "rows and rows_i1 must be >= 0";
-      if (p.integer("rows_per_commit") < 1) return "rows_per_commit must be >= 1";
-      if (p.integer("entry_min") < 16 || p.integer("entry_max") < p.integer("entry_min") || p.integer("entry_max") > 4096)
-        return "entries need 16 <= entry_min <= entry_max <= 4096";
-      if (p.bytes("write_buffer") < 64 * 1024) return "write_buffer must be >= 64K";
-      if (static_cast<uint64_t>(p.integer("entry_max")) * 4 > std::min<uint64_t>(1 << 20, p.bytes("write_buffer") / 8))
-        return "entry_max must be at most a quarter of the arena block (write_buffer/8, at most 1M)";
-      if (p.integer("max_write_buffers") < 2 || p.integer("max_write_buffers") > 64) return "max_write_buffers must be 2..64";
-      if (p.integer("flush_lag") < 0 || p.integer("flush_lag") >= p.integer("max_write_buffers"))
-        return "flush_lag must be 0..max_write_buffers - 1";
-      if (p.integer("indexes") < 1 || p.integer("indexes") > 15) return "indexes must be 1..15";
-      if (p.integer("index_families") != 0 && p.integer("index_families") != 1) return "index_families must be 0 or 1";
-      if (p.bytes("merge_buf") < 64 * 1024) return "merge_buf must be >= 64K";
-      if (!(p.real("sort_fill") > 0 && p.real("sort_fill") <= 1)) return "sort_fill must be in (0, 1]";
-      if (static_cast<double>(p.bytes("merge_buf")) * p.real("sort_fill") < 4096)
-        return "merge_buf x sort_fill must be >= 4K (a chunk must hold records)";
-      if (p.bytes("combine_read") < 4096) return "combine_read must be >= 4K";
-      if (p.bytes("block_bytes") < 1024 || p.bytes("block_bytes") > (1 << 20)) return "block_bytes must be 1K..1M";
-      if (p.bytes("block_cache") * p.real("scale") < 16.0 * 2 * p.bytes("block_bytes"))
-        return "block_cache x scale must hold at least two blocks per shard (32 blocks)";
-      if (p.integer("query_rows") < 1) return "query_rows must be >= 1";
-      if (p.real("q_seconds") < 0 || p.real("idle_s") < 0 || p.real("q_rate_scale") < 0)
-        return "q_seconds, idle_s and q_rate_scale must be >= 0";
-      if (p.integer("q_queries") < 0) return "q_queries must be >= 0";
-      return "";
-    },
+    validate_params,
   };
   w.ops_per_s_not_a_speed = [](const Params& p, std::string_view phase) -> std::string {
     if (phase.substr(0, 1) != "q" || p.integer("q_queries") != 0) return "";

@@ -210,6 +210,7 @@ class InsertPhases final : public Workload {
   std::size_t rows_per_commit_, entry_min_, entry_max_;
   std::size_t write_buffer_, arena_block_;
   int max_write_buffers_, flush_lag_, indexes_;
+  bool indexes_at_load_;  // index_step = l.i0
   std::size_t merge_buf_, sort_limit_, combine_read_, block_bytes_, rows_per_block_, query_rows_;
   double q_seconds_, q_rate_scale_, idle_s_;
   int64_t q_queries_;
@@ -220,7 +221,7 @@ class InsertPhases final : public Workload {
   BlockCache cache_;
 
   // Column family 0 is the primary key, 1..indexes the secondary indexes (written from l.i1 on;
-  // l.x bulk-loads them without memtables). Per family one memtable is active, the others
+  // l.x bulk-loads them without memtables; with index_step = l.i0 written from l.i0 on). Per family one memtable is active, the others
   // immutable until a flush frees them. db_mu_ guards the families; a writer holds it while the
   // flush thread frees the memtable it handed over, so no other write overtakes a flush.
   std::mutex db_mu_;

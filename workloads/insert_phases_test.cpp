@@ -146,6 +146,38 @@ TEST(InsertPhases, IndexesShareThePrimaryKeysMemtablesWithIndexFamiliesOff) {
   EXPECT_EQ(w.counter(InsertPhases::kInsertDelete, kRowsDeleted), 20000u);
 }
 
+TEST(InsertPhases, IndexStepSaysWhichStepCreatesTheIndexes) {
+  // The seed's second experiment: indexes created on the empty tables at the start of l.i0, which
+  // then writes every index's entries through its memtables, and no l.x; the default is the benchmark's.
+  const int64_t arena_block = (256 << 10) / 8;
+  for (const std::string step : {"l.x", "l.i0"}) {
+    InsertPhases w(small_params(1, {{"index_step", step}}), 1);
+    LiveBytes live(1);
+    std::vector<std::vector<int64_t>> per_family;
+    auto phases = test_support::run_all_phases(w, live, 1, [&](std::size_t) {
+      per_family.emplace_back();
+      for (std::size_t f = 0; f < w.column_families(); ++f) per_family.back().push_back(w.memtable_bytes(f));
+    });
+    const bool at_load = step == "l.i0";
+    EXPECT_EQ(w.counter(InsertPhases::kLoad, kRowsInserted), 60000u) << step;
+    for (std::size_t f = 1; f < 4; ++f) {
+      if (at_load) {
+        EXPECT_GE(per_family[InsertPhases::kLoad][f], arena_block) << "family " << f;
+      } else {
+        EXPECT_EQ(per_family[InsertPhases::kLoad][f], 0) << "family " << f;
+      }
+    }
+    EXPECT_EQ(w.counter(InsertPhases::kIndex, kSortChunks) > 0, !at_load) << step;
+    EXPECT_EQ(w.counter(InsertPhases::kIndex, kMergedRecords), at_load ? 0u : 3u * 60000) << step;
+    EXPECT_EQ(phases[InsertPhases::kIndex].ops, at_load ? 0u : 60000u) << step;
+    if (at_load) {
+      EXPECT_EQ(phases[InsertPhases::kIndex].live_after, phases[InsertPhases::kLoad].live_after);
+    }
+    // The later steps are the benchmark's either way.
+    EXPECT_EQ(w.counter(InsertPhases::kInsertDelete, kRowsDeleted), 20000u) << step;
+  }
+}
+
 TEST(InsertPhases, FlushLagSetsTheMemtablesAliveWhateverTheFlushThreadsSpeed) {
   // The writer waits for each flush it makes due, so the live set at the load's peak is the
   // schedule's: with flush_lag L, L immutable memtables plus the full active one, never more, and
@@ -259,6 +291,8 @@ TEST(InsertPhases, RejectsBadParameters) {
   EXPECT_NE(info->validate(small_params(1, {{"sort_fill", "0.001"}})), "");  // 256K x 0.001 < 4K
   EXPECT_EQ(info->validate(small_params(1, {{"sort_fill", "0.0625"}})), "");
   EXPECT_NE(info->validate(small_params(1, {{"index_families", "2"}})), "");
+  EXPECT_EQ(info->validate(small_params(1, {{"index_step", "l.i0"}})), "");
+  EXPECT_NE(info->validate(small_params(1, {{"index_step", "l.i1"}})).find("index_step"), std::string::npos);
 }
 
 }  // namespace insert_phases_test

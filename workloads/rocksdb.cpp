@@ -22,6 +22,7 @@ rw::Config config_of(const Params& p, const WorkloadEnv& env) {
   c.rows_per_commit = static_cast<int>(p.integer("rows_per_commit"));
   c.value_bytes = static_cast<int>(p.integer("value_bytes"));
   c.indexes = static_cast<int>(p.integer("indexes"));
+  c.indexes_at_load = p.text("index_step") == "l.i0";
   c.write_buffer = p.bytes("write_buffer");
   c.max_write_buffers = static_cast<int>(p.integer("max_write_buffers"));
   c.background_jobs = static_cast<int>(p.integer("background_jobs"));
@@ -59,6 +60,8 @@ std::string validate(const Params& p) {
   if (p.integer("rows_per_commit") < 1 || p.integer("rows_per_commit") > 100000) return "rows_per_commit must be 1..100000";
   if (p.integer("value_bytes") < 8 || p.integer("value_bytes") > 65536) return "value_bytes must be 8..65536";
   if (p.integer("indexes") < 1 || p.integer("indexes") > 15) return "indexes must be 1..15";
+  if (p.text("index_step") != "l.x" && p.text("index_step") != "l.i0")
+    return "index_step must be l.x or l.i0, not '" + p.text("index_step") + "'";
   if (p.bytes("write_buffer") < 64 * 1024) return "write_buffer must be >= 64K";
   if (p.integer("max_write_buffers") < 2 || p.integer("max_write_buffers") > 64) return "max_write_buffers must be 2..64";
   if (p.integer("background_jobs") < 1 || p.integer("background_jobs") > 64) return "background_jobs must be 1..64";
@@ -87,7 +90,11 @@ WorkloadInfo info() {
           {"rows_i1", ParamType::Int, "50000", "16000000", "rows inserted at the head, and as many deleted from the tail, by l.i1"},
           {"rows_per_commit", ParamType::Int, "100", "100", "rows per commit (one WriteBatch each)"},
           {"value_bytes", ParamType::Int, "64", "64", "row value size"},
-          {"indexes", ParamType::Int, "3", "3", "secondary indexes (column families) created by l.x"},
+          {"indexes", ParamType::Int, "3", "3", "secondary indexes (column families) created by index_step"},
+          {"index_step", ParamType::String, "l.x", "l.x",
+           "the step that creates the secondary indexes: l.x (after the load, by a scan through sort buffers: the "
+           "benchmark) or l.i0 (on the empty tables at the start of the load, which then writes every index's entries; "
+           "l.x does nothing: the seed's second experiment)"},
           {"write_buffer", ParamType::Bytes, "8M", "64M", "memtable size per column family (write_buffer_size)"},
           {"max_write_buffers", ParamType::Int, "4", "4", "memtables per column family (max_write_buffer_number)"},
           {"background_jobs", ParamType::Int, "2", "4", "RocksDB flush and compaction threads (max_background_jobs)"},

@@ -25,6 +25,7 @@ TEST(RocksdbParams, BothSizesAreValid) {
   EXPECT_EQ(info->validate(with("quick")), "");
   EXPECT_EQ(info->validate(with("full")), "");
   EXPECT_EQ(info->validate(with("quick", {{"cache", "hyper_clock"}, {"compression", "none"}})), "");
+  EXPECT_EQ(info->validate(with("quick", {{"index_step", "l.i0"}})), "");
 }
 
 TEST(RocksdbParams, EachBadValueIsNamed) {
@@ -36,6 +37,7 @@ TEST(RocksdbParams, EachBadValueIsNamed) {
       {{{"rows_per_commit", "0"}}, "rows_per_commit"},
       {{{"value_bytes", "4"}}, "value_bytes"},
       {{{"indexes", "0"}}, "indexes"},
+      {{{"index_step", "l.i1"}}, "index_step must be l.x or l.i0"},
       {{{"write_buffer", "4K"}}, "write_buffer"},
       {{{"max_write_buffers", "1"}}, "max_write_buffers"},
       {{{"background_jobs", "0"}}, "background_jobs"},

@@ -16,6 +16,7 @@ struct Config {
   int rows_per_commit = 100;
   int value_bytes = 64;
   int indexes = 3;
+  bool indexes_at_load = false;  // index_step = l.i0: created before the load, which maintains them; no l.x
   uint64_t write_buffer = 0;
   int max_write_buffers = 4;
   int background_jobs = 2;

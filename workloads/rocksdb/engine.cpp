@@ -3,8 +3,9 @@
 // so librocksdb's static initialisers and pages never reach the baseline of any other workload.
 //
 // Each client thread owns one table (a key prefix): l.i0 appends rows in key order, l.x scans the
-// table and fills one column family per secondary index through a sort buffer, l.i1 inserts at the
-// head and deletes from the tail, the q phases write at a fixed rate while reading. RocksDB's own
+// table and fills one column family per secondary index through a sort buffer (with index_step =
+// l.i0 the column families exist before the load, which writes their entries, and l.x does
+// nothing), l.i1 inserts at the head and deletes from the tail, the q phases write at a fixed rate while reading. RocksDB's own
 // threads (flush, compaction) run as they would in a server.
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
@@ -29,9 +30,11 @@ namespace allocmark::workloads::rocksdb_workload {
 namespace {
 
 enum Phase : std::size_t { kLoad, kIndex, kIdleX, kInsertDelete, kQ100, kQ500, kQ1000, kIdleEnd };
-enum Counter { kRowsInserted, kRowsDeleted, kCommits, kPointReads, kRangeReads, kRangeRows, kSortedRuns, kCounterCount };
-constexpr const char* kCounterNames[kCounterCount] = {"rows_inserted", "rows_deleted", "commits", "point_reads",
-                                                      "range_reads", "range_rows",   "sorted_runs"};
+enum Counter {
+  kRowsInserted, kRowsDeleted, kCommits, kPointReads, kRangeReads, kRangeRows, kSortedRuns, kIndexEntries, kCounterCount
+};
+constexpr const char* kCounterNames[kCounterCount] = {"rows_inserted", "rows_deleted", "commits",     "point_reads",
+                                                      "range_reads",   "range_rows",   "sorted_runs", "index_entries"};
 constexpr std::size_t kPrimaryKeyBytes = 4 + 8;        // client, row number (big endian: key order = row order)
 constexpr std::size_t kSecondaryKeyBytes = 4 + 8 + 8;  // client, indexed value, row number
 
@@ -99,9 +102,11 @@ class RocksdbWorkload final : public Workload {
     uint64_t ops = 0;
     switch (phase) {
       case kLoad:
-        ops = insert_rows(ctx.index, share(c_.rows, ctx.index), false, false, n);
+        if (c_.indexes_at_load) std::call_once(indexes_created_, [this] { create_indexes(); });
+        ops = insert_rows(ctx.index, share(c_.rows, ctx.index), c_.indexes_at_load, false, n);
         break;
       case kIndex:
+        if (c_.indexes_at_load) break;  // the load wrote them
         std::call_once(indexes_created_, [this] { create_indexes(); });
         ops = build_indexes(ctx.index, n);
         break;
@@ -213,6 +218,7 @@ class RocksdbWorkload final : public Workload {
           for (int i = 0; i < static_cast<int>(indexes_.size()); ++i) {
             secondary_key(key, i, client, row);
             batch.Put(indexes_[i], rocksdb::Slice(key, kSecondaryKeyBytes), rocksdb::Slice());
+            ++n[kIndexEntries];
           }
         if (deletes && t.tail < row) {
           uint64_t victim = t.tail++;
@@ -263,6 +269,7 @@ class RocksdbWorkload final : public Workload {
       batch.Clear();
       for (std::size_t i = 0; i < b.order.size(); ++i) {
         batch.Put(indexes_[index], rocksdb::Slice(b.keys + b.order[i] * kSecondaryKeyBytes, kSecondaryKeyBytes), rocksdb::Slice());
+        ++n[kIndexEntries];
         if (batch.Count() >= 1000 || i + 1 == b.order.size()) {
           check(db_->Write(write_options_, &batch), "index write");
           ++n[kCommits];
