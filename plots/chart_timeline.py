@@ -2,7 +2,8 @@
 
 One panel per allocator, each on its own clock: time 0 is that repetition's first phase start and
 the line ends at its last phase's end, so a faster allocator is not drawn inside another's phases
-and the process exit (the worker tearing down) is not drawn as memory returned."""
+and the process exit (the worker tearing down) is not drawn as memory returned. After it, the bold
+repetition's return curve (the worker's own RSS reads during its idle settle), where it has one."""
 import matplotlib.pyplot as plt
 
 import data
@@ -74,7 +75,8 @@ def _figure(run, out_dir, fmt, wl, t, allocs, cells, groups, backends):
     # than it touches: its live line sits above its RSS).
     ymax = max([p[1] for a in allocs for r in cells[(wl, t, a)] for p in r["timeline"]] +
                [ph.get(k) or 0 for a in allocs for r in cells[(wl, t, a)] for ph in r.get("phases") or []
-                for k in ("start_live_bytes", "end_live_bytes", "peak_live_bytes")]) or 1
+                for k in ("start_live_bytes", "end_live_bytes", "peak_live_bytes")] +
+               [p[1] for a in allocs for r in cells[(wl, t, a)] for p in r.get("return_curve") or []]) or 1
     for row, alloc in enumerate(allocs):
         ax = axes[row][0]
         reps = cells[(wl, t, alloc)]
@@ -98,6 +100,12 @@ def _figure(run, out_dir, fmt, wl, t, allocs, cells, groups, backends):
                 ax.plot([p[0] for p in line], [style.mib(p[1]) for p in line], color=c, alpha=0.3, linewidth=0.8)
         line = aligned(bold)
         ax.plot([p[0] for p in line], [style.mib(p[1]) for p in line], color=c, linewidth=2.0)
+        # The return curve after the last phase (timelines.jsonl: its end, +10 ms, +100 ms, settled),
+        # read by the worker itself while it waits idle.
+        curve = bold.get("return_curve") or []
+        if curve:
+            ax.plot([p[0] - start for p in curve], [style.mib(p[1]) for p in curve], color=c, linewidth=1.3,
+                    linestyle="-.", marker="o", markersize=3.5)
         # Live requested bytes at this repetition's phase edges (exact there), dashed; each phase's peak dotted.
         xs, ys = [], []
         for p in bold.get("phases") or []:
@@ -142,7 +150,8 @@ def _figure(run, out_dir, fmt, wl, t, allocs, cells, groups, backends):
     fig.suptitle("%s, %d thread%s: how does RSS move through the phases, and is memory returned?"
                  % (wl, t, "" if t == 1 else "s"), fontsize=11)
     note = ("one panel per allocator, shaded with its own phases; each line starts at its repetition's first phase "
-            "start and ends at its last phase's end (the worker's exit is not drawn); bold: the repetition whose peak "
+            "start and ends at its last phase's end (the worker's exit is not drawn), then its return curve where "
+            "the cell has one, dash-dot with dots (RSS read by the worker, idle, at +10 ms, +100 ms and settle_ms after the last phase); bold: the repetition whose peak "
             "RSS is closest to the median in summary.json; dotted: peak live bytes per phase; RSS sampled by the "
             "driver from /proc/PID/statm; a flat line through an idle phase is memory not returned")
     path = "%s/timeline-%s-t%d.%s" % (out_dir, style.safe_name(wl), t, fmt)

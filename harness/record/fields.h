@@ -68,7 +68,10 @@
   X(read,     run_ns,              void,          "ns",    sum,  "contention.run_ns",   "",               false)  \
   X(figure,   anon_huge_bytes,     OptionalU64,   "bytes", last, "anon_huge_bytes",     "",               false)  \
   ALLOCMARK_THP_EVENTS_EACH(ALLOCMARK_THP_FIELD, X)                                                                 \
-  X(read,     system_anon_huge_bytes, void,       "bytes", last, "",            "system_anon_huge_bytes", true)
+  X(read,     system_anon_huge_bytes, void,       "bytes", last, "",            "system_anon_huge_bytes", true)   \
+  X(read,     rss_after_10ms_bytes,  void,        "bytes", last, "return_curve.after_10ms.rss_bytes",  "", false)  \
+  X(read,     rss_after_100ms_bytes, void,        "bytes", last, "return_curve.after_100ms.rss_bytes", "", false)  \
+  X(read,     rss_settled_bytes,     void,        "bytes", last, "return_curve.settled.rss_bytes",     "", false)
 // clang-format on
 //   wall_s                 the phase's clock (phase_record() from begin_ns and end_ns)
 //   lock_*                 allocators with lock counters (jemalloc, numap): contention_record() copies them
@@ -79,6 +82,8 @@
 //   anon_huge_bytes        the process's huge pages at the phase end (smaps_rollup)
 //   thp_*                  the system's THP events during the phase (/proc/vmstat, every process's)
 //   system_anon_huge_bytes the whole system's huge pages per node at the phase end (every process's)
+//   rss_after_*, rss_settled  the return curve: the process's RSS 10 ms, 100 ms and settle_ms after the
+//                          last phase's end, the worker idle (its settle); only the last phase has them
 
 // The rows the lists make. Counters: TaskCounters' members, each under its own name in the phase.
 // Latencies: alloc_p50_ns from contention.latency.malloc.p50_ns, in a node latency.malloc.p50_ns.

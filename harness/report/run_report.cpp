@@ -240,8 +240,9 @@ void recommendation_section(html::Document& doc, const rs::Model& model) {
   for (const auto& s : rec.scopes) ranking_rows(table, s, s.headline, by_host);
   doc.table(table);
   doc.paragraph(
-      "Medians over ok repetitions of whole cells: peak RSS the highest phase peak, held RSS the last phase's end "
-      "RSS, RSS-idle/live (peak RSS - idle baseline) / peak live bytes. Time is, per cell, the geometric mean over "
+      "Medians over ok repetitions of whole cells: peak RSS the highest phase peak, held RSS at the point its row "
+      "names: +100 ms, RSS 100 ms after the last phase with the worker idle (the return curve, below), where "
+      "every cell of the scope has one, else the last phase's end RSS; RSS-idle/live (peak RSS - idle baseline) / peak live bytes. Time is, per cell, the geometric mean over "
       "the phases that do work (or percall's benchmarks) of its time against the best median, so x1.00 is the best "
       "everywhere (a leader at x1.40 is behind in some phases: see them below); idle phases and whole-cell rates, which the workload's schedule fixes, are left out. Across the "
       "run: each allocator's geometric mean of its standing over the workloads and thread counts it ran.",
@@ -297,6 +298,39 @@ void advice_section(html::Document& doc, const rs::Advice& advice) {
   }
   doc.table(table);
   if (!advice.failed.empty()) doc.bullets(advice.failed, "bad");
+}
+
+// The return curve: RSS at the last phase's end, then 10 ms, 100 ms and the settle's end after it,
+// the worker idle, per workload x threads x allocator (medians over ok repetitions).
+const std::vector<rs::Metric> kReturnCurve{rs::Metric::end_rss_bytes, rs::Metric::rss_after_10ms_bytes,
+                                           rs::Metric::rss_after_100ms_bytes, rs::Metric::rss_settled_bytes};
+
+void return_curve_section(html::Document& doc, const rs::Model& model) {
+  doc.heading(2, "Return curve: memory given back after the last phase", "return-curve");
+  rs::Grouping grouping = model.group({rs::Dimension::workload, rs::Dimension::threads, rs::Dimension::allocator});
+  html::Table table{"return-curve-table", {}, {}, true};
+  for (rs::Dimension d : grouping.dimensions)
+    table.columns.push_back({std::string(rs::dimension_name(d)), d == rs::Dimension::threads});
+  const char* points[] = {"at the end", "+10 ms", "+100 ms", "settled"};
+  for (std::size_t i = 0; i < kReturnCurve.size(); ++i)
+    table.columns.push_back({std::string("RSS ") + points[i] + " MiB", true, "median [min-max] over ok repetitions"});
+  for (const auto& g : grouping.groups) {
+    if (g.metric(rs::Metric::rss_after_10ms_bytes).n == 0) continue;
+    std::vector<html::TableCell> row;
+    for (const auto& v : g.values) row.push_back({rs::value_label(v), v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt});
+    for (rs::Metric m : kReturnCurve) row.push_back(spread_cell(m, g.metric(m)));
+    table.rows.push_back(std::move(row));
+  }
+  if (table.rows.empty()) {
+    doc.paragraph("No return curve: the cells ran without a settle (settle_ms = 0), are programs, or were recorded "
+                  "before 2026-12-06.", "note");
+    return;
+  }
+  doc.paragraph("RSS of the worker at its last phase's end and while it then waits idle (no allocation, its threads "
+                "parked): 10 ms, 100 ms and the settle's end (settle_ms) after it. An allocator that gives memory back "
+                "off the free path (a decay thread, a delayed purge) drops here; one that purges only when it is called "
+                "again does not. Held RSS in the recommendation is the +100 ms point (docs/report.md).", "note");
+  doc.table(table);
 }
 
 void charts_section(html::Document& doc, const std::string& dir, RunReport& report) {
@@ -408,7 +442,7 @@ RunReport build_run_report(const std::string& dir, const std::string& page, cons
 
   std::vector<std::pair<std::string, std::string>> anchors;
   if (advice) anchors.emplace_back("advice", "Advice");
-  anchors.insert(anchors.end(), {{"recommendation", "Recommendation"}, {"charts", "Charts"}, {"machine", "Machine"},
+  anchors.insert(anchors.end(), {{"recommendation", "Recommendation"}, {"return-curve", "Return curve"}, {"charts", "Charts"}, {"machine", "Machine"},
                                  {"matrix", "Matrix and command"}, {"phases", "Every group and phase"},
                                  {"failures", "Cells that did not finish ok"}});
   if (!warnings.empty()) anchors.emplace_back("warnings", "Warnings");
@@ -417,6 +451,7 @@ RunReport build_run_report(const std::string& dir, const std::string& page, cons
   // the charts, folded away until asked for.
   if (advice) advice_section(doc, *advice);
   recommendation_section(doc, model);
+  return_curve_section(doc, model);
   charts_section(doc, dir, report);
   doc.open_details("Machine and allocators", "machine");
   machine_section(doc, meta);

@@ -161,7 +161,17 @@ struct FieldValues {
       "cell's " "(AnonHugePages of /sys/devices/system/node/nodeN/meminfo; per node with --by ...,node)", kLower,  \
       D::mib, "sys huge MiB", 20,                                                                                  \
       "sys huge MiB: the whole system's transparent huge pages at the phase end (every process's), per node "      \
-      "with --by ...,node", false, 11, false)
+      "with --by ...,node", false, 11, false)                                                                       \
+  MEASURED(rss_after_10ms_bytes, "",                                                                               \
+      "RSS 10 ms after the last phase's end, the worker idle (the return curve's first point; settle_ms > 0)",     \
+      kLower, D::mib, "RSS +10ms MiB", 20, "", false, 0, false)                                                    \
+  MEASURED(rss_after_100ms_bytes, "",                                                                              \
+      "RSS 100 ms after the last phase's end, the worker idle: the held RSS the recommendation ranks", kLower,     \
+      D::mib, "RSS +100ms MiB", 20, "RSS +10ms, +100ms, settled: the return curve, RSS after the last phase with "  \
+      "the worker idle", false, 0, false)                                                                          \
+  MEASURED(rss_settled_bytes, "",                                                                                  \
+      "RSS at the end of the settle after the last phase (settle_ms after its end, the worker idle)", kLower,      \
+      D::mib, "RSS settled MiB", 20, "", false, 0, false)
 // clang-format on
 
 #define ALLOCMARK_METRIC_ENUMERATOR(name, ...) name,

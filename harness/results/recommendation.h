@@ -2,7 +2,9 @@
 // terminal's end-of-run summary and `advise` all print. Computed from the results model, per
 // workload and thread count (a "scope") and across the run, on the figures that mean something for
 // the workload:
-//   - peak RSS and held RSS (the last phase's end RSS) of whole cells;
+//   - peak RSS and held RSS of whole cells: held RSS is the return curve's +100 ms point (RSS 100 ms
+//     after the last phase, the worker idle: rss_after_100ms_bytes) where every cell of the scope
+//     has one, else the last phase's end RSS for all of them; its `what` names the point;
 //   - RSS above idle per live byte, unless a contender sits below its floor of 1.0 (the workload's
 //     allocations were never all touched, so the ratio ranks nothing);
 //   - time: for percall the ns/op of each benchmark (its `ns_per_op.*` workload metrics), for
@@ -37,6 +39,10 @@ std::string_view certainty_text(Certainty c);
 
 // The kinds of figure a scope is ranked on; the headline kinds first.
 enum class Figure { peak_rss, held_rss, rss_over_live, time, phase_ops_per_s, benchmark_ns_per_op };
+
+// The held RSS figure's names: which point of a cell it is read at.
+inline constexpr std::string_view kHeldAt100ms = "held RSS (+100 ms)";
+inline constexpr std::string_view kHeldAtEnd = "held RSS (end)";
 
 struct Standing {
   std::string allocator;  // the model's group label

@@ -41,7 +41,7 @@ std::vector<SettingRow> build_rows() {
 }
 
 std::string range_text(const SettingRow& row) {
-  if (row.kind == SettingKind::Int) return fmt::format("{}..{}", static_cast<long long>(row.min), static_cast<long long>(row.max));
+  if (row.kind == SettingKind::Int || row.kind == SettingKind::OffOrInt) return fmt::format("{}..{}", static_cast<long long>(row.min), static_cast<long long>(row.max));
   return fmt::format("({:g}, {:g}]", row.min, row.max);
 }
 
@@ -54,6 +54,11 @@ json checked(const SettingRow& row, const json& v, const std::string& where, con
     case SettingKind::Int:
       if (!v.is_number_integer()) refuse(where, "an integer in " + range_text(row), found);
       if (v.get<double>() < row.min || v.get<double>() > row.max) refuse(where, "in " + range_text(row), found);
+      return v;
+    case SettingKind::OffOrInt:
+      if (!v.is_number_integer()) refuse(where, "0 (off) or an integer in " + range_text(row), found);
+      if (v.get<double>() != 0 && (v.get<double>() < row.min || v.get<double>() > row.max))
+        refuse(where, "0 (off) or in " + range_text(row), found);
       return v;
     case SettingKind::Number:
       if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > row.min) || v.get<double>() > row.max)
@@ -116,12 +121,13 @@ json setting_from_flag(const SettingRow& row, const std::string& text) {
   json value = row.kind == SettingKind::Bool ? json(text == "true") : json(text);
   std::size_t used = 0;
   try {
-    if (row.kind == SettingKind::Int) value = std::stoll(text, &used);
+    if (row.kind == SettingKind::Int || row.kind == SettingKind::OffOrInt) value = std::stoll(text, &used);
     if (row.kind == SettingKind::Number) value = std::stod(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  if ((row.kind == SettingKind::Int || row.kind == SettingKind::Number) && (text.empty() || used != text.size()))
+  if ((row.kind == SettingKind::Int || row.kind == SettingKind::OffOrInt || row.kind == SettingKind::Number) &&
+      (text.empty() || used != text.size()))
     value = text;  // not a number: refused below as the row's kind
   return checked(row, value, where, found);
 }

@@ -33,9 +33,15 @@ inline constexpr int kMaxTimelinePoints = 10000000;
 // One allocation call in N per thread is timed (0: none); its cost is in docs/benchmarks.md.
 inline constexpr int kDefaultLatencyEvery = 64;
 inline constexpr int kMaxLatencyEvery = 1000000000;
+// The settle after a cell's last phase (its return curve, docs/results-schema.md): its points are
+// read at +10 ms, +100 ms and its end, so a settle shorter than 100 ms would miss one. The default
+// keeps the quick matrix within 15% of its time without one (docs/benchmarks.md, "Return curve").
+inline constexpr int kMinSettleMs = 100;
+inline constexpr int kMaxSettleMs = 60000;
 
 enum class SettingKind {
   Int,     // an integer in [min, max]
+  OffOrInt,  // 0 (off) or an integer in [min, max]
   Number,  // a finite number in (min, max]
   Bool,    // true or false; its flag sets the opposite of the default (--no-node-figures, --keep-data)
   Preset,  // a size preset of the workloads' parameters: quick or full
@@ -70,6 +76,10 @@ enum SettingScope : unsigned {
   X(int, latency_every, kDefaultLatencyEvery, "--latency-every", Int, 0, kMaxLatencyEvery,                           \
     kMatrixKey | kCompared | kCellSpec | kWorker, 0 /* folders from before call timing timed nothing */,         \
     "time one allocation call in N per thread for the latency percentiles (0: off)")                                \
+  X(int, settle_ms, 200, "--settle-ms", OffOrInt, kMinSettleMs, kMaxSettleMs,                                        \
+    kMatrixKey | kCompared | kCellSpec | kWorker, 0 /* folders from before the settle had none */,                   \
+    "ms the worker waits, idle, after a cell's last phase, reading RSS at +10 ms, +100 ms and the end: the "         \
+    "cell's return curve, outside every measured phase (0: off)")                                                   \
   X(bool, node_figures, true, "--no-node-figures", Bool, 0, 0, kMatrixKey | kCompared | kCellSpec | kWorker, nullptr, \
     "skip the per-node figures after each phase (numa_maps, move_pages: tens of ms per phase on large processes, "   \
     "in the gap before the next phase); phases[].nodes is then null")                                               \

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -336,8 +337,8 @@ struct PhaseReadings {
 };
 
 // The measured part of a phase: only reads of counters around crew.run, nothing allocated.
-inline void measure_phase(PhaseCrew& crew, wl::LiveBytes& live, PhaseContentionProbe& contention,
-                          NodeFigures& node_figures, bool want_node_figures, int phase, PhaseReadings& r) {
+inline void measure_phase(PhaseCrew& crew, wl::LiveBytes& live, PhaseContentionProbe& contention, int phase,
+                          PhaseReadings& r) {
   live.reset_peak();
   r.live_start = live.current();
   contention.begin();
@@ -351,8 +352,11 @@ inline void measure_phase(PhaseCrew& crew, wl::LiveBytes& live, PhaseContentionP
   r.read_ok = metrics::read_mem_status(0, r.end);
   r.thp_end_ok = thp_ok && metrics::read_thp_events(r.thp1);
   contention.end();
-  // After the phase's scheduler figures: the kernel walks every page table to count huge pages
-  // (about 10 ms per GiB of small pages here), which is the worker's time, not the phase's.
+}
+
+// After the phase's scheduler figures: the kernel walks every page table to count huge pages
+// (about 10 ms per GiB of small pages here), which is the worker's time, not the phase's.
+void read_huge_pages(NodeFigures& node_figures, bool want_node_figures, PhaseReadings& r) {
   r.huge_ok = metrics::read_anon_huge_bytes(0, r.anon_huge);
   // Right after it, so the system's huge pages per node (every process's) hold this process's.
   if (want_node_figures) node_figures.read_system_huge();
@@ -397,6 +401,49 @@ void add_node_figures(json& phase, const PhaseCrew& crew, PhaseContentionProbe& 
   }
 }
 
+// The return curve: RSS at fixed times after the last phase's end while the worker waits idle (its
+// crew parked on the barrier; no allocation and no harness work the allocator could notice), so an
+// allocator that gives memory back a little after free() (a decay thread, a delayed purge) is seen
+// doing it. Read before the last phase's later figures, which then come after the settle.
+struct ReturnCurve {
+  static constexpr int kPoints = 3;
+  static constexpr const char* kNames[kPoints] = {"after_10ms", "after_100ms", "settled"};
+  int64_t at_ns[kPoints] = {};
+  uint64_t rss[kPoints] = {};
+  bool read_ok[kPoints] = {};
+};
+
+// `after_first` runs right after the +10 ms read (the phase's huge-page count, whose page-table walk
+// takes about 10 ms per GiB: before the first read it would make +10 ms late on a large process).
+template <class AfterFirst>
+void settle(int64_t phase_end_ns, int settle_ms, ReturnCurve& curve, AfterFirst&& after_first) {
+  constexpr int64_t kMsNs = 1000000;
+  const int64_t after_ms[ReturnCurve::kPoints] = {10, 100, settle_ms};
+  for (int k = 0; k < ReturnCurve::kPoints; ++k) {
+    const int64_t when_ns = phase_end_ns + after_ms[k] * kMsNs;
+    const timespec when{static_cast<time_t>(when_ns / 1000000000), static_cast<long>(when_ns % 1000000000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &when, nullptr) == EINTR) {
+    }
+    curve.at_ns[k] = now_ns();  // later than asked when what came before took longer
+    curve.read_ok[k] = metrics::read_statm_rss(0, curve.rss[k]);
+    if (k == 0) after_first();
+  }
+}
+
+// The last phase's record of its settle, or why it has none.
+void add_return_curve(json& phase, const ReturnCurve& curve, int settle_ms, int64_t phase_end_ns) {
+  if (settle_ms == 0) {
+    phase["return_curve"] = nullptr;
+    phase["return_curve_absent"] = "settle off (settle_ms = 0)";
+    return;
+  }
+  json out{{"settle_ms", settle_ms}};
+  for (int k = 0; k < ReturnCurve::kPoints; ++k)
+    out[ReturnCurve::kNames[k]] = {{"t_ms", std::round((curve.at_ns[k] - phase_end_ns) / 1e3) / 1e3},
+                                   {"rss_bytes", curve.read_ok[k] ? json(curve.rss[k]) : json(nullptr)}};
+  phase["return_curve"] = std::move(out);
+}
+
 void report_done(wl::Workload& workload, const NativeApi* api) {
   workload.teardown();
   json done{{"event", "done"}, {"t_ns", now_ns()}};
@@ -439,8 +486,14 @@ int measure_cell(const json& spec) {
   for (std::size_t i = 0; i < phases.size(); ++i) {
     report({{"event", "phase_begin"}, {"phase", phases[i]}, {"t_ns", now_ns()}});
     PhaseReadings readings;
-    measure_phase(crew, live, contention, node_figures, want_node_figures, static_cast<int>(i), readings);
+    measure_phase(crew, live, contention, static_cast<int>(i), readings);
+    const bool last = i + 1 == phases.size();
+    ReturnCurve curve;
+    auto huge_pages = [&] { read_huge_pages(node_figures, want_node_figures, readings); };
+    if (last && settings.settle_ms > 0) settle(readings.end_ns, settings.settle_ms, curve, huge_pages);
+    else huge_pages();
     json phase = metrics::phase_record(phase_figures(phases[i], readings, crew, live, info.tracks_live_bytes));
+    if (last) add_return_curve(phase, curve, settings.settle_ms, readings.end_ns);
     add_node_figures(phase, crew, contention, node_figures, want_node_figures);
     phase["maps"] = metrics::summarize_maps();
     if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;

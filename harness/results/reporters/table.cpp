@@ -44,7 +44,24 @@ class TableReporter : public Reporter {
       // Errors are indented past the identifying columns so the row they belong to stays visible.
       for (const auto& e : row.errors) out += fmt::format("{:>50}  ! {}\n", "", terminal_line(e.substr(0, 200)));
     }
-    return out + "\n" + report.footnote + "\n";
+    return out + return_curves(grouping) + "\n" + report.footnote + "\n";
+  }
+
+ private:
+  // The return curve of each group that has one (the last phase's row), one line each under the
+  // table, so the columns show has always printed stay as they were.
+  static std::string return_curves(const Grouping& grouping) {
+    std::string out;
+    for (const Group& g : grouping.groups) {
+      if (g.metric(Metric::rss_after_10ms_bytes).n == 0) continue;
+      std::string who;
+      for (const auto& v : g.values) who += (who.empty() ? "" : " ") + value_label(v);
+      std::string points;
+      for (Metric m : {Metric::end_rss_bytes, Metric::rss_after_10ms_bytes, Metric::rss_after_100ms_bytes, Metric::rss_settled_bytes})
+        points += (points.empty() ? "" : " -> ") + text::spread_text(m, g.metric(m));
+      out += terminal_line(fmt::format("return curve, {}: {} MiB", who, points)) + "\n";
+    }
+    return out.empty() ? out : "\nRSS after the last phase, the worker idle (its end -> +10 ms -> +100 ms -> settled):\n" + out;
   }
 };
 

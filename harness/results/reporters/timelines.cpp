@@ -39,6 +39,24 @@ nlohmann::json phase_edges(const nlohmann::json& phases) {
   return out;
 }
 
+// The last phase's return curve on the timeline's clock: [[t_ms, rss_bytes], ...] from its end,
+// the end's own RSS first; empty where the cell has none (settle off, a program, older records).
+nlohmann::json return_curve_points(const nlohmann::json& phases) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!phases.is_array() || phases.empty() || !phases.back().is_object()) return out;
+  const nlohmann::json& last = phases.back();
+  const nlohmann::json curve = last.value("return_curve", nlohmann::json());
+  const nlohmann::json end_ms = last.value("end_ms", nlohmann::json());
+  if (!curve.is_object() || !end_ms.is_number()) return out;
+  if (last.value("end_rss_bytes", nlohmann::json()).is_number()) out.push_back({end_ms, last["end_rss_bytes"]});
+  for (const char* point : {"after_10ms", "after_100ms", "settled"}) {
+    const nlohmann::json p = curve.value(point, nlohmann::json());
+    if (p.is_object() && p.value("t_ms", nlohmann::json()).is_number() && p.value("rss_bytes", nlohmann::json()).is_number())
+      out.push_back({end_ms.get<double>() + p["t_ms"].get<double>(), p["rss_bytes"]});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string chart_timelines(const Model& model, const Grouping& grouping) {
@@ -69,6 +87,10 @@ std::string chart_timelines(const Model& model, const Grouping& grouping) {
       const bool readable = record.is_object();
       out["timeline"] = readable ? record.value("timeline", nlohmann::json::array()) : nlohmann::json::array();
       out["phases"] = phase_edges(readable ? record.value("phases", nlohmann::json()) : nlohmann::json());
+      // Only where there is one, so the timelines of folders without a settle read as they always did.
+      if (nlohmann::json curve = return_curve_points(readable ? record.value("phases", nlohmann::json()) : nlohmann::json());
+          !curve.empty())
+        out["return_curve"] = std::move(curve);
       lines[index] = out.dump() + "\n";
     }
   }
