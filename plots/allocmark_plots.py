@@ -25,11 +25,12 @@ import chart_scaling  # noqa: E402
 import chart_throughput  # noqa: E402
 import chart_timeline  # noqa: E402
 import chart_variants  # noqa: E402
+import chart_versions  # noqa: E402
 import data  # noqa: E402
 import style  # noqa: E402
 
 CHARTS = [chart_peak_rss, chart_timeline, chart_throughput, chart_percall, chart_scaling, chart_variants,
-          chart_contention, chart_placement]
+          chart_versions, chart_contention, chart_placement]
 KINDS = [c.KIND for c in CHARTS]
 
 

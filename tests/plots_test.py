@@ -28,15 +28,15 @@ sys.path.insert(0, PLOTS)
 # fixture -> (chart files expected, chart kinds expected on stderr as skipped)
 EXPECTED = {
     "results-small": (["peak_rss-size_mix.png", "timeline-size_mix-t1.png", "throughput.png", "contention-size_mix.png"],
-                      ["scaling", "variants", "percall"]),
+                      ["scaling", "variants", "versions", "percall"]),
     "threads-sweep": (["peak_rss-size_mix.png", "timeline-size_mix-t1.png", "timeline-size_mix-t2.png",
                        "timeline-size_mix-t4.png", "throughput.png", "scaling-size_mix.png", "contention-size_mix.png"],
-                      ["variants", "percall"]),
+                      ["variants", "versions", "percall"]),
     "variants": (["peak_rss-size_mix.png", "timeline-size_mix-t2.png", "throughput.png", "variants-jemalloc.png",
                   "variants-glibc.png", "contention-size_mix.png"],
-                 ["scaling", "percall"]),
+                 ["scaling", "versions", "percall"]),
     "single-allocator": (["peak_rss-size_mix.png", "timeline-size_mix-t1.png"],
-                         ["throughput", "scaling", "variants", "contention", "percall"]),
+                         ["throughput", "scaling", "variants", "versions", "contention", "percall"]),
 }
 
 

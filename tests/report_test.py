@@ -409,3 +409,68 @@ class BadInput(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Versions(unittest.TestCase):
+    """Releases of one allocator (issue 43, docs/report.md "Versions"): a real seed-004 folder
+    (tests/fixtures/versions: insert_phases under jemalloc 4.4.0, 5.0.1, 5.2.1, 5.2.1:bg, 5.3.1 and
+    Debian's jemalloc, 2 repetitions each) gets a section with the versions in version order and the
+    change from each to the one before, and a version chart; one without releases gets neither."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="allocmark-versions-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def report(self, folder):
+        proc = run_allocmark("report", folder)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(os.path.join(folder, "report.html")) as f:
+            return f.read()
+
+    def section(self, page):
+        start = page.find('id="versions"')
+        self.assertGreater(start, 0, "no Versions section")
+        return page[start:page.find("<h2", start)]
+
+    def test_versions_in_version_order_whatever_the_file_order(self):
+        folder = fixture_copy("versions", tempfile.mkdtemp(dir=self.tmp))
+        results = os.path.join(folder, "results.jsonl")
+        with open(results) as f:
+            lines = f.readlines()
+        # Newest first in the file: the section still reads 4.4.0 -> 5.3.1.
+        with open(results, "w") as f:
+            f.writelines(reversed(lines))
+        section = self.section(self.report(folder))
+        for table in ("versions-jemalloc-peak_rss_bytes", "versions-jemalloc-ops_per_s"):
+            start = section.find('id="%s"' % table)
+            self.assertGreater(start, 0, table)
+            head = section[start:section.find("</thead>", start)]
+            headers = re.findall(r"<th(?:\s[^>]*)?>([^<]*)", head)
+            self.assertEqual(headers, ["workload", "threads", "phase", "4.4.0", "5.0.1", "5.2.1", "5.3.1"], head)
+        # :bg ran in one release only, Debian's jemalloc in none: neither is a line of versions.
+        self.assertNotIn("jemalloc:bg:", section)
+        # Each version after the first carries its change from the one before.
+        body = section[section.find("versions-jemalloc-peak_rss_bytes"):]
+        row = body[body.find("<tr", body.find("<tbody")):body.find("</tr>", body.find("<tbody"))]
+        self.assertEqual(len(re.findall(r"[+-]\d+\.\d%", row)), 3, row)
+        self.assertIn('href="#versions"', self.report(folder), "the contents link to the section")
+
+    def test_version_chart_in_version_order(self):
+        folder = fixture_copy("versions", tempfile.mkdtemp(dir=self.tmp))
+        out, describe = os.path.join(self.tmp, "charts"), os.path.join(self.tmp, "charts.json")
+        proc = run_allocmark("plot", folder, "--only", "versions", "--out", out, "--describe", describe)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(describe) as f:
+            chart = json.load(f)["charts"]["versions-jemalloc.png"]
+        self.assertEqual({tuple(p["info"]["versions"]) for p in chart["panels"]}, {("4.4.0", "5.0.1", "5.2.1", "5.3.1")})
+        self.assertIn("chart-versions-jemalloc", self.report(folder))
+
+    def test_no_section_without_releases(self):
+        folder = fixture_copy("variants", tempfile.mkdtemp(dir=self.tmp))
+        page = self.report(folder)
+        self.assertNotIn('id="versions', page[:page.find('id="charts"')], "no Versions section")
+        self.assertNotIn('id="chart-versions-', page, "no version chart")

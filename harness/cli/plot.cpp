@@ -16,7 +16,7 @@ namespace allocmark::cli {
 
 namespace {
 
-const std::vector<std::string> kKinds{"peak_rss", "timeline", "throughput", "percall", "scaling", "variants", "contention", "placement"};
+const std::vector<std::string> kKinds{"peak_rss", "timeline", "throughput", "percall", "scaling", "variants", "versions", "contention", "placement"};
 
 std::string kind_list() {
   std::string out;

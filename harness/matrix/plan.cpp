@@ -167,13 +167,8 @@ std::string system_library(const AllocatorDef& def, const al::Backend& backend, 
   return "";
 }
 
-// NAME@VERSION[:VARIANT]: the variant NAME[:VARIANT] with a release of its backend built from source
-// in place of the system's library (docs/versions.md). Its '@' is the first one; "@thp=" (the thp
-// axis' mark, which only the plan adds) is never a version.
-struct ReleaseName {
-  std::string variant, version;
-  bool named = false;  // an '@' that is not the thp mark
-};
+}  // namespace
+
 ReleaseName split_release(const std::string& name) {
   const auto at = name.find('@');
   if (at == std::string::npos || name.compare(at, std::strlen(kThpNameMark), kThpNameMark) == 0) return {name, "", false};
@@ -181,6 +176,8 @@ ReleaseName split_release(const std::string& name) {
   return {name.substr(0, at) + (end == std::string::npos ? "" : name.substr(end)),
           name.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1), true};
 }
+
+namespace {
 
 // The release's library, built first where the policy allows; its build.json's facts for the record.
 void use_release(ResolvedAllocator& out, const AllocatorDef& def, const ReleaseName& rn, const std::string& name,

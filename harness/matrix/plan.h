@@ -73,6 +73,16 @@ Cell checked_cell(const nlohmann::json& description);
 // `file` is the matrix file if one was given; `variants` the built-in variants file.
 Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variants, const Overrides& flags);
 
+// NAME@VERSION[:VARIANT]: the variant NAME[:VARIANT] with a release of its backend built from source
+// in place of the system's library (docs/versions.md). Its '@' is the first one; "@thp=" (the thp
+// axis' mark, which only the plan adds) is never a version. The one reading of the grammar: the
+// report's version section splits recorded allocator names with it too.
+struct ReleaseName {
+  std::string variant, version;  // "jemalloc:bg" (the thp mark kept), "5.2.1"
+  bool named = false;            // an '@' that is not the thp mark
+};
+ReleaseName split_release(const std::string& name);
+
 // Resolves one allocator name against the variant definitions and the backends; throws ConfigError.
 // NAME@VERSION[:VARIANT] runs a release built from source (docs/versions.md).
 ResolvedAllocator resolve_allocator(const std::string& name, const std::map<std::string, AllocatorDef>& defs,

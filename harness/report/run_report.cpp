@@ -14,6 +14,7 @@
 
 #include "harness/report/charts.h"
 #include "harness/report/html.h"
+#include "harness/report/versions_report.h"
 #include "harness/results/folder.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
@@ -442,7 +443,10 @@ RunReport build_run_report(const std::string& dir, const std::string& page, cons
 
   std::vector<std::pair<std::string, std::string>> anchors;
   if (advice) anchors.emplace_back("advice", "Advice");
-  anchors.insert(anchors.end(), {{"recommendation", "Recommendation"}, {"return-curve", "Return curve"}, {"charts", "Charts"}, {"machine", "Machine"},
+  const std::vector<VersionSeries> versions = version_series(model);
+  anchors.emplace_back("recommendation", "Recommendation");
+  if (!versions.empty()) anchors.emplace_back("versions", "Versions");
+  anchors.insert(anchors.end(), {{"return-curve", "Return curve"}, {"charts", "Charts"}, {"machine", "Machine"},
                                  {"matrix", "Matrix and command"}, {"phases", "Every group and phase"},
                                  {"failures", "Cells that did not finish ok"}});
   if (!warnings.empty()) anchors.emplace_back("warnings", "Warnings");
@@ -451,6 +455,7 @@ RunReport build_run_report(const std::string& dir, const std::string& page, cons
   // the charts, folded away until asked for.
   if (advice) advice_section(doc, *advice);
   recommendation_section(doc, model);
+  versions_section(doc, model, versions);
   return_curve_section(doc, model);
   charts_section(doc, dir, report);
   doc.open_details("Machine and allocators", "machine");
