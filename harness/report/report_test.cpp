@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/report/html.h"
+#include "harness/report/versions_report.h"
 
 using namespace allocmark::report;
 
@@ -69,4 +70,24 @@ TEST(Html, CollapsedBlocksAndTablesThatScrollInsideTheirBox) {
   EXPECT_NE(page.find("<details id=\"phases\"><summary>Every &lt;phase&gt;</summary>"), std::string::npos);
   EXPECT_NE(page.find("<div class=\"table-box\"><table id=\"x\" class=\"answer\">"), std::string::npos);
   EXPECT_NE(page.find("</table></div>\n</details>"), std::string::npos);
+}
+
+// The report's lines of releases: version order by number (5.9 before 5.10), one line per variant,
+// the thp axis' mark kept apart from a version, unversioned names and single releases in none.
+TEST(VersionSeries, OrdersByVersionNumberPerVariant) {
+  const std::vector<VersionSeries> series = version_series({{"jemalloc@5.10.0", "jemalloc"},
+                                                            {"jemalloc", "jemalloc"},
+                                                            {"jemalloc@5.9.0", "jemalloc"},
+                                                            {"jemalloc@4.4.0", "jemalloc"},
+                                                            {"jemalloc@5.2.1:bg", "jemalloc"},
+                                                            {"jemalloc@thp=never", "jemalloc"},
+                                                            {"mimalloc@3.4.3@thp=never", "mimalloc"},
+                                                            {"mimalloc@2.0.9@thp=never", "mimalloc"},
+                                                            {"glibc", "glibc"}});
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0].variant, "jemalloc");
+  EXPECT_EQ(series[0].versions, (std::vector<std::string>{"4.4.0", "5.9.0", "5.10.0"}));
+  EXPECT_EQ(series[0].allocators, (std::vector<std::string>{"jemalloc@4.4.0", "jemalloc@5.9.0", "jemalloc@5.10.0"}));
+  EXPECT_EQ(series[1].variant, "mimalloc@thp=never");
+  EXPECT_EQ(series[1].versions, (std::vector<std::string>{"2.0.9", "3.4.3"}));
 }
