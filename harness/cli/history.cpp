@@ -37,19 +37,23 @@ struct AddFlags {
   history::RunLabels labels;
 };
 
-// `history show` and `history report` choose series alike; `out` is the page report writes.
-struct ShowFlags {
-  std::string db, format = "table", workload, branch, testbed, out;
+// How `history show`, `report` and `changes` choose series: one set of flags, read one way.
+struct SeriesFilter {
+  std::string db, workload, branch, testbed;
   std::vector<std::string> metrics;
+};
+
+// `history show` and `history report`; `out` is the page report writes.
+struct ShowFlags : SeriesFilter {
+  std::string format = "table", out;
 };
 
 struct ExportFlags {
   std::string db, format = "json";
 };
 
-struct ChangesFlags {
-  std::string db, format = "table", workload, since, branch, testbed;
-  std::vector<std::string> metrics;
+struct ChangesFlags : SeriesFilter {
+  std::string format = "table", since;
 };
 
 std::string joined(const std::set<std::string>& names) {
@@ -97,16 +101,23 @@ std::string workload_of(const history::SeriesKey& k) { return k.cell.workload; }
 std::string branch_of(const history::SeriesKey& k) { return k.branch; }
 std::string testbed_of(const history::SeriesKey& k) { return k.testbed; }
 
-std::vector<history::SeriesKey> chosen_series(const history::HistoryDb& db, const ShowFlags& f) {
-  const std::vector<history::SeriesKey> all = db.series_keys();
+// The series of `metrics` the filter's workload, branch and testbed choose, each value checked.
+std::vector<history::SeriesKey> filtered_series(const history::HistoryDb& db, const SeriesFilter& f,
+                                                const std::vector<history::SeriesKey>& all,
+                                                const std::vector<std::string>& metrics) {
   check_held(f.db, "--workload", f.workload, all, workload_of);
   check_held(f.db, "--branch", f.branch, all, branch_of);
   check_held(f.db, "--testbed", f.testbed, all, testbed_of);
-  std::vector<history::SeriesKey> keys = db.series_keys({chosen_metrics(f, all), f.workload});
+  std::vector<history::SeriesKey> keys = db.series_keys({metrics, f.workload});
   std::erase_if(keys, [&](const history::SeriesKey& k) {
     return (!f.branch.empty() && k.branch != f.branch) || (!f.testbed.empty() && k.testbed != f.testbed);
   });
   return keys;
+}
+
+std::vector<history::SeriesKey> chosen_series(const history::HistoryDb& db, const ShowFlags& f) {
+  const std::vector<history::SeriesKey> all = db.series_keys();
+  return filtered_series(db, f, all, chosen_metrics(f, all));
 }
 
 std::string value_text(const std::string& metric, double value) {
@@ -271,16 +282,10 @@ int run_changes(const ChangesFlags& f) {
     throw std::invalid_argument("--format: '" + f.format + "' (choose from table, json)");
   const history::HistoryDb db(f.db, history::HistoryDb::Mode::read);
   const std::vector<history::SeriesKey> all = db.series_keys();
-  check_held(f.db, "--workload", f.workload, all, workload_of);
-  check_held(f.db, "--branch", f.branch, all, branch_of);
-  check_held(f.db, "--testbed", f.testbed, all, testbed_of);
   const std::vector<std::string> metrics =
       f.metrics.empty() ? std::vector<std::string>{std::string(rs::metric_row(rs::Metric::peak_rss_bytes).name)}
                         : held_metrics(f.db, f.metrics, all);
-  std::vector<history::SeriesKey> keys = db.series_keys({metrics, f.workload});
-  std::erase_if(keys, [&](const history::SeriesKey& k) {
-    return (!f.branch.empty() && k.branch != f.branch) || (!f.testbed.empty() && k.testbed != f.testbed);
-  });
+  const std::vector<history::SeriesKey> keys = filtered_series(db, f, all, metrics);
   const ChangesFound found = history::find_changes(db, keys, f.since);
   std::cout << (f.format == "json" ? changes_json(db, found, metrics, f.since) : changes_table(found));
   return kExitOk;
@@ -357,14 +362,17 @@ int run_export(const ExportFlags& f) {
   return kExitOk;
 }
 
-CLI::App* add_show_command(CLI::App* history, ShowFlags& f) {
-  auto* cmd = history->add_subcommand("show", "each series of a history, newest commit first, with median and spread");
+void add_filter_flags(CLI::App* cmd, SeriesFilter& f, const std::string& metric_help) {
   cmd->add_option("db", f.db, "the history file")->required();
-  cmd->add_option("--metric", f.metrics, "metrics, comma-separated (default: the gated ones in table and bmf, all in json)")
-      ->allow_extra_args(false);
+  cmd->add_option("--metric", f.metrics, metric_help)->allow_extra_args(false);
   cmd->add_option("--workload", f.workload, "only this workload");
   cmd->add_option("--branch", f.branch, "only this branch");
   cmd->add_option("--testbed", f.testbed, "only this testbed");
+}
+
+CLI::App* add_show_command(CLI::App* history, ShowFlags& f) {
+  auto* cmd = history->add_subcommand("show", "each series of a history, newest commit first, with median and spread");
+  add_filter_flags(cmd, f, "metrics, comma-separated (default: the gated ones in table and bmf, all in json)");
   cmd->add_option("--format", f.format, "table (default), json, or bmf (Bencher Metric Format: the newest commit's figures)");
   return cmd;
 }
@@ -372,12 +380,8 @@ CLI::App* add_show_command(CLI::App* history, ShowFlags& f) {
 CLI::App* add_report_command(CLI::App* history, ShowFlags& f) {
   auto* cmd = history->add_subcommand("report", "the trend page: one self-contained HTML page of the series on a commit "
                                                 "axis with their change points (docs/history.md)");
-  cmd->add_option("db", f.db, "the history file")->required();
+  add_filter_flags(cmd, f, "metrics, comma-separated (default: the gated ones)");
   cmd->add_option("-o,--out", f.out, "the HTML file to write")->required();
-  cmd->add_option("--metric", f.metrics, "metrics, comma-separated (default: the gated ones)")->allow_extra_args(false);
-  cmd->add_option("--workload", f.workload, "only this workload");
-  cmd->add_option("--branch", f.branch, "only this branch");
-  cmd->add_option("--testbed", f.testbed, "only this testbed");
   return cmd;
 }
 
@@ -391,12 +395,8 @@ CLI::App* add_export_command(CLI::App* history, ExportFlags& f) {
 CLI::App* add_changes_command(CLI::App* history, ChangesFlags& f) {
   auto* cmd = history->add_subcommand("changes", "where each series stepped (change points), newest first, with the "
                                                  "series that moved together");
-  cmd->add_option("db", f.db, "the history file")->required();
-  cmd->add_option("--metric", f.metrics, "metrics, comma-separated (default peak_rss_bytes)")->allow_extra_args(false);
-  cmd->add_option("--workload", f.workload, "only this workload");
+  add_filter_flags(cmd, f, "metrics, comma-separated (default peak_rss_bytes)");
   cmd->add_option("--since", f.since, "only changes whose first commit after is REV or later (a commit or its prefix)");
-  cmd->add_option("--branch", f.branch, "only this branch");
-  cmd->add_option("--testbed", f.testbed, "only this testbed");
   cmd->add_option("--format", f.format, "table (default) or json");
   return cmd;
 }
