@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The trend page's charts (docs/history.md "The trend page"): plots/history_plots.py TREND.json --out DIR
 
-TREND.json is what `allocmark history report` computes (harness/history/trend_page.cpp): per chart
+TREND.json is what `allocmark history report` computes (harness/report/trend_page.cpp): per chart
 the commit axis, and per panel (a phase) each commit's median and min-max and the change points'
 commit ranges with their labels, in the unit to draw. This script only draws them. Prints each
 file written; exit 0 on success, 1 when a chart failed, 2 for bad flags or input."""

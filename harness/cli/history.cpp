@@ -18,7 +18,7 @@
 #include "harness/history/bmf.h"
 #include "harness/history/changes.h"
 #include "harness/history/export.h"
-#include "harness/history/trend_page.h"
+#include "harness/report/trend_page.h"
 #include "harness/results/folder.h"
 #include "harness/results/metric_table.h"
 #include "harness/results/model.h"
@@ -348,7 +348,7 @@ int run_report(const ShowFlags& f) {
     throw std::invalid_argument(fmt::format("{}: no series to draw ({} runs; `allocmark history add` adds some)", f.db,
                                             db.run_count()));
   const history::ChangesFound found = history::find_changes(db, keys);
-  const history::TrendPage page = history::build_trend_page({&db, keys, &found, subjects_of(db, keys)});
+  const report::TrendPage page = report::build_trend_page({&db, keys, &found, subjects_of(db, keys)});
   rs::write_file_atomically(f.out, page.html);
   for (const auto& e : page.chart_errors) std::cerr << "allocmark history: warning: chart failed: " << e << "\n";
   std::cout << f.out << "\n";

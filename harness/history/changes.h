@@ -1,6 +1,6 @@
 // The changes of a history (issue 44; docs/history.md "history changes"): find_change_points run
 // over many series and grouped by the commit they stepped at, so the series that moved together
-// are one change. `history changes` prints them; the trend page (trend_page.h) draws and lists them.
+// are one change. `history changes` prints them; the trend page (report/trend_page.h) draws and lists them.
 #pragma once
 
 #include <cstddef>

@@ -159,6 +159,9 @@ void HistoryDb::check_is_history(bool writable) {
   int version = 0;
   std::set<std::string> tables, code;
   try {
+    // One read transaction: the version and the tables from one snapshot. Read apart, another
+    // process's first add could commit between them (tables, yet version 0: "not a history").
+    exec(db_, path_, "BEGIN");
     version = user_version(db_, path_);
     Statement s(db_, path_, "SELECT type, name FROM sqlite_master");
     while (s.step()) {
@@ -166,9 +169,12 @@ void HistoryDb::check_is_history(bool writable) {
       if (s.text(0) == "trigger" || s.text(0) == "view") code.insert(s.text(0) + " " + s.text(1));
     }
   } catch (const HistoryError&) {
-    throw HistoryError(path_ + ": not an SQLite database (" + sqlite3_errmsg(db_) +
+    const std::string why = sqlite3_errmsg(db_);
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw HistoryError(path_ + ": not an SQLite database (" + why +
                        "); a history is the file `allocmark history add` makes");
   }
+  exec(db_, path_, "COMMIT");
   if (version > schema_version())
     throw HistoryError(fmt::format("{}: written by a newer allocmark (history schema version {}; this allocmark knows up "
                                    "to {}): use that allocmark or a newer one",

@@ -1,4 +1,5 @@
-// The trend page of a history (`allocmark history report DB -o page.html`; docs/history.md "The
+// The trend page of a history (in report/: it is a page built from the report's pieces, over the
+// history below it) (`allocmark history report DB -o page.html`; docs/history.md "The
 // trend page"): one self-contained HTML page, built like the run report (report/html.h's document,
 // charts drawn by plots/history_plots.py into a temporary folder and embedded), that opens on the
 // changes, newest first, then draws each series on a commit axis (the median per commit, the
@@ -15,7 +16,11 @@
 #include "harness/history/changes.h"
 #include "harness/history/store.h"
 
-namespace allocmark::history {
+namespace allocmark::report {
+
+using history::ChangesFound;
+using history::HistoryDb;
+using history::SeriesKey;
 
 struct TrendInput {
   const HistoryDb* db;
@@ -36,4 +41,4 @@ struct TrendPage {
 
 TrendPage build_trend_page(const TrendInput& in);
 
-}  // namespace allocmark::history
+}  // namespace allocmark::report

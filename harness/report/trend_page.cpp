@@ -1,4 +1,4 @@
-#include "harness/history/trend_page.h"
+#include "harness/report/trend_page.h"
 
 #include <fmt/format.h>
 
@@ -15,12 +15,13 @@
 #include "harness/results/model.h"
 #include "harness/results/reporters/text.h"
 
-namespace allocmark::history {
+namespace allocmark::report {
+
+using namespace allocmark::history;  // the page is over a history: its series, points and changes
 
 namespace {
 
 namespace rs = allocmark::results;
-namespace html = allocmark::report::html;
 using nlohmann::ordered_json;
 
 // How a metric is drawn: its values times `factor` in the unit `label` names (bytes as MiB).
@@ -278,4 +279,4 @@ TrendPage build_trend_page(const TrendInput& in) {
   return page;
 }
 
-}  // namespace allocmark::history
+}  // namespace allocmark::report
