@@ -164,6 +164,15 @@ std::string meminfo(int node, std::uint64_t free_bytes) {
 
 class HeapTest : public ::testing::Test {
  protected:
+  // The heap's figures for the page class of `size` bytes (its Slot: allocations, frees, lock).
+  numap_class_stats page_class(std::size_t size) {
+    numap_class_stats c[200];
+    const std::size_t n = heap.stats(nullptr, c, 200);
+    for (std::size_t i = 0; i < n; ++i)
+      if (c[i].size == size && c[i].kind == 1) return c[i];
+    ADD_FAILURE() << "no page class of " << size << " bytes";
+    return numap_class_stats{};
+  }
   void SetUp() override { FakeOs::reset(); }
   void TearDown() override {
     if (heap_ready) heap.destroy();
@@ -1040,15 +1049,6 @@ TEST_F(HeapTest, NoPthreadKeyLeftMeansNoThreadCaches) {
 // compare-exchange where membarrier is refused.
 class PageCacheTest : public HeapTest, public ::testing::WithParamInterface<bool> {
  protected:
-  // The heap's figures for the page class of `size` bytes (its Slot: allocations, frees, lock).
-  numap_class_stats page_class(std::size_t size) {
-    numap_class_stats c[200];
-    const std::size_t n = heap.stats(nullptr, c, 200);
-    for (std::size_t i = 0; i < n; ++i)
-      if (c[i].size == size && c[i].kind == 1) return c[i];
-    ADD_FAILURE() << "no page class of " << size << " bytes";
-    return numap_class_stats{};
-  }
 };
 INSTANTIATE_TEST_SUITE_P(Membarrier, PageCacheTest, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "membarrier" : "compare_exchange"; });
@@ -1177,26 +1177,18 @@ TEST_P(PageCacheTest, TheInlinePathsWaitWhileAPurgerHoldsTheCache) {
 // back to its Slot.
 TEST_F(HeapTest, LargeChunksAreCachedWithinOneBoundForAllThreads) {
   make_single(0);
-  auto class_of = [&](std::size_t size) {
-    numap_class_stats c[200];
-    const std::size_t n = heap.stats(nullptr, c, 200);
-    for (std::size_t i = 0; i < n; ++i)
-      if (c[i].size == size && c[i].kind == 1) return c[i];
-    ADD_FAILURE() << "no page class of " << size << " bytes";
-    return numap_class_stats{};
-  };
   for (std::size_t size : {std::size_t{1} << 20, std::size_t{4} << 20}) {
     // The first two from the Slot: a class this thread allocates again is cached from then on.
     heap.free(heap.malloc(size));
     heap.free(heap.malloc(size));
-    const numap_class_stats before = class_of(size);
+    const numap_class_stats before = page_class(size);
     for (int i = 0; i < 100; ++i) {
       void* p = heap.malloc(size);
       ASSERT_NE(p, nullptr);
       memset(p, 1, size);
       heap.free(p);
     }
-    const numap_class_stats after = class_of(size);
+    const numap_class_stats after = page_class(size);
     EXPECT_EQ(after.lock_acquisitions, before.lock_acquisitions) << size;
     EXPECT_EQ(after.allocs, before.allocs) << size;
   }
@@ -1208,24 +1200,24 @@ TEST_F(HeapTest, LargeChunksAreCachedWithinOneBoundForAllThreads) {
     for (int round = 0; round < 2; ++round) heap.free(heap.malloc(2 << 20));
     for (int round = 0; round < 2; ++round) heap.free(heap.malloc(4 << 20));
   }).join();
-  const numap_class_stats big = class_of(4 << 20);
+  const numap_class_stats big = page_class(4 << 20);
   EXPECT_EQ(big.allocs, 4u);  // this thread's two, the other thread's two
   EXPECT_EQ(big.frees, 3u);   // this thread's first, the other thread's first and its second, past the bound
   EXPECT_EQ(big.in_use_bytes, 4u << 20);
-  const numap_class_stats two = class_of(2 << 20);
+  const numap_class_stats two = page_class(2 << 20);
   EXPECT_EQ(two.allocs, 2u);
   EXPECT_EQ(two.frees, 2u);  // the first to its Slot, the second cached, then given back for room
-  EXPECT_EQ(class_of(1 << 20).in_use_bytes, 1u << 20);
+  EXPECT_EQ(page_class(1 << 20).in_use_bytes, 1u << 20);
   // A purge returns every cached chunk, and the bound's room with it.
   heap.purge();
-  EXPECT_EQ(class_of(4 << 20).in_use_bytes, 0u);
-  EXPECT_EQ(class_of(1 << 20).in_use_bytes, 0u);
+  EXPECT_EQ(page_class(4 << 20).in_use_bytes, 0u);
+  EXPECT_EQ(page_class(1 << 20).in_use_bytes, 0u);
   std::thread([&] {
     void* a = heap.malloc(4 << 20);
     void* b = heap.malloc(4 << 20);
     heap.free(a);
     heap.free(b);  // one chunk per class and thread: the second goes back
-    EXPECT_EQ(class_of(4 << 20).in_use_bytes, 4u << 20);
+    EXPECT_EQ(page_class(4 << 20).in_use_bytes, 4u << 20);
   }).join();
   // A thread that moves on to a larger size: its older large chunks make room. Cached: 2 + 3 +
   // 1.25 MiB (6.25 MiB); a 4 MiB chunk would cross 8 MiB, so those go back and it is kept.
@@ -1233,11 +1225,11 @@ TEST_F(HeapTest, LargeChunksAreCachedWithinOneBoundForAllThreads) {
   std::thread([&] {
     for (std::size_t size : {std::size_t{2} << 20, std::size_t{3} << 20, std::size_t{5} << 18})
       for (int round = 0; round < 2; ++round) heap.free(heap.malloc(size));
-    EXPECT_EQ(class_of(3 << 20).in_use_bytes, 3u << 20);
+    EXPECT_EQ(page_class(3 << 20).in_use_bytes, 3u << 20);
     for (int round = 0; round < 2; ++round) heap.free(heap.malloc(4 << 20));
-    EXPECT_EQ(class_of(4 << 20).in_use_bytes, 4u << 20);
-    EXPECT_EQ(class_of(3 << 20).in_use_bytes, 0u);
-    EXPECT_EQ(class_of(2 << 20).in_use_bytes, 0u);
+    EXPECT_EQ(page_class(4 << 20).in_use_bytes, 4u << 20);
+    EXPECT_EQ(page_class(3 << 20).in_use_bytes, 0u);
+    EXPECT_EQ(page_class(2 << 20).in_use_bytes, 0u);
   }).join();
 }
 
