@@ -16,6 +16,14 @@ POINTS = [("after_10ms", 10), ("after_100ms", 100), ("settled", None)]
 
 
 class ReturnCurve(TempDirTest):
+    def report_html(self):
+        """The folder's HTML report, written by `allocmark report`."""
+        page = os.path.join(self.tmp, "r.html")
+        p = run(["report", self.out, "--out", page])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(page) as f:
+            return f.read()
+
     def check_curve(self, record, settle_ms):
         where = record["allocator"]
         *before, last = record["phases"]
@@ -74,11 +82,7 @@ class ReturnCurve(TempDirTest):
             self.assertEqual(g["metrics"]["rss_settled_bytes"]["median"], curve["settled"]["rss_bytes"])
 
         # The report: the return curve's table, and held RSS named by its point.
-        page = os.path.join(self.tmp, "r.html")
-        p = run(["report", self.out, "--out", page])
-        self.assertEqual(p.returncode, 0, p.stderr)
-        with open(page) as f:
-            html = f.read()
+        html = self.report_html()
         self.assertIn('id="return-curve-table"', html)
         self.assertIn("held RSS (+100 ms)", html)
         self.assertNotIn("held RSS (end)", html)
@@ -109,11 +113,7 @@ class ReturnCurve(TempDirTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         (g,) = json.loads(p.stdout)["groups"]
         self.assertNotIn("rss_after_100ms_bytes", g["metrics"])  # absent, not zero
-        page = os.path.join(self.tmp, "r.html")
-        p = run(["report", self.out, "--out", page])
-        self.assertEqual(p.returncode, 0, p.stderr)
-        with open(page) as f:
-            html = f.read()
+        html = self.report_html()
         self.assertIn("No return curve", html)
         self.assertNotIn('id="return-curve-table"', html)
         with open(os.path.join(self.out, "timelines.jsonl")) as f:
