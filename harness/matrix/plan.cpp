@@ -524,9 +524,64 @@ Plan build_plan(const std::optional<MatrixFile>& file, const MatrixFile& variant
   return PlanBuilder(file, variants, flags).build();
 }
 
+namespace {
+
+// An entry of a recorded matrix's allocators or workloads, named as the cell codec reads it back. A
+// workload of several parameter sets (replay:NAME per trace) is named by its instance.
+std::string entry_name(const std::string& field, const nlohmann::json& item) {
+  std::string name;
+  if (field == matrix_key::kAllocators) {
+    name = record::allocator_of_meta(item).name;
+  } else {
+    const Cell c = record::workload_of_meta(item);
+    name = c.workload;
+    const auto* w = wl::find_workload(name);
+    if (w && !w->instance_param.empty())
+      if (auto it = c.params.find(w->instance_param); it != c.params.end() && !it->second.empty()) name += ":" + it->second;
+  }
+  return name.empty() ? item.dump() : name;
+}
+
+// What differs inside one named entry, field by field; in an object (params, env) entry by entry.
+void entry_changes(const std::string& name, const nlohmann::json& was, const nlohmann::json& is, std::vector<std::string>& parts) {
+  for (const auto& [k, v] : was.items()) {
+    const nlohmann::json& w = is.value(k, nlohmann::json());
+    if (v == w) continue;
+    if (!v.is_object() || !w.is_object()) {
+      parts.push_back(name + " " + k + " " + v.dump() + " -> " + w.dump());
+      continue;
+    }
+    std::set<std::string> keys;
+    for (const auto& [ik, iv] : v.items()) keys.insert(ik);
+    for (const auto& [ik, iv] : w.items()) keys.insert(ik);
+    for (const auto& ik : keys)
+      if (v.value(ik, nlohmann::json()) != w.value(ik, nlohmann::json()))
+        parts.push_back(name + " " + ik + " " + v.value(ik, nlohmann::json()).dump() + " -> " + w.value(ik, nlohmann::json()).dump());
+  }
+}
+
+// Named entries (allocators, workloads): what was added, removed, or changed inside one.
+std::string entries_difference(const std::string& field, const nlohmann::json& a, const nlohmann::json& b) {
+  std::map<std::string, nlohmann::json> na, nb;
+  for (const auto& item : a) na[entry_name(field, item)] = item;
+  for (const auto& item : b) nb[entry_name(field, item)] = item;
+  std::vector<std::string> parts;
+  for (const auto& [name, item] : nb)
+    if (!na.count(name)) parts.push_back("+" + name);
+  for (const auto& [name, item] : na) {
+    if (nb.count(name)) entry_changes(name, item, nb[name], parts);
+    else parts.push_back("-" + name);
+  }
+  std::string joined;
+  for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
+  return joined;
+}
+
+}  // namespace
+
 std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::json& now) {
   std::string out;
-  std::vector<std::string> fields{"allocators", "workloads", "threads"};
+  std::vector<std::string> fields{matrix_key::kAllocators, matrix_key::kWorkloads, matrix_key::kThreads};
   for (const auto& row : setting_rows())
     if (row.scope & kCompared) fields.push_back(row.key);
   // Each setting as it was meant (a key a folder predates read as its row says), never the raw JSON.
@@ -535,52 +590,9 @@ std::string matrix_differences(const nlohmann::json& recorded, const nlohmann::j
     nlohmann::json a = recorded.value(field, nlohmann::json()), b = now.value(field, nlohmann::json());
     if (const SettingRow* row = find_setting(field)) a = row->get(was_set), b = row->get(is_set);
     if (a == b) continue;
-    std::string was = a.dump(), is = b.dump();
-    if (a.is_array() && b.is_array() && !a.empty() && a[0].is_object()) {
-      // Named entries (allocators, workloads): what was added, removed, or changed inside one. A
-      // workload of several parameter sets (replay:NAME per trace) names each by its instance.
-      auto entry_name = [](const nlohmann::json& item) {
-        std::string name = item.value("name", item.dump());
-        const auto* w = wl::find_workload(name);
-        const nlohmann::json params = item.value("params", nlohmann::json());
-        if (w && !w->instance_param.empty() && params.is_object())
-          if (const nlohmann::json instance = params.value(w->instance_param, nlohmann::json()); instance.is_string() && instance != "")
-            name += ":" + instance.get<std::string>();
-        return name;
-      };
-      std::map<std::string, nlohmann::json> na, nb;
-      for (const auto& item : a) na[entry_name(item)] = item;
-      for (const auto& item : b) nb[entry_name(item)] = item;
-      std::vector<std::string> parts;
-      for (const auto& [name, item] : nb)
-        if (!na.count(name)) parts.push_back("+" + name);
-      for (const auto& [name, item] : na) {
-        if (!nb.count(name)) {
-          parts.push_back("-" + name);
-          continue;
-        }
-        for (const auto& [k, v] : item.items()) {
-          const nlohmann::json& w = nb[name].value(k, nlohmann::json());
-          if (v == w) continue;
-          if (v.is_object() && w.is_object()) {  // params or env: name the entries that differ
-            std::set<std::string> keys;
-            for (const auto& [ik, iv] : v.items()) keys.insert(ik);
-            for (const auto& [ik, iv] : w.items()) keys.insert(ik);
-            for (const auto& ik : keys)
-              if (v.value(ik, nlohmann::json()) != w.value(ik, nlohmann::json()))
-                parts.push_back(name + " " + ik + " " + v.value(ik, nlohmann::json()).dump() + " -> " +
-                                w.value(ik, nlohmann::json()).dump());
-          } else {
-            parts.push_back(name + " " + k + " " + v.dump() + " -> " + w.dump());
-          }
-        }
-      }
-      std::string joined;
-      for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
-      out += (out.empty() ? "" : "; ") + field + ": " + joined;
-      continue;
-    }
-    out += (out.empty() ? "" : "; ") + field + ": " + was + " recorded, " + is + " now";
+    const bool entries = a.is_array() && b.is_array() && !a.empty() && a[0].is_object();
+    out += (out.empty() ? "" : "; ") + field + ": " +
+           (entries ? entries_difference(field, a, b) : a.dump() + " recorded, " + b.dump() + " now");
   }
   return out;
 }
@@ -596,18 +608,18 @@ Cell checked_cell(const nlohmann::json& description) {
 
 nlohmann::json Plan::as_json() const {
   nlohmann::json j = settings_json(settings, kMatrixKey);
-  j["notes"] = notes;
-  for (const auto& a : allocators) j["allocators"].push_back(record::meta_allocator(a));
+  j[matrix_key::kNotes] = notes;
+  for (const auto& a : allocators) j[matrix_key::kAllocators].push_back(record::meta_allocator(a));
   std::set<std::string> wl_seen;
   std::set<int> th_seen;
   for (const auto& c : cells) {
     // Each parameter set once (a matrix's several [traces.NAME] are several sets of the replay workload).
     if (wl_seen.insert(c.workload + '\n' + nlohmann::json(c.params).dump()).second)
-      j["workloads"].push_back(record::meta_workload(c));
+      j[matrix_key::kWorkloads].push_back(record::meta_workload(c));
     th_seen.insert(c.threads);
   }
-  j["threads"] = std::vector<int>(th_seen.begin(), th_seen.end());
-  j["cells"] = cells.size();
+  j[matrix_key::kThreads] = std::vector<int>(th_seen.begin(), th_seen.end());
+  j[matrix_key::kCells] = cells.size();
   return j;
 }
 

@@ -60,6 +60,17 @@ struct Plan {
   nlohmann::json as_json() const;  // the matrix as run, for meta.json
 };
 
+// meta.json's matrix object (Plan::as_json): its keys besides the settings rows', for the writer and
+// every reader (matrix_differences, the report). Its entries are the cell codec's
+// (record::meta_allocator, record::meta_workload; read back by allocator_of_meta, workload_of_meta).
+namespace matrix_key {
+inline constexpr const char* kAllocators = "allocators";  // each allocator of the matrix once
+inline constexpr const char* kWorkloads = "workloads";    // each parameter set of a workload once
+inline constexpr const char* kThreads = "threads";        // the threads the cells ran, ascending
+inline constexpr const char* kCells = "cells";            // how many
+inline constexpr const char* kNotes = "notes";
+}  // namespace matrix_key
+
 // What differs between two matrices as recorded by Plan::as_json() ("threads: [1, 2] -> [1]; ..."),
 // "" when they would run the same cells with the same measurement settings (the settings rows of
 // scope kCompared; not the timeout, which decides when a cell is given up, not what it measured).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 namespace allocmark::record {
 namespace {
@@ -118,8 +119,9 @@ struct thp {
     if (!out.empty())
       if (auto problem = thp_mode_problem(out); !problem.empty()) throw ConfigError(where + "." + key + ": " + problem);
   }
+  // The record holds {mode, how}; meta.json's entry the mode alone.
   static void lenient(std::string& out, const json& v) {
-    if (v.is_object()) text::lenient(out, v.value(kMode, json()));
+    text::lenient(out, v.is_object() ? v.value(kMode, json()) : v);
   }
   static std::string path(const std::string& v) { return v; }
   static std::string digest(const char* label, const std::string& v) { return v.empty() ? "" : label + v + "\n"; }
@@ -176,15 +178,43 @@ std::string Cell::label() const {
   return allocator.name + " " + workload + " t" + std::to_string(threads) + " r" + std::to_string(rep);
 }
 
-const char* record_key(CellField field) {
+namespace {
+
+// Which column of the rows a reader takes its keys from.
+enum class Column { worker, rec, meta, setup };
+
+// A row's key in `column`, nullptr when that column does not carry the row.
+const char* column_key(CellField field, Column column) {
   switch (field) {
-#define ALLOCMARK_CELL_RECORD_KEY(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
-  case CellField::row: return rec;
-    ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_RECORD_KEY)
-#undef ALLOCMARK_CELL_RECORD_KEY
+#define ALLOCMARK_CELL_COLUMN_KEY(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
+  case CellField::row: {                                                                                   \
+    const char* keys[] = {worker, rec, meta, setup};                                                       \
+    return keys[static_cast<int>(column)];                                                                 \
+  }
+    ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_COLUMN_KEY)
+#undef ALLOCMARK_CELL_COLUMN_KEY
   }
   return nullptr;
 }
+
+// A cell read leniently from an object whose keys are `column`'s (what is absent or mistyped stays
+// as it is in `c`), taking only the rows held `in` the allocator or the cell when `only` says so:
+// meta.json's allocator and workload entries both name theirs "name".
+Cell lenient_cell(const json& object, Column column, Cell c, std::optional<In> only = std::nullopt) {
+  if (!object.is_object()) return c;
+#define ALLOCMARK_CELL_LENIENT(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
+  if (const char* key = column_key(CellField::row, column); key && (!only || *only == In::in))            \
+    type::lenient(c.member, object.value(key, json()));
+  ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_LENIENT)
+#undef ALLOCMARK_CELL_LENIENT
+  return c;
+}
+
+}  // namespace
+
+const char* record_key(CellField field) { return column_key(field, Column::rec); }
+
+const char* meta_key(CellField field) { return column_key(field, Column::meta); }
 
 std::string thp_how_in(const json& record) {
   std::string how;
@@ -223,15 +253,7 @@ json worker_cell(const Cell& c) {
   return j;
 }
 
-Cell cell_of_worker(const json& description) {
-  Cell c;
-  if (!description.is_object()) return c;
-#define ALLOCMARK_CELL_OF_WORKER(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
-  if (const char* key = worker) type::lenient(c.member, description.value(key, json()));
-  ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_OF_WORKER)
-#undef ALLOCMARK_CELL_OF_WORKER
-  return c;
-}
+Cell cell_of_worker(const json& description) { return lenient_cell(description, Column::worker, Cell{}); }
 
 json record_cell(const Cell& c) {
   json j = json::object();
@@ -245,12 +267,7 @@ json record_cell(const Cell& c) {
 Cell cell_of_record(const json& record) {
   Cell c;
   c.rep = 0;  // a record that does not say
-  if (!record.is_object()) return c;
-#define ALLOCMARK_CELL_OF_RECORD(row, member, type, in, name, required, worker, rec, meta, part, label, setup) \
-  if (const char* key = rec) type::lenient(c.member, record.value(key, json()));
-  ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_OF_RECORD)
-#undef ALLOCMARK_CELL_OF_RECORD
-  return c;
+  return lenient_cell(record, Column::rec, c);
 }
 
 json cell_setup(const Cell& c) {
@@ -261,6 +278,8 @@ json cell_setup(const Cell& c) {
 #undef ALLOCMARK_CELL_SETUP
   return j;
 }
+
+Cell cell_of_setup(const json& setup) { return lenient_cell(setup, Column::setup, Cell{}); }
 
 std::map<std::string, std::string> texts_of(const json& object) {
   std::map<std::string, std::string> out;
@@ -287,5 +306,9 @@ json meta_workload(const Cell& c) {
 #undef ALLOCMARK_CELL_META_WORKLOAD
   return j;
 }
+
+ResolvedAllocator allocator_of_meta(const json& entry) { return lenient_cell(entry, Column::meta, Cell{}, In::allocator).allocator; }
+
+Cell workload_of_meta(const json& entry) { return lenient_cell(entry, Column::meta, Cell{}, In::cell); }
 
 }  // namespace allocmark::record

@@ -95,6 +95,8 @@ struct Cell {
 enum class CellField { ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_ROW) };
 #undef ALLOCMARK_CELL_ROW
 const char* record_key(CellField field);
+// Its key in meta.json's matrix entry (an allocator's or a workload's), nullptr where none.
+const char* meta_key(CellField field);
 // How a record's cell got its thp mode (thp_obtained_by), "" where the record does not say.
 std::string thp_how_in(const nlohmann::json& record);
 
@@ -120,11 +122,18 @@ Cell cell_of_record(const nlohmann::json& record);
 // allocator_config and under_test), and an object's entries as text (a string as it is, anything
 // else as JSON: a record or baseline written by hand), for a setup of what a reader found.
 nlohmann::json cell_setup(const Cell& cell);
+// A setup read back (backend, library, env, params; leniently, as the record readers read).
+Cell cell_of_setup(const nlohmann::json& setup);
 std::map<std::string, std::string> texts_of(const nlohmann::json& object);
 
 // meta.json's matrix entries: an allocator's ({name, backend, library, env, thp}) and the
 // workload's ({name, params}) of a cell.
 nlohmann::json meta_allocator(const ResolvedAllocator& allocator);
 nlohmann::json meta_workload(const Cell& cell);
+// And read back, leniently (what an entry does not hold, or holds mistyped, stays Cell's default),
+// for the readers of meta.json (run, report): an allocator entry's allocator, a workload entry's
+// workload and params.
+ResolvedAllocator allocator_of_meta(const nlohmann::json& entry);
+Cell workload_of_meta(const nlohmann::json& entry);
 
 }  // namespace allocmark::record

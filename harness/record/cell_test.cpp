@@ -206,5 +206,21 @@ TEST(CellCodec, TheGatesSetupIsTodays) {
   EXPECT_TRUE(texts_of(json()).empty());
 }
 
+TEST(CellCodec, MetaEntriesAndSetupsReadBack) {
+  const Cell c = jemalloc_cell();
+  const ResolvedAllocator a = allocator_of_meta(meta_allocator(c.allocator));
+  EXPECT_EQ(meta_allocator(a), meta_allocator(c.allocator));  // name, backend, library, env, thp
+  EXPECT_EQ(a.name, "jemalloc:bg@thp=never");
+  EXPECT_EQ(a.thp, "never");
+  const Cell w = workload_of_meta(meta_workload(c));
+  EXPECT_EQ(w.workload, "size_mix");  // "name" of a workload entry: never the allocator's name
+  EXPECT_EQ(w.allocator.name, "");
+  EXPECT_EQ(w.params, kSizeMixParams);
+  EXPECT_EQ(meta_key(CellField::workload), std::string("name"));
+  EXPECT_EQ(meta_key(CellField::threads), nullptr);
+  EXPECT_EQ(cell_setup(cell_of_setup(cell_setup(c))), cell_setup(c));
+  EXPECT_EQ(allocator_of_meta(json("not an entry")).name, "");
+}
+
 }  // namespace
 }  // namespace allocmark::record
