@@ -13,13 +13,19 @@ case "${ALLOCMARK_DEBUG_INFO:=OFF}" in
   *) echo "ci/setup.sh: ALLOCMARK_DEBUG_INFO must be ON or OFF, not '${ALLOCMARK_DEBUG_INFO}'" >&2; exit 2 ;;
 esac
 
-run_packages=(
+# What compiling allocmark needs: installed before the build starts.
+build_packages=(
   build-essential cmake pkg-config git
   libjemalloc-dev libjemalloc2 libgoogle-perftools-dev libgoogle-perftools4 libtcmalloc-minimal4
   libmimalloc-dev libnuma-dev librocksdb-dev libzstd-dev
   libbenchmark-dev libgtest-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev
   libsqlite3-dev                # the results history (harness/history)
-  python3 python3-matplotlib python3-numpy zlib1g
+  zlib1g
+)
+# What running needs and compiling does not: installed while allocmark builds (below), so on a
+# fresh machine (CI's) the build starts without waiting for matplotlib's and numpy's dependencies.
+run_packages=(
+  python3 python3-matplotlib python3-numpy   # plots/ (charts, the report)
   autoconf automake libtool     # `allocmark build`: jemalloc and gperftools tag exports need ./autogen.sh
 )
 lab_packages=(qemu-system-x86 linux-image-amd64 busybox-static cpio numactl)  # Debian's kernel in a NUMA guest
@@ -31,7 +37,7 @@ test_packages=(
   universal-ctags               # tests/function_length_test.py measures functions with ctags
   "${lab_packages[@]}"
 )
-extra_packages=()  # what only the lab, Slurm or the tests need: the build does not wait for them
+extra_packages=("${run_packages[@]}")  # what running, the lab, Slurm or the tests need: the build does not wait for them
 build_targets=(--target allocmark)  # the driver, and what it runs: worker, numap, preload libraries
 for arg in "$@"; do
   case "$arg" in
@@ -47,7 +53,7 @@ missing_of() {  # the named packages that are not installed
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
   done
 }
-mapfile -t missing < <(missing_of "${run_packages[@]}")
+mapfile -t missing < <(missing_of "${build_packages[@]}")
 mapfile -t missing_extra < <(missing_of "${extra_packages[@]}")
 if ((${#missing[@]} + ${#missing_extra[@]})); then
   if [ "$(id -u)" -ne 0 ]; then
@@ -61,8 +67,8 @@ if ((${#missing[@]} + ${#missing_extra[@]})); then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
 fi
-# The lab's, Slurm's and the tests' packages (a browser, qemu, a kernel image: most of a fresh
-# machine's download) are installed while allocmark builds, which needs none of them.
+# What running, the lab, Slurm and the tests need (matplotlib, a browser, qemu, a kernel image: most
+# of a fresh machine's download) is installed while allocmark builds, which needs none of it.
 # Debian's kernel package then builds an initramfs twice (its own hook, then initramfs-tools'
 # trigger): 116 CPU s each, taken from the build beside it (docs/benchmarks.md "Build and test time").
 # The lab boots that kernel with an initramfs of its own (docs/lab.md), so on a machine that does
