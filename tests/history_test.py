@@ -675,5 +675,224 @@ class HistoryBisect(TempDirTest):
         self.assertIn("stopping the bisection", p.stderr)
 
 
+# ---- history export --format jsonl and history import; the project's own gate history (ci/gate.sh,
+# ci/keep-gate-history.sh; docs/gate.md "A history of the project's own gate").
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURE_RUN = os.path.join(ROOT, "tests", "fixtures", "single-allocator")  # a real run, 3 repetitions
+COMMITTED = os.path.join("ci", "baselines", "gate-matrix.history.jsonl")
+
+
+def export_lines(db, *extra):
+    p = run(["history", "export", db, "--format", "jsonl", *extra])
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def fixture_history(tmp, commits):
+    """A history of the fixture run under commits 1..n, each a scaled copy (+1% a commit)."""
+    db = os.path.join(tmp, "history.db")
+    add_series(tmp, db, FIXTURE_RUN, [1.0 + 0.01 * i for i in range(commits)])
+    return db
+
+
+class HistoryImport(TempDirTest):
+    def test_what_export_writes_imports_back_to_the_same_lines(self):
+        db = fixture_history(self.tmp, 3)
+        lines = export_lines(db)
+        self.assertEqual(len(lines.splitlines()), 3)
+        self.assertEqual([json.loads(line)["commit"] for line in lines.splitlines()], [sha(1), sha(2), sha(3)])
+        for line in lines.splitlines():  # a line stands alone: its cells carry their identity
+            run0 = json.loads(line)
+            self.assertEqual(run0["allocmark_history_export"], 1)
+            self.assertTrue(all(c["workload"] and c["allocator"] and c["params"] for c in run0["cells"]))
+        copy = os.path.join(self.tmp, "copy.db")
+        path = os.path.join(self.tmp, "history.jsonl")
+        with open(path, "w") as f:
+            f.write(lines)
+        p = run(["history", "import", copy, path])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("imported 3 runs", p.stderr)
+        self.assertEqual(export_lines(copy), lines)  # "added" and every value kept
+        p = run(["history", "import", copy, path])  # again: nothing new
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("imported 0 runs from %s into %s (3 it held already)" % (path, copy), p.stderr)
+        self.assertEqual(export_lines(copy), lines)
+        # The JSON document imports to the same history.
+        document = os.path.join(self.tmp, "history.json")
+        with open(document, "w") as f:
+            f.write(run(["history", "export", db]).stdout)
+        third = os.path.join(self.tmp, "third.db")
+        self.assertEqual(run(["history", "import", third, document]).returncode, 0)
+        self.assertEqual(export_lines(third), lines)
+        self.assertEqual(show_json(third)["series"], show_json(db)["series"])
+
+    def test_metric_filter_and_a_union_merged_file(self):
+        db = fixture_history(self.tmp, 3)
+        peak = export_lines(db, "--metric", "peak_rss_bytes")
+        metrics = {m for line in peak.splitlines() for c in json.loads(line)["cells"]
+                   for phase in c["values"].values() for m in phase}
+        self.assertEqual(metrics, {"peak_rss_bytes"})
+        # Two branches each added a line to commits 1-2; git's union merge keeps both sides' lines,
+        # unsorted, and the common ones twice where both touched them.
+        first, second, third = peak.splitlines()
+        merged = os.path.join(self.tmp, "merged.jsonl")
+        with open(merged, "w") as f:
+            f.write("\n".join([first, second, third, first, "", second]) + "\n")
+        imported = os.path.join(self.tmp, "imported.db")
+        p = run(["history", "import", imported, merged])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("imported 3 runs", p.stderr)
+        self.assertIn("(2 it held already)", p.stderr)
+        self.assertEqual(export_lines(imported, "--metric", "peak_rss_bytes"), peak)  # sorted again
+        p = run(["history", "export", db, "--format", "jsonl", "--metric", "no_such_metric"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--metric: 'no_such_metric' is not in", p.stderr)
+
+    def test_bad_input_is_exit_2_naming_the_line_and_writes_nothing(self):
+        db = fixture_history(self.tmp, 1)
+        good = export_lines(db, "--metric", "peak_rss_bytes").splitlines()[0]
+        run0 = json.loads(good)
+
+        def changed(edit):
+            r = json.loads(good)
+            edit(r)
+            return json.dumps(r)
+
+        def values(r, v):
+            next(iter(r["cells"][0]["values"].values()))["peak_rss_bytes"][0] = v
+
+        cases = [
+            ("{not json\n", "line 1: not JSON"),
+            (good + "\n<<<<<<< HEAD\n", "line 2: a merge conflict marker"),
+            (changed(lambda r: r.update(allocmark_history_export=2)) + "\n", "line 1: export format 2; this allocmark reads format 1"),
+            ('{"runs_here": 1}\n', "line 1: not what `allocmark history export` writes"),
+            (changed(lambda r: r.pop("commit")) + "\n", 'line 1: no "commit"'),
+            (changed(lambda r: r.update(commit="xyz")) + "\n", "line 1: \"commit\": 'xyz' is not a commit"),
+            (changed(lambda r: r.update(time="yesterday")) + "\n", "line 1: \"time\": 'yesterday' is not an ISO 8601 time"),
+            (changed(lambda r: values(r, "big")) + "\n", "metric 'peak_rss_bytes': repetition 0 is not a finite number"),
+            (changed(lambda r: r["cells"].append(r["cells"][0])) + "\n", "twice in one run"),
+            (changed(lambda r: r["cells"][0].update(threads=0)) + "\n", '"threads" is not a thread count'),
+            (good + "\n" + changed(lambda r: r.update(cells={})) + "\n", 'line 2: "cells" is not a list'),
+        ]
+        for i, (text, said) in enumerate(cases):
+            path = os.path.join(self.tmp, "bad%d.jsonl" % i)
+            with open(path, "w") as f:
+                f.write(text)
+            target = os.path.join(self.tmp, "target%d.db" % i)
+            p = run(["history", "import", target, path])
+            self.assertEqual(p.returncode, 2, (said, p.stderr))
+            self.assertIn(path + " ", p.stderr)
+            self.assertIn(said, p.stderr)
+            self.assertFalse(os.path.exists(target), said)  # checked before the history is opened
+        for args, said in (([os.path.join(self.tmp, "none.jsonl")], "cannot read it"), ([self.tmp], "a folder")):
+            p = run(["history", "import", os.path.join(self.tmp, "t.db"), *args])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(said, p.stderr)
+        self.assertTrue(run0["cells"])
+
+
+class GateHistoryInCi(TempDirTest):
+    """ci/gate.sh's history path in a throwaway git repository laid out as this one: the project's
+    committed history, a baseline of a small real run gated in place of the matrix
+    (ALLOCMARK_GATE_RESULTS), and the allocmark under test as the build's."""
+
+    def setUp(self):
+        super().setUp()
+        self.repo = os.path.join(self.tmp, "repo")
+        os.makedirs(os.path.join(self.repo, "ci", "baselines"))
+        for script in ("gate.sh", "keep-gate-history.sh"):
+            shutil.copy(os.path.join(ROOT, "ci", script), os.path.join(self.repo, "ci", script))
+        shutil.copy(os.path.join(ROOT, COMMITTED), os.path.join(self.repo, COMMITTED))
+        baseline = os.path.join(self.repo, "ci", "baselines", "gate-matrix.json")
+        self.assertEqual(run(["baseline", FIXTURE_RUN, "-o", baseline]).returncode, 0)
+        os.makedirs(os.path.join(self.repo, "build", "bin"))
+        os.symlink(ALLOCMARK, os.path.join(self.repo, "build", "bin", "allocmark"))
+        with open(os.path.join(self.repo, ".gitignore"), "w") as f:
+            f.write("/build/\n")
+        with open(os.path.join(self.repo, "code.c"), "w") as f:
+            f.write("int x;\n")
+        git(self.repo, "init", "-q")
+        git(self.repo, "add", ".")
+        git(self.repo, "commit", "-q", "-m", "the project")
+        self.results = os.path.join(self.tmp, "results")
+        shutil.copytree(FIXTURE_RUN, self.results)
+
+    def script(self, name):
+        return subprocess.run([os.path.join(self.repo, "ci", name)], capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, ALLOCMARK_GATE_RESULTS=self.results))
+
+    def lines(self, path):
+        with open(os.path.join(self.repo, path)) as f:
+            return f.read().splitlines()
+
+    def land(self, text):
+        with open(os.path.join(self.repo, "code.c"), "w") as f:
+            f.write(text)
+        git(self.repo, "commit", "-q", "-am", "a change")
+        return git(self.repo, "rev-parse", "HEAD")
+
+    def test_each_run_adds_one_line_the_developer_carries_into_the_tree(self):
+        committed = self.lines(COMMITTED)
+        self.assertTrue(committed)  # the project's history loads: real runs of this project
+        for landing in range(2):
+            head = self.land("int x = %d;\n" % landing)
+            p = self.script("gate.sh")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("gate: PASS", p.stdout)
+            self.assertIn("imported %d run" % len(committed), p.stderr)
+            self.assertIn("allocmark gate: added", p.stderr)
+            ran = self.lines(os.path.join("build", "gate-history.jsonl"))
+            self.assertEqual(len(ran), len(committed) + 1)
+            new = [json.loads(line) for line in ran if line not in committed]
+            self.assertEqual(len(new), 1)
+            self.assertEqual((new[0]["commit"], new[0]["branch"], new[0]["testbed"]), (head, "main", "ci"))
+            self.assertEqual({m for c in new[0]["cells"] for ph in c["values"].values() for m in ph}, {"peak_rss_bytes"})
+            # The series the creep judgement read: every landing so far, one point each.
+            db = os.path.join(self.repo, "build", "gate-history.db")
+            series = show_json(db, "--metric", "peak_rss_bytes", "--testbed", "ci")["series"]
+            cells = {c["cell"] for c in new[0]["cells"]}
+            self.assertEqual({len(s["points"]) for s in series if s["cell"] in cells}, {landing + 1})
+            p = self.script("keep-gate-history.sh")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(self.lines(COMMITTED), ran)
+            diff = git(self.repo, "diff", "--numstat", "--", COMMITTED)
+            self.assertTrue(diff.startswith("1\t0\t"), diff)  # one line added, none removed
+            git(self.repo, "commit", "-q", "-m", "ci: gate history", "--", COMMITTED)
+            committed = ran
+        p = self.script("keep-gate-history.sh")  # nothing new since
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("holds this run already", p.stdout)
+
+    def test_keeping_refuses_a_run_of_another_tree(self):
+        committed = self.lines(COMMITTED)
+        p = self.script("keep-gate-history.sh")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no gated run's history", p.stderr)
+        self.assertEqual(self.script("gate.sh").returncode, 0)
+        measured = git(self.repo, "rev-parse", "HEAD")
+        self.land("int x = 1;\n")  # HEAD moved after the run
+        p = self.script("keep-gate-history.sh")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("the run measured commit %s, but HEAD is" % measured, p.stderr)
+        with open(os.path.join(self.repo, "code.c"), "a") as f:
+            f.write("int y;\n")  # a change not committed
+        self.assertEqual(self.script("gate.sh").returncode, 0)
+        p = self.script("keep-gate-history.sh")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("the run measured uncommitted changes to code.c", p.stderr)
+        git(self.repo, "commit", "-q", "-am", "y")
+        self.assertEqual(self.script("gate.sh").returncode, 0)
+        # Another landing's line reached the committed file since the run loaded it (a merge).
+        other = json.loads(committed[0])
+        other.update(commit="ab" * 20, run_ids="another-run")
+        with open(os.path.join(self.repo, COMMITTED), "a") as f:
+            f.write(json.dumps(other) + "\n")
+        p = self.script("keep-gate-history.sh")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("lacks 1 of the", p.stderr)
+        self.assertEqual(self.lines(COMMITTED), committed + [json.dumps(other)])
+
+
 if __name__ == "__main__":
     unittest.main()

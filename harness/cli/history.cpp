@@ -9,15 +9,18 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "harness/history/bmf.h"
 #include "harness/history/changes.h"
 #include "harness/history/export.h"
+#include "harness/history/import.h"
 #include "harness/report/trend_page.h"
 #include "harness/results/folder.h"
 #include "harness/results/metric_table.h"
@@ -50,6 +53,11 @@ struct ShowFlags : SeriesFilter {
 
 struct ExportFlags {
   std::string db, format = "json";
+  std::vector<std::string> metrics;
+};
+
+struct ImportFlags {
+  std::string db, file;
 };
 
 struct ChangesFlags : SeriesFilter {
@@ -356,9 +364,34 @@ int run_report(const ShowFlags& f) {
 }
 
 int run_export(const ExportFlags& f) {
-  if (f.format != "json") throw std::invalid_argument("--format: '" + f.format + "' (choose from json)");
+  if (f.format != "json" && f.format != "jsonl")
+    throw std::invalid_argument("--format: '" + f.format + "' (choose from json, jsonl)");
   const history::HistoryDb db(f.db, history::HistoryDb::Mode::read);
-  std::cout << history::export_json(db).dump(2, ' ', false, ordered_json::error_handler_t::replace) << "\n";
+  // A metric of the metric table is a name even where this history holds none of it yet (a new one).
+  std::vector<std::string> metrics = split_commas(f.metrics, "--metric");
+  for (const auto& m : metrics)
+    if (!rs::metric_from_name(m)) (void)held_metrics(f.db, {m}, db.series_keys());
+  if (f.format == "jsonl")
+    std::cout << history::export_lines(db, metrics);
+  else
+    std::cout << history::export_json(db, metrics).dump(2, ' ', false, ordered_json::error_handler_t::replace) << "\n";
+  return kExitOk;
+}
+
+// Reads the whole file and checks every run before the history is opened: bad input writes nothing.
+int run_import(const ImportFlags& f) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(f.file, ec)) throw std::invalid_argument(f.file + ": a folder, not an export");
+  std::ifstream in(f.file, std::ios::binary);
+  if (!in) throw std::invalid_argument(f.file + ": cannot read it (no such file?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::vector<history::ImportedRun> runs = history::read_export(text.str(), f.file);
+  history::HistoryDb db(f.db, history::HistoryDb::Mode::write);
+  const history::ImportCounts counts = history::import_runs(db, runs);
+  std::cerr << fmt::format("allocmark history: imported {} run{} from {} into {}{}\n", counts.added,
+                           counts.added == 1 ? "" : "s", rs::terminal_line(f.file), rs::terminal_line(f.db),
+                           counts.held ? fmt::format(" ({} it held already)", counts.held) : "");
   return kExitOk;
 }
 
@@ -388,7 +421,17 @@ CLI::App* add_report_command(CLI::App* history, ShowFlags& f) {
 CLI::App* add_export_command(CLI::App* history, ExportFlags& f) {
   auto* cmd = history->add_subcommand("export", "the whole history as one stable JSON document on stdout (docs/history.md)");
   cmd->add_option("db", f.db, "the history file")->required();
-  cmd->add_option("--format", f.format, "json (default; the only one)");
+  cmd->add_option("--format", f.format, "json (default: one document) or jsonl (one run a line, each cell with its identity)");
+  cmd->add_option("--metric", f.metrics, "only these metrics' values, comma-separated (default: every one)")
+      ->allow_extra_args(false);
+  return cmd;
+}
+
+CLI::App* add_import_command(CLI::App* history, ImportFlags& f) {
+  auto* cmd = history->add_subcommand("import", "add the runs of a `history export` file (json or jsonl) to a history; "
+                                                "runs it holds already are skipped (docs/history.md)");
+  cmd->add_option("db", f.db, "the history file (created when missing)")->required();
+  cmd->add_option("file", f.file, "what `history export` wrote")->required();
   return cmd;
 }
 
@@ -428,7 +471,7 @@ void add_to_history(const std::string& db_path, const std::string& results, cons
 }
 
 Subcommand add_history_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("history", "the results history across commits (docs/history.md): add, show, changes, report, export");
+  auto* cmd = app.add_subcommand("history", "the results history across commits (docs/history.md): add, show, changes, report, export, import");
   cmd->require_subcommand(1);
   auto add = std::make_shared<AddFlags>();
   auto* add_cmd = cmd->add_subcommand("add", "add a results folder's cells to a history file under a commit");
@@ -443,13 +486,17 @@ Subcommand add_history_command(CLI::App& app) {
   auto* report_cmd = add_report_command(cmd, *report);
   auto exported = std::make_shared<ExportFlags>();
   auto* export_cmd = add_export_command(cmd, *exported);
-  return {cmd, [add_cmd, add, show, changes_cmd, changes, report_cmd, report, export_cmd, exported] {
+  auto imported = std::make_shared<ImportFlags>();
+  auto* import_cmd = add_import_command(cmd, *imported);
+  return {cmd, [add_cmd, add, show, changes_cmd, changes, report_cmd, report, export_cmd, exported, import_cmd,
+                imported] {
             if (add_cmd->parsed()) {
               add_to_history(add->db, add->results, add->labels, "allocmark history");
               return static_cast<int>(kExitOk);
             }
             if (report_cmd->parsed()) return run_report(*report);
             if (export_cmd->parsed()) return run_export(*exported);
+            if (import_cmd->parsed()) return run_import(*imported);
             return changes_cmd->parsed() ? run_changes(*changes) : run_show(*show);
           }};
 }

@@ -1,6 +1,7 @@
 #include "harness/history/export.h"
 
 #include <map>
+#include <set>
 
 #include "harness/history/sqlite.h"
 
@@ -27,8 +28,12 @@ ordered_json cells_json(const HistoryDb& db) {
   return cells;
 }
 
-// A run's cells, each with its values as {phase: {metric: [repetition 0, 1, ...]}}.
-ordered_json run_cells_json(const HistoryDb& db, long long run) {
+using Metrics = std::set<std::string>;
+using Identities = std::map<std::string, ordered_json>;
+
+// A run's cells, each with its values as {phase: {metric: [repetition 0, 1, ...]}}; with
+// `identities` (lines), each cell also carries its identity, so a line needs no other.
+ordered_json run_cells_json(const HistoryDb& db, long long run, const Metrics& metrics, const Identities* identities) {
   Statement s(db.handle(), db.path(),
               "SELECT c.cell_id, rc.allocator_version, rc.library, c.id FROM run_cells rc JOIN cells c ON c.id = rc.cell "
               "WHERE rc.run = ?1 ORDER BY c.cell_id");
@@ -40,30 +45,57 @@ ordered_json run_cells_json(const HistoryDb& db, long long run) {
                 "ORDER BY phase, metric, repetition");
     v.bind(1, run).bind(2, s.integer(3));
     ordered_json values = ordered_json::object();
-    while (v.step()) values[v.text(0)][v.text(1)].push_back(v.real(2));
-    cells.push_back({{"cell", s.text(0)}, {"allocator_version", s.text(1)}, {"library", s.text(2)},
-                     {"values", std::move(values)}});
+    while (v.step())
+      if (metrics.empty() || metrics.contains(v.text(1))) values[v.text(0)][v.text(1)].push_back(v.real(2));
+    ordered_json cell = identities ? identities->at(s.text(0)) : ordered_json{{"cell", s.text(0)}};
+    cell["allocator_version"] = s.text(1);
+    cell["library"] = s.text(2);
+    cell["values"] = std::move(values);
+    cells.push_back(std::move(cell));
   }
   return cells;
 }
 
-ordered_json runs_json(const HistoryDb& db) {
+ordered_json runs_json(const HistoryDb& db, const Metrics& metrics, const Identities* identities) {
   Statement s(db.handle(), db.path(),
               "SELECT id, commit_sha, branch, time, testbed, machine_fingerprint, machine, run_ids, allocmark_version, "
               "added FROM runs ORDER BY branch, testbed, time, commit_sha, run_ids");
   ordered_json runs = ordered_json::array();
-  while (s.step())
-    runs.push_back({{"commit", s.text(1)}, {"branch", s.text(2)}, {"time", s.text(3)}, {"testbed", s.text(4)},
-                    {"machine_fingerprint", s.text(5)}, {"machine", json_or_text(s.text(6))}, {"run_ids", s.text(7)},
-                    {"allocmark_version", s.text(8)}, {"added", s.text(9)}, {"cells", run_cells_json(db, s.integer(0))}});
+  while (s.step()) {
+    // A line names its format first, so a file of lines says what it is on every line.
+    ordered_json r = identities ? ordered_json{{"allocmark_history_export", kExportFormat}} : ordered_json::object();
+    r["commit"] = s.text(1);
+    r["branch"] = s.text(2);
+    r["time"] = s.text(3);
+    r["testbed"] = s.text(4);
+    r["machine_fingerprint"] = s.text(5);
+    r["machine"] = json_or_text(s.text(6));
+    r["run_ids"] = s.text(7);
+    r["allocmark_version"] = s.text(8);
+    r["added"] = s.text(9);
+    r["cells"] = run_cells_json(db, s.integer(0), metrics, identities);
+    runs.push_back(std::move(r));
+  }
   return runs;
 }
 
 }  // namespace
 
-ordered_json export_json(const HistoryDb& db) {
+ordered_json export_json(const HistoryDb& db, const std::vector<std::string>& metrics) {
   return {{"allocmark_history_export", kExportFormat}, {"history", db.path()}, {"schema_version", db.version()},
-          {"cells", cells_json(db)}, {"runs", runs_json(db)}};
+          {"cells", cells_json(db)}, {"runs", runs_json(db, Metrics(metrics.begin(), metrics.end()), nullptr)}};
+}
+
+std::string export_lines(const HistoryDb& db, const std::vector<std::string>& metrics) {
+  Identities identities;
+  for (auto& cell : cells_json(db)) {
+    const std::string id = cell["cell"].get<std::string>();  // before the move: operator= takes its side first
+    identities[id] = std::move(cell);
+  }
+  std::string out;
+  for (const auto& run : runs_json(db, Metrics(metrics.begin(), metrics.end()), &identities))
+    out += run.dump(-1, ' ', false, ordered_json::error_handler_t::replace) + "\n";
+  return out;
 }
 
 }  // namespace allocmark::history

@@ -99,7 +99,7 @@ long long insert_run(sqlite3* db, const std::string& path, const RunInfo& r) {
               "INSERT INTO runs(commit_sha, branch, time, testbed, machine_fingerprint, machine, run_ids, "
               "allocmark_version, added) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
   s.bind(1, r.commit).bind(2, r.branch).bind(3, r.time).bind(4, r.testbed).bind(5, r.machine_fingerprint);
-  s.bind(6, r.machine_json).bind(7, r.run_ids).bind(8, r.allocmark_version).bind(9, now_iso8601()).run();
+  s.bind(6, r.machine_json).bind(7, r.run_ids).bind(8, r.allocmark_version).bind(9, r.added.empty() ? now_iso8601() : r.added).run();
   return sqlite3_last_insert_rowid(db);
 }
 

@@ -40,6 +40,7 @@ struct RunInfo {
   std::string machine_json;          // meta.json's machine description, as recorded
   std::string run_ids;               // the folder's run ids (meta.json runs[]), sorted, comma-joined
   std::string allocmark_version;     // of the allocmark that wrote the folder
+  std::string added;                 // when it entered a history; "" = now (an import keeps the file's)
 };
 
 // A cell as a series knows it: every repetition of one configuration (Cell::key without its rep).
