@@ -749,6 +749,36 @@ class HistoryImport(TempDirTest):
         self.assertEqual(p.returncode, 2)
         self.assertIn("--metric: 'no_such_metric' is not in", p.stderr)
 
+    def test_bmf_names_longer_than_bencher_takes_are_exit_2(self):
+        """Bencher identifies a measure by a name of at most 64 characters and a benchmark by one of
+        at most 1024: a history from elsewhere may hold longer ones, which BMF must not write."""
+        db = fixture_history(self.tmp, 1)
+        line = json.loads(export_lines(db, "--metric", "peak_rss_bytes").splitlines()[0])
+        values = line["cells"][0]["values"]
+        phase, metrics = next(iter(values.items()))
+        long_metric, long_phase = "m" * 65, "p" * 1000
+        values[phase][long_metric] = metrics["peak_rss_bytes"]
+        values[long_phase] = {"peak_rss_bytes": metrics["peak_rss_bytes"]}
+        path = os.path.join(self.tmp, "long.jsonl")
+        with open(path, "w") as f:
+            f.write(json.dumps(line) + "\n")
+        long_db = os.path.join(self.tmp, "long.db")
+        self.assertEqual(run(["history", "import", long_db, path]).returncode, 0)
+        for extra, said in ((["--metric", long_metric], "the measure name '%s...' is 65 characters; Bencher takes at most 64"
+                             % long_metric[:60]),
+                            ([], "the benchmark name '%s/ppp" % line["cells"][0]["cell"])):
+            p = run(["history", "show", long_db, "--format", "bmf", *extra])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(said, p.stderr)
+            self.assertEqual(p.stdout, "")
+        self.assertIn("is %d characters; Bencher takes at most 1024" % len(line["cells"][0]["cell"] + "/" + long_phase),
+                      run(["history", "show", long_db, "--format", "bmf"]).stderr)
+        p = run(["history", "show", long_db, "--format", "bmf", "--metric", "peak_rss_bytes", "--workload",
+                 line["cells"][0]["workload"]])
+        self.assertEqual(p.returncode, 2)  # the long phase is still a benchmark of that cell
+        ok = run(["history", "show", db, "--format", "bmf"])  # allocmark's own names fit
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+
     def test_bad_input_is_exit_2_naming_the_line_and_writes_nothing(self):
         db = fixture_history(self.tmp, 1)
         good = export_lines(db, "--metric", "peak_rss_bytes").splitlines()[0]

@@ -1,17 +1,43 @@
 #include "harness/history/bmf.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 #include "harness/results/model.h"
+#include "harness/results/safe_text.h"
 
 namespace allocmark::history {
+
+namespace {
+
+// Bencher's limits on what identifies a benchmark and a measure by name (bencher.dev
+// docs/reference/bencher-metric-format, "Order of Precedence"), in characters.
+constexpr std::size_t kMaxBenchmarkName = 1024, kMaxMeasureName = 64;
+
+std::size_t characters(const std::string& utf8) {
+  return static_cast<std::size_t>(std::count_if(utf8.begin(), utf8.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+// Bencher would refuse the whole report, or cut the name to another benchmark's: say so here.
+void check_name(const char* what, const std::string& name, std::size_t limit) {
+  if (characters(name) <= limit) return;
+  throw std::invalid_argument(fmt::format("--format bmf: the {} name '{}...' is {} characters; Bencher takes at most {} "
+                                          "(docs/history.md, Bencher Metric Format)",
+                                          what, results::terminal_line(name.substr(0, 60)), characters(name), limit));
+}
+
+}  // namespace
 
 std::string bmf_benchmark(const std::string& cell_id, const std::string& phase) { return cell_id + "/" + phase; }
 
 void add_bmf_measure(nlohmann::ordered_json& bmf, const std::string& benchmark, const std::string& metric,
                      const std::vector<double>& values) {
   if (values.empty()) return;
+  check_name("benchmark", benchmark, kMaxBenchmarkName);
+  check_name("measure", metric, kMaxMeasureName);
   const results::Spread s = results::spread_of(values);
   bmf[benchmark][metric] = {{"value", s.median}, {"lower_value", s.min}, {"upper_value", s.max}};
 }

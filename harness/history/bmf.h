@@ -17,7 +17,9 @@ namespace allocmark::history {
 
 std::string bmf_benchmark(const std::string& cell_id, const std::string& phase);
 
-// Adds METRIC of BENCHMARK from its repetitions' values (none: nothing added).
+// Adds METRIC of BENCHMARK from its repetitions' values (none: nothing added). A name longer than
+// Bencher takes (a benchmark 1024 characters, a measure 64) is std::invalid_argument naming it:
+// allocmark's own names are far shorter, but a record or history from elsewhere may hold any.
 void add_bmf_measure(nlohmann::ordered_json& bmf, const std::string& benchmark, const std::string& metric,
                      const std::vector<double>& values);
 
