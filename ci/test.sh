@@ -26,4 +26,10 @@ if [ -f gate-verdict.md ]; then
   echo "ci.Gate's verdict (ci/gate.sh):"
   cat gate-verdict.md
 fi
+# The gate's history with this run's line (docs/gate.md "A history of the project's own gate"):
+# CI's artifact; the developer landing the change carries it into the tree.
+if [ -f gate-history.jsonl ]; then
+  echo "ci.Gate's history with this run: build/gate-history.jsonl ($(wc -l <gate-history.jsonl) runs);" \
+    "ci/keep-gate-history.sh carries it into ci/baselines/gate-matrix.history.jsonl (docs/gate.md)"
+fi
 exit "$status"
