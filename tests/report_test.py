@@ -11,6 +11,8 @@ with their reasons, and no request of any kind leaving the page (Chromium runs b
 closed port; the page's resource timing and CSP violations are collected and must be empty).
 Behaviour only, no timings. Chromium missing is a failure naming the package, never a skip.
 """
+import csv
+import io
 import json
 import os
 import re
@@ -474,3 +476,65 @@ class Versions(unittest.TestCase):
         page = self.report(folder)
         self.assertNotIn('id="versions', page[:page.find('id="charts"')], "no Versions section")
         self.assertNotIn('id="chart-versions-', page, "no version chart")
+
+    def two_runs(self):
+        """The fixture as two runs: the first ran 5.2.1, 5.2.1:bg, 5.3.1 and Debian's jemalloc, the
+        second the older 4.4.0 and 5.0.1; and the folder `allocmark merge` makes of them."""
+        tmp = tempfile.mkdtemp(dir=self.tmp)
+        source = os.path.join(FIXTURES, "versions")
+        runs = {"newer": [], "older": []}
+        with open(os.path.join(source, "results.jsonl")) as f:
+            for line in f:
+                older = json.loads(line)["allocator"] in ("jemalloc@4.4.0", "jemalloc@5.0.1")
+                runs["older" if older else "newer"].append(line)
+        folders = []
+        for name in ("newer", "older"):
+            folder = os.path.join(tmp, name)
+            os.mkdir(folder)
+            shutil.copy(os.path.join(source, "meta.json"), folder)
+            with open(os.path.join(folder, "results.jsonl"), "w") as f:
+                f.writelines(runs[name])
+            folders.append(folder)
+        merged = os.path.join(tmp, "merged")
+        proc = run_allocmark("merge", *folders, "-o", merged)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return folders, merged
+
+    @staticmethod
+    def releases_in(allocators):
+        """The releases among `allocators`, each once, in the order first listed (Debian's
+        jemalloc, not a release, keeps its own place and is left out)."""
+        out = []
+        for a in allocators:
+            if "@" in a and a not in out:
+                out.append(a)
+        return out
+
+    def test_show_summary_and_gate_list_releases_in_version_order_whatever_the_runs_order(self):
+        folders, merged = self.two_runs()
+        in_order = ["jemalloc@4.4.0", "jemalloc@5.0.1", "jemalloc@5.2.1", "jemalloc@5.2.1:bg", "jemalloc@5.3.1"]
+        for name, args in (("merged folder", [merged]), ("two folders read together", folders)):
+            with self.subTest(name):
+                proc = run_allocmark("show", *args, "--format", "csv")
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+                self.assertEqual(self.releases_in(r["allocator"] for r in rows), in_order, proc.stdout[:2000])
+        with open(os.path.join(merged, "summary.json")) as f:
+            groups = json.load(f)["groups"]
+        self.assertEqual(self.releases_in(g["allocator"] for g in groups), in_order)
+        # The version chart keeps summary.json's order.
+        describe = os.path.join(os.path.dirname(merged), "charts.json")
+        proc = run_allocmark("plot", merged, "--only", "versions", "--out", describe + ".d", "--describe", describe)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(describe) as f:
+            panels = json.load(f)["charts"]["versions-jemalloc.png"]["panels"]
+        self.assertEqual({tuple(p["info"]["versions"]) for p in panels}, {("4.4.0", "5.0.1", "5.2.1", "5.3.1")})
+        baseline = os.path.join(os.path.dirname(merged), "baseline.json")
+        proc = run_allocmark("baseline", merged, "-o", baseline)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        # Two repetitions are too few to judge: every verdict is "not comparable" (exit 2), listed all the same.
+        proc = run_allocmark("gate", baseline, merged, "--format", "json")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        verdicts = json.loads(proc.stdout)["verdicts"]
+        self.assertEqual({v["verdict"] for v in verdicts}, {"not comparable"})
+        self.assertEqual(self.releases_in(v["allocator"] for v in verdicts), in_order)

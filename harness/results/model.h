@@ -187,7 +187,7 @@ struct Grouping {
   std::vector<Dimension> dimensions;
   // Of workload, threads and allocator, each one not asked for whose values share a row.
   std::vector<PooledDimension> pooled;
-  std::vector<Group> groups;  // in order of first appearance in the files
+  std::vector<Group> groups;  // in order of first appearance in Model::cells()
   // The workload metrics the groups have, in natural order (digit runs compare as numbers:
   // ns_per_op.malloc_free_64 before ns_per_op.malloc_free_128).
   std::vector<std::string> workload_metrics;
@@ -251,6 +251,8 @@ class Model {
   // records themselves).
   static Model from_records(const std::vector<nlohmann::json>& records, const std::string& source = "(records)");
 
+  // In file order, except that each family's releases are in version order among the places
+  // they hold (order_releases).
   const std::vector<CellResult>& cells() const { return cells_; }
   const CellIdentity& identity(std::size_t index) const { return identities_[index]; }
   const CellIdentity& identity(const CellResult& cell) const { return identities_[cell.identity]; }
@@ -276,6 +278,13 @@ class Model {
  private:
   void add_folder(const std::string& dir, const LoadOptions& options);
   void warn_on_differing_outputs();
+  // Once all is read: the cells of a family's releases that differ only by release (same backend,
+  // workload, params, threads and host) put in version order (releases::release_less, 5.9 before
+  // 5.10) among the places they hold in the files, every other cell left in its place. A folder
+  // one run wrote is in that order already (the plan's); a folder merged from two runs, or two
+  // folders read together, would otherwise list the later run's 4.5.0 after the earlier one's
+  // 5.3.0, and every reader (show, summary.json, the gate, charts) lists what it reads in this order.
+  void order_releases();
   std::size_t intern(CellIdentity identity);
   std::size_t intern_workload_metric(const std::string& name);
 

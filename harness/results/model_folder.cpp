@@ -126,6 +126,7 @@ Model Model::load(const std::vector<std::string>& dirs, const LoadOptions& optio
                                           n, n == 1 ? "" : "s", n == 1 ? "s" : ""));
   model.warn_on_id_collisions();
   model.warn_on_differing_outputs();
+  model.order_releases();
   return model;
 }
 
@@ -135,6 +136,7 @@ Model Model::from_records(const std::vector<json>& records, const std::string& s
   model.finish_file(source);
   model.warn_on_id_collisions();
   model.warn_on_differing_outputs();
+  model.order_releases();
   return model;
 }
 

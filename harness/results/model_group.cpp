@@ -1,6 +1,7 @@
 // The results model's grouping (Model::group): cells, or their phases or nodes, counted into rows
 // by the dimensions asked for, each row's metrics summarised over its repetitions, and each row
-// labelled by plain names unless two rows would otherwise read the same.
+// labelled by plain names unless two rows would otherwise read the same; and the order of the
+// model's cells (Model::order_releases), which the groups' order of first appearance follows.
 #include "harness/results/model.h"
 
 #include <fmt/format.h>
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include <set>
 
+#include "allocators/releases/releases.h"
+#include "harness/matrix/plan.h"
 #include "harness/record/cell.h"
 #include "harness/results/model_labels.h"
 
@@ -285,6 +288,29 @@ Grouping Grouper::finish() {
 }
 
 }  // namespace
+
+void Model::order_releases() {
+  namespace rel = allocators::releases;
+  std::map<std::string, std::vector<std::size_t>> places;  // by everything but the release
+  std::vector<rel::Release> release(cells_.size());
+  for (std::size_t i = 0; i < cells_.size(); ++i) {
+    const CellIdentity& id = identities_[cells_[i].identity];
+    const matrix::ReleaseName rn = matrix::split_release(id.allocator);
+    if (!rn.named) continue;
+    release[i] = {id.backend, rn.version};
+    places[id.backend + '\n' + id.workload + '\n' + id.params.dump() + '\n' + std::to_string(cells_[i].threads) + '\n' +
+           id.host]
+        .push_back(i);
+  }
+  for (const auto& [unused, at] : places) {
+    std::vector<std::size_t> order = at;  // stable: one release's repetitions keep their file order
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rel::release_less(release[a], release[b]); });
+    if (order == at) continue;
+    std::vector<CellResult> moved;
+    for (std::size_t i : order) moved.push_back(std::move(cells_[i]));
+    for (std::size_t k = 0; k < at.size(); ++k) cells_[at[k]] = std::move(moved[k]);
+  }
+}
 
 Grouping Model::group(const std::vector<Dimension>& by, const CellFilter& filter) const {
   for (std::size_t i = 0; i < by.size(); ++i)

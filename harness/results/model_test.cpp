@@ -247,6 +247,39 @@ TEST(Grouping, HostsAreNeverPooled) {
   EXPECT_THROW(m.group({Dimension::host, Dimension::host}), ResultsError);
 }
 
+TEST(Grouping, ReleasesOfAFamilyAreInVersionOrderWhateverTheFileOrder) {
+  // A folder of two runs: the first ran 5.10.0, glibc, 5.9.0 and 5.3.0:bg, the second appended
+  // 4.5.0; at 1 thread only 5.10.0 and 4.5.0 ran.
+  auto release = [](const std::string& allocator, int threads) {
+    json r = cell(allocator, 1, {phase("fill", 1000, 1000, 1, 1), phase("churn", 2000, 1000, 1, 1)});
+    r["backend"] = allocator == "glibc" ? "glibc" : "jemalloc";
+    r["threads"] = threads;
+    r["key"] = allocator + "/size_mix/t" + std::to_string(threads) + "/r1/h";
+    return r;
+  };
+  Model m = Model::from_records({release("jemalloc@5.10.0", 2), release("glibc", 2), release("jemalloc@5.10.0", 1),
+                                 release("jemalloc@5.9.0", 2), release("jemalloc@5.3.0:bg", 2),
+                                 release("jemalloc@4.5.0", 2), release("jemalloc@4.5.0", 1)});
+  std::vector<std::pair<std::string, int>> cells;
+  for (const auto& c : m.cells()) cells.emplace_back(m.identity(c).allocator, c.threads);
+  // The releases take the places releases held, by version (5.9 before 5.10); glibc keeps its own,
+  // and a cell never moves to the place of another thread count's.
+  const std::vector<std::pair<std::string, int>> expected{{"jemalloc@4.5.0", 2}, {"glibc", 2},
+                                                          {"jemalloc@4.5.0", 1}, {"jemalloc@5.3.0:bg", 2},
+                                                          {"jemalloc@5.9.0", 2}, {"jemalloc@5.10.0", 2},
+                                                          {"jemalloc@5.10.0", 1}};
+  EXPECT_EQ(cells, expected);
+  std::vector<std::string> rows;
+  for (const auto& g : m.group(default_dimensions()).groups)
+    rows.push_back(value_label(g.values[2]) + " t" + value_label(g.values[1]) + " " + value_label(g.values[3]));
+  const std::vector<std::string> expected_rows{
+      "jemalloc@4.5.0 t2 fill",    "jemalloc@4.5.0 t2 churn",    "glibc t2 fill",          "glibc t2 churn",
+      "jemalloc@4.5.0 t1 fill",    "jemalloc@4.5.0 t1 churn",    "jemalloc@5.3.0:bg t2 fill", "jemalloc@5.3.0:bg t2 churn",
+      "jemalloc@5.9.0 t2 fill",    "jemalloc@5.9.0 t2 churn",    "jemalloc@5.10.0 t2 fill",   "jemalloc@5.10.0 t2 churn",
+      "jemalloc@5.10.0 t1 fill",   "jemalloc@5.10.0 t1 churn"};
+  EXPECT_EQ(rows, expected_rows);
+}
+
 TEST(Reading, CorruptMiddleLineIsSkippedWithItsLineNumber) {
   std::string d = fresh_dir("corrupt");
   write(d + "/results.jsonl", cell("glibc", 1, json::array()).dump() + "\n{\"key\": \"x\", garbage\n" +
