@@ -59,6 +59,19 @@ json machine_fingerprint(const json& m) {
   return out;
 }
 
+json setup_part(const json& object, bool under_test) {
+  static const record::CellField kUnderTestRows[] = {record::CellField::env, record::CellField::params};
+  static const json kSetup = record::cell_setup(record::Cell{});  // its keys: what a setup holds
+  json out = json::object();
+  if (!object.is_object()) return out;
+  for (const auto& [key, unused] : kSetup.items()) {
+    const bool judged = std::any_of(std::begin(kUnderTestRows), std::end(kUnderTestRows),
+                                    [&](record::CellField f) { return key == record::setup_key(f); });
+    if (judged == under_test && object.contains(key)) out[key] = object[key];
+  }
+  return out;
+}
+
 json cell_setup(const std::string& backend, const std::string& library, const json& env, const json& params) {
   record::Cell cell;
   cell.allocator.backend = backend;
@@ -184,12 +197,13 @@ RunSummary summarize_run(const std::string& dir) {
   if (!recorded.ok()) throw GateError(recorded.path + ": missing or not valid JSON");
   const json& meta = recorded.value;
   run.machine = machine_fingerprint(meta.value("machine", json::object()));
-  run.commit = meta.value("allocmark", json::object()).value("git_commit", "");
+  run.commit = meta.value(rs::meta::kAllocmark, json::object()).value(rs::meta::identity::kGitCommit, "");
   run.settings = measurement_settings(meta.value("matrix", json::object()));
   std::map<std::tuple<std::string, std::string, int, std::string>, std::size_t> index;
   auto cell_for = [&](const rs::CellResult& c, const std::string& phase) -> GateCell& {
     const auto& id = model.identity(c);
     auto key = std::make_tuple(id.allocator, id.workload, c.threads, phase);
+    json setup = cell_setup(id.backend, id.preload, id.env, id.params);
     auto [it, fresh] = index.try_emplace(key, run.cells.size());
     if (fresh) {
       GateCell g;
@@ -197,14 +211,14 @@ RunSummary summarize_run(const std::string& dir) {
       g.workload = id.workload;
       g.threads = c.threads;
       g.phase = phase;
-      g.under_test = {{"library", c.library.value_or("")}, {"version", c.allocator_version.value_or("")},
-                      {"env", id.env}, {"params", id.params}, {"allocmark_commit", run.commit}};
+      g.under_test = setup_part(setup, true);
+      g.under_test.update({{kServingLibrary, c.library.value_or("")}, {kAllocatorVersion, c.allocator_version.value_or("")},
+                           {kAllocmarkCommit, run.commit}});
       g.thp_how = c.thp_how;
       run.cells.push_back(std::move(g));
     }
     GateCell& g = run.cells[it->second];
     if (g.thp_how != c.thp_how) g.thp_how.clear();  // records that disagree: not known
-    json setup = cell_setup(id.backend, id.preload, id.env, id.params);
     if (std::find(g.setups.begin(), g.setups.end(), setup) == g.setups.end()) g.setups.push_back(std::move(setup));
     return g;
   };
@@ -248,10 +262,8 @@ json baseline_json(const RunSummary& run, const std::string& source) {
     json values = json::object();
     for (const auto& [k, v] : c.values) values[k] = v;
     json cell{{"allocator", c.allocator}, {"workload", c.workload}, {"threads", c.threads}, {"phase", c.phase},
-              {"not_ok", c.not_ok}, {"under_test", c.under_test}, {"values", values}};
-    // env and params are under_test's; the rest of the setup is kept beside them.
-    if (c.setups.size() == 1)
-      cell["allocator_config"] = {{"backend", c.setups[0]["backend"]}, {"library", c.setups[0]["library"]}};
+              {"not_ok", c.not_ok}, {kUnderTest, c.under_test}, {"values", values}};
+    if (c.setups.size() == 1) cell[kAllocatorConfig] = setup_part(c.setups[0], false);
     if (!c.thp_how.empty()) cell["thp_how"] = c.thp_how;
     cells.push_back(std::move(cell));
   }
@@ -340,13 +352,18 @@ void read_cell_values(const BaselineReader& r, const json& values, const std::st
 
 // The allocator_config and thp_how a cell may carry.
 void read_cell_setup(const BaselineReader& r, const json& c, const std::string& where, const std::string& named, GateCell& g) {
-  const json config = r.object(c, where, "allocator_config", json());
+  const json config = r.object(c, where, kAllocatorConfig, json());
   if (!config.is_null()) {
-    const json& library = r.need(config, named + ".allocator_config", "library");
+    const std::string at = named + "." + kAllocatorConfig;
+    const char* library_key = record::setup_key(record::CellField::library);
+    const char* backend_key = record::setup_key(record::CellField::backend);
+    const json& library = r.need(config, at, library_key);
     if (!library.is_string())
-      r.fail(named + ".allocator_config.library", "expected the preloaded library's path (\"\" for glibc), found " + json_excerpt(library));
-    g.setups.push_back(cell_setup(r.text(config, named + ".allocator_config", "backend"), library.get<std::string>(),
-                                  g.under_test.value("env", json::object()), g.under_test.value("params", json::object())));
+      r.fail(at + "." + library_key, "expected the preloaded library's path (\"\" for glibc), found " + json_excerpt(library));
+    json setup = setup_part(g.under_test, true);
+    setup[backend_key] = r.text(config, at, backend_key);
+    setup[library_key] = library;
+    g.setups.push_back(record::cell_setup(record::cell_of_setup(setup)));
   }
   if (c.contains("thp_how")) {
     g.thp_how = r.text(c, named, "thp_how");
@@ -366,7 +383,7 @@ GateCell read_baseline_cell(const BaselineReader& r, const json& c, const std::s
   // Counts are held to what a run can record: a cell has at most --reps (10000) repetitions, and
   // `gate --confirm` reruns as many as the baseline holds.
   g.not_ok = c.contains("not_ok") ? static_cast<std::size_t>(r.integer(c, where, "not_ok", 0, matrix::kMaxReps)) : 0;
-  g.under_test = r.object(c, where, "under_test", json::object());
+  g.under_test = r.object(c, where, kUnderTest, json::object());
   const std::string named = where + " (" + rs::terminal_line(g.id()) + ")";
   const json values = r.object(c, where, "values", json());
   if (values.is_null()) r.fail(named, "no \"values\"");

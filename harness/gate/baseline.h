@@ -72,6 +72,20 @@ struct RunSummary {
 // "jemalloc size_mix t2": a cell by what the gate names it by (its phases are GateCells).
 std::string cell_name(const std::string& allocator, const std::string& workload, int threads);
 
+// A baseline cell keeps its setup (GateCell::setups) in two objects: under_test, beside the library
+// serving malloc, its version and the allocmark commit, holds the rows a team changes and wants
+// judged (the variant's environment, the parameters); allocator_config the rest a confirming rerun
+// needs (backend, preloaded library). Format 1 files written before allocator_config have only the first.
+inline constexpr const char* kUnderTest = "under_test";
+inline constexpr const char* kAllocatorConfig = "allocator_config";
+// under_test's own fields, beside the setup's rows.
+inline constexpr const char* kServingLibrary = "library";      // the library serving malloc ("" unknown)
+inline constexpr const char* kAllocatorVersion = "version";    // its version as the allocator reports it
+inline constexpr const char* kAllocmarkCommit = "allocmark_commit";  // no change under test: verdicts pass it over
+// The setup's rows that `object` holds and a baseline keeps in under_test (`under_test`) or in
+// allocator_config (otherwise), by the setup's keys (record::setup_key).
+nlohmann::json setup_part(const nlohmann::json& object, bool under_test);
+
 // A setup as GateCell::setups holds it: record::cell_setup of the cell these name (env and params
 // read as texts, as a record reader found them).
 nlohmann::json cell_setup(const std::string& backend, const std::string& library, const nlohmann::json& env,

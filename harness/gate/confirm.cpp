@@ -20,15 +20,8 @@ namespace rs = allocmark::results;
 
 namespace {
 
-std::map<std::string, std::string> string_map(const json& object, const std::string& where) {
-  if (!object.is_object()) throw mx::ConfigError(where + ": expected an object of strings, found " + json_excerpt(object));
-  std::map<std::string, std::string> out;
-  for (const auto& [k, v] : object.items()) {
-    if (!v.is_string()) throw mx::ConfigError(where + "." + k + ": expected a string, found " + json_excerpt(v));
-    out[k] = v.get<std::string>();
-  }
-  return out;
-}
+// The judged part of a baseline cell's setup (its under_test's env and params), typed.
+record::Cell judged_setup(const GateCell& b) { return record::cell_of_setup(setup_part(b.under_test, true)); }
 
 // The settings a rerun measures with, from a RunSummary's settings (meta.json's matrix), checked
 // like a matrix file's and then given to build_plan as the rerun's matrix file's.
@@ -79,10 +72,12 @@ class Planner {
 
     mx::MatrixFile file;
     file.path = origin;
-    const std::map<std::string, std::string> env = string_map(setup["env"], origin + " under_test.env");
-    const std::map<std::string, std::string> params = string_map(setup["params"], origin + " under_test.params");
-    mx::AllocatorDef def{c.allocator, setup["backend"].get<std::string>(), setup["library"].get<std::string>(), env, "",
-                         origin, origin};
+    // Setups are read through the codec, so env and params hold text: a baseline's odd value was
+    // made text when the baseline was read.
+    const record::Cell ran = record::cell_of_setup(setup);
+    const std::map<std::string, std::string>& params = ran.params;
+    const std::string params_origin = origin + " " + kUnderTest + "." + record::setup_key(record::CellField::params);
+    mx::AllocatorDef def{c.allocator, ran.allocator.backend, ran.allocator.library, ran.allocator.env, "", origin, origin};
     file.allocator_defs[c.allocator] = def;
     file.allocators = {c.allocator};
     if (mx::is_program(c.workload)) {
@@ -91,7 +86,7 @@ class Planner {
       file.programs[program.name] = program;
     } else {
       file.workloads = {c.workload};
-      for (const auto& [k, v] : params) file.params[c.workload][k] = mx::Located{v, origin + " under_test.params"};
+      for (const auto& [k, v] : params) file.params[c.workload][k] = mx::Located{v, params_origin};
       file.params_origin[c.workload] = origin;
     }
     file.threads = {c.threads};
@@ -149,43 +144,45 @@ class Planner {
       throw mx::ConfigError(fmt::format("the baseline's phases of it name different setups ({})", setup_difference(setups[0], setups[1])));
     const GateCell& b = s_.baseline.cells[cells.front()];
     if (setups.size() == 1) {
-      const std::string library = setups[0]["library"].get<std::string>();
+      const record::Cell kept = record::cell_of_setup(setups[0]);
+      const std::string& library = kept.allocator.library;
       std::error_code ec;
       if (library.empty() || std::filesystem::is_regular_file(library, ec)) return setups[0];
-      json here = resolved_here(b.allocator, setups[0]["env"], setups[0]["params"], origin);
-      if (here["backend"] != setups[0]["backend"])
+      const record::Cell here = resolved_here(b.allocator, kept, origin);
+      if (here.allocator.backend != kept.allocator.backend)
         throw mx::ConfigError(fmt::format("its library {} is not on this machine, and allocator {} here is another backend ({})",
-                                          library, b.allocator, setup_difference(setups[0], here)));
+                                          library, b.allocator, setup_difference(setups[0], record::cell_setup(here))));
       notes_.push_back(fmt::format("{}: library {} is not on this machine; {} reruns with {}, its library here", origin,
-                                   library, b.allocator, here["library"].get<std::string>()));
-      return here;
+                                   library, b.allocator, here.allocator.library));
+      return record::cell_setup(here);
     }
-    const json env = b.under_test.value("env", json::object()), params = b.under_test.value("params", json::object());
-    for (std::size_t i : cells) {
-      const json& other = s_.baseline.cells[i].under_test;
-      if (other.value("env", json::object()) != env || other.value("params", json::object()) != params)
+    const json judged = record::cell_setup(judged_setup(b));
+    for (std::size_t i : cells)
+      if (record::cell_setup(judged_setup(s_.baseline.cells[i])) != judged)
         throw mx::ConfigError(fmt::format("the baseline's phases of it name different environments or parameters (cells[{}] and cells[{}])",
                                           cells.front(), i));
-    }
-    return resolved_here(b.allocator, env, params, origin);
+    return record::cell_setup(resolved_here(b.allocator, judged_setup(b), origin));
   }
 
   // The allocator `name` as configured here (built-in variants, --confirm-matrix), which must have
-  // the environment the baseline recorded, with the baseline's parameters.
-  json resolved_here(const std::string& name, const json& env, const json& params, const std::string& origin) const {
-    const mx::ResolvedAllocator a = mx::resolve_allocator(name, defs_, origin);
-    const json setup = cell_setup(a.backend, a.library, json(a.env), params);
-    if (json(a.env) != env)
+  // the environment the baseline recorded (`recorded`'s), with the baseline's parameters.
+  record::Cell resolved_here(const std::string& name, const record::Cell& recorded, const std::string& origin) const {
+    record::Cell here = recorded;
+    here.allocator = mx::resolve_allocator(name, defs_, origin);
+    if (here.allocator.env != recorded.allocator.env) {
+      record::Cell as_recorded = here;
+      as_recorded.allocator.env = recorded.allocator.env;
       throw mx::ConfigError(fmt::format("allocator {} as configured here differs from what {} recorded ({})", name,
-                                        s_.baseline_path, setup_difference(cell_setup(a.backend, a.library, env, params), setup)));
-    return setup;
+                                        s_.baseline_path, setup_difference(record::cell_setup(as_recorded), record::cell_setup(here))));
+    }
+    return here;
   }
 
   void check_against_matrix(const CellToRerun& c, const json& setup) const {
     const mx::MatrixFile& m = *s_.matrix;
     if (m.allocator_defs.count(c.allocator)) {
       const mx::ResolvedAllocator a = mx::resolve_allocator(c.allocator, defs_, m.path);
-      const json from_matrix = cell_setup(a.backend, a.library, json(a.env), setup["params"]);
+      const json from_matrix = cell_setup(a.backend, a.library, json(a.env), json(record::cell_of_setup(setup).params));
       if (from_matrix != setup)
         throw mx::ConfigError(fmt::format("allocator {} differs between the baseline and --confirm-matrix {} ({})", c.allocator,
                                           m.path, setup_difference(setup, from_matrix)));
@@ -193,8 +190,9 @@ class Planner {
     if (mx::is_program(c.workload)) {
       const std::string program = c.workload.substr(std::string(mx::kProgramPrefix).size());
       if (auto it = m.programs.find(program); it != m.programs.end()) {
-        json from_matrix = setup;
-        from_matrix["params"] = mx::program_params(it->second);
+        record::Cell program_cell = record::cell_of_setup(setup);
+        program_cell.params = mx::program_params(it->second);
+        const json from_matrix = record::cell_setup(program_cell);
         if (from_matrix != setup)
           throw mx::ConfigError(fmt::format("program {} differs between the baseline and --confirm-matrix {} ({})", program,
                                             m.path, setup_difference(setup, from_matrix)));

@@ -22,9 +22,9 @@ namespace {
 json under_test_changes(const json& before, const json& after) {
   json out = json::object();
   for (const auto& [k, v] : before.items())
-    if (k != "allocmark_commit" && after.value(k, json()) != v) out[k] = {v, after.value(k, json())};
+    if (k != kAllocmarkCommit && after.value(k, json()) != v) out[k] = {v, after.value(k, json())};
   for (const auto& [k, v] : after.items())
-    if (k != "allocmark_commit" && !before.contains(k)) out[k] = {json(), v};
+    if (k != kAllocmarkCommit && !before.contains(k)) out[k] = {json(), v};
   return out;
 }
 
@@ -32,8 +32,9 @@ json under_test_changes(const json& before, const json& after) {
 // "trace_sha256 A -> B; ...": "" when none. A cell whose inputs differ ran another workload.
 std::string input_changes(const std::string& workload, const json& changed) {
   const workloads::WorkloadInfo* info = workloads::find_workload(workload);
-  if (!info || !changed.contains("params")) return "";
-  const json& before = changed["params"][0], &after = changed["params"][1];
+  const char* params = record::setup_key(record::CellField::params);  // under_test's, as the setup's
+  if (!info || !changed.contains(params)) return "";
+  const json& before = changed[params][0], &after = changed[params][1];
   std::string out;
   for (const auto& spec : info->params) {
     if (!spec.input_digest) continue;

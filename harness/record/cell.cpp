@@ -216,6 +216,8 @@ const char* record_key(CellField field) { return column_key(field, Column::rec);
 
 const char* meta_key(CellField field) { return column_key(field, Column::meta); }
 
+const char* setup_key(CellField field) { return column_key(field, Column::setup); }
+
 std::string thp_how_in(const json& record) {
   std::string how;
   if (const char* key = record_key(CellField::thp); record.is_object() && record.contains(key) && record[key].is_object())

@@ -95,8 +95,10 @@ struct Cell {
 enum class CellField { ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_ROW) };
 #undef ALLOCMARK_CELL_ROW
 const char* record_key(CellField field);
-// Its key in meta.json's matrix entry (an allocator's or a workload's), nullptr where none.
+// Its key in meta.json's matrix entry (an allocator's or a workload's), and in the gate's setup of
+// a cell (cell_setup); nullptr where none.
 const char* meta_key(CellField field);
+const char* setup_key(CellField field);
 // How a record's cell got its thp mode (thp_obtained_by), "" where the record does not say.
 std::string thp_how_in(const nlohmann::json& record);
 

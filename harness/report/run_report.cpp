@@ -14,6 +14,8 @@
 
 #include "harness/report/charts.h"
 #include "harness/report/html.h"
+#include "harness/matrix/plan.h"
+#include "harness/record/cell.h"
 #include "harness/report/versions_report.h"
 #include "harness/results/folder.h"
 #include "harness/results/folder_layout.h"
@@ -76,8 +78,15 @@ json read_meta(const std::string& dir, std::vector<std::string>& warnings) {
   return meta.value;
 }
 
+// `key`'s array in `object`, empty when it has none.
+const json& array_in(const json& object, const char* key) {
+  static const json none = json::array();
+  return object.is_object() && object.contains(key) && object[key].is_array() ? object[key] : none;
+}
+
 void machine_section(html::Document& doc, const json& meta) {
-  const json machine = meta.value("machine", json::object());
+  namespace m = rs::meta;
+  const json machine = meta.value(m::kMachine, json::object());
   if (machine.empty()) {
     doc.paragraph(fmt::format("Not recorded ({} has no machine).", rs::layout::kMeta), "warn");
   } else {
@@ -96,53 +105,55 @@ void machine_section(html::Document& doc, const json& meta) {
     add("overcommit_memory", field(machine, "overcommit_memory"));
     add("glibc", field(machine, "glibc_version"));
     add("page size", field(machine, "page_size"));
-    if (meta.contains("allocmark"))
-      add("allocmark", field(meta["allocmark"], "version") + " (" + field(meta["allocmark"], "git_commit") + ")");
+    if (meta.contains(m::kAllocmark))
+      add("allocmark", field(meta[m::kAllocmark], m::identity::kVersion) + " (" + field(meta[m::kAllocmark], m::identity::kGitCommit) + ")");
     doc.facts(facts);
   }
 
   doc.heading(3, "Allocators");
   html::Table table{"allocator-table", {{"allocator"}, {"backend"}, {"version"}, {"library serving malloc"}, {"environment"}, {"preload check"}}, {}, false};
-  if (meta.contains("allocators") && meta["allocators"].is_array())
-    for (const auto& a : meta["allocators"]) {
-      std::string served = field(a, "served_by");
-      if (served.empty()) served = field(a, "library");
-      table.rows.push_back({{field(a, "name")}, {field(a, "backend")}, {field(a, "version")}, {served},
-                            {assignments(a.value("env", json::object()))}, {field(a, "preload_check")}});
-    }
+  for (const auto& entry : array_in(meta, m::kAllocators)) {
+    const record::ResolvedAllocator a = record::allocator_of_meta(entry);
+    std::string served = field(entry, m::served::kServedBy);
+    if (served.empty()) served = a.library;
+    table.rows.push_back({{a.name}, {a.backend}, {field(entry, m::served::kVersion)}, {served},
+                          {assignments(json(a.env))}, {field(entry, m::served::kPreloadCheck)}});
+  }
   if (table.rows.empty()) doc.paragraph(fmt::format("Not recorded ({} lists no allocators).", rs::layout::kMeta), "warn");
   else doc.table(table);
 }
 
 void matrix_section(html::Document& doc, const json& meta) {
+  namespace m = rs::meta;
+  namespace key = matrix::matrix_key;
   std::vector<std::string> commands;
-  if (meta.contains("runs") && meta["runs"].is_array())
-    for (const auto& r : meta["runs"])
-      commands.push_back(fmt::format("[{}{}] {}", field(r, "mode"), when(r.value("started", json())).empty() ? "" : ", " + when(r["started"]),
-                                     field(r, "command")));
+  for (const auto& r : array_in(meta, m::kRuns)) {
+    const std::string started = when(r.is_object() ? r.value(m::run_entry::kStarted, json()) : json());
+    commands.push_back(fmt::format("[{}{}] {}", field(r, m::run_entry::kMode), started.empty() ? "" : ", " + started,
+                                   field(r, m::run_entry::kCommand)));
+  }
   if (commands.empty()) doc.paragraph(fmt::format("Command: not recorded in {} (older folder).", rs::layout::kMeta), "note");
   else doc.code(fmt::format("{}", fmt::join(commands, "\n")));
 
-  const json matrix = meta.value("matrix", json::object());
+  const json matrix = meta.value(m::kMatrix, json::object());
   if (matrix.empty()) {
     doc.paragraph("Matrix: not recorded.", "warn");
     return;
   }
   std::vector<std::pair<std::string, std::string>> facts;
-  if (!field(meta, "matrix_file").empty()) facts.emplace_back("matrix file", field(meta, "matrix_file"));
-  std::vector<std::string> allocators, workloads, threads;
-  if (matrix.contains("allocators") && matrix["allocators"].is_array())
-    for (const auto& a : matrix["allocators"]) allocators.push_back(field(a, "name"));
-  if (matrix.contains("threads") && matrix["threads"].is_array())
-    for (const auto& t : matrix["threads"]) threads.push_back(text_of(t));
+  if (!field(meta, m::kMatrixFile).empty()) facts.emplace_back("matrix file", field(meta, m::kMatrixFile));
+  std::vector<std::string> allocators, threads;
+  for (const auto& a : array_in(matrix, key::kAllocators)) allocators.push_back(record::allocator_of_meta(a).name);
+  for (const auto& t : array_in(matrix, key::kThreads)) threads.push_back(text_of(t));
   facts.emplace_back("allocators", fmt::format("{}", fmt::join(allocators, ", ")));
-  if (matrix.contains("workloads") && matrix["workloads"].is_array())
-    for (const auto& w : matrix["workloads"])
-      facts.emplace_back("workload " + field(w, "name"), assignments(w.value("params", json::object())));
+  for (const auto& entry : array_in(matrix, key::kWorkloads)) {
+    const record::Cell w = record::workload_of_meta(entry);
+    facts.emplace_back("workload " + w.workload, assignments(json(w.params)));
+  }
   facts.emplace_back("threads", fmt::format("{}", fmt::join(threads, ", ")));
   facts.emplace_back("repetitions", field(matrix, "reps"));
   facts.emplace_back("size", field(matrix, "size"));
-  facts.emplace_back("cells", field(matrix, "cells"));
+  facts.emplace_back("cells", field(matrix, key::kCells));
   facts.emplace_back("timeout per cell", field(matrix, "timeout_s") + " s");
   facts.emplace_back("RSS sampling", field(matrix, "sample_ms") + " ms");
   facts.emplace_back("thread placement", rs::meta::placement_text(matrix));

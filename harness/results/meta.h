@@ -27,6 +27,28 @@ inline constexpr const char* kStrippedEnvironment = "stripped_environment";
 inline constexpr const char* kTopology = "topology";      // the machine's NUMA layout the placement was planned on
 inline constexpr const char* kAllowed = "allowed";        // the CPUs and nodes the run was allowed
 
+// Inside `allocmark`: what wrote the folder.
+namespace identity {
+inline constexpr const char* kVersion = "version";
+inline constexpr const char* kGitCommit = "git_commit";
+}  // namespace identity
+
+// An entry of `allocators`: the allocator (record::meta_allocator less its thp mode, which the
+// matrix's entry says) and what the preload probe found serving it.
+namespace served {
+inline constexpr const char* kServedBy = "served_by";          // the library serving malloc
+inline constexpr const char* kVersion = "version";             // as the allocator reports it
+inline constexpr const char* kOptions = "options";             // its settings as it reports them
+inline constexpr const char* kPreloadCheck = "preload_check";  // "ok", or why the preload did not take
+}  // namespace served
+
+// An entry of `runs`.
+namespace run_entry {
+inline constexpr const char* kMode = "mode";        // run, resume, merge, ...
+inline constexpr const char* kStarted = "started";  // seconds since the epoch
+inline constexpr const char* kCommand = "command";  // the command line
+}  // namespace run_entry
+
 // What a run records in a new folder (`run`, `advise`, `gate --confirm`, `lab` inside its guest).
 struct NewFolder {
   nlohmann::json allocmark;  // {"version", "git_commit"} of the program writing it

@@ -137,7 +137,7 @@ class Merger {
               {m::kMachines, machines_},
               {m::kAllocators, allocators_},
               {m::kStarted, std::time(nullptr)},
-              {m::kRuns, json::array({{{"mode", "merge"}, {"command", command}, {"started", std::time(nullptr)}}})}};
+              {m::kRuns, json::array({{{m::run_entry::kMode, "merge"}, {m::run_entry::kCommand, command}, {m::run_entry::kStarted, std::time(nullptr)}}})}};
     // One machine: the folder reads like a run on it (the gate's fingerprint, plots' captions).
     if (machines_.size() == 1) meta[m::kMachine] = machines_.begin()->second;
     if (!sources.empty() && sources[0].meta.contains(m::kBackends)) meta[m::kBackends] = sources[0].meta[m::kBackends];

@@ -44,8 +44,9 @@ json probe_plan_allocators(const mx::Plan& plan, const std::string& worker) {
     mx::ResolvedAllocator as_served = a;
     as_served.thp.clear();
     json entry = record::meta_allocator(as_served);
-    entry.update({{"served_by", probe.value("library", "")}, {"version", probe.value("version", "")},
-                  {"options", probe.value("options", json::object())}, {"preload_check", probe.value("error", "ok")}});
+    namespace served = rs::meta::served;
+    entry.update({{served::kServedBy, probe.value("library", "")}, {served::kVersion, probe.value("version", "")},
+                  {served::kOptions, probe.value("options", json::object())}, {served::kPreloadCheck, probe.value("error", "ok")}});
     out.push_back(std::move(entry));
   }
   return out;
@@ -78,7 +79,9 @@ void record_planned_cells(const mx::Plan& plan, const std::string& folder) {
 
 }  // namespace
 
-json allocmark_identity() { return {{"version", ALLOCMARK_VERSION}, {"git_commit", ALLOCMARK_GIT_COMMIT}}; }
+json allocmark_identity() {
+  return {{rs::meta::identity::kVersion, ALLOCMARK_VERSION}, {rs::meta::identity::kGitCommit, ALLOCMARK_GIT_COMMIT}};
+}
 
 namespace {
 
@@ -137,8 +140,9 @@ SessionOutcome RunSession::run() {
   // Every record this invocation writes carries its id, and so does its entry in meta.json's runs.
   const std::string run_id = random_id();
   const std::string mode = !o.mode.empty() ? o.mode : o.resume ? "resume" : o.extend ? "extend" : "run";
-  json run_entry{{"mode", mode}, {"run_id", run_id}, {"executor", o.executor.name()}, {"started", std::time(nullptr)},
-                 {"command", o.command}, {"matrix", plan_.as_json()}, {"matrix_file", o.matrix_path}};
+  namespace entry = rs::meta::run_entry;
+  json run_entry{{entry::kMode, mode}, {"run_id", run_id}, {"executor", o.executor.name()}, {entry::kStarted, std::time(nullptr)},
+                 {entry::kCommand, o.command}, {rs::meta::kMatrix, plan_.as_json()}, {rs::meta::kMatrixFile, o.matrix_path}};
   json meta = dir.read_meta();
   if (dir.had_results() && meta.is_null())
     throw rs::ResultsError(fmt::format("{} holds results but no {}; cannot tell what it was run with", dir.path(), rs::layout::kMeta));
