@@ -32,6 +32,7 @@
 #include "allocators/native_api.h"
 #include "harness/metrics/phase_record.h"
 #include "harness/metrics/proc.h"
+#include "harness/record/phase_keys.h"
 #include "harness/worker/preload_check.h"
 #include "harness/worker/report_line.h"
 #include "harness/os/clock.h"
@@ -39,6 +40,7 @@
 namespace {
 
 using nlohmann::json;
+namespace phase_key = allocmark::record::phase_key;
 
 int g_fd = -1;
 pid_t g_pid = -1;
@@ -94,8 +96,8 @@ void on_exit() {
   allocmark::metrics::MemStatus mem{};
   bool read_ok = allocmark::metrics::read_mem_status(0, mem);
   json done{{"event", "program_exit"}, {"t_ns", now_ns()},
-            {"peak_rss_bytes", read_ok ? json(mem.hwm_bytes) : json(nullptr)},
-            {"end_rss_bytes", read_ok ? json(mem.rss_bytes) : json(nullptr)}};
+            {phase_key::peak_rss_bytes, read_ok ? json(mem.hwm_bytes) : json(nullptr)},
+            {phase_key::end_rss_bytes, read_ok ? json(mem.rss_bytes) : json(nullptr)}};
   allocmark::metrics::NodeResidency residency;
   if (allocmark::metrics::read_numa_maps(0, residency)) done["numa_resident_bytes"] = allocmark::metrics::residency_list(residency);
   // The system's huge pages per node while this process's are still mapped (nodes not present: null).
@@ -140,6 +142,9 @@ char* put_number(char* out, int64_t value) {
 
 char* put_text(char* out, const char* text) { return std::strcpy(out, text) + std::strlen(text); }
 
+// ,"KEY":
+char* put_key(char* out, const char* key) { return put_text(put_text(put_text(out, ",\""), key), "\":"); }
+
 void report_exit_without_allocating() {
   if (!reports_exit()) return;
   g_exit_reported = true;
@@ -158,9 +163,9 @@ void report_exit_without_allocating() {
   p = put_number(p, g_pid);
   p = put_text(p, ",\"t_ns\":");
   p = put_number(p, now_ns());
-  p = put_text(p, ",\"peak_rss_bytes\":");
+  p = put_key(p, phase_key::peak_rss_bytes);
   p = put_number(p, status_kib_field(status, "\nVmHWM:"));
-  p = put_text(p, ",\"end_rss_bytes\":");
+  p = put_key(p, phase_key::end_rss_bytes);
   p = put_number(p, status_kib_field(status, "\nVmRSS:"));
   p = put_text(p, "}\n");
   for (const char* q = line; q < p;) {

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "harness/metrics/phase_record.h"
+#include "harness/record/phase_keys.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::runner {
@@ -147,8 +148,8 @@ json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t
   total.user_s = std::max(total.user_s, at_begin_.user_s);
   total.sys_s = std::max(total.sys_s, at_begin_.sys_s);
   bool reported = exit_event.is_object();
-  json peak = reported ? exit_event.value("peak_rss_bytes", json()) : json();
-  json end_rss = reported ? exit_event.value("end_rss_bytes", json()) : json();
+  json peak = reported ? exit_event.value(record::phase_key::peak_rss_bytes, json()) : json();
+  json end_rss = reported ? exit_event.value(record::phase_key::end_rss_bytes, json()) : json();
   // Never before the phase began: its mark may have been read only after the program exited.
   int64_t t_end = std::max(reported ? exit_event.value("t_ns", end_ns) : end_ns, begin_ns_);
   const bool exact = !peak.is_null();
