@@ -291,6 +291,11 @@ class Heap {
   void list_release(CacheList* list, int cls, int part, std::uint32_t n) {
     if (!transfer_put(list, cls, part, n)) flush_list(list, n);
   }
+  // A whole list out at its thread's exit (NUMAP_EXIT_TRANSFER): parked in node `part`'s transfer
+  // cache in refill-sized batches while it has room, for the next thread's refills to take whole
+  // (a server's threads replaced, each taking over objects its predecessor freed), the rest into
+  // the slabs. The objects stay off their slabs until taken or a purge drains them.
+  void park_list(CacheList* list, int cls, int part);
   // ---- adaptive list limits (thread_cache.h; heap_small.cpp) ----
   // A list's batch, half its base limit: the least a list grows by, what it shrinks by.
   std::uint32_t list_batch(int cls) const { return base_limit_[cls] / 2 > 0 ? base_limit_[cls] / 2 : 1; }

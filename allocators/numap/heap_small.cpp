@@ -448,8 +448,22 @@ std::uint64_t Heap::drain_transfer(int part, int cls) {
   return objects * kSmallSize[cls];
 }
 
+void Heap::park_list(CacheList* list, int cls, int part) {
+  // Batches of what a refill at the base limit takes (list_batch), so a taker's list never holds
+  // more than its limit; the transfer cache's own bound (kTransferBytes) applies as for overflows.
+  const std::uint32_t batch = list_batch(cls);
+  while (list->count != 0 && transfer_put(list, cls, part, list->count < batch ? list->count : batch)) {
+  }
+  flush_list(list, list->count);  // what the transfer cache had no room for
+}
+
 void Heap::flush_cache(ThreadCache* tc) {
-  for (int c = 0; c < kSmallClasses; ++c) flush_list(&tc->lists[c], tc->lists[c].count);
+  for (int c = 0; c < kSmallClasses; ++c) {
+    if (opt_.exit_transfer)
+      park_list(&tc->lists[c], c, tc->node);
+    else
+      flush_list(&tc->lists[c], tc->lists[c].count);
+  }
   // The lists' growth goes back to the pool with them (the cache is set up afresh if used again).
   for (int c = 0; c < kSmallClasses; ++c) tc->lists[c].limit = base_limit_[c];
   tc->grown_bytes = 0;

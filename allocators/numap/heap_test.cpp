@@ -487,6 +487,120 @@ TEST_F(HeapTest, TransferCacheMovesWholeBatchesAndPurgeDrainsIt) {
   EXPECT_EQ(heap.mapped_bytes(), 0u);
 }
 
+// Remote frees at a thread's exit (issue 45, NUMAP_EXIT_TRANSFER): a thread that freed objects
+// another thread allocated and then exits leaves them to the next thread in refill-sized batches
+// (the transfer cache), not object by object in their slabs; with the option off, the slabs.
+// 300 objects of 64 B: a list of base limit 512, batches of 256, so two batches (256 + 44).
+std::vector<void*> allocated_by_a_thread(Heap& heap, std::size_t n) {
+  std::vector<void*> v(n);
+  std::thread([&] {
+    for (void*& p : v) {
+      p = heap.malloc(64);
+      memset(p, 0x5a, 64);
+    }
+  }).join();  // this thread exits with its own cache's rest
+  return v;
+}
+
+void freed_by_an_exiting_thread(Heap& heap, const std::vector<void*>& v) {
+  std::thread([&] {
+    for (void* p : v) heap.free(p);
+  }).join();  // exits with every one of them in its cache: remote frees pending at its exit
+}
+
+TEST_F(HeapTest, AnExitingThreadsRemoteFreesGoToTheNextThreadWhole) {
+  for (const bool park : {true, false}) {
+    SCOPED_TRACE(park ? "EXIT_TRANSFER=1" : "EXIT_TRANSFER=0");
+    Options o;
+    o.exit_transfer = park;
+    make_with(o);
+    const std::vector<void*> v = allocated_by_a_thread(heap, 300);
+    freed_by_an_exiting_thread(heap, v);
+    EXPECT_EQ(stats().in_use_bytes, 0u);  // parked objects count as freed
+    const Stats before = stats();
+    std::vector<void*> again(300);
+    std::thread([&] {
+      for (void*& p : again) {
+        p = heap.malloc(64);
+        memset(p, 1, 64);
+      }
+    }).join();
+    // Parked: the new thread's first two refills took the two batches whole, and got back exactly
+    // the objects the exited thread freed. Not parked: nothing was in the transfer cache.
+    EXPECT_EQ(stats().transfer_batches - before.transfer_batches, park ? 2u : 0u);
+    if (park) {
+      EXPECT_EQ(std::set<void*>(again.begin(), again.end()), std::set<void*>(v.begin(), v.end()));
+    }
+    EXPECT_EQ(std::set<void*>(again.begin(), again.end()).size(), 300u);
+    freed_by_an_exiting_thread(heap, again);
+    // A purge drains the parked batches: every slab empties and goes back.
+    EXPECT_GT(heap.purge(), 0u);
+    EXPECT_EQ(stats().in_use_bytes, 0u);
+    EXPECT_EQ(heap.mapped_bytes(), 0u);
+    heap.destroy();
+    heap_ready = false;
+    heap.~Heap();
+    new (&heap) Heap();
+  }
+}
+
+// The transfer cache's bound holds at exit too: a list larger than it (1000 objects of 4 KiB,
+// batches of 4, at most 128 KiB parked) parks what fits and puts the rest into the slabs, and
+// every object is handed out again exactly once.
+TEST_F(HeapTest, AnExitingThreadParksNoMoreThanTheTransferCacheHolds) {
+  Options o;
+  o.tcache_budget = 4 << 20;
+  make_with(o);
+  std::vector<void*> v(1000);
+  std::thread([&] {
+    for (void*& p : v) p = heap.malloc(4096);
+    for (void* p : v) heap.free(p);  // the grown list keeps most of them
+  }).join();
+  const Stats before = stats();
+  std::set<void*> again;
+  for (int i = 0; i < 1000; ++i) again.insert(heap.malloc(4096));
+  EXPECT_EQ(again.size(), 1000u);
+  EXPECT_LE(stats().transfer_batches - before.transfer_batches, 32u);  // 128 KiB of 4 KiB objects
+  EXPECT_GE(stats().transfer_batches - before.transfer_batches, 1u);
+  for (void* p : again) heap.free(p);
+  EXPECT_GT(heap.trim(), 0u);
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+  EXPECT_EQ(heap.mapped_bytes(), 0u);
+}
+
+// A fork while an exited thread's objects are parked: the child takes them (its refills find the
+// batches, each object once) and its purge gives everything back; the parent is unaffected.
+TEST_F(HeapTest, AForkedChildTakesBatchesAnExitedThreadParked) {
+  make_with(Options{});
+  const std::vector<void*> v = allocated_by_a_thread(heap, 300);
+  freed_by_an_exiting_thread(heap, v);
+  heap.fork_prepare();
+  pid_t pid = fork();
+  if (pid == 0) {
+    heap.fork_child();
+    const std::uint64_t batches = stats().transfer_batches;
+    std::set<void*> got;
+    for (int i = 0; i < 300; ++i) got.insert(heap.malloc(64));
+    if (got != std::set<void*>(v.begin(), v.end())) _exit(1);
+    if (stats().transfer_batches - batches != 2) _exit(2);
+    for (void* p : got) heap.free(p);
+    heap.trim();
+    _exit(stats().in_use_bytes == 0 && heap.mapped_bytes() == 0 ? 0 : 3);
+  }
+  heap.fork_parent();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // The parent's batches are still its own: the same objects come back here too.
+  std::set<void*> got;
+  for (int i = 0; i < 300; ++i) got.insert(heap.malloc(64));
+  EXPECT_EQ(got, std::set<void*>(v.begin(), v.end()));
+  for (void* p : got) heap.free(p);
+  EXPECT_GT(heap.trim(), 0u);
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
 // Adaptive small-object lists (thread_cache.h). 256 B: base limit 128 objects (32 KiB), batches
 // of 64; a miss refills half the limit and grows it by half. Each pattern runs in a thread of its
 // own, so its cache starts fresh.
@@ -1019,6 +1133,10 @@ TEST_F(HeapTest, SmallClassesCountTheSlabsTheyHold) {
     for (void* p : v) heap.free(p);
   }).join();
   EXPECT_EQ(class48().in_use_bytes, 0u);
+  // The exited thread's list went to the transfer cache (NUMAP_EXIT_TRANSFER), so its slabs are
+  // still held (and counted) until a refill takes the batches or a purge drains them.
+  EXPECT_EQ(class48().mapped_bytes, 3u * (64 << 10));
+  EXPECT_GT(heap.purge(), 0u);
   EXPECT_EQ(class48().mapped_bytes, 0u);  // every slab entirely free again, released
 }
 

@@ -49,6 +49,9 @@ inline constexpr const char* kPopulateNames[] = {"none", "auto", "all", nullptr}
   X(TCACHE_TOTAL, tcache_total, std::uint64_t, kSize, 8 << 20, 0, 1ll << 40, nullptr,                           \
     "bytes ALL threads' small-object lists together may grow past their base limits (a shared pool each "      \
     "thread claims from, up to TCACHE_BUDGET, and gives back as its lists shrink or it exits); 0 = fixed limits") \
+  X(EXIT_TRANSFER, exit_transfer, bool, kBool, true, 0, 1, nullptr,                                            \
+    "an exiting thread's small-object lists go to the transfer caches in batches for the next thread's "       \
+    "refills (within the transfer caches' bound), the rest into the slabs; 0 = all into the slabs")             \
   X(SYSFS_ROOT, sysfs_root, const char*, kPath, "/sys", 0, 0, nullptr, "sysfs root for the topology (tests)")   \
   X(PRINT_OPTIONS, print, bool, kBool, false, 0, 1, nullptr, "print effective options to stderr at start")      \
   X(PAGE_CACHE_BYTES, page_cache_bytes, std::uint64_t, kSize, 512 << 10, 0, 1ll << 30, nullptr,                 \
