@@ -572,9 +572,7 @@ std::string entries_difference(const std::string& field, const nlohmann::json& a
     if (nb.count(name)) entry_changes(name, item, nb[name], parts);
     else parts.push_back("-" + name);
   }
-  std::string joined;
-  for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
-  return joined;
+  return join(parts);
 }
 
 }  // namespace
