@@ -16,6 +16,7 @@
 #include "harness/report/html.h"
 #include "harness/matrix/plan.h"
 #include "harness/record/cell.h"
+#include "harness/settings/setting_keys.h"
 #include "harness/report/versions_report.h"
 #include "harness/results/folder.h"
 #include "harness/results/folder_layout.h"
@@ -151,11 +152,12 @@ void matrix_section(html::Document& doc, const json& meta) {
     facts.emplace_back("workload " + w.workload, assignments(json(w.params)));
   }
   facts.emplace_back("threads", fmt::format("{}", fmt::join(threads, ", ")));
-  facts.emplace_back("repetitions", field(matrix, "reps"));
-  facts.emplace_back("size", field(matrix, "size"));
+  namespace setting = matrix::setting_key;
+  facts.emplace_back("repetitions", field(matrix, setting::reps));
+  facts.emplace_back("size", field(matrix, setting::size));
   facts.emplace_back("cells", field(matrix, key::kCells));
-  facts.emplace_back("timeout per cell", field(matrix, "timeout_s") + " s");
-  facts.emplace_back("RSS sampling", field(matrix, "sample_ms") + " ms");
+  facts.emplace_back("timeout per cell", field(matrix, setting::timeout_s) + " s");
+  facts.emplace_back("RSS sampling", field(matrix, setting::sample_ms) + " ms");
   facts.emplace_back("thread placement", rs::meta::placement_text(matrix));
   doc.facts(facts);
 }
