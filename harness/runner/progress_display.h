@@ -1,5 +1,5 @@
 // What a matrix run shows while its cells run. On a terminal: one line redrawn in place (the cell,
-// elapsed, eta) and a line per cell that did not end ok. Anywhere else (a file, a pipe, a CI log):
+// its own and the run's elapsed time, eta) and a line per cell that did not end ok. Anywhere else (a file, a pipe, a CI log):
 // a line per finished cell and, while one runs long, a heartbeat at most every kHeartbeatSeconds,
 // never a carriage return or an erase sequence (a lab cell's CI log once held a hundred redraws).
 // The clock is a parameter so that the heartbeat's timing is tested without waiting for it.
@@ -38,7 +38,7 @@ class ProgressDisplay {
     index_ = index;
     label_ = std::move(label);
     running_ = true;
-    last_line_ = clock_();
+    last_line_ = cell_t0_ = clock_();
     if (tty_) redraw();
   }
   // Called every second or so while a cell runs: the redraw, or a heartbeat when one is due.
@@ -63,15 +63,21 @@ class ProgressDisplay {
   }
 
  private:
-  double elapsed(std::chrono::steady_clock::time_point now) const {
-    return std::chrono::duration<double>(now - t0_).count();
+  static double seconds_since(std::chrono::steady_clock::time_point t, std::chrono::steady_clock::time_point now) {
+    return std::chrono::duration<double>(now - t).count();
+  }
+  // Both clocks, named: a single "elapsed" counted from the run's start was once read as the cell's
+  // (a 2.5 min cell taken for 7.5 min, docs/validation.md issue 43).
+  std::string clocks(std::chrono::steady_clock::time_point now) const {
+    return fmt::format("cell {}, run {}", clock_text(seconds_since(cell_t0_, now)), clock_text(seconds_since(t0_, now)));
   }
   void redraw() {
     if (!running_) return;
-    const double e = elapsed(clock_());
+    const auto now = clock_();
+    const double e = seconds_since(t0_, now);
     const std::string eta = ran_ ? clock_text(std::max(0.0, e / ran_ * (jobs_ - ran_))) : "--:--";
-    msg_ << fmt::format("\r\033[K[{}/{}] {}  elapsed {}  eta {}", index_, total_, results::terminal_line(label_),
-                        clock_text(e), eta)
+    msg_ << fmt::format("\r\033[K[{}/{}] {}  {}  eta {}", index_, total_, results::terminal_line(label_), clocks(now),
+                        eta)
          << std::flush;
   }
   void heartbeat() {
@@ -79,7 +85,7 @@ class ProgressDisplay {
     if (!running_ || std::chrono::duration<double>(now - last_line_).count() < kHeartbeatSeconds) return;
     last_line_ = now;
     msg_ << results::terminal_line(
-                fmt::format("[{}/{}] {}: running, elapsed {}", index_, total_, label_, clock_text(elapsed(now))))
+                fmt::format("[{}/{}] {}: running, {}", index_, total_, label_, clocks(now)))
          << "\n" << std::flush;
   }
 
@@ -88,7 +94,7 @@ class ProgressDisplay {
   const std::size_t total_, jobs_;
   const Clock clock_;
   const std::chrono::steady_clock::time_point t0_;
-  std::chrono::steady_clock::time_point last_line_;
+  std::chrono::steady_clock::time_point last_line_, cell_t0_;
   std::size_t index_ = 0, ran_ = 0;
   std::string label_;
   bool running_ = false;

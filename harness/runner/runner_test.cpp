@@ -366,14 +366,14 @@ TEST(ProgressDisplay, OutsideATerminalAHeartbeatComesEveryThirtySecondsOfACellAn
   EXPECT_EQ(out.str(), "") << "no heartbeat before 30 s";
   now += seconds(1);
   display.tick();
-  EXPECT_EQ(out.str(), "[1/3] glibc size_mix t1 r1: running, elapsed 00:30\n");
+  EXPECT_EQ(out.str(), "[1/3] glibc size_mix t1 r1: running, cell 00:30, run 00:30\n");
   for (int s = 0; s < 29; ++s) {
     now += seconds(1);
     display.tick();
   }
   now += milliseconds(999);
   display.tick();
-  EXPECT_EQ(out.str(), "[1/3] glibc size_mix t1 r1: running, elapsed 00:30\n") << "at most one per 30 s";
+  EXPECT_EQ(out.str(), "[1/3] glibc size_mix t1 r1: running, cell 00:30, run 00:30\n") << "at most one per 30 s";
   now += milliseconds(1);
   display.tick();
   display.finished(1, "glibc size_mix t1 r1", "ok", 61.0, "");
@@ -382,12 +382,26 @@ TEST(ProgressDisplay, OutsideATerminalAHeartbeatComesEveryThirtySecondsOfACellAn
   display.tick();  // the cell line just written counts: the next heartbeat is 30 s after it
   display.finished(2, "glibc size_mix t1 r2", "failed", 29.0, "exit code 1");
   EXPECT_EQ(out.str(),
-            "[1/3] glibc size_mix t1 r1: running, elapsed 00:30\n"
-            "[1/3] glibc size_mix t1 r1: running, elapsed 01:00\n"
+            "[1/3] glibc size_mix t1 r1: running, cell 00:30, run 00:30\n"
+            "[1/3] glibc size_mix t1 r1: running, cell 01:00, run 01:00\n"
             "[1/3] glibc size_mix t1 r1: ok (61.0 s)\n"
             "[2/3] glibc size_mix t1 r2: failed (29.0 s): exit code 1\n");
   display.clear_line();
   EXPECT_EQ(out.str().find_first_of("\r\033"), std::string::npos);
+}
+
+// Issue 43: the heartbeat's single "elapsed" counted from the run's start and a 2.5 min cell was
+// read as 7.5 min. A later cell's heartbeat names its own clock and the run's, apart.
+TEST(ProgressDisplay, AHeartbeatNamesTheCellsOwnElapsedTimeAndTheRunsApart) {
+  using namespace std::chrono;
+  steady_clock::time_point now{};
+  std::ostringstream out;
+  ProgressDisplay display(out, /*tty=*/false, 2, 2, [&] { return now; });
+  now += seconds(300);  // the run's first five minutes went before this cell (a probe, a build, a cell)
+  display.started(2, "mimalloc size_mix t2 r1");
+  now += seconds(151);
+  display.tick();
+  EXPECT_EQ(out.str(), "[2/2] mimalloc size_mix t2 r1: running, cell 02:31, run 07:31\n");
 }
 
 TEST(ProgressDisplay, OnATerminalOneLineIsRedrawnAndOnlyCellsNotOkStay) {
@@ -402,8 +416,8 @@ TEST(ProgressDisplay, OnATerminalOneLineIsRedrawnAndOnlyCellsNotOkStay) {
   display.started(2, "jemalloc size_mix t1 r1");
   display.finished(2, "jemalloc size_mix t1 r1", "timeout", 1.0, "");
   EXPECT_EQ(out.str(),
-            "\r\033[K[1/2] glibc size_mix t1 r1  elapsed 00:00  eta --:--"
-            "\r\033[K[1/2] glibc size_mix t1 r1  elapsed 01:30  eta --:--"
-            "\r\033[K[2/2] jemalloc size_mix t1 r1  elapsed 01:30  eta 01:30"
+            "\r\033[K[1/2] glibc size_mix t1 r1  cell 00:00, run 00:00  eta --:--"
+            "\r\033[K[1/2] glibc size_mix t1 r1  cell 01:30, run 01:30  eta --:--"
+            "\r\033[K[2/2] jemalloc size_mix t1 r1  cell 00:00, run 01:30  eta 01:30"
             "\r\033[K[2/2] jemalloc size_mix t1 r1: timeout (1.0 s)\n");
 }
