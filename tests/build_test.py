@@ -161,10 +161,100 @@ print(v.value.decode())"""
         self.assertTrue(r["allocator_version"].startswith("5.3.0-0-g"))
 
 
+NATIVE_PROBE = os.path.join(os.path.dirname(ALLOCMARK), "native_probe")
+MIMALLOC_FIGURES = ["current_rss", "peak_rss", "current_commit", "peak_commit", "page_faults"]
+
+
+def native_probe(library):
+    """What allocmark's mimalloc reader reports with `library` preloaded (allocators/native_probe.cpp)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MIMALLOC_") and k != "LD_PRELOAD"}
+    env["LD_PRELOAD"] = library
+    p = subprocess.run([NATIVE_PROBE, "mimalloc"], capture_output=True, text=True, env=env, timeout=60)
+    if p.returncode != 0:
+        raise AssertionError("native_probe with %s: exit %d: %s" % (library, p.returncode, p.stderr))
+    return json.loads(p.stdout)
+
+
 class Mimalloc(RealBuild, CacheTest):
     RELEASE, SOURCE, SIGNATURE = "mimalloc@2.0.9", "mimalloc-2.0.9.tar.gz", "mi_version"
     VERSION_CHECK = "print(ctypes.CDLL(%r).mi_version())"
     VERSION = "209"
+
+    def check_library(self, library):
+        """The release of the header allocmark is built against: its options are read (not
+        `unverified`) and each of mi_process_info's figures is a number, none absent."""
+        super().check_library(library)
+        r = native_probe(library)
+        self.assertEqual(r["version"], "2.0.9")
+        self.assertNotIn("unverified", r["options"])
+        for name in MIMALLOC_FIGURES:
+            self.assertIsInstance(r["stats"][name], int, r["stats"])
+            self.assertNotIn(name + "_absent", r["stats"])
+        self.assertGreater(r["stats"]["peak_commit"], 0)
+
+    def check_in_a_matrix(self, library):
+        r = super().check_in_a_matrix(library)
+        self.assertIsInstance(r["alloc_stats"]["current_commit"], int, r["alloc_stats"])
+
+
+# A stand-in for a mimalloc release (mi_version, mi_option_get, mi_collect and, where defined,
+# mi_process_info), compiled here rather than built from a release: the figures a real release
+# gets wrong only in a long run (2.2.7's committed bytes below zero, issue 43) are given outright.
+FAKE_MIMALLOC = r"""
+#include <stdbool.h>
+#include <stddef.h>
+int mi_version(void) { return FAKE_VERSION; }
+long mi_option_get(int option) { (void)option; return 0; }
+void mi_collect(bool force) { (void)force; }
+#ifdef FAKE_PROCESS_INFO
+void mi_process_info(size_t* elapsed, size_t* user, size_t* sys, size_t* current_rss, size_t* peak_rss,
+                     size_t* current_commit, size_t* peak_commit, size_t* page_faults) {
+  *elapsed = *user = *sys = 0;
+  *current_rss = *current_commit = (size_t)(long long)-1932735283;  /* -1.8 GiB, as 2.2.7 printed */
+  *peak_rss = (size_t)1 << 62;                                        /* 4 EiB: no machine's */
+  *peak_commit = (size_t)1 << 30;
+  *page_faults = 3;
+}
+#endif
+"""
+
+
+class MimallocFiguresThatCannotBeRight(unittest.TestCase):
+    """A figure mimalloc hands out that cannot be a measurement (a negative count read as unsigned,
+    bytes above the machine's memory) is `null` with `<name>_absent` saying why, never the number;
+    a release without mi_process_info says so per figure rather than reporting 0 (issue 43)."""
+
+    def fake(self, version, process_info):
+        tmp = tempfile.mkdtemp(prefix="allocmark-fake-mimalloc-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", tmp])
+        src, lib = os.path.join(tmp, "fake.c"), os.path.join(tmp, "libmimalloc.so.2")
+        with open(src, "w") as f:
+            f.write(FAKE_MIMALLOC)
+        flags = ["-DFAKE_VERSION=%d" % version] + (["-DFAKE_PROCESS_INFO"] if process_info else [])
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", lib, src] + flags, check=True)
+        return native_probe(lib)
+
+    def test_a_negative_count_or_more_bytes_than_the_machine_has_is_a_reason_not_a_number(self):
+        r = self.fake(227, process_info=True)
+        stats = r["stats"]
+        for name in ["current_rss", "current_commit"]:
+            self.assertIsNone(stats[name], stats)
+            self.assertEqual(stats[name + "_absent"], "mimalloc 2.2.7 reported -1932735283 (a negative count "
+                             "read as unsigned): not a measurement")
+        self.assertIsNone(stats["peak_rss"], stats)
+        self.assertRegex(stats["peak_rss_absent"], r"^mimalloc 2\.2\.7 reported 4611686018427387904 bytes, more "
+                         r"than the machine's RAM and swap \(\d+\): not a measurement$")
+        self.assertEqual((stats["peak_commit"], stats["page_faults"]), (1 << 30, 3))
+        self.assertNotIn("peak_commit_absent", stats)
+        # Its option numbering is not the header's: not read, and said so.
+        self.assertEqual(r["options"], {"unverified": "mimalloc version 2.2.7 differs from the header allocmark "
+                                        "was built against (2.0.9)"})
+
+    def test_a_release_without_mi_process_info_says_which_figures_it_lacks(self):
+        stats = self.fake(167, process_info=False)["stats"]
+        self.assertEqual(stats, dict([(n, None) for n in MIMALLOC_FIGURES] +
+                                     [(n + "_absent", "mimalloc 1.6.7 exports no mi_process_info")
+                                      for n in MIMALLOC_FIGURES]))
 
 
 class Tcmalloc(RealBuild, CacheTest):

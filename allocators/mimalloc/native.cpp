@@ -59,21 +59,34 @@ constexpr std::pair<const char*, mi_option_t> kOptions[1] = {};
 constexpr bool kHaveOptionTable = false;
 #endif
 
-// On Linux mimalloc 2.0.x fills these from its own counters and getrusage: current_rss is only its
-// committed-bytes estimate (== current_commit), peak_rss is ru_maxrss (true peak RSS),
-// page_faults is ru_majflt (major faults only).
+// mi_process_info's figures after the three times it also gives: the same eight size_t
+// out-parameters with the same meaning on Linux in 1.8.9, 2.0.9, 2.2.7 and 3.4.3 (each release's
+// src/stats.c and src/prim/unix/prim.c), so they are read from every release; no struct whose layout
+// changes by version (mi_stats_t) is read. On Linux current_rss is only mimalloc's committed-bytes
+// estimate (== current_commit), peak_rss is ru_maxrss (true peak RSS), page_faults is ru_majflt
+// (major faults only). The committed counts are mimalloc's own int64 counters handed out as size_t:
+// 2.2.7's went negative in a run (issue 43), which put_figure turns into a reason, not a number.
+struct ProcessFigure {
+  const char* name;
+  bool bytes;
+};
+constexpr ProcessFigure kProcessFigures[] = {
+    {"current_rss", true}, {"peak_rss", true}, {"current_commit", true}, {"peak_commit", true}, {"page_faults", false}};
+
 nlohmann::json read_stats() {
   nlohmann::json s = nlohmann::json::object();
+  auto* version = find_symbol<decltype(mi_version)>("mi_version");
+  if (version == nullptr) return s;  // no mimalloc loaded: not exposed
+  const std::string who = "mimalloc " + format_version(version());
   auto* info = find_symbol<decltype(mi_process_info)>("mi_process_info");
-  if (info == nullptr) return s;
-  std::size_t elapsed = 0, user = 0, system = 0, current_rss = 0, peak_rss = 0, current_commit = 0,
-              peak_commit = 0, page_faults = 0;
-  info(&elapsed, &user, &system, &current_rss, &peak_rss, &current_commit, &peak_commit, &page_faults);
-  s["current_rss"] = current_rss;
-  s["peak_rss"] = peak_rss;
-  s["current_commit"] = current_commit;
-  s["peak_commit"] = peak_commit;
-  s["page_faults"] = page_faults;
+  if (info == nullptr) {  // releases before mi_process_info existed: say so per figure, never 0
+    for (const auto& f : kProcessFigures) put_absent(s, f.name, who + " exports no mi_process_info");
+    return s;
+  }
+  std::size_t elapsed = 0, user = 0, system = 0, v[std::size(kProcessFigures)] = {};
+  info(&elapsed, &user, &system, &v[0], &v[1], &v[2], &v[3], &v[4]);
+  for (std::size_t i = 0; i < std::size(kProcessFigures); ++i)
+    put_figure(s, kProcessFigures[i].name, v[i], kProcessFigures[i].bytes, who);
   return s;
 }
 
