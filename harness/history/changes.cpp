@@ -1,6 +1,7 @@
 #include "harness/history/changes.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,12 +15,6 @@ namespace allocmark::history {
 namespace {
 
 using Axes = std::map<std::pair<std::string, std::string>, std::vector<CommitInfo>>;
-
-std::string joined(const std::set<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
 
 // REV as the history holds it (a unique prefix of a commit it has): its time, for commits of
 // branches and testbeds that do not have it.
@@ -35,7 +30,7 @@ std::string since_time(const HistoryDb& db, const std::string& rev, const Axes& 
     std::set<std::string> names;
     for (const auto& m : matches) names.insert(m.first);
     throw std::invalid_argument(fmt::format("--since: '{}' names {} commits of {} ({}); give more of it", rev,
-                                            matches.size(), db.path(), joined(names)));
+                                            matches.size(), db.path(), fmt::format("{}", fmt::join(names, ", "))));
   }
   return matches.begin()->second;
 }

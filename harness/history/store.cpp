@@ -1,6 +1,7 @@
 #include "harness/history/store.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -61,12 +62,6 @@ std::string now_iso8601() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return text;
-}
-
-std::string joined(const std::set<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 // Switching to WAL takes the file's lock once; a process creating the same new file at the same
@@ -181,9 +176,9 @@ void HistoryDb::check_is_history(bool writable) {
                                    path_, version, schema_version()));
   if ((version == 0 && !tables.empty()) || (version > 0 && !tables.contains("allocmark_history")))
     throw HistoryError(path_ + ": an SQLite database without allocmark's history tables (it has: " +
-                       (tables.empty() ? std::string("none") : joined(tables)) + "); not touching it");
+                       (tables.empty() ? std::string("none") : fmt::format("{}", fmt::join(tables, ", "))) + "); not touching it");
   if (!code.empty())
-    throw HistoryError(path_ + ": holds what allocmark never makes (" + joined(code) +
+    throw HistoryError(path_ + ": holds what allocmark never makes (" + fmt::format("{}", fmt::join(code, ", ")) +
                        "); a history is data, not code: not using it");
   if (!writable && version < schema_version())
     throw HistoryError(fmt::format("{}: {}; `allocmark history add` creates and migrates it", path_,
