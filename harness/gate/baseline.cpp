@@ -16,6 +16,7 @@
 #include "harness/matrix/config.h"
 #include "harness/record/cell.h"
 #include "harness/results/folder.h"
+#include "harness/results/machine.h"
 #include "harness/results/meta.h"
 #include "harness/results/safe_text.h"
 
@@ -54,8 +55,8 @@ std::string GateCell::id() const { return cell_name() + " " + phase; }
 
 json machine_fingerprint(const json& m) {
   json out = json::object();
-  for (const char* k : {"cpu_model", "cpus_usable", "kernel", "thp_enabled", "overcommit_memory", "glibc_version"})
-    out[k] = m.value(k, json());
+  for (const auto& [key, role] : rs::kMachineFields)
+    if (role == rs::MachineRole::decides) out[key] = m.value(key, json());
   return out;
 }
 
@@ -196,9 +197,9 @@ RunSummary summarize_run(const std::string& dir) {
   const rs::meta::Recorded recorded = rs::meta::read(dir);
   if (!recorded.ok()) throw GateError(recorded.path + ": missing or not valid JSON");
   const json& meta = recorded.value;
-  run.machine = machine_fingerprint(meta.value("machine", json::object()));
+  run.machine = machine_fingerprint(meta.value(rs::meta::kMachine, json::object()));
   run.commit = meta.value(rs::meta::kAllocmark, json::object()).value(rs::meta::identity::kGitCommit, "");
-  run.settings = measurement_settings(meta.value("matrix", json::object()));
+  run.settings = measurement_settings(meta.value(rs::meta::kMatrix, json::object()));
   std::map<std::tuple<std::string, std::string, int, std::string>, std::size_t> index;
   auto cell_for = [&](const rs::CellResult& c, const std::string& phase) -> GateCell& {
     const auto& id = model.identity(c);
@@ -261,14 +262,16 @@ json baseline_json(const RunSummary& run, const std::string& source) {
   for (const auto& c : run.cells) {
     json values = json::object();
     for (const auto& [k, v] : c.values) values[k] = v;
-    json cell{{"allocator", c.allocator}, {"workload", c.workload}, {"threads", c.threads}, {"phase", c.phase},
-              {"not_ok", c.not_ok}, {kUnderTest, c.under_test}, {"values", values}};
+    json cell{{cell_key::kAllocator, c.allocator}, {cell_key::kWorkload, c.workload}, {cell_key::kThreads, c.threads},
+              {cell_key::kPhase, c.phase},         {cell_key::kNotOk, c.not_ok},       {kUnderTest, c.under_test},
+              {cell_key::kValues, values}};
     if (c.setups.size() == 1) cell[kAllocatorConfig] = setup_part(c.setups[0], false);
-    if (!c.thp_how.empty()) cell["thp_how"] = c.thp_how;
+    if (!c.thp_how.empty()) cell[cell_key::kThpHow] = c.thp_how;
     cells.push_back(std::move(cell));
   }
-  return {{"allocmark_baseline", kBaselineVersion}, {"source", source}, {"machine", run.machine},
-          {"allocmark_commit", run.commit}, {"settings", run.settings}, {"cells", cells}};
+  namespace key = baseline_key;
+  return {{key::kFormat, kBaselineVersion}, {key::kSource, source},          {key::kMachine, run.machine},
+          {key::kCommit, run.commit},       {key::kSettings, run.settings}, {key::kCells, cells}};
 }
 
 namespace {
@@ -293,58 +296,62 @@ json parse_baseline_file(const std::string& path) {
 }
 
 int baseline_format(const json& j, const std::string& path) {
-  const json version = j.is_object() ? j.value("allocmark_baseline", json()) : json();
+  const json version = j.is_object() ? j.value(baseline_key::kFormat, json()) : json();
   if (!version.is_number_integer() || version.get<long long>() < kOldestBaselineVersion ||
       version.get<long long>() > kBaselineVersion)
-    throw GateError(fmt::format("{}: not an allocmark baseline of format {} to {} (\"allocmark_baseline\": {}; make one "
+    throw GateError(fmt::format("{}: not an allocmark baseline of format {} to {} (\"{}\": {}; make one "
                                 "with `allocmark baseline DIR -o FILE`)",
-                                path, kOldestBaselineVersion, kBaselineVersion, json_excerpt(version)));
+                                path, kOldestBaselineVersion, kBaselineVersion, baseline_key::kFormat, json_excerpt(version)));
   return version.get<int>();
 }
 
 // The machine, commit and settings the baseline was measured with.
 void read_baseline_header(const BaselineReader& r, const json& j, RunSummary& run) {
-  run.machine = r.object(j, "machine", "machine", json());
-  if (run.machine.is_null()) r.fail("machine", "missing: the fingerprint of the machine the baseline was measured on");
-  if (j.contains("allocmark_commit") && !j["allocmark_commit"].is_string())
-    r.fail("allocmark_commit", "expected a string, found " + json_excerpt(j["allocmark_commit"]));
-  run.commit = j.value("allocmark_commit", "");
-  run.settings = r.object(j, "settings", "settings", json::object());
+  namespace key = baseline_key;
+  run.machine = r.object(j, key::kMachine, key::kMachine, json());
+  if (run.machine.is_null()) r.fail(key::kMachine, "missing: the fingerprint of the machine the baseline was measured on");
+  if (j.contains(key::kCommit) && !j[key::kCommit].is_string())
+    r.fail(key::kCommit, "expected a string, found " + json_excerpt(j[key::kCommit]));
+  run.commit = j.value(key::kCommit, "");
+  run.settings = r.object(j, key::kSettings, key::kSettings, json::object());
   // Checked as a matrix file's [matrix] is, each value named by the file and field (a rerun
   // measures with them; whether this machine can give its pin is checked when one is planned).
   try {
-    (void)matrix::recorded_settings(run.settings, r.path + ": settings");
+    (void)matrix::recorded_settings(run.settings, r.path + ": " + key::kSettings);
   } catch (const matrix::ConfigError& e) {
     throw GateError(e.what());
   }
 }
 
-const GateMetric& baseline_metric(const BaselineReader& r, const std::string& named, const std::string& k, bool old_names) {
+// `at`: the cell's values ("cells[0] (glibc size_mix t1 churn).values").
+const GateMetric& baseline_metric(const BaselineReader& r, const std::string& at, const std::string& k, bool old_names) {
   const GateMetric* m = find_gate_metric(k);
   if (!m || (!old_names && k != m->name)) {
     std::string names;
     for (const auto& g : gate_metrics()) names += (names.empty() ? "" : ", ") + g.name;
-    r.fail(named + ".values", "unknown metric '" + k + "' (expected " + names +
-                                  (m ? "; format 1 files name it " + k + ", format " + std::to_string(kBaselineVersion) +
-                                           " files " + m->name : std::string()) + ")");
+    r.fail(at, "unknown metric '" + k + "' (expected " + names +
+                   (m ? "; format 1 files name it " + k + ", format " + std::to_string(kBaselineVersion) + " files " + m->name
+                      : std::string()) +
+                   ")");
   }
   return *m;
 }
 
 // Format 1 keyed values by the metrics' old names (`old_names`); the reader took either name then, and still does.
 void read_cell_values(const BaselineReader& r, const json& values, const std::string& named, bool old_names, GateCell& g) {
+  const std::string at = named + "." + cell_key::kValues;
   for (const auto& [k, v] : values.items()) {
-    const GateMetric& m = baseline_metric(r, named, k, old_names);
+    const GateMetric& m = baseline_metric(r, at, k, old_names);
     if (g.values.count(m.name))
-      r.fail(named + ".values", fmt::format("'{}' and '{}' are one metric; give its values once", m.old_name, m.name));
-    if (!v.is_array() || v.empty()) r.fail(named + ".values." + k, "expected a list of one number per repetition, found " + json_excerpt(v));
+      r.fail(at, fmt::format("'{}' and '{}' are one metric; give its values once", m.old_name, m.name));
+    if (!v.is_array() || v.empty()) r.fail(at + "." + k, "expected a list of one number per repetition, found " + json_excerpt(v));
     if (v.size() + g.not_ok > static_cast<std::size_t>(matrix::kMaxReps))
-      r.fail(named + ".values." + k, fmt::format("{} values and not_ok {}: more repetitions than a run records (at most {}, "
-                                                 "the limit of --reps)", v.size(), g.not_ok, matrix::kMaxReps));
+      r.fail(at + "." + k, fmt::format("{} values and {} {}: more repetitions than a run records (at most {}, the limit of --reps)",
+                                       v.size(), cell_key::kNotOk, g.not_ok, matrix::kMaxReps));
     for (std::size_t n = 0; n < v.size(); ++n) {
-      if (!v[n].is_number()) r.fail(fmt::format("{}.values.{}[{}]", named, k, n), "expected a number, found " + json_excerpt(v[n]));
+      if (!v[n].is_number()) r.fail(fmt::format("{}.{}[{}]", at, k, n), "expected a number, found " + json_excerpt(v[n]));
       if (auto problem = value_problem(m, v[n].get<double>()); !problem.empty())
-        r.fail(fmt::format("{}.values.{}[{}]", named, k, n), problem);
+        r.fail(fmt::format("{}.{}[{}]", at, k, n), problem);
       g.values[m.name].push_back(v[n].get<double>());
     }
   }
@@ -365,48 +372,50 @@ void read_cell_setup(const BaselineReader& r, const json& c, const std::string& 
     setup[library_key] = library;
     g.setups.push_back(record::cell_setup(record::cell_of_setup(setup)));
   }
-  if (c.contains("thp_how")) {
-    g.thp_how = r.text(c, named, "thp_how");
+  if (c.contains(cell_key::kThpHow)) {
+    g.thp_how = r.text(c, named, cell_key::kThpHow);
     if (g.thp_how != "prctl" && g.thp_how != "machine")
-      r.fail(named + ".thp_how", "expected \"prctl\" or \"machine\" (how the cell got its transparent huge page mode), found " +
-                                     json_excerpt(c["thp_how"]));
+      r.fail(named + "." + cell_key::kThpHow,
+             "expected \"prctl\" or \"machine\" (how the cell got its transparent huge page mode), found " +
+                 json_excerpt(c[cell_key::kThpHow]));
   }
 }
 
 GateCell read_baseline_cell(const BaselineReader& r, const json& c, const std::string& where, bool old_names) {
   if (!c.is_object()) r.fail(where, "expected an object, found " + json_excerpt(c));
   GateCell g;
-  g.allocator = r.text(c, where, "allocator");
-  g.workload = r.text(c, where, "workload");
-  g.threads = static_cast<int>(r.integer(c, where, "threads", 1, matrix::kMaxThreads));
-  g.phase = r.text(c, where, "phase");
+  g.allocator = r.text(c, where, cell_key::kAllocator);
+  g.workload = r.text(c, where, cell_key::kWorkload);
+  g.threads = static_cast<int>(r.integer(c, where, cell_key::kThreads, 1, matrix::kMaxThreads));
+  g.phase = r.text(c, where, cell_key::kPhase);
   // Counts are held to what a run can record: a cell has at most --reps (10000) repetitions, and
   // `gate --confirm` reruns as many as the baseline holds.
-  g.not_ok = c.contains("not_ok") ? static_cast<std::size_t>(r.integer(c, where, "not_ok", 0, matrix::kMaxReps)) : 0;
+  g.not_ok = c.contains(cell_key::kNotOk) ? static_cast<std::size_t>(r.integer(c, where, cell_key::kNotOk, 0, matrix::kMaxReps)) : 0;
   g.under_test = r.object(c, where, kUnderTest, json::object());
   const std::string named = where + " (" + rs::terminal_line(g.id()) + ")";
-  const json values = r.object(c, where, "values", json());
-  if (values.is_null()) r.fail(named, "no \"values\"");
+  const json values = r.object(c, where, cell_key::kValues, json());
+  if (values.is_null()) r.fail(named, fmt::format("no \"{}\"", cell_key::kValues));
   read_cell_values(r, values, named, old_names, g);
   read_cell_setup(r, c, where, named, g);
   return g;
 }
 
 void read_baseline_cells(const BaselineReader& r, const json& j, bool old_names, RunSummary& run) {
-  const json& cells = r.need(j, "baseline", "cells");
-  if (!cells.is_array()) r.fail("cells", "expected a list of cells, found " + json_excerpt(cells));
-  if (cells.empty()) r.fail("cells", "empty: a baseline needs at least one cell to judge against");
+  const char* key = baseline_key::kCells;
+  const json& cells = r.need(j, "baseline", key);
+  if (!cells.is_array()) r.fail(key, "expected a list of cells, found " + json_excerpt(cells));
+  if (cells.empty()) r.fail(key, "empty: a baseline needs at least one cell to judge against");
   std::map<std::string, std::size_t> seen;  // id -> index
   std::size_t usable = 0;
   for (std::size_t i = 0; i < cells.size(); ++i) {
-    const std::string where = fmt::format("cells[{}]", i);
+    const std::string where = fmt::format("{}[{}]", key, i);
     GateCell g = read_baseline_cell(r, cells[i], where, old_names);
     if (auto [it, fresh] = seen.try_emplace(g.id(), i); !fresh)
-      r.fail(where, fmt::format("the same cell as cells[{}] ({}); each cell and phase appears once", it->second, rs::terminal_line(g.id())));
+      r.fail(where, fmt::format("the same cell as {}[{}] ({}); each cell and phase appears once", key, it->second, rs::terminal_line(g.id())));
     usable += g.phase != rs::kCellPhase && !g.values.empty();
     run.cells.push_back(std::move(g));
   }
-  if (usable == 0) r.fail("cells", "no cell holds a value (every repetition of its source failed?): nothing to judge against");
+  if (usable == 0) r.fail(key, "no cell holds a value (every repetition of its source failed?): nothing to judge against");
 }
 
 // What a confirming rerun runs of a cell: its most values in a phase and its entries' not_ok together.
@@ -418,7 +427,7 @@ void check_cell_repetitions(const BaselineReader& r, const RunSummary& run) {
     failed += g.not_ok;
     for (const auto& [metric, values] : g.values) ok = std::max(ok, values.size());
     if (ok + failed > static_cast<std::size_t>(matrix::kMaxReps))
-      r.fail(fmt::format("cells[{}] ({}).not_ok", i, rs::terminal_line(g.id())),
+      r.fail(fmt::format("{}[{}] ({}).{}", baseline_key::kCells, i, rs::terminal_line(g.id()), cell_key::kNotOk),
              fmt::format("cell {} holds {} ok and {} failed repetitions over its phases: more than a run records (at most {}, "
                          "the limit of --reps)", rs::terminal_line(g.cell_name()), ok, failed, matrix::kMaxReps));
   }

@@ -72,6 +72,26 @@ struct RunSummary {
 // "jemalloc size_mix t2": a cell by what the gate names it by (its phases are GateCells).
 std::string cell_name(const std::string& allocator, const std::string& workload, int threads);
 
+// The baseline file's keys, for its writer (baseline_json) and its reader (read_baseline).
+namespace baseline_key {
+inline constexpr const char* kFormat = "allocmark_baseline";  // kBaselineVersion
+inline constexpr const char* kSource = "source";              // the results folder it was made from
+inline constexpr const char* kMachine = "machine";            // machine_fingerprint
+inline constexpr const char* kCommit = "allocmark_commit";    // RunSummary::commit
+inline constexpr const char* kSettings = "settings";          // RunSummary::settings
+inline constexpr const char* kCells = "cells";                // one entry per GateCell
+}  // namespace baseline_key
+// An entry of `cells`: a GateCell's fields (with kUnderTest and kAllocatorConfig below).
+namespace cell_key {
+inline constexpr const char* kAllocator = "allocator";
+inline constexpr const char* kWorkload = "workload";
+inline constexpr const char* kThreads = "threads";
+inline constexpr const char* kPhase = "phase";
+inline constexpr const char* kNotOk = "not_ok";
+inline constexpr const char* kValues = "values";  // gate metric name -> one value per ok repetition
+inline constexpr const char* kThpHow = "thp_how";
+}  // namespace cell_key
+
 // A baseline cell keeps its setup (GateCell::setups) in two objects: under_test, beside the library
 // serving malloc, its version and the allocmark commit, holds the rows a team changes and wants
 // judged (the variant's environment, the parameters); allocator_config the rest a confirming rerun

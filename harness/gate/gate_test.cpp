@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "harness/gate/baseline.h"
 #include "harness/gate/confirm.h"
@@ -399,6 +400,32 @@ TEST(Baseline, NewFilesUseTheTableNamesAndFormat1FilesStillRead) {
   EXPECT_NE(baseline_refusal(format2).find("format 1 files name it end_rss, format 2 files end_rss_bytes"), std::string::npos);
   format2.replace(format2.find("\"allocmark_baseline\": 2"), 23, "\"allocmark_baseline\": 3");
   EXPECT_NE(baseline_refusal(format2).find("not an allocmark baseline of format 1 to 2"), std::string::npos) << baseline_refusal(format2);
+}
+
+// The baseline file and its machine fingerprint are interfaces (committed baselines): their keys
+// as written, and read back.
+TEST(Baseline, TheFileKeepsItsKeysAndTheMachineFingerprintItsFields) {
+  auto keys = [](const nlohmann::json& object) {
+    std::set<std::string> out;
+    for (const auto& [key, value] : object.items()) out.insert(key);
+    return out;
+  };
+  RunSummary run = run_with("peak_rss_bytes", mib({100, 101, 102}));
+  run.cells[0].thp_how = "prctl";
+  run.cells[0].setups = {cell_setup("jemalloc", "/lib/libjemalloc.so", {{"MALLOC_CONF", ""}}, {})};  // its under_test env
+  const nlohmann::json written = baseline_json(run, "dir");
+  EXPECT_EQ(keys(written), (std::set<std::string>{"allocmark_baseline", "allocmark_commit", "cells", "machine", "settings", "source"}));
+  EXPECT_EQ(keys(written["cells"][0]), (std::set<std::string>{"allocator", "allocator_config", "not_ok", "phase", "thp_how", "threads",
+                                                               "under_test", "values", "workload"}));
+  const RunSummary back = read_baseline(baseline_file("written.json", written.dump()));
+  ASSERT_EQ(back.cells.size(), 1u);
+  EXPECT_EQ(back.cells[0].id(), "jemalloc size_mix t2 churn");
+  EXPECT_EQ(back.cells[0].thp_how, "prctl");
+  EXPECT_EQ(back.cells[0].setups, run.cells[0].setups);
+  EXPECT_EQ(back.machine, run.machine);
+  const nlohmann::json machine = {{"host", "h"}, {"arch", "x86_64"}, {"cpu_model", "X"}, {"kernel", "k"}, {"numa", {{"nodes", 2}}}};
+  EXPECT_EQ(machine_fingerprint(machine), (nlohmann::json{{"cpu_model", "X"}, {"cpus_usable", nullptr}, {"glibc_version", nullptr},
+                                                           {"kernel", "k"}, {"overcommit_memory", nullptr}, {"thp_enabled", nullptr}}));
 }
 
 TEST(Render, RecordTextIsEscapedForMarkdownAndTerminals) {

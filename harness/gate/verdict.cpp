@@ -10,6 +10,7 @@
 
 #include "harness/gate/mann_whitney.h"
 #include "harness/matrix/plan.h"
+#include "harness/results/machine.h"
 #include "harness/results/safe_text.h"
 #include "workloads/workload.h"
 
@@ -171,7 +172,7 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
     if (now.machine.value(k, json()) != v) {
       const std::string change = k + " " + v.dump() + " -> " + now.machine.value(k, json()).dump();
       result.machine_difference += (result.machine_difference.empty() ? "" : "; ") + change;
-      if (k != "thp_enabled") difference_besides_thp += (difference_besides_thp.empty() ? "" : "; ") + change;
+      if (k != results::machine_key::thp_enabled) difference_besides_thp += (difference_besides_thp.empty() ? "" : "; ") + change;
     }
   std::map<std::string, const GateCell*> by_id;
   for (const auto& c : now.cells) by_id[c.id()] = &c;

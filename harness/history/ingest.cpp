@@ -16,6 +16,7 @@
 #include "harness/os/spawn.h"
 #include "harness/record/cell.h"
 #include "harness/results/folder_layout.h"
+#include "harness/results/machine.h"
 #include "harness/results/meta.h"
 #include "harness/results/model.h"
 
@@ -34,10 +35,11 @@ std::string digest(const std::string& text) { return hex(record::fnv1a64(text.da
 // fields results::machine_differences compares), so a kernel upgrade on a testbed shows.
 std::string machine_fingerprint(const json& machine) {
   json part = json::object();
-  for (const char* field : {"host", "cpu_model", "cpus_usable", "kernel", "thp_enabled", "overcommit_memory", "glibc_version"})
-    if (machine.is_object() && machine.contains(field)) part[field] = machine[field];
-  if (machine.is_object() && machine.contains("numa") && machine["numa"].is_object())
-    part["numa_nodes"] = machine["numa"].value("nodes", json(1));
+  if (!machine.is_object()) return digest(part.dump());
+  for (const auto& [field, role] : rs::kMachineFields)
+    if (role != rs::MachineRole::describes && machine.contains(field)) part[field] = machine[field];
+  if (machine.contains(rs::machine_key::numa) && machine[rs::machine_key::numa].is_object())
+    part["numa_nodes"] = machine[rs::machine_key::numa].value(rs::numa_key::kNodes, json(1));
   return digest(part.dump());
 }
 
@@ -47,7 +49,8 @@ std::string run_ids_of(const std::string& dir, const json& meta) {
   std::set<std::string> ids;
   if (meta.contains(rs::meta::kRuns) && meta[rs::meta::kRuns].is_array())
     for (const auto& r : meta[rs::meta::kRuns])
-      if (r.is_object() && r.contains("run_id") && r["run_id"].is_string()) ids.insert(r["run_id"].get<std::string>());
+      if (r.is_object() && r.contains(rs::meta::run_entry::kRunId) && r[rs::meta::run_entry::kRunId].is_string())
+        ids.insert(r[rs::meta::run_entry::kRunId].get<std::string>());
   std::string out;
   for (const auto& id : ids) out += (out.empty() ? "" : ",") + id;
   if (!out.empty()) return out;
@@ -61,8 +64,8 @@ std::string run_ids_of(const std::string& dir, const json& meta) {
 std::string allocmark_version_of(const json& meta) {
   if (!meta.contains(rs::meta::kAllocmark) || !meta[rs::meta::kAllocmark].is_object()) return "";
   const json& a = meta[rs::meta::kAllocmark];
-  const std::string version = a.contains("version") && a["version"].is_string() ? a["version"].get<std::string>() : "";
-  const std::string commit = a.contains("git_commit") && a["git_commit"].is_string() ? a["git_commit"].get<std::string>() : "";
+  auto text = [&](const char* key) { return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : std::string(); };
+  const std::string version = text(rs::meta::identity::kVersion), commit = text(rs::meta::identity::kGitCommit);
   return commit.empty() ? version : version + " (" + commit + ")";
 }
 

@@ -95,17 +95,18 @@ void machine_section(html::Document& doc, const json& meta) {
     auto add = [&](std::string term, std::string value) {
       if (!value.empty()) facts.emplace_back(std::move(term), std::move(value));
     };
-    add("host", field(machine, "host"));
-    add("CPU", field(machine, "cpu_model") + (field(machine, "arch").empty() ? "" : " (" + field(machine, "arch") + ")"));
-    add("cores", fmt::format("{} usable of {} online", field(machine, "cpus_usable"), field(machine, "cpus_online")));
-    if (machine.contains("memory_bytes") && machine["memory_bytes"].is_number())
-      add("memory", gib(machine["memory_bytes"].get<double>()));
-    if (machine.contains("numa") && machine["numa"].is_object()) add("NUMA nodes", field(machine["numa"], "nodes"));
-    add("kernel", field(machine, "kernel"));
-    add("transparent huge pages", fmt::format("enabled: {}, defrag: {}", field(machine, "thp_enabled"), field(machine, "thp_defrag")));
-    add("overcommit_memory", field(machine, "overcommit_memory"));
-    add("glibc", field(machine, "glibc_version"));
-    add("page size", field(machine, "page_size"));
+    namespace k = rs::machine_key;
+    add("host", field(machine, k::host));
+    add("CPU", field(machine, k::cpu_model) + (field(machine, k::arch).empty() ? "" : " (" + field(machine, k::arch) + ")"));
+    add("cores", fmt::format("{} usable of {} online", field(machine, k::cpus_usable), field(machine, k::cpus_online)));
+    if (machine.contains(k::memory_bytes) && machine[k::memory_bytes].is_number())
+      add("memory", gib(machine[k::memory_bytes].get<double>()));
+    if (machine.contains(k::numa) && machine[k::numa].is_object()) add("NUMA nodes", field(machine[k::numa], rs::numa_key::kNodes));
+    add("kernel", field(machine, k::kernel));
+    add("transparent huge pages", fmt::format("enabled: {}, defrag: {}", field(machine, k::thp_enabled), field(machine, k::thp_defrag)));
+    add("overcommit_memory", field(machine, k::overcommit_memory));
+    add("glibc", field(machine, k::glibc_version));
+    add("page size", field(machine, k::page_size));
     if (meta.contains(m::kAllocmark))
       add("allocmark", field(meta[m::kAllocmark], m::identity::kVersion) + " (" + field(meta[m::kAllocmark], m::identity::kGitCommit) + ")");
     doc.facts(facts);

@@ -36,50 +36,52 @@ std::string cpu_model() {
 }  // namespace
 
 nlohmann::json machine_info() {
+  namespace key = machine_key;
   nlohmann::json j;
   utsname u{};
   uname(&u);
-  j["host"] = u.nodename;
-  j["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.version;
-  j["arch"] = u.machine;
-  j["cpu_model"] = cpu_model();
-  j["cpus_online"] = sysconf(_SC_NPROCESSORS_ONLN);
+  j[key::host] = u.nodename;
+  j[key::kernel] = std::string(u.sysname) + " " + u.release + " " + u.version;
+  j[key::arch] = u.machine;
+  j[key::cpu_model] = cpu_model();
+  j[key::cpus_online] = sysconf(_SC_NPROCESSORS_ONLN);
   // The CPUs this process may run on (taskset, cpusets), which is what the workers get.
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  j["cpus_usable"] = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
-  j["memory_bytes"] = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
-  j["page_size"] = sysconf(_SC_PAGESIZE);
-  j["thp_enabled"] = metrics::thp_enabled_mode();
-  j["thp_defrag"] = metrics::thp_defrag_mode();
-  j["overcommit_memory"] = read_trimmed("/proc/sys/vm/overcommit_memory");
-  j["glibc_version"] = gnu_get_libc_version();
+  j[key::cpus_usable] = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
+  j[key::memory_bytes] = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  j[key::page_size] = sysconf(_SC_PAGESIZE);
+  j[key::thp_enabled] = metrics::thp_enabled_mode();
+  j[key::thp_defrag] = metrics::thp_defrag_mode();
+  j[key::overcommit_memory] = read_trimmed("/proc/sys/vm/overcommit_memory");
+  j[key::glibc_version] = gnu_get_libc_version();
   nlohmann::json numa;
   if (numa_available() >= 0) {
     int nodes = numa_max_node() + 1;
-    numa["nodes"] = nodes;
+    numa[numa_key::kNodes] = nodes;
     for (int a = 0; a < nodes; ++a) {
       nlohmann::json row = nlohmann::json::array();
       for (int b = 0; b < nodes; ++b) row.push_back(numa_distance(a, b));
-      numa["distances"].push_back(row);
+      numa[numa_key::kDistances].push_back(row);
       long long free_bytes = 0;
-      numa["node_memory_bytes"].push_back(numa_node_size64(a, &free_bytes));
+      numa[numa_key::kNodeMemoryBytes].push_back(numa_node_size64(a, &free_bytes));
     }
   } else {
-    numa["nodes"] = 1;
-    numa["note"] = "libnuma: NUMA not available on this kernel";
+    numa[numa_key::kNodes] = 1;
+    numa[numa_key::kNote] = "libnuma: NUMA not available on this kernel";
   }
-  j["numa"] = numa;
+  j[key::numa] = numa;
   return j;
 }
 
 std::string machine_differences(const nlohmann::json& recorded, const nlohmann::json& now) {
   std::string out;
-  for (const char* field : {"host", "cpu_model", "cpus_usable", "kernel", "thp_enabled", "overcommit_memory", "glibc_version"}) {
+  for (const auto& [field, role] : kMachineFields) {
+    if (role == MachineRole::describes) continue;
     nlohmann::json a = recorded.value(field, nlohmann::json()), b = now.value(field, nlohmann::json());
     if (a != b) out += (out.empty() ? "" : "; ") + std::string(field) + " " + a.dump() + " recorded, " + b.dump() + " now";
   }
-  auto nodes = [](const nlohmann::json& m) { return m.contains("numa") ? m["numa"].value("nodes", 1) : 1; };
+  auto nodes = [](const nlohmann::json& m) { return m.contains(machine_key::numa) ? m[machine_key::numa].value(numa_key::kNodes, 1) : 1; };
   if (nodes(recorded) != nodes(now))
     out += (out.empty() ? "" : "; ") + std::string("NUMA nodes ") + std::to_string(nodes(recorded)) + " recorded, " +
            std::to_string(nodes(now)) + " now";

@@ -7,6 +7,7 @@
 #include "harness/matrix/plan.h"
 #include "harness/results/folder.h"
 #include "harness/results/folder_layout.h"
+#include "harness/results/machine.h"
 
 namespace allocmark::results::meta {
 
@@ -44,7 +45,7 @@ Recorded read(const std::string& dir) {
 
 std::string host(const nlohmann::json& meta) {
   if (!meta.is_object() || !meta.contains(kMachine) || !meta[kMachine].is_object()) return "";
-  const nlohmann::json& h = meta[kMachine].value("host", nlohmann::json());
+  const nlohmann::json& h = meta[kMachine].value(machine_key::host, nlohmann::json());
   return h.is_string() ? h.get<std::string>() : "";
 }
 

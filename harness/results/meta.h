@@ -47,6 +47,8 @@ namespace run_entry {
 inline constexpr const char* kMode = "mode";        // run, resume, merge, ...
 inline constexpr const char* kStarted = "started";  // seconds since the epoch
 inline constexpr const char* kCommand = "command";  // the command line
+inline constexpr const char* kRunId = "run_id";      // the id every record the run wrote carries
+inline constexpr const char* kExecutor = "executor";  // local, slurm, ...
 }  // namespace run_entry
 
 // What a run records in a new folder (`run`, `advise`, `gate --confirm`, `lab` inside its guest).

@@ -1,4 +1,5 @@
 #include "harness/results/model.h"
+#include "harness/results/machine.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -803,6 +804,31 @@ TEST(WorkloadMetrics, NumbersOfEachPhaseAreGroupedWithNestedNamesJoined) {
   }
   select_workload_metrics(g, {});
   EXPECT_TRUE(g.workload_metrics.empty());
+}
+
+// meta.json's machine is an interface: the writer gives each row of the table (but the one a
+// --system-thp run adds) and nothing else, and what decides comparability is named in the
+// table's order; a field that only describes is no difference.
+TEST(Machine, TheDescriptionHoldsTheTablesFieldsAndDifferencesNameWhatDecides) {
+  const json now = machine_info();
+  std::set<std::string> written, rows;
+  for (const auto& [key, value] : now.items()) written.insert(key);
+  for (const auto& [key, role] : kMachineFields)
+    if (std::string(key) != machine_key::thp_enabled_set_by_run) rows.insert(key);
+  EXPECT_EQ(written, rows);
+  EXPECT_EQ(rows, (std::set<std::string>{"arch", "cpu_model", "cpus_online", "cpus_usable", "glibc_version", "host", "kernel",
+                                         "memory_bytes", "numa", "overcommit_memory", "page_size", "thp_defrag", "thp_enabled"}));
+  EXPECT_TRUE(now["numa"].contains("nodes"));
+  json other = now;
+  other["arch"] = "elsewhere";
+  other["memory_bytes"] = 1;
+  EXPECT_EQ(machine_differences(now, other), "");
+  other["kernel"] = "k2";
+  other["host"] = "h2";
+  other["numa"]["nodes"] = now["numa"]["nodes"].get<int>() + 1;
+  EXPECT_EQ(machine_differences(now, other),
+            "host " + now["host"].dump() + " recorded, \"h2\" now; kernel " + now["kernel"].dump() + " recorded, \"k2\" now; NUMA nodes " +
+                std::to_string(now["numa"]["nodes"].get<int>()) + " recorded, " + std::to_string(other["numa"]["nodes"].get<int>()) + " now");
 }
 
 }  // namespace model_test

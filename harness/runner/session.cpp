@@ -136,12 +136,12 @@ SessionOutcome RunSession::run() {
   std::optional<SystemThpSwitch> thp_switch;
   if (!o.system_thp.empty()) thp_switch.emplace(o.system_thp, *thp_lock_, std::cerr);
   json machine = rs::machine_info();
-  if (thp_switch) machine["thp_enabled_set_by_run"] = {{"mode", o.system_thp}, {"was", thp_switch->original()}};
+  if (thp_switch) machine[rs::machine_key::thp_enabled_set_by_run] = {{"mode", o.system_thp}, {"was", thp_switch->original()}};
   // Every record this invocation writes carries its id, and so does its entry in meta.json's runs.
   const std::string run_id = random_id();
   const std::string mode = !o.mode.empty() ? o.mode : o.resume ? "resume" : o.extend ? "extend" : "run";
   namespace entry = rs::meta::run_entry;
-  json run_entry{{entry::kMode, mode}, {"run_id", run_id}, {"executor", o.executor.name()}, {entry::kStarted, std::time(nullptr)},
+  json run_entry{{entry::kMode, mode}, {entry::kRunId, run_id}, {entry::kExecutor, o.executor.name()}, {entry::kStarted, std::time(nullptr)},
                  {entry::kCommand, o.command}, {rs::meta::kMatrix, plan_.as_json()}, {rs::meta::kMatrixFile, o.matrix_path}};
   json meta = dir.read_meta();
   if (dir.had_results() && meta.is_null())

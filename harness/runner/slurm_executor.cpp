@@ -297,7 +297,7 @@ void SlurmExecutor::run(const std::vector<CellJob>& jobs, const ExecutorEvents& 
 
 void describe_this_node(const std::string& machines_dir) {
   json machine = results::machine_info();
-  const std::string host = machine.value("host", "unknown");
+  const std::string host = machine.value(results::machine_key::host, "unknown");
   std::error_code ec;
   fs::create_directories(machines_dir, ec);
   const results::Folder folder(machines_dir);
@@ -310,8 +310,8 @@ void add_node_machines(json& meta, const std::string& folder) {
     if (f.path().extension() != ".json") continue;
     std::ifstream in(f.path());
     json machine = json::parse(in, nullptr, false);
-    if (machine.is_discarded() || !machine.is_object() || !machine.contains("host")) continue;
-    const std::string host = machine.value("host", "");
+    if (machine.is_discarded() || !machine.is_object() || !machine.contains(results::machine_key::host)) continue;
+    const std::string host = machine.value(results::machine_key::host, "");
     if (meta.contains(results::meta::kMachines) && meta[results::meta::kMachines].contains(host))
       if (auto diff = results::machine_differences(meta[results::meta::kMachines][host], machine); !diff.empty())
         std::cerr << "allocmark: warning: node " << host << " differs from when its earlier cells ran (" << diff
