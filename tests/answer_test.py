@@ -56,14 +56,15 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-def render(test, page_path, tmp, width, height=1000):
-    """What Chromium laid out for the page at this window size (the probe's findings)."""
+def render(test, page_path, tmp, width, height=1000, probe=PROBE):
+    """What Chromium laid out for the page at this window size (the probe's findings: a script that
+    writes its JSON into <pre id="probe-result">)."""
     test.assertTrue(os.access(CHROMIUM, os.X_OK), "%s not found: install Debian's package `chromium`" % CHROMIUM)
     with open(page_path, encoding="utf-8") as f:
         page = f.read()
     probed = os.path.join(tmp, "probed-%d.html" % width)
     with open(probed, "w", encoding="utf-8") as f:
-        f.write(page.replace("<head>", "<head>" + PROBE, 1))
+        f.write(page.replace("<head>", "<head>" + probe, 1))
     proc = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
          "--user-data-dir=" + os.path.join(tmp, "chromium-%d" % width), "--window-size=%d,%d" % (width, height),

@@ -9,10 +9,25 @@ import json
 import os
 import unittest
 
+from answer_test import render
 from e2e_test import SMALL, TempDirTest, records, run
 
 CELLS = ["-w", "size_mix", "-t", "1", "-r", "1"] + SMALL
 POINTS = [("after_10ms", 10), ("after_100ms", 100), ("settled", None)]
+
+# Run in the report by Chromium: how wide the return curve's table is laid out, and its box (which
+# scrolls what does not fit).
+TABLE_PROBE = r"""<script>
+window.addEventListener("load", function () {
+  var t = document.getElementById("return-curve-table");
+  var out = {width: window.innerWidth, table_width: t ? t.offsetWidth : null,
+             box_width: t ? t.parentElement.clientWidth : null};
+  var pre = document.createElement("pre");
+  pre.id = "probe-result";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
 
 
 class ReturnCurve(TempDirTest):
@@ -86,6 +101,10 @@ class ReturnCurve(TempDirTest):
         self.assertIn('id="return-curve-table"', html)
         self.assertIn("held RSS (+100 ms)", html)
         self.assertNotIn("held RSS (end)", html)
+        # It fits a 900 px window whole: its seven columns once scrolled inside their box there.
+        out = render(self, os.path.join(self.tmp, "r.html"), self.tmp, 900, probe=TABLE_PROBE)
+        self.assertEqual(out["width"], 900)
+        self.assertLessEqual(out["table_width"], out["box_width"], out)
 
         # The timeline chart's data: the last phase's end, then the three reads, on the timeline's clock.
         with open(os.path.join(self.out, "timelines.jsonl")) as f:

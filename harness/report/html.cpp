@@ -27,6 +27,12 @@ details > summary { cursor: pointer; font-size: 1.1em; font-weight: 600; padding
 .answer th { white-space: normal; }
 .answer td { overflow-wrap: break-word; }
 .answer td.num { white-space: nowrap; }
+/* Several numeric columns with their [min-max] (the return curve): where the window is too narrow for
+   both on a line the range goes under its median (never broken itself), and a long allocator name
+   breaks inside its cell, rather than the table leaving the page. */
+.stacked td { overflow-wrap: anywhere; }
+.stacked td.num { white-space: normal; }
+.stacked td.num .detail { display: inline-block; }
 th, td { border: 1px solid #d6d6d6; padding: 0.25em 0.6em; vertical-align: top; }
 .unbroken { overflow-wrap: anywhere; }
 th { background: #f2f2f4; text-align: left; white-space: nowrap; }

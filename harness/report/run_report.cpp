@@ -323,7 +323,9 @@ const std::vector<rs::Metric> kReturnCurve{rs::Metric::end_rss_bytes, rs::Metric
 void return_curve_section(html::Document& doc, const rs::Model& model) {
   doc.heading(2, "Return curve: memory given back after the last phase", "return-curve");
   rs::Grouping grouping = model.group({rs::Dimension::workload, rs::Dimension::threads, rs::Dimension::allocator});
-  html::Table table{"return-curve-table", {}, {}, true};
+  // Seven columns of medians with ranges: headers wrap and ranges go under their medians so that
+  // it fits a 900 px window rather than scrolling in its box.
+  html::Table table{"return-curve-table", {}, {}, true, "answer stacked"};
   for (rs::Dimension d : grouping.dimensions)
     table.columns.push_back({std::string(rs::dimension_name(d)), d == rs::Dimension::threads});
   const char* points[] = {"at the end", "+10 ms", "+100 ms", "settled"};
