@@ -313,6 +313,28 @@ class GateHistory(TempDirTest):
         self.assertIn("cumulative +", tables[first_fail - 1].stdout)
         self.assertIn("gate: FAIL", tables[first_fail - 1].stdout)
 
+    def test_a_history_of_fewer_commits_than_a_segment_judges_no_creep(self):
+        """Two commits are not yet a series: their repetitions hold no commit-to-commit spread, so a
+        run's ordinary move from one machine to the next would read as creep (ci.Gate failed so at
+        +5.1% over one committed run, 2026-12-07). Creep waits for the change-point method's
+        minimum segment (3 commits), says so, and then judges as ever."""
+        source = make_run(self.tmp, "real")
+        baseline = os.path.join(self.tmp, "base.json")
+        self.assertEqual(run(["baseline", source, "-o", baseline]).returncode, 0)
+        folder = scaled_copy(source, os.path.join(self.tmp, "now"), 1.04)  # within the baseline's 5%
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [0.95] * 2)  # +9% over both commits: creep, were it judged
+        p = run(["gate", baseline, folder, "--tolerance", "5%", "--format", "json", "--history", db,
+                 "--commit", sha(9), "--time", when(9), "--testbed", "ci"])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertNotIn("cumulative", p.stdout)
+        self.assertRegex(p.stderr, r"creep not judged for \d+ series: the history holds fewer than 3 commits")
+        # The run was added: a third commit, and the next run's series is judged.
+        again = run(["gate", baseline, folder, "--tolerance", "5%", "--format", "json", "--history", db,
+                     "--commit", sha(10), "--time", when(10), "--testbed", "ci"])
+        self.assertNotIn("creep not judged", again.stderr)
+        self.assertIn(again.returncode, (0, 1), again.stderr)
+
     def test_gate_history_flags_are_checked_before_judging(self):
         before = make_run(self.tmp, "before")
         baseline = os.path.join(self.tmp, "base.json")

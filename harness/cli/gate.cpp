@@ -15,6 +15,7 @@
 #include "harness/gate/confirm.h"
 #include "harness/gate/verdict.h"
 #include "harness/history/bmf.h"
+#include "harness/history/changepoints.h"
 #include "harness/results/model.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/safe_text.h"
@@ -183,15 +184,23 @@ GateRun check_gate_flags(const GateFlags& f, const std::string& default_metric) 
   return run;
 }
 
-// One gated series' last stable segment in the history, read before the run is added.
+// The fewest commits a stable segment needs before creep is judged against it: the change-point
+// method's own minimum segment, so a series that history changes could not yet split is not judged.
+const std::size_t kCreepMinCommits = history::ChangePointOptions{}.min_segment;
+
+// One gated series' last stable segment in the history, read before the run is added; none while it
+// holds fewer than kCreepMinCommits commits.
 std::optional<gate::StableSegment> stable_segment(const history::HistoryDb& db, const history::RunInfo& run,
                                                   const history::CellInfo& cell, const std::string& phase,
                                                   const std::string& metric) {
   std::vector<history::SeriesPoint> points = db.series(cell.cell_id, phase, metric, run.branch, run.testbed);
   // A rerun of the gated commit already in the history must not be part of what it is judged against.
   std::erase_if(points, [&](const history::SeriesPoint& p) { return p.commit == run.commit; });
-  if (points.empty()) return std::nullopt;
-  const std::size_t start = history::last_stable_segment(points);
+  const std::size_t start = points.empty() ? 0 : history::last_stable_segment(points);
+  // A segment of one or two commits has only its runs' own repetitions, not the spread from one
+  // commit's run to the next, in its band: against it a run's ordinary machine-to-machine move reads
+  // as creep, and no --confirm rerun checks it (docs/gate.md "Creep against the history").
+  if (points.size() - start < kCreepMinCommits) return std::nullopt;
   gate::StableSegment segment{gate::cell_name(cell.allocator, cell.workload, cell.threads) + " " + phase, metric,
                               points[start].commit, {}};
   for (std::size_t i = start; i < points.size(); ++i)
@@ -206,14 +215,21 @@ std::vector<gate::StableSegment> creep_segments(const GateFlags& f, const GateRu
   const history::FolderRun folder = history::read_folder_run(f.results, f.history_labels);
   const history::HistoryDb db(f.history_db, history::HistoryDb::Mode::read);
   std::vector<gate::StableSegment> segments;
+  std::size_t short_series = 0;
   for (const auto& cell : folder.cells) {
     std::set<std::string> phases;
     for (const auto& v : cell.values)
       if (f.phase.empty() || v.phase == f.phase) phases.insert(v.phase);
     for (const auto& phase : phases)
-      for (const auto& metric : run.metrics)
+      for (const auto& metric : run.metrics) {
         if (auto segment = stable_segment(db, folder.run, cell.cell, phase, metric)) segments.push_back(std::move(*segment));
+        else ++short_series;
+      }
   }
+  if (short_series > 0)
+    std::cerr << fmt::format("allocmark gate: creep not judged for {} series: the history holds fewer than {} commits of "
+                             "them since their last change (docs/gate.md \"Creep against the history\")\n",
+                             short_series, kCreepMinCommits);
   return segments;
 }
 
