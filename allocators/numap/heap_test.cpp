@@ -162,6 +162,8 @@ std::string meminfo(int node, std::uint64_t free_bytes) {
          " kB\n" + n + " MemUsed:          10000 kB\n";
 }
 
+constexpr std::uint64_t kMiB = 1 << 20;
+
 class HeapTest : public ::testing::Test {
  protected:
   // The heap's figures for the page class of `size` bytes (its Slot: allocations, frees, lock).
@@ -236,6 +238,19 @@ class HeapTest : public ::testing::Test {
     ASSERT_TRUE(heap.init(o, t, &os));
     heap_ready = true;
   }
+  // The free limit at 25% over a 1 MiB floor, without decay's delay, and no moves (the freed pages
+  // would move into the new chunks instead of being given back and populated again). Applied where
+  // each check comes due (PURGE_DELAY_MS=-1) unless `delay` says otherwise.
+  void make_with_free_limit(long long delay = -1) {
+    Options o;
+    o.tcache = false;
+    o.decay_ms = 0;
+    o.free_percent = 25;
+    o.free_floor = kMiB;
+    o.move_pieces = 0;
+    o.purge_delay_ms = delay;
+    make_with(o);
+  }
   // One node, no capacity, no thread caches (every page-class call reaches the Slots).
   void make_decay(long long decay_ms, bool thread, long long exchange_ms) {
     Topology t;
@@ -308,8 +323,6 @@ class HeapTest : public ::testing::Test {
 };
 
 constexpr std::size_t kChunk = 256 << 10;  // a power-of-two page class
-constexpr std::uint64_t kMiB = 1 << 20;
-
 TEST_F(HeapTest, EveryNodeIsBoundBeforeFirstTouch) {
   make_numa(1 << 20);
   EXPECT_TRUE(heap.numa());
@@ -1674,14 +1687,7 @@ TEST_F(HeapTest, PurgeAndTrimGiveEverythingBackAtOnceWhileChecksAreQueued) {
 // The populate credit holds when the thread gives the pages back: a fresh chunk after the pass
 // takes back in one call what the pass gave back (blocks written through).
 TEST_F(HeapTest, TheThreadsGiveBackCountsForPopulatingFreshChunks) {
-  Options o;
-  o.tcache = false;
-  o.decay_ms = 0;
-  o.free_percent = 25;
-  o.free_floor = kMiB;
-  o.move_pieces = 0;
-  o.purge_delay_ms = 0;
-  make_with(o);
+  make_with_free_limit(0);
   std::vector<void*> held = touched(8, kMiB);
   std::vector<void*> warm = touched(2, 2 * kMiB);  // the 2 MiB class's probe chunk, written through
   for (void* p : touched(8, kMiB)) heap.free(p);   // 8 MiB free against 12 MiB held: over 25%
@@ -2578,19 +2584,6 @@ class PopulateTest : public HeapTest {
     Options o;
     o.tcache = false;
     o.populate = mode;
-    make_with(o);
-  }
-  // The free limit at 25% over a 1 MiB floor, without decay's delay, and no moves (the freed pages
-  // would move into the new chunks instead of being given back and populated again). Applied where
-  // each check comes due (PURGE_DELAY_MS=-1) unless `delay` says otherwise.
-  void make_with_free_limit(long long delay = -1) {
-    Options o;
-    o.tcache = false;
-    o.decay_ms = 0;
-    o.free_percent = 25;
-    o.free_floor = kMiB;
-    o.move_pieces = 0;
-    o.purge_delay_ms = delay;
     make_with(o);
   }
 };
