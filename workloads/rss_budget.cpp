@@ -5,11 +5,11 @@
 // RSS crosses a threshold.
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "harness/os/clock.h"
 #include "workloads/rng.h"
 #include "workloads/call_latency.h"
 #include "workloads/refused.h"
@@ -104,9 +104,6 @@ class RssBudget final : public Workload {
     std::size_t next_table = 0;
   };
 
-  static int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  }
 
   uint64_t take(ThreadContext& ctx, ThreadState& s, std::vector<Block>& into, std::size_t size) {
     void* p = workloads::allocate(size);
@@ -162,7 +159,7 @@ class RssBudget final : public Workload {
     s.since_check = 0;
     if (!env_.rss_bytes) return;
     uint64_t rss = env_.rss_bytes();
-    int64_t now = now_ns();
+    int64_t now = os::monotonic_ns();
     checks_.fetch_add(1, std::memory_order_relaxed);
     uint64_t seen = max_seen_.load(std::memory_order_relaxed);
     while (rss > seen && !max_seen_.compare_exchange_weak(seen, rss, std::memory_order_relaxed)) {

@@ -2,19 +2,17 @@
 
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 
 #include <algorithm>
-#include <climits>
 #include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 
+#include "harness/os/files.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/model.h"
 #include "harness/results/safe_text.h"
@@ -25,10 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 std::string self_dir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string path(buf, static_cast<std::size_t>(n));
+  const std::string path = os::self_exe_path();
   return path.substr(0, path.rfind('/'));
 }
 }  // namespace

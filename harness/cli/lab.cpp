@@ -15,6 +15,7 @@
 #include "harness/lab/request.h"
 #include "harness/lab/runner.h"
 #include "harness/matrix/config.h"
+#include "harness/os/files.h"
 #include "harness/results/folder_layout.h"
 
 namespace allocmark::cli {
@@ -59,7 +60,7 @@ int run_lab_command(const LabFlags& f) {
       [&] {
         lab::GuestRun run;
         run.plan = check_guest_run(f.command, f.thp, run.matrix_path);
-        run.driver = fs::read_symlink("/proc/self/exe").string();
+        run.driver = os::self_exe_path();
         run.worker = worker_path();
         return run;
       },

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "harness/matrix/config.h"
+#include "harness/os/files.h"
 #include "harness/runner/slurm_executor.h"
 
 namespace allocmark::runner {
@@ -28,7 +29,7 @@ std::unique_ptr<Executor> ExecutorChoice::make(const CellSettings& settings, con
   if (runs_here()) return std::make_unique<LocalExecutor>(settings);
   return std::make_unique<SlurmExecutor>(
       settings, SlurmOptions{sbatch_args_, flags_.cells_per_task.value_or(1), !flags_.no_wait,
-                             std::filesystem::read_symlink("/proc/self/exe").string(),
+                             os::self_exe_path(),
                              std::filesystem::absolute(folder).lexically_normal().string(), messages, run_id, folder});
 }
 
