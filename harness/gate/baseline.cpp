@@ -374,9 +374,10 @@ void read_cell_setup(const BaselineReader& r, const json& c, const std::string& 
   }
   if (c.contains(cell_key::kThpHow)) {
     g.thp_how = r.text(c, named, cell_key::kThpHow);
-    if (g.thp_how != "prctl" && g.thp_how != "machine")
+    if (g.thp_how != record::kThpHowPrctl && g.thp_how != record::kThpHowMachine)
       r.fail(named + "." + cell_key::kThpHow,
-             "expected \"prctl\" or \"machine\" (how the cell got its transparent huge page mode), found " +
+             std::string("expected \"") + record::kThpHowPrctl + "\" or \"" + record::kThpHowMachine +
+                 "\" (how the cell got its transparent huge page mode), found " +
                  json_excerpt(c[cell_key::kThpHow]));
   }
 }

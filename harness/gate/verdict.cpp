@@ -10,6 +10,7 @@
 
 #include "harness/gate/mann_whitney.h"
 #include "harness/matrix/plan.h"
+#include "harness/record/cell.h"
 #include "harness/results/machine.h"
 #include "harness/results/safe_text.h"
 #include "workloads/workload.h"
@@ -200,7 +201,7 @@ GateResult judge(const RunSummary& baseline, const RunSummary& now, const std::v
           v.reason = "--strict: what is under test changed";
         }
       }
-      const bool own_mode = b.thp_how == "prctl" && it != by_id.end() && it->second->thp_how == "prctl";
+      const bool own_mode = b.thp_how == record::kThpHowPrctl && it != by_id.end() && it->second->thp_how == record::kThpHowPrctl;
       const std::string& difference = own_mode ? difference_besides_thp : result.machine_difference;
       if (!difference.empty() && v.verdict != "missing") {
         if (!rule.allow_mismatch) {

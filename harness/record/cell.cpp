@@ -159,7 +159,7 @@ std::string thp_mode_problem(const std::string& mode) {
   return "'" + mode + "' is not a transparent huge page mode (valid: never, madvise, always)";
 }
 
-std::string thp_obtained_by(const std::string& mode) { return mode == "never" ? "prctl" : "machine"; }
+std::string thp_obtained_by(const std::string& mode) { return mode == "never" ? kThpHowPrctl : kThpHowMachine; }
 
 // The key's text is today's, byte for byte: the keys in results folders already written (what
 // --resume and the gate match) are computed this way.

@@ -25,7 +25,10 @@ inline constexpr const char* kThpNameMark = "@thp=";
 const std::vector<std::string>& thp_modes();
 // "" for one of them, else "'MODE' is not a transparent huge page mode (valid: ...)".
 std::string thp_mode_problem(const std::string& mode);
-// How a cell gets its mode ("prctl" for never, "machine" for the machine's own), for its record.
+// How a cell gets its mode, its record's thp.how (and a baseline's thp_how): set for its own
+// process (never), or the machine's own.
+inline constexpr const char* kThpHowPrctl = "prctl";
+inline constexpr const char* kThpHowMachine = "machine";
 std::string thp_obtained_by(const std::string& mode);
 
 struct ResolvedAllocator {
