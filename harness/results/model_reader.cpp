@@ -127,7 +127,7 @@ ReadCell read_cell(const RecordReader& r, const json& record, const std::string&
   id.params = r.optional_object(record_key(CellField::params));
   id.env = r.optional_object(record_key(CellField::env));
   id.preload = r.optional_string(record_key(CellField::library)).value_or("");
-  id.host = r.optional_string("host").value_or(default_host);
+  id.host = r.optional_string(kRecordHost).value_or(default_host);
   cell.rep = static_cast<int>(r.optional_integer(record_key(CellField::rep)).value_or(0));
   cell.attempt = static_cast<int>(r.optional_integer(kRecordAttempt).value_or(1));
   cell.error = r.optional_string("error");

@@ -1,8 +1,8 @@
 // Which cell a results.jsonl record is, which attempt, where it came from, and the one rule by which
 // a record of a cell supersedes another: the one reading of those fields for every reader (the
-// results model, ResultsDir's resume bookkeeping, merge, status) and the names every writer uses
-// (runner/record.cpp, the matrix runner, merge). The figures a record carries are read by the
-// model's field table (metric_table.h); docs/results-schema.md says what each field means.
+// results model, ResultsDir's resume bookkeeping, merge, status). The names every writer and reader
+// use are the record's (record/record_keys.h). The figures a record carries are read by the model's
+// field table (metric_table.h); docs/results-schema.md says what each field means.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,14 +13,17 @@
 #include <unordered_map>
 #include <vector>
 
+#include "harness/record/record_keys.h"
+
 namespace allocmark::results {
 
-inline constexpr const char* kRecordKey = "key";              // allocator/workload/tT/rR/hash of what was run
-inline constexpr const char* kRecordAttempt = "attempt";      // 1, or 2 and up for a --retry-failed rerun
-inline constexpr const char* kRecordOrigin = "origin";        // merged folders: the folder it was recorded in
-inline constexpr const char* kRecordHost = "host";            // the machine it ran on
-inline constexpr const char* kRecordStatus = "status";        // ok, failed, crashed, timeout
-inline constexpr const char* kRecordId = "record_id";   // this record's own id (copies are one record)
+// The keys' one definition is the record's (record/record_keys.h); the results readers name them here.
+using record::kRecordAttempt;
+using record::kRecordHost;
+using record::kRecordId;
+using record::kRecordKey;
+using record::kRecordOrigin;
+using record::kRecordStatus;
 
 struct RecordIdentity {
   std::string key;

@@ -12,6 +12,7 @@
 
 #include "harness/matrix/program.h"
 #include "harness/metrics/proc.h"
+#include "harness/record/record_keys.h"
 #include "harness/os/clock.h"
 #include "harness/runner/cell_launcher.h"
 #include "harness/runner/events.h"
@@ -163,7 +164,7 @@ CellOutcome CellLoop::finish() {
   // (a Slurm array), and readers never pool cells of different hosts.
   utsname host{};
   ::uname(&host);
-  record["host"] = host.nodename;
+  record[record::kRecordHost] = host.nodename;
   return {std::move(record), process_.interrupted};
 }
 
