@@ -222,19 +222,20 @@ json lab_meta(const LabRequest& request, const std::map<std::string, std::string
   for (const auto& w : request.guest_prefix) guest_command += w + " ";
   guest_command += request.allocmark_run ? "allocmark" : request.program;
   for (const auto& a : request.guest_args) guest_command += " " + a;
-  return json{{"topology", topology::to_json(booted)},
-              {"topology_file", request.topology_file},
-              {"accel", outcome.accel},
-              {"qemu", request.vm.qemu},
-              {"kernel_image", kernel_image},
-              {"guest", guest},
-              {"command", request.host_command},
-              {"guest_command", guest_command},
-              {"carried", request.carry_extra},
-              {"timeout_s", request.timeout_s},
-              {"guest_deadline_s", request.timeout_s - guest_margin_s(request.timeout_s)},
-              {"stopped_by_timeout", outcome.stopped_by_timeout},
-              {"note", kLabNote}};
+  namespace k = results::meta::lab_entry;
+  return json{{k::kTopology, topology::to_json(booted)},
+              {k::kTopologyFile, request.topology_file},
+              {k::kAccel, outcome.accel},
+              {k::kQemu, request.vm.qemu},
+              {k::kKernelImage, kernel_image},
+              {k::kGuest, guest},
+              {k::kCommand, request.host_command},
+              {k::kGuestCommand, guest_command},
+              {k::kCarried, request.carry_extra},
+              {k::kTimeoutS, request.timeout_s},
+              {k::kGuestDeadlineS, request.timeout_s - guest_margin_s(request.timeout_s)},
+              {k::kStoppedByTimeout, outcome.stopped_by_timeout},
+              {k::kNote, kLabNote}};
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "harness/metrics/proc.h"
+#include "harness/results/meta.h"
+#include "harness/topology/topology.h"
 
 namespace allocmark::results {
 namespace {
@@ -88,19 +90,23 @@ std::string machine_differences(const nlohmann::json& recorded, const nlohmann::
   return out;
 }
 
-std::string lab_notice(const nlohmann::json& meta) {
-  if (!meta.is_object() || !meta.contains("lab") || !meta["lab"].is_object()) return "";
-  const nlohmann::json& lab = meta["lab"];
-  auto text = [&](const char* key) { return lab.contains(key) && lab[key].is_string() ? lab[key].get<std::string>() : std::string("?"); };
-  std::string topology = "?";
+std::string lab_notice(const nlohmann::json& recorded) {
+  namespace k = meta::lab_entry;
+  namespace topo = topology::json_key;
+  if (!recorded.is_object() || !recorded.contains(meta::kLab) || !recorded[meta::kLab].is_object()) return "";
+  const nlohmann::json& lab = recorded[meta::kLab];
+  auto text = [](const nlohmann::json& in, const char* key, const char* otherwise) {
+    return in.contains(key) && in[key].is_string() ? in[key].get<std::string>() : std::string(otherwise);
+  };
+  std::string name = "?";
   std::size_t nodes = 0;
-  if (lab.contains("topology") && lab["topology"].is_object()) {
-    topology = lab["topology"].value("name", "?");
-    if (lab["topology"].contains("nodes") && lab["topology"]["nodes"].is_array()) nodes = lab["topology"]["nodes"].size();
+  if (lab.contains(k::kTopology) && lab[k::kTopology].is_object()) {
+    const nlohmann::json& t = lab[k::kTopology];
+    name = t.value(topo::kName, "?");
+    if (t.contains(topo::kNodes) && t[topo::kNodes].is_array()) nodes = t[topo::kNodes].size();
   }
-  return "lab results from a virtual machine (topology " + topology + ", " + std::to_string(nodes) + " nodes, " + text("accel") +
-         "): " + (lab.contains("note") && lab["note"].is_string() ? lab["note"].get<std::string>()
-                                                                   : "timings under emulation are meaningless");
+  return "lab results from a virtual machine (topology " + name + ", " + std::to_string(nodes) + " nodes, " +
+         text(lab, k::kAccel, "?") + "): " + text(lab, k::kNote, "timings under emulation are meaningless");
 }
 
 }  // namespace allocmark::results

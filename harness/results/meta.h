@@ -42,6 +42,23 @@ inline constexpr const char* kOptions = "options";             // its settings a
 inline constexpr const char* kPreloadCheck = "preload_check";  // "ok", or why the preload did not take
 }  // namespace served
 
+// The `lab` entry, which `allocmark lab` writes (lab/runner.cpp) and readers warn by (lab_notice).
+namespace lab_entry {
+inline constexpr const char* kTopology = "topology";  // the booted topology (topology::to_json)
+inline constexpr const char* kTopologyFile = "topology_file";
+inline constexpr const char* kAccel = "accel";  // kvm or tcg
+inline constexpr const char* kQemu = "qemu";
+inline constexpr const char* kKernelImage = "kernel_image";
+inline constexpr const char* kGuest = "guest";  // what the guest found: its facts, one object a node
+inline constexpr const char* kCommand = "command";
+inline constexpr const char* kGuestCommand = "guest_command";
+inline constexpr const char* kCarried = "carried";
+inline constexpr const char* kTimeoutS = "timeout_s";
+inline constexpr const char* kGuestDeadlineS = "guest_deadline_s";
+inline constexpr const char* kStoppedByTimeout = "stopped_by_timeout";
+inline constexpr const char* kNote = "note";  // what the figures of a virtual machine are worth
+}  // namespace lab_entry
+
 // An entry of `runs`.
 namespace run_entry {
 inline constexpr const char* kMode = "mode";        // run, resume, merge, ...

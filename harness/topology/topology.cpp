@@ -274,7 +274,7 @@ nlohmann::json to_json(const Topology& t) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const Node& n : t.nodes)
     nodes.push_back({{"id", n.id}, {"cpus", format_list(n.cpus)}, {"memory_bytes", n.memory_bytes}, {"distances", n.distances}});
-  return {{"name", t.name}, {"source", t.source}, {"nodes", nodes}};
+  return {{json_key::kName, t.name}, {json_key::kSource, t.source}, {json_key::kNodes, nodes}};
 }
 
 std::string to_toml(const Topology& t) {

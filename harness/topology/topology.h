@@ -62,6 +62,12 @@ void validate(const Topology& t, const std::string& where);
 // CPU and MemTotal from /proc/meminfo.
 Topology detect(const std::string& sysfs_root = "/sys");
 
+// Its JSON (meta.json's `topology`, the lab entry's), whose keys a reader of it names by these.
+namespace json_key {
+inline constexpr const char* kName = "name";
+inline constexpr const char* kSource = "source";
+inline constexpr const char* kNodes = "nodes";  // one object a node: id, cpus, memory_bytes, distances
+}  // namespace json_key
 nlohmann::json to_json(const Topology& t);
 // The file format, so a detected topology can be saved and booted in the lab.
 std::string to_toml(const Topology& t);
