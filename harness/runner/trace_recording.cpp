@@ -9,13 +9,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
 
 #include "harness/matrix/program.h"
+#include "harness/os/clock.h"
 #include "harness/results/folder.h"
 #include "harness/results/machine.h"
 #include "harness/runner/environment.h"
@@ -173,7 +173,7 @@ RecordedTrace record_trace(const TraceRecording& r) {
   if (r.command.empty()) throw std::runtime_error("trace record: no command to record (trace record --out FILE -- COMMAND ARGS)");
   const std::vector<std::string> env = recording_environment(r);
   const SpawnOptions options = recording_spawn_options(r);
-  const auto started = std::chrono::steady_clock::now();
+  const double started_s = os::monotonic_s();
   const std::string started_at = utc_now();
   Spawned child = spawn_process(r.command, env, "", options);
   if (child.phase_fd >= 0) ::close(child.phase_fd);
@@ -182,7 +182,7 @@ RecordedTrace record_trace(const TraceRecording& r) {
   trace::StreamParser parser;
   RecordedTrace out;
   const int status = follow_recording(child, parser, out.lost);
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double wall_s = os::monotonic_s() - started_s;
   out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   out.exit_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   if (!out.lost.empty()) return out;
