@@ -335,6 +335,71 @@ class GateHistory(TempDirTest):
         self.assertNotIn("creep not judged", again.stderr)
         self.assertIn(again.returncode, (0, 1), again.stderr)
 
+    def confirmed_creep(self, segment_factor, baseline_factor, results_factor, fmt):
+        """Gates a scaled copy of a real run with --history and --confirm against a history of four
+        commits at `segment_factor` and a baseline at `baseline_factor` of the run, fill phase only
+        (its peak is the live set; gate_test.py says why); the first reading, without --confirm, on
+        a copy of the same history, must flag creep. The rerun is real: the baseline's cells as
+        configured, at the run's own level (1.0). Returns (first reading, confirmed, rerun folder)."""
+        source = make_run(self.tmp, "real")
+        db = os.path.join(self.tmp, "history.db")
+        add_series(self.tmp, db, source, [segment_factor] * 4)
+        baseline = os.path.join(self.tmp, "base.json")
+        based = scaled_copy(source, os.path.join(self.tmp, "based"), baseline_factor)
+        self.assertEqual(run(["baseline", based, "-o", baseline]).returncode, 0)
+        folder = scaled_copy(source, os.path.join(self.tmp, "now"), results_factor)
+        gate = ["gate", baseline, folder, "--phase", "fill", "--tolerance", "5%", "--testbed", "ci", "--commit", sha(9)]
+        probe = os.path.join(self.tmp, "probe.db")
+        shutil.copy(db, probe)
+        first = run(gate + ["--format", "json", "--history", probe])
+        self.assertEqual(first.returncode, 1, first.stdout + first.stderr)
+        [crept] = [v for v in json.loads(first.stdout)["verdicts"] if v["verdict"] == "regressed"]
+        self.assertRegex(crept["reason"], r"^cumulative \+\d+\.\d% since " + sha(1)[:12])
+        self.assertTrue(crept["regressed_by_creep"])
+        self.assertEqual((crept["creep"]["since_commit"], crept["creep"]["segment_values"], crept["creep"]["verdict"]),
+                         (sha(1), 12, "regressed"))
+        rerun = os.path.join(self.tmp, "rerun")
+        p = run(gate + ["--format", fmt, "--history", db, "--confirm", "--confirm-out", rerun])
+        self.assertIn("allocmark gate: added", p.stderr)
+        with open(os.path.join(rerun, "results.jsonl")) as f:
+            self.assertEqual(sorted(json.loads(line)["rep"] for line in f), [1, 2, 3])
+        return first, p, rerun
+
+    def test_confirm_clears_a_creep_its_rerun_does_not_show(self):
+        """A first reading 8% over a quiet segment (3.8% over the baseline: a pass there) is creep;
+        the rerun, at the segment's own level, does not show it, so the verdict is a pass saying so."""
+        first, p, _ = self.confirmed_creep(1.0, 1.04, 1.08, "json")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        [v] = json.loads(p.stdout)["verdicts"]
+        self.assertEqual((v["verdict"], v["regressed_by_creep"], v["creep"]["verdict"]), ("pass", False, "regressed"))
+        self.assertRegex(v["reason"], r"^first run cumulative \+\d+\.\d% since " + sha(1)[:12] + r" \(p = [0-9.]+\), "
+                         r"creep not confirmed by the rerun: [-+]\d+\.\d% against the same segment \(pass(, p = [0-9.]+)?, n = 3\)")
+        self.assertIn("after a confirming rerun of 1 flagged verdicts", json.loads(p.stdout)["summary"])
+        # The same in a terminal's table, the verdict line last.
+        table = run(["gate", os.path.join(self.tmp, "base.json"), os.path.join(self.tmp, "now"), "--phase", "fill",
+                     "--history", os.path.join(self.tmp, "probe.db"), "--commit", sha(9), "--testbed", "ci", "--confirm",
+                     "--confirm-out", os.path.join(self.tmp, "rerun-table")])
+        self.assertEqual(table.returncode, 0, table.stdout + table.stderr)
+        row = [line for line in table.stdout.splitlines() if "size_mix t1 fill" in line]
+        self.assertEqual(len(row), 1, table.stdout)
+        self.assertTrue(row[0].startswith("pass "), row)
+        self.assertIn("creep not confirmed by the rerun", row[0])
+        self.assertTrue(table.stdout.splitlines()[-1].startswith("gate: PASS (1 pass) after a confirming rerun"), table.stdout)
+
+    def test_confirm_keeps_a_creep_its_rerun_shows(self):
+        """A run at the baseline's level, 8.7% over a segment 8% lower: creep on the first reading,
+        and on the rerun's, so the regression stands and the pull-request comment says it was
+        confirmed."""
+        first, p, _ = self.confirmed_creep(0.92, 1.0, 1.0, "markdown")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("**gate: FAIL (1 regressed) after a confirming rerun of 1 flagged verdicts"), lines)
+        [row] = [line for line in lines if line.startswith("| regressed |")]
+        self.assertIn("size\\_mix t1 fill", row)
+        self.assertRegex(row, r"\| cumulative \+\d+\.\d% since " + sha(1)[:12] + r" \(the history's last stable segment, "
+                         r"12 values; band 5\.0%, p = [0-9.]+\); creep confirmed by the rerun: \+\d+\.\d% against the same "
+                         r"segment \(regressed, p = [0-9.]+, n = 3\) \|$")
+
     def test_gate_history_flags_are_checked_before_judging(self):
         before = make_run(self.tmp, "before")
         baseline = os.path.join(self.tmp, "base.json")

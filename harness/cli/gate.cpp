@@ -199,7 +199,7 @@ std::optional<gate::StableSegment> stable_segment(const history::HistoryDb& db, 
   const std::size_t start = points.empty() ? 0 : history::last_stable_segment(points);
   // A segment of one or two commits has only its runs' own repetitions, not the spread from one
   // commit's run to the next, in its band: against it a run's ordinary machine-to-machine move reads
-  // as creep, and no --confirm rerun checks it (docs/gate.md "Creep against the history").
+  // as creep, which a --confirm rerun on the same machine repeats (docs/gate.md "Creep against the history").
   if (points.size() - start < kCreepMinCommits) return std::nullopt;
   gate::StableSegment segment{gate::cell_name(cell.allocator, cell.workload, cell.threads) + " " + phase, metric,
                               points[start].commit, {}};
@@ -243,9 +243,11 @@ gate::RunSummary read_gate_baseline(const std::string& path) {
   return base;
 }
 
-// The rerun's verdicts (none when the plan is empty), or nothing when it was interrupted.
+// The rerun's verdicts (none when the plan is empty), judged as the first reading was (against the
+// baseline, then for creep against the same segments), or nothing when it was interrupted.
 std::optional<gate::GateResult> rerun_flagged(const gate::ConfirmationPlan& confirmation, std::size_t flagged, const GateFlags& f,
-                                              const GateRun& run, const gate::RunSummary& base) {
+                                              const GateRun& run, const gate::RunSummary& base,
+                                              const std::vector<gate::StableSegment>& segments) {
   if (confirmation.plan.cells.empty()) return gate::GateResult{};
   std::cerr << fmt::format("allocmark gate: {} verdicts flagged; confirming with a rerun of their cells ({} runs, "
                            "interleaved, as the baseline names them) into {}\n",
@@ -260,12 +262,15 @@ std::optional<gate::GateResult> rerun_flagged(const gate::ConfirmationPlan& conf
     std::cerr << "allocmark gate: interrupted during the confirming rerun; no verdict\n";
     return std::nullopt;
   }
-  return gate::judge(base, gate::summarize_run(run.out), run.metrics, f.phase, run.rule);
+  const gate::RunSummary again = gate::summarize_run(run.out);
+  gate::GateResult judged = gate::judge(base, again, run.metrics, f.phase, run.rule);
+  gate::judge_creep(judged, again, segments, run.rule);
+  return judged;
 }
 
-// Keeps the flagged verdicts a rerun flags again; false when the rerun was interrupted.
+// Keeps the flagged verdicts (creep's among them) a rerun flags again; false when the rerun was interrupted.
 bool confirm_flagged(gate::GateResult& result, const GateFlags& f, const GateRun& run, const gate::RunSummary& base,
-                     const gate::RunSummary& now) {
+                     const gate::RunSummary& now, const std::vector<gate::StableSegment>& segments) {
   std::vector<gate::Verdict> flagged;
   for (const auto& v : result.verdicts)
     if (gate::needs_confirmation(v)) flagged.push_back(v);
@@ -276,7 +281,7 @@ bool confirm_flagged(gate::GateResult& result, const GateFlags& f, const GateRun
   for (const auto& note : confirmation.notes) std::cerr << "allocmark gate: note: " << note << "\n";
   for (const auto& [cell, why] : confirmation.not_rerun)
     std::cerr << "allocmark gate: not rerunning " << results::terminal_line(cell) << ": " << results::terminal_line(why) << "\n";
-  const std::optional<gate::GateResult> rerun = rerun_flagged(confirmation, flagged.size(), f, run, base);
+  const std::optional<gate::GateResult> rerun = rerun_flagged(confirmation, flagged.size(), f, run, base, segments);
   if (!rerun) return false;
   result = gate::confirm(result, *rerun, confirmation.not_rerun);
   result.summary += confirmation.plan.cells.empty()
@@ -311,8 +316,10 @@ int run_gate(const GateFlags& f, const std::string& default_metric) {
   gate::RunSummary now = gate::summarize_run(f.results);
   gate::GateResult result = gate::judge(base, now, run.metrics, f.phase, run.rule);
   gate::require_judgement(result, base, f.baseline, run.metrics, f.phase);
-  if (f.confirm && !confirm_flagged(result, f, run, base, now)) return static_cast<int>(kExitInterrupted);
-  if (!f.history_db.empty()) gate::judge_creep(result, now, creep_segments(f, run), run.rule);
+  // Creep is judged on the first reading, so that --confirm reruns its cells as it does the baseline's flags.
+  const std::vector<gate::StableSegment> segments = creep_segments(f, run);
+  gate::judge_creep(result, now, segments, run.rule);
+  if (f.confirm && !confirm_flagged(result, f, run, base, now, segments)) return static_cast<int>(kExitInterrupted);
   if (f.format == "bmf") {
     // Bencher judges the figures itself; the gate's verdict line goes to stderr and its exit code stands.
     const results::Model model = results::Model::load({f.results});

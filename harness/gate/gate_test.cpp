@@ -207,6 +207,60 @@ TEST(Rule, ARerunKeepsOnlyTheFlagsItRepeats) {
   EXPECT_EQ(confirm(first, judge(base, empty, {"peak_rss_bytes"}, "", {}), {}).verdicts[0].verdict, "pass");
 }
 
+namespace {
+
+// A reading of `now` as the gate makes it with --history: against the baseline, then for creep
+// against `segment` (the first reading and a confirming rerun's alike).
+GateResult read_with_history(const RunSummary& base, const RunSummary& now, const std::vector<double>& segment) {
+  GateResult r = judge(base, now, {"peak_rss_bytes"}, "", {});
+  judge_creep(r, now, {{"jemalloc size_mix t2 churn", "peak_rss_bytes", "0123456789abcdef", segment}}, {});
+  return r;
+}
+
+}  // namespace
+
+TEST(Rule, ACreepStandsOnlyWhereTheRerunShowsItAgainstTheSameSegment) {
+  const RunSummary base = run_with("peak_rss_bytes", mib({100, 101, 102}));
+  const std::vector<double> segment = mib({92, 92.5, 93, 92, 92.5, 93, 92.2, 92.7, 93.1});
+  const GateResult first = read_with_history(base, run_with("peak_rss_bytes", mib({103, 103.5, 104})), segment);
+  ASSERT_EQ(first.verdicts[0].verdict, "regressed");
+  EXPECT_TRUE(first.verdicts[0].by_creep);
+
+  const GateResult kept = confirm(first, read_with_history(base, run_with("peak_rss_bytes", mib({102, 103, 103.5})), segment));
+  EXPECT_EQ(kept.exit_code, 1);
+  EXPECT_NE(kept.verdicts[0].reason.find("; creep confirmed by the rerun: +"), std::string::npos) << kept.verdicts[0].reason;
+
+  const GateResult cleared = confirm(first, read_with_history(base, run_with("peak_rss_bytes", mib({92.5, 93, 93.5})), segment));
+  EXPECT_EQ(cleared.exit_code, 0);
+  EXPECT_EQ(cleared.verdicts[0].verdict, "pass");
+  EXPECT_FALSE(cleared.verdicts[0].by_creep);
+  EXPECT_EQ(cleared.verdicts[0].reason.rfind("first run cumulative +", 0), 0u) << cleared.verdicts[0].reason;
+  EXPECT_NE(cleared.verdicts[0].reason.find("creep not confirmed by the rerun"), std::string::npos);
+
+  // A rerun that regresses against the baseline shows the creep too; one that lacks the cell does not.
+  EXPECT_EQ(confirm(first, read_with_history(base, run_with("peak_rss_bytes", mib({112, 113, 114})), segment)).exit_code, 1);
+  RunSummary empty;
+  empty.machine = base.machine;
+  EXPECT_EQ(confirm(first, read_with_history(base, empty, segment)).verdicts[0].verdict, "pass");
+}
+
+TEST(Rule, ABaselineFlagTheRerunClearsIsJudgedForCreepOnBothReadings) {
+  const RunSummary base = run_with("peak_rss_bytes", mib({100, 101, 102}));
+  const std::vector<double> segment = mib({92, 92.5, 93, 92, 92.5, 93, 92.2, 92.7, 93.1});
+  // Regressed against the baseline at first (so creep does not turn it), inside the band on the rerun.
+  const GateResult first = read_with_history(base, run_with("peak_rss_bytes", mib({110, 111, 112})), segment);
+  ASSERT_EQ(first.verdicts[0].verdict, "regressed");
+  ASSERT_FALSE(first.verdicts[0].by_creep);
+  const GateResult crept = confirm(first, read_with_history(base, run_with("peak_rss_bytes", mib({103, 103.5, 104})), segment));
+  EXPECT_EQ(crept.verdicts[0].verdict, "regressed");
+  EXPECT_TRUE(crept.verdicts[0].by_creep);
+  EXPECT_NE(crept.verdicts[0].reason.find("not confirmed by the rerun: pass +"), std::string::npos) << crept.verdicts[0].reason;
+  EXPECT_NE(crept.verdicts[0].reason.find(", creep confirmed by the rerun: +"), std::string::npos) << crept.verdicts[0].reason;
+  // Without a history's segment the same rerun clears it, as ever.
+  const GateResult plain = judge(base, run_with("peak_rss_bytes", mib({110, 111, 112})), {"peak_rss_bytes"}, "", {});
+  EXPECT_EQ(confirm(plain, judge(base, run_with("peak_rss_bytes", mib({103, 103.5, 104})), {"peak_rss_bytes"}, "", {})).exit_code, 0);
+}
+
 TEST(Baseline, RoundTripsAndRejectsTruncatedFiles) {
   std::string path = ::testing::TempDir() + "/RoundTrips-baseline.json";
   std::string text = baseline_json(run_with("peak_rss_bytes", mib({100, 101, 102})), "dir").dump(1);

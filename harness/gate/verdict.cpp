@@ -233,6 +233,16 @@ const StableSegment* segment_of(const Verdict& v, const std::vector<StableSegmen
 
 }  // namespace
 
+namespace {
+
+// A creep as the verdict's note says it: how far, since when, against how much.
+std::string creep_text(const CreepReading& c) {
+  return fmt::format("cumulative {:+.1f}% since {} (the history's last stable segment, {} values; band {:.1f}%, p = {:.3f})",
+                     100 * c.change, c.since_commit.substr(0, 12), c.values, 100 * c.band, c.p);
+}
+
+}  // namespace
+
 void judge_creep(GateResult& result, const RunSummary& now, const std::vector<StableSegment>& segments,
                  const RuleSettings& rule) {
   std::map<std::string, const GateCell*> by_id;
@@ -241,16 +251,16 @@ void judge_creep(GateResult& result, const RunSummary& now, const std::vector<St
   for (auto& v : result.verdicts) {
     const StableSegment* segment = segment_of(v, segments);
     const auto cell = by_id.find(v.cell);
-    if (v.verdict != "pass" || !segment || cell == by_id.end()) continue;
+    if ((v.verdict != "pass" && !needs_confirmation(v)) || !segment || cell == by_id.end()) continue;
     GateCell before = *cell->second;
     before.values = {{v.metric, segment->values}};
-    const Verdict creep = judge_metric(before, *cell->second, *find_gate_metric(v.metric), rule);
-    if (creep.verdict != "regressed") continue;
+    const Verdict judged = judge_metric(before, *cell->second, *find_gate_metric(v.metric), rule);
+    v.creep = CreepReading{segment->since_commit, segment->values.size(), judged.verdict, judged.change, judged.band, judged.p};
+    // Only a pass is turned; what a flagged verdict's segment showed waits for a confirming rerun.
+    if (v.verdict != "pass" || !v.creep->shows_creep()) continue;
     v.verdict = "regressed";
-    v.reason = fmt::format("cumulative {:+.1f}% since {} (the history's last stable segment, {} values; band {:.1f}%, "
-                           "p = {:.3f})",
-                           100 * creep.change, segment->since_commit.substr(0, 12), segment->values.size(),
-                           100 * creep.band, creep.p);
+    v.by_creep = true;
+    v.reason = creep_text(*v.creep);
     changed = true;
   }
   if (!changed) return;
@@ -291,6 +301,68 @@ void require_judgement(const GateResult& result, const RunSummary& baseline, con
                               joined, baseline_path, phase.empty() ? "" : " in phase " + phase, listed(present)));
 }
 
+namespace {
+
+// What the first reading flagged, for a note once the rerun has spoken.
+std::string first_reading(const Verdict& v) {
+  if (v.by_creep)
+    return fmt::format("first run cumulative {:+.1f}% since {} (p = {:.3f})", 100 * v.creep->change,
+                       v.creep->since_commit.substr(0, 12), v.creep->p);
+  return fmt::format("first run {} {:+.1f}% (p = {:.3f})", v.verdict, 100 * v.change, v.p);
+}
+
+bool rerun_shows_creep(const Verdict* second) { return second && second->creep && second->creep->shows_creep(); }
+
+// What the rerun's values showed against the same segment.
+std::string rerun_creep_text(const Verdict* second) {
+  if (!second) return "not rerun";
+  if (!second->creep)
+    return fmt::format("not judged against the segment (the rerun: {}{})", second->verdict,
+                       second->reason.empty() ? "" : ", " + second->reason);
+  const CreepReading& c = *second->creep;
+  // A move inside the band is never tested: it has no p to show.
+  return fmt::format("{:+.1f}% against the same segment ({}{}, n = {})", 100 * c.change, c.verdict,
+                     c.p < 1 ? fmt::format(", p = {:.3f}", c.p) : "", second->after.n);
+}
+
+// A creep regression stands only where the rerun's values show it against the same segment.
+void confirm_creep(Verdict& v, const Verdict* second) {
+  if (rerun_shows_creep(second)) {
+    v.reason += "; creep confirmed by the rerun: " + rerun_creep_text(second);
+    return;
+  }
+  v.reason = first_reading(v) + ", creep not confirmed by the rerun: " + rerun_creep_text(second);
+  v.verdict = "pass";
+  v.by_creep = false;
+}
+
+// A flag against the baseline stands where the rerun's verdict against the baseline (before any
+// creep turned it) is the same. One it clears is a pass, judged for creep as every pass is: on
+// both readings.
+void confirm_flag(Verdict& v, const Verdict* second) {
+  const std::string again = !second ? "" : second->by_creep ? "pass" : second->verdict;
+  if (second && again == v.verdict) {
+    v.reason = (v.reason.empty() ? "" : v.reason + "; ") +
+               fmt::format("confirmed by the rerun: {:+.1f}% (p = {:.3f}, n = {})", 100 * second->change, second->p, second->after.n);
+    return;
+  }
+  v.reason = first_reading(v) + ", not confirmed by the rerun: " +
+             (second ? fmt::format("{} {:+.1f}%{}", again, 100 * second->change,
+                                   second->reason.empty() || second->by_creep ? "" : " (" + second->reason + ")")
+                     : std::string("not rerun"));
+  v.verdict = "pass";
+  if (!v.creep || !v.creep->shows_creep()) return;
+  if (!rerun_shows_creep(second)) {
+    v.reason += "; its " + creep_text(*v.creep) + " is not confirmed by the rerun either: " + rerun_creep_text(second);
+    return;
+  }
+  v.verdict = "regressed";
+  v.by_creep = true;
+  v.reason += "; " + creep_text(*v.creep) + ", creep confirmed by the rerun: " + rerun_creep_text(second);
+}
+
+}  // namespace
+
 GateResult confirm(const GateResult& first, const GateResult& rerun,
                    const std::map<std::string, std::string>& not_rerun) {
   std::map<std::pair<std::string, std::string>, const Verdict*> again;
@@ -300,22 +372,13 @@ GateResult confirm(const GateResult& first, const GateResult& rerun,
     if (!needs_confirmation(v)) continue;
     auto it = again.find({v.cell, v.metric});
     const Verdict* second = it == again.end() ? nullptr : it->second;
-    const std::string first_run = fmt::format("first run {} {:+.1f}% (p = {:.3f})", v.verdict, 100 * v.change, v.p);
     if (auto refused = not_rerun.find(v.cell_name()); refused != not_rerun.end()) {
+      v.reason = first_reading(v) + "; --confirm did not rerun it: " + refused->second;
       v.verdict = "not comparable";
-      v.reason = first_run + "; --confirm did not rerun it: " + refused->second;
       continue;
     }
-    if (second && second->verdict == v.verdict) {
-      v.reason = (v.reason.empty() ? "" : v.reason + "; ") +
-                 fmt::format("confirmed by the rerun: {:+.1f}% (p = {:.3f}, n = {})", 100 * second->change, second->p, second->after.n);
-      continue;
-    }
-    v.verdict = "pass";
-    v.reason = first_run + ", not confirmed by the rerun: " +
-               (second ? fmt::format("{} {:+.1f}%{}", second->verdict, 100 * second->change,
-                                     second->reason.empty() ? "" : " (" + second->reason + ")")
-                       : std::string("not rerun"));
+    if (v.by_creep) confirm_creep(v, second);
+    else confirm_flag(v, second);
   }
   conclude(out);
   return out;
@@ -456,7 +519,16 @@ std::string render_gate(const GateResult& r, const std::string& format) {
   if (format == "json") {
     json out{{"summary", r.summary}, {"exit_code", r.exit_code}, {"machine_difference", r.machine_difference}};
     out["verdicts"] = json::array();
-    for (const auto& v : r.verdicts) out["verdicts"].push_back(verdict_json(v, "baseline", "results"));
+    for (const auto& v : r.verdicts) {
+      json one = verdict_json(v, "baseline", "results");
+      // --history's reading against the segment (null where none was judged), beside the verdict it turned.
+      one["creep"] = v.creep ? json{{"since_commit", v.creep->since_commit}, {"segment_values", v.creep->values},
+                                    {"verdict", v.creep->verdict}, {"change", v.creep->change},
+                                    {"band", v.creep->band}, {"p", v.creep->p}}
+                             : json();
+      one["regressed_by_creep"] = v.by_creep;
+      out["verdicts"].push_back(std::move(one));
+    }
     return out.dump(2) + "\n";
   }
   VerdictReport report{r.verdicts, {}, {}, {"verdict", "baseline", "results"}, "pass", r.summary, {}};

@@ -12,6 +12,7 @@
 #include <array>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,16 @@ struct RuleSettings {
                                     // causes of "not comparable" still fail the gate
 };
 
+// What judge_creep found for a verdict against its series' last stable segment in a history
+// (gate --history; docs/gate.md "Creep against the history").
+struct CreepReading {
+  std::string since_commit;  // the segment's first commit
+  std::size_t values = 0;    // the segment's repetitions
+  std::string verdict;       // the results' against the segment, by judge's rule
+  double change = 0, band = 0, p = 1;
+  bool shows_creep() const { return verdict == "regressed"; }
+};
+
 struct Verdict {
   std::string cell, metric;
   std::string allocator, workload, phase;  // what `cell` names, for rerunning it
@@ -44,6 +55,10 @@ struct Verdict {
   double change = 0, band = 0, p = 1;
   nlohmann::json changed = nlohmann::json::object();  // under-test field -> [before, after]
   bool other_machine = false;  // judged although the machine differs (--allow-mismatch)
+  // Set by judge_creep wherever it could judge the cell against a segment (also where the baseline
+  // flagged it), so that a confirming rerun compares the creep of both readings.
+  std::optional<CreepReading> creep;
+  bool by_creep = false;  // regressed only by creep: a pass against the baseline that judge_creep turned
   bool judged() const { return verdict != "not comparable"; }
 };
 
@@ -69,9 +84,11 @@ void require_judgement(const GateResult& result, const RunSummary& baseline, con
 
 // (c) of the rule: the first judgement's regressions and improvements stand where `rerun` (the
 // same baseline judged against an independent rerun of those cells) flags them the same way;
-// the others become passes that say what the first run showed. Flagged verdicts of the cells in
-// `not_rerun` (Verdict::cell_name() -> why the rerun could not run them) become "not comparable"
-// saying why. Other verdicts are kept.
+// the others become passes that say what the first run showed. A creep regression (by_creep)
+// stands where the rerun's reading against the same segment shows the creep too (judge_creep
+// applied to `rerun` as to `first`); a baseline flag the rerun clears is judged for creep on both
+// readings, as every pass is. Flagged verdicts of the cells in `not_rerun` (Verdict::cell_name()
+// -> why the rerun could not run them) become "not comparable" saying why. Other verdicts are kept.
 GateResult confirm(const GateResult& first, const GateResult& rerun,
                    const std::map<std::string, std::string>& not_rerun = {});
 
@@ -84,9 +101,10 @@ struct StableSegment {
 };
 
 // Creep: a verdict that passes against the baseline becomes "regressed" ("cumulative +N% since
-// COMMIT") where the results regress against its cell's segment by judge's own rule, the
-// segment's repetitions standing in for the baseline's. Verdicts with no segment, or with more
-// than one (two cells of one name), are kept; the result is concluded again.
+// COMMIT", by_creep) where the results regress against its cell's segment by judge's own rule, the
+// segment's repetitions standing in for the baseline's. Every regressed, improved or passing
+// verdict with a segment keeps what that showed (Verdict::creep); verdicts with no segment, or
+// with more than one (two cells of one name), are kept as they are; the result is concluded again.
 void judge_creep(GateResult& result, const RunSummary& now, const std::vector<StableSegment>& segments,
                  const RuleSettings& rule);
 
