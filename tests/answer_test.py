@@ -85,6 +85,7 @@ class FirstScreen(unittest.TestCase):
         cls.folder = fixture_copy("threads-sweep", cls.tmp)
         cls.proc = subprocess.run([ALLOCMARK, "report", cls.folder], capture_output=True, text=True, timeout=600)
         cls.page = os.path.join(cls.folder, "report.html")
+        cls.laid_out = {}
 
     @classmethod
     def tearDownClass(cls):
@@ -93,8 +94,15 @@ class FirstScreen(unittest.TestCase):
     def setUp(self):
         self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
 
+    def layout(self, width):
+        """The page's layout at this window width, rendered once for the class: the page, the probe
+        and the window are the same for every test that reads it."""
+        if width not in self.laid_out:
+            self.laid_out[width] = render(self, self.page, self.tmp, width)
+        return self.laid_out[width]
+
     def test_the_recommendation_is_inside_the_first_viewport_at_1400px(self):
-        out = render(self, self.page, self.tmp, 1400)
+        out = self.layout(1400)
         self.assertEqual(out["width"], 1400)
         self.assertIsNotNone(out["recommendation_top"], "no element with id=recommendation")
         self.assertIsNotNone(out.get("first_row_bottom"), "the recommendation table has no row")
@@ -103,13 +111,13 @@ class FirstScreen(unittest.TestCase):
         self.assertTrue(out["machine_is_folded"] and out["phases_are_folded"], out)
 
     def test_nothing_overflows_horizontally_at_900px(self):
-        out = render(self, self.page, self.tmp, 900)
+        out = self.layout(900)
         self.assertEqual(out["width"], 900)
         self.assertLessEqual(out["scroll_width"], out["width"], out["overflowing"])
         self.assertEqual(out["overflowing"], [])
 
     def test_the_recommendation_agrees_with_show(self):
-        out = render(self, self.page, self.tmp, 1400)
+        out = self.layout(1400)
         proc = subprocess.run([ALLOCMARK, "show", self.folder, "--by", "workload,threads,allocator", "--format", "json"],
                               capture_output=True, text=True, timeout=600)
         self.assertEqual(proc.returncode, 0, proc.stderr)
