@@ -446,7 +446,8 @@ class Versions(unittest.TestCase):
         # Newest first in the file: the section still reads 4.4.0 -> 5.3.1.
         with open(results, "w") as f:
             f.writelines(reversed(lines))
-        section = self.section(self.report(folder))
+        page = self.report(folder)
+        section = self.section(page)
         for table in ("versions-jemalloc-peak_rss_bytes", "versions-jemalloc-ops_per_s"):
             start = section.find('id="%s"' % table)
             self.assertGreater(start, 0, table)
@@ -459,7 +460,7 @@ class Versions(unittest.TestCase):
         body = section[section.find("versions-jemalloc-peak_rss_bytes"):]
         row = body[body.find("<tr", body.find("<tbody")):body.find("</tr>", body.find("<tbody"))]
         self.assertEqual(len(re.findall(r"[+-]\d+\.\d%", row)), 3, row)
-        self.assertIn('href="#versions"', self.report(folder), "the contents link to the section")
+        self.assertIn('href="#versions"', page, "the contents link to the section")
 
     def test_version_chart_in_version_order(self):
         folder = fixture_copy("versions", tempfile.mkdtemp(dir=self.tmp))
