@@ -373,7 +373,7 @@ class GateHistory(TempDirTest):
         [v] = json.loads(p.stdout)["verdicts"]
         self.assertEqual((v["verdict"], v["regressed_by_creep"], v["creep"]["verdict"]), ("pass", False, "regressed"))
         self.assertRegex(v["reason"], r"^first run cumulative \+\d+\.\d% since " + sha(1)[:12] + r" \(p = [0-9.]+\), "
-                         r"creep not confirmed by the rerun: [-+]\d+\.\d% against the same segment \(pass(, p = [0-9.]+)?, n = 3\)")
+                         r"creep not confirmed by the rerun: [-+]\d+\.\d% against the same segment \(pass(, p = [0-9.]+)?, n = 3[;)]")
         self.assertIn("after a confirming rerun of 1 flagged verdicts", json.loads(p.stdout)["summary"])
         # The same in a terminal's table, the verdict line last.
         table = run(["gate", os.path.join(self.tmp, "base.json"), os.path.join(self.tmp, "now"), "--phase", "fill",

@@ -255,7 +255,8 @@ void judge_creep(GateResult& result, const RunSummary& now, const std::vector<St
     GateCell before = *cell->second;
     before.values = {{v.metric, segment->values}};
     const Verdict judged = judge_metric(before, *cell->second, *find_gate_metric(v.metric), rule);
-    v.creep = CreepReading{segment->since_commit, segment->values.size(), judged.verdict, judged.change, judged.band, judged.p};
+    v.creep = CreepReading{segment->since_commit, segment->values.size(), judged.verdict, judged.reason,
+                           judged.change, judged.band, judged.p};
     // Only a pass is turned; what a flagged verdict's segment showed waits for a confirming rerun.
     if (v.verdict != "pass" || !v.creep->shows_creep()) continue;
     v.verdict = "regressed";
@@ -321,8 +322,9 @@ std::string rerun_creep_text(const Verdict* second) {
                        second->reason.empty() ? "" : ", " + second->reason);
   const CreepReading& c = *second->creep;
   // A move inside the band is never tested: it has no p to show.
-  return fmt::format("{:+.1f}% against the same segment ({}{}, n = {})", 100 * c.change, c.verdict,
-                     c.p < 1 ? fmt::format(", p = {:.3f}", c.p) : "", second->after.n);
+  return fmt::format("{:+.1f}% against the same segment ({}{}, n = {}{})", 100 * c.change, c.verdict,
+                     c.p < 1 ? fmt::format(", p = {:.3f}", c.p) : "", second->after.n,
+                     c.reason.empty() ? "" : "; " + c.reason);
 }
 
 // A creep regression stands only where the rerun's values show it against the same segment.
@@ -523,7 +525,7 @@ std::string render_gate(const GateResult& r, const std::string& format) {
       json one = verdict_json(v, "baseline", "results");
       // --history's reading against the segment (null where none was judged), beside the verdict it turned.
       one["creep"] = v.creep ? json{{"since_commit", v.creep->since_commit}, {"segment_values", v.creep->values},
-                                    {"verdict", v.creep->verdict}, {"change", v.creep->change},
+                                    {"verdict", v.creep->verdict}, {"reason", v.creep->reason}, {"change", v.creep->change},
                                     {"band", v.creep->band}, {"p", v.creep->p}}
                              : json();
       one["regressed_by_creep"] = v.by_creep;

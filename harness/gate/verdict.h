@@ -38,6 +38,7 @@ struct CreepReading {
   std::string since_commit;  // the segment's first commit
   std::size_t values = 0;    // the segment's repetitions
   std::string verdict;       // the results' against the segment, by judge's rule
+  std::string reason;        // judge's note on it (why not comparable, why a move passed)
   double change = 0, band = 0, p = 1;
   bool shows_creep() const { return verdict == "regressed"; }
 };
