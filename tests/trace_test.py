@@ -9,6 +9,7 @@ import os
 import shutil
 import struct
 import subprocess
+import tempfile
 import unittest
 
 from e2e_test import ALLOCMARK, TempDirTest, mounted_tmpfs, records, run
@@ -391,6 +392,21 @@ class Damaged(TempDirTest):
 class Replay(TempDirTest):
     ALLOCATORS = "glibc,jemalloc,tcmalloc,mimalloc,numap"
 
+    @classmethod
+    def setUpClass(cls):
+        """Two different recordings of one program (1000 and 3000 blocks), made once for the tests
+        that need two traces: they only read or copy them."""
+        cls._traces = tempfile.TemporaryDirectory(prefix="allocmark-traces-")
+        cls.recorded = []
+        for name, n in (("first", 1000), ("second", 3000)):
+            path = os.path.join(cls._traces.name, name + ".trace")
+            p = run(["trace", "record", "--out", path, "--", "python3", "-c", f"x = [bytearray(100) for i in range({n})]"], env=ENV)
+            cls.recorded.append((path, p))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._traces.cleanup()
+
     def test_every_allocator_replays_the_same_live_bytes(self):
         path = os.path.join(self.tmp, "py.trace")
         p = run(["trace", "record", "--out", path, "--phases", "--", "python3", "-c", PYTHON_WORK], env=ENV)
@@ -435,12 +451,10 @@ class Replay(TempDirTest):
         self.assertNotIn("replay:second", p.stdout)
 
     def two_traces(self):
-        """Two different recordings of one program (1000 and 3000 blocks): paths of first and second."""
-        first, second = os.path.join(self.tmp, "first.trace"), os.path.join(self.tmp, "second.trace")
-        for path, n in ((first, 1000), (second, 3000)):
-            p = run(["trace", "record", "--out", path, "--", "python3", "-c", f"x = [bytearray(100) for i in range({n})]"], env=ENV)
+        """The class's two recordings (setUpClass): paths of first and second."""
+        for _, p in self.recorded:
             self.assertEqual(p.returncode, 0, p.stderr)
-        return first, second
+        return tuple(path for path, _ in self.recorded)
 
     def test_a_trace_replaced_at_its_path_is_another_cell(self):
         # A replay cell is its trace's contents: the path stored absolute, the SHA-256 in the key, so
