@@ -242,6 +242,11 @@ TEST(Rule, ACreepStandsOnlyWhereTheRerunShowsItAgainstTheSameSegment) {
   RunSummary empty;
   empty.machine = base.machine;
   EXPECT_EQ(confirm(first, read_with_history(base, empty, segment)).verdicts[0].verdict, "pass");
+  // A creep whose cell --confirm could not rerun was not judged twice: not comparable, as a regression's.
+  const GateResult refused = confirm(first, {}, {{"jemalloc size_mix t2", "the results ran another setup"}});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.verdicts[0].reason.rfind("first run cumulative +", 0), 0u) << refused.verdicts[0].reason;
+  EXPECT_NE(refused.verdicts[0].reason.find("--confirm did not rerun it: the results ran another setup"), std::string::npos);
 }
 
 TEST(Rule, ABaselineFlagTheRerunClearsIsJudgedForCreepOnBothReadings) {
