@@ -8,7 +8,7 @@
 
 namespace allocmark::record::phase_key {
 
-#define ALLOCMARK_PHASE_KEY(kind, name, type, unit, fold, phase_path, node_path, sums) \
+#define ALLOCMARK_PHASE_KEY(kind, name, type, unit, fold, phase_path, node_path, ...) \
   inline constexpr const char name[] = phase_path;
 ALLOCMARK_PHASE_FIELDS(ALLOCMARK_PHASE_KEY)
 #undef ALLOCMARK_PHASE_KEY

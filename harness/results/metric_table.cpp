@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "harness/metrics/derived.h"
 #include "harness/results/results_dir.h"  // ResultsError
@@ -12,7 +13,7 @@ namespace allocmark::results {
 namespace {
 
 // The rows of the record's field table the model reads (harness/record/fields.h).
-#define ALLOCMARK_FIELD_ROW(kind, name, type, unit, fold, phase_path, node_path, sums) \
+#define ALLOCMARK_FIELD_ROW(kind, name, type, unit, fold, phase_path, node_path, sums, ...) \
   ALLOCMARK_IF_READ_##kind(FieldRow{Field::name, #name, unit, phase_path, node_path, Fold::fold, sums}, )
 constexpr std::array<FieldRow, kFieldCount> kFieldTable{{ALLOCMARK_PHASE_FIELDS(ALLOCMARK_FIELD_ROW)}};
 #undef ALLOCMARK_FIELD_ROW
@@ -54,18 +55,52 @@ std::optional<double> ns_as_seconds(const FieldValues& p, std::optional<double>)
 
 using F = Field;
 using M = Metric;
-using D = Display;
-constexpr Better kLower = Better::lower, kHigher = Better::higher;
 
-// The rows of ALLOCMARK_METRICS (metric_table.h): a measured metric takes its unit from its field.
-#define ALLOCMARK_MEASURED_ROW(name, alias, description, ...) \
-  MetricRow{M::name, #name, alias, kFieldTable[static_cast<std::size_t>(F::name)].unit, description, measured<F::name>, __VA_ARGS__},
-#define ALLOCMARK_DERIVED_ROW(name, ...) MetricRow{M::name, #name, __VA_ARGS__},
-constexpr std::array<MetricRow, kMetricCount> kMetricTable{{ALLOCMARK_METRICS(ALLOCMARK_MEASURED_ROW, ALLOCMARK_DERIVED_ROW)}};
+// The metrics' rows in the enum's order: a measured metric from its field row (its unit and
+// presentation), then the derived ones.
+#define ALLOCMARK_EXPAND(macro, ...) macro(__VA_ARGS__)
+#define ALLOCMARK_UNPAREN(...) __VA_ARGS__
+#define ALLOCMARK_MEASURED_METRIC(name, unit, alias, description, better, display, ...) \
+  MetricRow{M::name, #name, alias, unit, description, measured<F::name>, Better::better, Display::display, __VA_ARGS__},
+#define ALLOCMARK_MEASURED_ROW(kind, name, type, unit, fold, phase_path, node_path, sums, show, presentation) \
+  ALLOCMARK_IF_SHOWN_##show(ALLOCMARK_EXPAND(ALLOCMARK_MEASURED_METRIC, name, unit, ALLOCMARK_UNPAREN presentation))
+#define ALLOCMARK_DERIVED_ROW(name, after, alias, unit, description, formula, better, display, ...) \
+  MetricRow{M::name, #name, alias, unit, description, formula, Better::better, Display::display, __VA_ARGS__},
+constexpr std::array<MetricRow, kMetricCount> kRowsByEnum{
+    {ALLOCMARK_PHASE_FIELDS(ALLOCMARK_MEASURED_ROW) ALLOCMARK_DERIVED_METRICS(ALLOCMARK_DERIVED_ROW)}};
 #undef ALLOCMARK_MEASURED_ROW
+#undef ALLOCMARK_MEASURED_METRIC
 #undef ALLOCMARK_DERIVED_ROW
+#undef ALLOCMARK_UNPAREN
+#undef ALLOCMARK_EXPAND
+#define ALLOCMARK_DERIVED_AFTER(name, after, ...) M::after,
+constexpr Metric kDerivedAfter[] = {ALLOCMARK_DERIVED_METRICS(ALLOCMARK_DERIVED_AFTER)};
+#undef ALLOCMARK_DERIVED_AFTER
+constexpr std::size_t kDerivedCount = std::size(kDerivedAfter), kMeasuredCount = kMetricCount - kDerivedCount;
 
-// The enums index the tables: a row out of place is a compile error, not a wrong figure.
+// The outputs' order: each measured metric, then the derived ones that follow it.
+constexpr std::array<MetricRow, kMetricCount> in_output_order() {
+  std::array<MetricRow, kMetricCount> out{};
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < kMeasuredCount; ++i) {
+    out[n++] = kRowsByEnum[i];
+    for (std::size_t d = 0; d < kDerivedCount; ++d)
+      if (kDerivedAfter[d] == kRowsByEnum[i].metric) out[n++] = kRowsByEnum[kMeasuredCount + d];
+  }
+  return out;
+}
+constexpr std::array<MetricRow, kMetricCount> kMetricTable = in_output_order();
+
+// Where each metric is in kMetricTable, for metric_row().
+constexpr std::array<std::size_t, kMetricCount> positions() {
+  std::array<std::size_t, kMetricCount> at{};
+  for (std::size_t i = 0; i < kMetricCount; ++i) at[static_cast<std::size_t>(kMetricTable[i].metric)] = i;
+  return at;
+}
+constexpr std::array<std::size_t, kMetricCount> kPosition = positions();
+
+// The enums index the tables: a row out of place is a compile error, not a wrong figure; a derived
+// metric after a metric that is not measured would be left out of the outputs.
 constexpr bool fields_in_order() {
   for (std::size_t i = 0; i < kFieldCount; ++i)
     if (static_cast<std::size_t>(kFieldTable[i].field) != i) return false;
@@ -73,11 +108,16 @@ constexpr bool fields_in_order() {
 }
 constexpr bool metrics_in_order() {
   for (std::size_t i = 0; i < kMetricCount; ++i)
-    if (static_cast<std::size_t>(kMetricTable[i].metric) != i) return false;
+    if (static_cast<std::size_t>(kRowsByEnum[i].metric) != i) return false;
+  for (Metric after : kDerivedAfter)
+    if (static_cast<std::size_t>(after) >= kMeasuredCount) return false;
+  for (std::size_t i = 0; i < kMetricCount; ++i)
+    if (static_cast<std::size_t>(kMetricTable[kPosition[i]].metric) != i) return false;
   return true;
 }
 static_assert(fields_in_order(), "kFieldTable rows must follow enum Field");
-static_assert(metrics_in_order(), "kMetricTable rows must follow enum Metric");
+static_assert(metrics_in_order(),
+              "the metric rows must follow enum Metric, and each derived metric come after a measured one");
 
 template <class Keep>
 std::vector<Metric> metrics_where(Keep keep) {
@@ -104,7 +144,7 @@ std::string_view display_name(Display d) {
   return "?";
 }
 const std::array<MetricRow, kMetricCount>& metric_table() { return kMetricTable; }
-const MetricRow& metric_row(Metric m) { return kMetricTable[static_cast<std::size_t>(m)]; }
+const MetricRow& metric_row(Metric m) { return kMetricTable[kPosition[static_cast<std::size_t>(m)]]; }
 
 std::optional<Metric> metric_from_name(std::string_view name, bool* alias_used) {
   for (const auto& row : kMetricTable)

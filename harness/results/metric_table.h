@@ -4,9 +4,11 @@
 // plots/) read these rows; nothing else names a metric's unit, direction or format.
 //
 // Two tables: the fields the model reads from a record's phase (where each is, how it folds over a
-// cell's phases), and the metrics computed from them (formulas in derived.h). The model reads only
-// measured values from a record; every derived figure is a metric here (the whole-cell figures a
-// record still carries at its top are not read). "How to add a metric": docs/ARCHITECTURE.md.
+// cell's phases), and the metrics. Both are expanded from the record's field table
+// (harness/record/fields.h), whose rows that are shown are the measured metrics, and the derived
+// metrics' rows below (formulas in derived.h). The model reads only measured values from a record;
+// every derived figure is a metric here (the whole-cell figures a record still carries at its top
+// are not read). "How to add a metric": docs/ARCHITECTURE.md.
 #pragma once
 
 #include <array>
@@ -59,124 +61,57 @@ struct FieldValues {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Metrics: one row each, in the order every output lists them (MetricRow's columns below).
-//   MEASURED(name, alias, description, better, display, header, width, note, gated, node_column,
-//            default_per_node): the field of the same name (harness/record/fields.h) as recorded,
-//            in its unit;
-//   DERIVED(name, alias, unit, description, formula, better, display, ...): a formula over fields
-//            (metric_table.cpp, over derived.h).
-// The enum and kMetricTable (metric_table.cpp) both expand this list.
+// Metrics: one row each (MetricRow's columns below), of two kinds.
+//   measured: a row of the record's field table shown (`shown`, harness/record/fields.h) is the
+//            metric of the same name, the field as recorded in its unit, shown as its
+//            `presentation` column says: adding a measured figure is that one row;
+//   derived: a formula over fields (metric_table.cpp, over derived.h), one DERIVED row below:
+//            DERIVED(name, after, alias, unit, description, formula, better, display, header, width,
+//            note, gated, node_column, default_per_node).
+// Every output lists them in one order: the measured metrics in their field rows' order, each
+// followed by the derived metrics whose `after` names it (in this list's order).
 // clang-format off
-#define ALLOCMARK_METRICS(MEASURED, DERIVED)                                                                       \
-  MEASURED(peak_rss_bytes, "peak_rss", "exact peak RSS of the phase (VmHWM after a clear_refs reset)", kLower,     \
-      D::mib, "peak RSS MiB", 24, "peak RSS: exact per phase (VmHWM after a clear_refs reset)", true, 0, false)    \
-  MEASURED(end_rss_bytes, "end_rss", "RSS at the phase end", kLower, D::mib, "end RSS MiB", 24, "", true, 0, false)\
-  DERIVED(rss_above_idle_over_live, "rss_over_live", "ratio",                                                      \
-      "(peak RSS - idle RSS) / peak live requested bytes; 1.0 is the physical floor", rss_above_idle, kLower,      \
-      D::ratio, "RSS-idle/live", 20, "RSS-idle/live: (peak RSS - idle baseline) / peak live requested bytes", true,\
-      0, false)                                                                                                    \
-  DERIVED(ops_per_s, "", "1/s", "operations per second of wall time", throughput, kHigher, D::si, "ops/s", 24, "", \
-      true, 4, true)                                                                                               \
-  MEASURED(wall_s, "", "wall time", kLower, D::seconds, "wall s", 24, "", false, 0, false)                         \
-  MEASURED(minor_faults, "", "minor page faults", kLower, D::si, "minor faults", 20, "", false, 0, false)          \
-  MEASURED(major_faults, "", "major page faults", kLower, D::si, "major faults", 20, "", false, 0, false)          \
-  MEASURED(voluntary_ctx_switches, "", "voluntary context switches", kLower, D::si, "vol ctx switches", 20, "",    \
-      false, 0, false)                                                                                             \
-  MEASURED(involuntary_ctx_switches, "", "involuntary context switches", kLower, D::si, "invol ctx switches", 20, "",\
-      false, 0, false)                                                                                             \
-  MEASURED(user_s, "", "user CPU time", kLower, D::seconds, "user s", 24, "", false, 0, false)                     \
-  MEASURED(sys_s, "", "system CPU time", kLower, D::seconds, "sys s", 24, "", false, 0, false)                     \
-  DERIVED(lock_wait_s, "", "s",                                                                                    \
-      "time threads waited for allocator locks (jemalloc's mutex profiling, numap's counters)",                    \
-      ns_as_seconds<F::lock_wait_ns>, kLower, D::seconds, "lock wait s", 24,                                       \
-      "lock wait: allocator lock waits summed over threads (jemalloc, numap)", false, 0, false)                    \
-  MEASURED(peak_live_bytes, "", "peak live requested bytes (the workload's own exact count)", kLower, D::mib,      \
-      "peak live MiB", 24, "", false, 0, false)                                                                    \
-  DERIVED(contended_share, "", "ratio",                                                                            \
-      "share of allocator lock acquisitions that had to wait (contention num_wait / num_ops)",                     \
-      (of_two<F::lock_waits, F::lock_ops, contended_share>), kLower, D::percent, "contended", 20,                  \
-      "contended: share of allocator lock acquisitions that waited (jemalloc, numap)", false, 0, false)            \
-  MEASURED(numa_resident_bytes, "",                                                                                \
-      "resident bytes at the phase end from /proc/PID/numa_maps (per node with --by ...,node)", kLower, D::mib,    \
-      "node RSS MiB", 24,                                                                                          \
-      "node RSS: resident bytes at the phase end from numa_maps (per node with --by ...,node)", false, 1, true)    \
-  DERIVED(local_fraction, "", "ratio",                                                                             \
-      "share of sampled blocks whose page is on the allocating thread's node (move_pages after the phase)",        \
-      (of_two<F::local_blocks, F::sampled_blocks, local_fraction>), kHigher, D::percent, "local", 20,              \
-      "local: share of sampled blocks whose page is on the allocating thread's node", false, 2, true)              \
-  MEASURED(node_threads, "", "worker threads that ended the phase on the node (--by ...,node)", kLower, D::si,     \
-      "threads on node", 16, "", false, 3, true)                                                                   \
-  MEASURED(alloc_p50_ns, "", "median malloc call latency (one call in N timed per thread)", kLower, D::nanoseconds,\
-      "malloc p50 ns", 20, "call latency: one call in N per thread timed, ns unless marked", false, 5, false)      \
-  MEASURED(alloc_p99_ns, "", "99th percentile malloc call latency (sampled)", kLower, D::nanoseconds,              \
-      "malloc p99 ns", 20, "", false, 6, true)                                                                     \
-  MEASURED(alloc_p999_ns, "", "99.9th percentile malloc call latency (sampled)", kLower, D::nanoseconds,           \
-      "malloc p99.9 ns", 20, "", false, 7, false)                                                                  \
-  MEASURED(alloc_max_ns, "", "slowest sampled malloc call", kLower, D::nanoseconds, "malloc max ns", 20, "", false,\
-      0, false)                                                                                                    \
-  MEASURED(free_p50_ns, "", "median free call latency (one call in N timed per thread)", kLower, D::nanoseconds,   \
-      "free p50 ns", 20, "", false, 8, false)                                                                      \
-  MEASURED(free_p99_ns, "", "99th percentile free call latency (sampled)", kLower, D::nanoseconds, "free p99 ns", 20,\
-      "", false, 9, true)                                                                                          \
-  MEASURED(free_p999_ns, "", "99.9th percentile free call latency (sampled)", kLower, D::nanoseconds,              \
-      "free p99.9 ns", 20, "", false, 10, false)                                                                   \
-  MEASURED(free_max_ns, "", "slowest sampled free call", kLower, D::nanoseconds, "free max ns", 20, "", false, 0,  \
-      false)                                                                                                       \
-  DERIVED(vol_ctx_switches_per_mop, "", "1/Mop",                                                                   \
-      "voluntary context switches (a thread sleeping, e.g. on a futex) per million operations",                    \
-      (of_two<F::voluntary_ctx_switches, F::ops, per_million_ops>), kLower, D::rate, "vol cs/Mop", 20,             \
-      "vol cs/Mop: voluntary context switches per million operations", false, 0, false)                            \
-  DERIVED(runqueue_wait_s, "", "s",                                                                                \
-      "time the process's threads were runnable but waiting for a CPU, summed over threads (schedstat)",           \
-      ns_as_seconds<F::runqueue_wait_ns>, kLower, D::seconds, "runqueue wait s", 24, "", false, 0, false)          \
-  DERIVED(runqueue_wait_share, "", "ratio",                                                                        \
-      "run-queue wait / (run-queue wait + time on a CPU) of the process's threads",                                \
-      (of_two<F::runqueue_wait_ns, F::run_ns, runqueue_wait_share>), kLower, D::percent, "runqueue share", 20,     \
-      "runqueue share: run-queue wait / (wait + on-CPU time) of the threads", false, 0, false)                     \
-  MEASURED(anon_huge_bytes, "",                                                                                    \
-      "anonymous memory in transparent huge pages at the phase end (AnonHugePages of /proc/PID/smaps_rollup)",     \
-      kLower, D::mib, "huge MiB", 20,                                                                              \
-      "huge MiB: anonymous memory in transparent huge pages at the phase end (part of end RSS)", true, 0, false)   \
-  MEASURED(thp_fault_alloc, "",                                                                                    \
-      "page faults served by a huge page during the phase, system-wide (/proc/vmstat thp_fault_alloc)", kLower,    \
-      D::si, "THP faults", 20, "THP faults, fallbacks, collapses, splits: system-wide", false, 0, false)           \
-  MEASURED(thp_fault_fallback, "",                                                                                 \
-      "faults that wanted a huge page and got small pages, system-wide (/proc/vmstat thp_fault_fallback)", kLower, \
-      D::si, "THP fallbacks", 20, "", false, 0, false)                                                             \
-  MEASURED(thp_collapse_alloc, "",                                                                                 \
-      "small pages khugepaged collapsed into a huge page, system-wide (/proc/vmstat thp_collapse_alloc)", kLower,  \
-      D::si, "THP collapses", 20, "", false, 0, false)                                                             \
-  MEASURED(thp_split_page, "",                                                                                     \
-      "huge pages split back into small pages, system-wide (/proc/vmstat thp_split_page)", kLower, D::si,          \
-      "THP splits", 20, "", false, 0, false)                                                                       \
-  MEASURED(thp_split_pmd, "",                                                                                      \
-      "huge-page mappings split into small-page mappings (advice or an unmap on part of one), system-wide "       \
-      "(/proc/vmstat thp_split_pmd)", kLower, D::si, "THP map splits", 20, "", false, 0, false)                    \
-  MEASURED(thp_deferred_split_page, "",                                                                            \
-      "partly unmapped huge pages queued to be split later, each still holding its 2 MiB until memory "            \
-      "pressure, " "system-wide (/proc/vmstat thp_deferred_split_page)", kLower, D::si, "THP deferred", 20, "",    \
-      false, 0, false)                                                                                             \
-  MEASURED(system_anon_huge_bytes, "",                                                                             \
-      "anonymous memory in transparent huge pages at the phase end, system-wide: every process's, not only the "   \
-      "cell's " "(AnonHugePages of /sys/devices/system/node/nodeN/meminfo; per node with --by ...,node)", kLower,  \
-      D::mib, "sys huge MiB", 20,                                                                                  \
-      "sys huge MiB: the whole system's transparent huge pages at the phase end (every process's), per node "      \
-      "with --by ...,node", false, 11, false)                                                                       \
-  MEASURED(rss_after_10ms_bytes, "",                                                                               \
-      "RSS 10 ms after the last phase's end, the worker idle (the return curve's first point; settle_ms > 0)",     \
-      kLower, D::mib, "RSS +10ms MiB", 20, "", false, 0, false)                                                    \
-  MEASURED(rss_after_100ms_bytes, "",                                                                              \
-      "RSS 100 ms after the last phase's end, the worker idle: the held RSS the recommendation ranks", kLower,     \
-      D::mib, "RSS +100ms MiB", 20, "RSS +10ms, +100ms, settled: the return curve, RSS after the last phase with "  \
-      "the worker idle", false, 0, false)                                                                          \
-  MEASURED(rss_settled_bytes, "",                                                                                  \
-      "RSS at the end of the settle after the last phase (settle_ms after its end, the worker idle)", kLower,      \
-      D::mib, "RSS settled MiB", 20, "", false, 0, false)
+#define ALLOCMARK_DERIVED_METRICS(DERIVED)                                                                           \
+  DERIVED(rss_above_idle_over_live, end_rss_bytes, "rss_over_live", "ratio",                                         \
+      "(peak RSS - idle RSS) / peak live requested bytes; 1.0 is the physical floor",                                \
+      rss_above_idle, lower, ratio, "RSS-idle/live", 20,                                                             \
+      "RSS-idle/live: (peak RSS - idle baseline) / peak live requested bytes", true, 0, false)                       \
+  DERIVED(ops_per_s, end_rss_bytes, "", "1/s", "operations per second of wall time",                                 \
+      throughput, higher, si, "ops/s", 24, "", true, 4, true)                                                        \
+  DERIVED(lock_wait_s, sys_s, "", "s",                                                                               \
+      "time threads waited for allocator locks (jemalloc's mutex profiling, numap's counters)",                      \
+      ns_as_seconds<F::lock_wait_ns>, lower, seconds, "lock wait s", 24,                                             \
+      "lock wait: allocator lock waits summed over threads (jemalloc, numap)", false, 0, false)                      \
+  DERIVED(contended_share, peak_live_bytes, "", "ratio",                                                             \
+      "share of allocator lock acquisitions that had to wait (contention num_wait / num_ops)",                       \
+      (of_two<F::lock_waits, F::lock_ops, contended_share>), lower, percent, "contended", 20,                        \
+      "contended: share of allocator lock acquisitions that waited (jemalloc, numap)", false, 0, false)              \
+  DERIVED(local_fraction, numa_resident_bytes, "", "ratio",                                                          \
+      "share of sampled blocks whose page is on the allocating thread's node (move_pages after the phase)",          \
+      (of_two<F::local_blocks, F::sampled_blocks, local_fraction>), higher, percent, "local", 20,                    \
+      "local: share of sampled blocks whose page is on the allocating thread's node", false, 2, true)                \
+  DERIVED(vol_ctx_switches_per_mop, free_max_ns, "", "1/Mop",                                                        \
+      "voluntary context switches (a thread sleeping, e.g. on a futex) per million operations",                      \
+      (of_two<F::voluntary_ctx_switches, F::ops, per_million_ops>), lower, rate, "vol cs/Mop", 20,                   \
+      "vol cs/Mop: voluntary context switches per million operations", false, 0, false)                              \
+  DERIVED(runqueue_wait_s, free_max_ns, "", "s",                                                                     \
+      "time the process's threads were runnable but waiting for a CPU, summed over threads (schedstat)",             \
+      ns_as_seconds<F::runqueue_wait_ns>, lower, seconds, "runqueue wait s", 24, "", false, 0, false)                \
+  DERIVED(runqueue_wait_share, free_max_ns, "", "ratio",                                                             \
+      "run-queue wait / (run-queue wait + time on a CPU) of the process's threads",                                  \
+      (of_two<F::runqueue_wait_ns, F::run_ns, runqueue_wait_share>), lower, percent, "runqueue share", 20,           \
+      "runqueue share: run-queue wait / (wait + on-CPU time) of the threads", false, 0, false)
 // clang-format on
 
-#define ALLOCMARK_METRIC_ENUMERATOR(name, ...) name,
-enum class Metric : std::size_t { ALLOCMARK_METRICS(ALLOCMARK_METRIC_ENUMERATOR, ALLOCMARK_METRIC_ENUMERATOR) kCount };
-#undef ALLOCMARK_METRIC_ENUMERATOR
+// The measured metrics, then the derived ones; the order of the outputs is metric_table()'s.
+#define ALLOCMARK_MEASURED_ENUMERATOR(kind, name, type, unit, fold, phase_path, node_path, sums, show, ...) \
+  ALLOCMARK_IF_SHOWN_##show(name, )
+#define ALLOCMARK_DERIVED_ENUMERATOR(name, ...) name,
+enum class Metric : std::size_t {
+  ALLOCMARK_PHASE_FIELDS(ALLOCMARK_MEASURED_ENUMERATOR) ALLOCMARK_DERIVED_METRICS(ALLOCMARK_DERIVED_ENUMERATOR) kCount
+};
+#undef ALLOCMARK_MEASURED_ENUMERATOR
+#undef ALLOCMARK_DERIVED_ENUMERATOR
 inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::kCount);
 
 enum class Better { lower, higher };
@@ -218,6 +153,7 @@ struct MetricRow {
   bool default_per_node;     // ... shown there unless asked for others
 };
 
+// The rows in the order every output lists them (metric_row(m) for one).
 const std::array<MetricRow, kMetricCount>& metric_table();
 const MetricRow& metric_row(Metric m);
 
