@@ -343,7 +343,10 @@ void Heap::for_each_used_lock(void (*fn)(Lock&)) {
     for (int s = 0; s < nslots_; ++s)
       if (part_[p].slots[s].ready()) fn(part_[p].slots[s].lock);
     if (part_[p].slots[kSlabSlot].ready())
-      for (int c = 0; c < kSmallClasses; ++c) fn(part_[p].central[c].lock);
+      for (int c = 0; c < kSmallClasses; ++c) {
+        fn(part_[p].central[c].lock);
+        fn(part_[p].central[c].handoff.lock());  // no taker or drain in flight across a fork
+      }
   }
   fn(huge_.lock());
 }
@@ -372,7 +375,11 @@ void Heap::fork_child() {
   });
   const std::uint64_t kept = own->owner == this ? own->claimed_bytes : 0;
   tcache_pool_.store(opt_.tcache_total > kept ? opt_.tcache_total - kept : 0, std::memory_order_relaxed);
-  for (int p = 0; p < nparts_; ++p) part_[p].free_limit.forget_applier();
+  for (int p = 0; p < nparts_; ++p) {
+    part_[p].free_limit.forget_applier();
+    if (part_[p].slots[kSlabSlot].ready())
+      for (int c = 0; c < kSmallClasses; ++c) part_[p].central[c].handoff.recount(kSmallSize[c]);
+  }
   // The child is a new process for membarrier: register it again (or fall back to the try-lock
   // while it is still single-threaded).
   if (asym_guard_) asym_guard_ = os_->register_barrier();

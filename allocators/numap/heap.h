@@ -288,14 +288,17 @@ class Heap {
   void flush_list(CacheList* list, std::uint32_t n);
   // The first n objects of the thread's list of class cls go back: to the transfer cache of node
   // `part` as one batch when it takes them, else into their slabs.
-  void list_release(CacheList* list, int cls, int part, std::uint32_t n) {
-    if (!transfer_put(list, cls, part, n)) flush_list(list, n);
+  // (A class the thread only frees goes to the handoff first, without a lock: NUMAP_HANDOFF_BYTES.)
+  void list_release(ThreadCache* tc, int cls, int part, std::uint32_t n) {
+    CacheList* list = &tc->lists[cls];
+    n -= handoff_put(tc, cls, part, n);
+    if (n != 0 && !transfer_put(list, cls, part, n)) flush_list(list, n);
   }
   // A whole list out at its thread's exit (NUMAP_EXIT_TRANSFER): parked in node `part`'s transfer
   // cache in refill-sized batches while it has room, for the next thread's refills to take whole
   // (a server's threads replaced, each taking over objects its predecessor freed), the rest into
   // the slabs. The objects stay off their slabs until taken or a purge drains them.
-  void park_list(CacheList* list, int cls, int part);
+  void park_list(ThreadCache* tc, int cls, int part);
   // ---- adaptive list limits (thread_cache.h; heap_small.cpp) ----
   // A list's batch, half its base limit: the least a list grows by, what it shrinks by.
   std::uint32_t list_batch(int cls) const { return base_limit_[cls] / 2 > 0 ? base_limit_[cls] / 2 : 1; }
@@ -380,9 +383,20 @@ class Heap {
   // of their node as one batch when they all live on node `part` and it has room; false (nothing
   // changed) otherwise.
   bool transfer_put(CacheList* list, int cls, int part, std::uint32_t n);
+  // The first n objects of the thread's list of class cls handed to node `part`'s handoff (no lock)
+  // as batches of at most list_batch objects, one compare-exchange, when the thread has not refilled
+  // the class since its last look (it frees what others allocate): returns how many went (0 when
+  // the handoff is off, full, the thread allocates the class itself, or an object lives on another
+  // node; a 16 B class's last one or two objects may stay).
+  std::uint32_t handoff_put(ThreadCache* tc, int cls, int part, std::uint32_t n);
+  // Decay: the handoffs no refill took from since the last pass go back into their slabs.
+  void drain_untaken_handoffs();
+  // One (node, class)'s handoff back into its slabs; returns how many objects.
+  std::uint64_t drain_handoff(int part, int cls);
   // Every transfer cache's batches back into their slabs (purge, trim), so empty slabs can go.
   void drain_transfers();
-  // One (node, class)'s parked batches back into their slabs; returns their bytes.
+  // One (node, class)'s parked batches (transfer cache and handoff) back into their slabs;
+  // returns their bytes.
   std::uint64_t drain_transfer(int part, int cls);
   void recheck_node(ThreadCache* tc);
   // Points the fast paths' ranges (slab_base/span, page_fast_span) at the cache's node, tc->node.

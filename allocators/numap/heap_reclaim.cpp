@@ -89,6 +89,9 @@ void Heap::maybe_decay() {
   const std::uint32_t now = tick();
   if (!decay_pacer_.claim(now, decay_period_)) return;
   counters_.decay_passes.fetch_add(1, std::memory_order_relaxed);
+  // Batches handed over that nobody took for a pass keep their slabs from emptying: back first, so
+  // the slabs they empty age from now.
+  drain_untaken_handoffs();
   const std::uint64_t got =
       purge_pages(0, -1, -1, true, now - static_cast<std::uint32_t>(opt_.decay_ms));
   counters_.decay_bytes.fetch_add(got, std::memory_order_relaxed);

@@ -52,6 +52,7 @@ ThreadCache* Heap::cache() {
     tc->overages[c] = 0;
   }
   tc->grown_bytes = 0;
+  tc->took_classes = 0;
   __atomic_store_n(&tc->claimed_bytes, std::uint64_t{0}, __ATOMIC_RELAXED);
   __atomic_store_n(&tc->give_back, 0u, __ATOMIC_RELAXED);
   tc->ask_skip = 0;
@@ -121,10 +122,15 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     // A node whose slab Slot is not initialised has no slab and no parked batch: its Central's
     // lock is not taken (nor its page touched), which lets a fork skip it (for_each_used_lock).
     if (part_[node].slots[kSlabSlot].ready()) {
-      LockGuard g(c.lock);
-      if (tc != nullptr) got = c.transfer.take(&head, size);  // a whole batch another overflow left
-      if (got == 0)
-        got = c.pop(slot_base(node, kSlabSlot), kSlabBytes, part_[node].slab_meta, &head, first_batch(c, size, want));
+      // Whole batches other threads' overflows handed over, taken without the Central's lock.
+      if (tc != nullptr && attempt == 0 && opt_.handoff_bytes != 0)
+        got = c.handoff.take(&head, want, tc->lists[cls].limit, size);
+      if (got == 0) {
+        LockGuard g(c.lock);
+        if (tc != nullptr) got = c.transfer.take(&head, size);  // a whole batch another overflow left
+        if (got == 0)
+          got = c.pop(slot_base(node, kSlabSlot), kSlabBytes, part_[node].slab_meta, &head, first_batch(c, size, want));
+      }
       if (got != 0) {
         c.allocs.fetch_add(got, std::memory_order_relaxed);
         c.in_use_bytes.fetch_add(std::uint64_t{got} * size, std::memory_order_relaxed);
@@ -161,6 +167,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     counters_.tcache_misses.fetch_add(1, std::memory_order_relaxed);
     counters_.tcache_hits.fetch_add(tc->hits, std::memory_order_relaxed);
     tc->hits = 0;
+    tc->took_classes |= std::uint64_t{1} << cls;
     CacheList& l = tc->lists[cls];
     // The list was empty: the rest of the batch becomes it.
     l.head = head;
@@ -263,7 +270,7 @@ void Heap::list_shrink(ThreadCache* tc, int cls, std::uint32_t batches) {
   tc->grown_bytes -= std::uint64_t{n} * kSmallSize[cls];
   counters_.tcache_shrinks.fetch_add(1, std::memory_order_relaxed);
   // What the list holds beyond its new limit goes back in one step.
-  if (l.count > l.limit) list_release(&l, cls, tc->node, l.count - l.limit);
+  if (l.count > l.limit) list_release(tc, cls, tc->node, l.count - l.limit);
 }
 
 void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
@@ -279,12 +286,13 @@ void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
   }
   // Half the limit goes back, in one step (the caller then pushes one object: the list stays
   // within its limit). At the base limit that is one batch, as before the lists adapted.
-  list_release(&l, cls, part, l.limit / 2 > 0 ? l.limit / 2 : 1);
+  list_release(tc, cls, part, l.limit / 2 > 0 ? l.limit / 2 : 1);
 }
 
 void Heap::lists_return_idle(ThreadCache* tc) {
   const std::uint64_t slow = tc->slow_classes;
   tc->slow_classes = 0;
+  tc->took_classes = 0;
   tc->idle_looked_at = tick();
   bool shrunk = false;
   for (int c = 0; c < kSmallClasses; ++c) {
@@ -422,6 +430,70 @@ bool Heap::transfer_put(CacheList* list, int cls, int part, std::uint32_t n) {
   return true;
 }
 
+std::uint32_t Heap::handoff_put(ThreadCache* tc, int cls, int part, std::uint32_t n) {
+  CacheList* list = &tc->lists[cls];
+  const std::uint32_t size = kSmallSize[cls];
+  const std::uint32_t batch = list_batch(cls);
+  if (opt_.handoff_bytes == 0 || (tc->took_classes >> cls & 1) != 0 || batch < Handoff::kMinBatch ||
+      n < Handoff::kMinBatch || list->count < n)
+    return 0;
+  Central& c = part_[part].central[cls];
+  // As many whole batches as there is room for now (reserve() checks again); every batch holds its
+  // header's objects, so a shorter remainder (a 16 B class's) stays in the list.
+  const std::uint64_t held = c.handoff.bytes();
+  const std::uint64_t room = opt_.handoff_bytes > held ? (opt_.handoff_bytes - held) / size : 0;
+  if (n > room) n = static_cast<std::uint32_t>(room / batch * batch);
+  if (n % batch != 0 && n % batch < Handoff::kMinBatch) n -= n % batch;
+  if (n == 0) return 0;
+  if (nparts_ != 1) {  // a list may hold objects of a node the thread has left
+    void* o = list->head;
+    for (std::uint32_t i = 0; i < n; ++i, o = Handoff::link(o))
+      if (locate(o).part != part) return 0;
+  }
+  if (!c.handoff.reserve(std::uint64_t{n} * size, opt_.handoff_bytes)) return 0;
+  void* first = list->head;
+  void* o = first;
+  void* prev = nullptr;
+  for (std::uint32_t left = n; left != 0;) {
+    const std::uint32_t k = left < batch ? left : batch;
+    void* b = o;
+    for (std::uint32_t i = 1; i < k; ++i) o = Handoff::link(o);
+    void* next = Handoff::link(o);
+    Handoff::seal(b, k, o);
+    if (prev != nullptr) Handoff::header(prev, 0) = b;
+    prev = b;
+    o = next;
+    left -= k;
+  }
+  list->head = o;
+  list->count -= n;
+  c.frees.fetch_add(n, std::memory_order_relaxed);
+  c.in_use_bytes.fetch_sub(std::uint64_t{n} * size, std::memory_order_relaxed);
+  c.handoff.push(first, prev);
+  return n;
+}
+
+std::uint64_t Heap::drain_handoff(int part, int cls) {
+  Central& c = part_[part].central[cls];
+  const std::uint32_t size = kSmallSize[cls];
+  return c.handoff.drain(size, [&](void* b, std::uint32_t n) {
+    // flush_list counts them freed again: undo the handoff's accounting first.
+    c.frees.fetch_sub(n, std::memory_order_relaxed);
+    c.in_use_bytes.fetch_add(std::uint64_t{n} * size, std::memory_order_relaxed);
+    CacheList l{b, n, 0};
+    flush_list(&l, n);
+  });
+}
+
+void Heap::drain_untaken_handoffs() {
+  if (opt_.handoff_bytes == 0) return;
+  for (int p = 0; p < nparts_; ++p) {
+    if (!part_[p].slots[kSlabSlot].ready()) continue;  // no slab: nothing handed over (see refill)
+    for (int cls = 0; cls < kSmallClasses; ++cls)
+      if (part_[p].central[cls].handoff.untaken()) drain_handoff(p, cls);
+  }
+}
+
 void Heap::drain_transfers() {
   for (int p = 0; p < nparts_; ++p)
     for (int cls = 0; cls < kSmallClasses; ++cls) drain_transfer(p, cls);
@@ -445,13 +517,16 @@ std::uint64_t Heap::drain_transfer(int part, int cls) {
     }
   }
   for (int i = 0; i < n; ++i) flush_list(&taken[i], taken[i].count);  // n is 0 for most classes
+  objects += drain_handoff(part, cls);
   return objects * kSmallSize[cls];
 }
 
-void Heap::park_list(CacheList* list, int cls, int part) {
+void Heap::park_list(ThreadCache* tc, int cls, int part) {
+  CacheList* list = &tc->lists[cls];
   // Batches of what a refill at the base limit takes (list_batch), so a taker's list never holds
   // more than its limit; the transfer cache's own bound (kTransferBytes) applies as for overflows.
   const std::uint32_t batch = list_batch(cls);
+  handoff_put(tc, cls, part, list->count);  // first (a class the thread only freed), within its bound
   while (list->count != 0 && transfer_put(list, cls, part, list->count < batch ? list->count : batch)) {
   }
   flush_list(list, list->count);  // what the transfer cache had no room for
@@ -460,7 +535,7 @@ void Heap::park_list(CacheList* list, int cls, int part) {
 void Heap::flush_cache(ThreadCache* tc) {
   for (int c = 0; c < kSmallClasses; ++c) {
     if (opt_.exit_transfer)
-      park_list(&tc->lists[c], c, tc->node);
+      park_list(tc, c, tc->node);
     else
       flush_list(&tc->lists[c], tc->lists[c].count);
   }

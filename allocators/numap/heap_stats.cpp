@@ -57,7 +57,9 @@ std::size_t Heap::stats(struct numap_stats* out, numap_class_stats* classes, std
         ns.in_use_bytes += ce.in_use_bytes.load(std::memory_order_relaxed);
         s.allocs += ce.allocs.load(std::memory_order_relaxed);
         s.transfer_batches += ce.transfer.taken();
+        s.handoff_batches += ce.handoff.taken();
         add_lock(ce.lock);
+        add_lock(ce.handoff.lock());
       }
       for (int si = 0; si < nslots_; ++si) {
         Slot& sl = np.slots[si];

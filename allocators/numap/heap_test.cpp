@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -167,12 +168,15 @@ constexpr std::uint64_t kMiB = 1 << 20;
 class HeapTest : public ::testing::Test {
  protected:
   // The heap's figures for the page class of `size` bytes (its Slot: allocations, frees, lock).
-  numap_class_stats page_class(std::size_t size) {
+  numap_class_stats page_class(std::size_t size) { return class_entry(size, 1); }
+  // The same for the small class of `size` bytes on the first node (its Central's lock).
+  numap_class_stats small_class_entry(std::size_t size) { return class_entry(size, 0); }
+  numap_class_stats class_entry(std::size_t size, std::uint32_t kind) {
     numap_class_stats c[200];
     const std::size_t n = heap.stats(nullptr, c, 200);
     for (std::size_t i = 0; i < n; ++i)
-      if (c[i].size == size && c[i].kind == 1) return c[i];
-    ADD_FAILURE() << "no page class of " << size << " bytes";
+      if (c[i].size == size && c[i].kind == kind) return c[i];
+    ADD_FAILURE() << "no class of kind " << kind << " of " << size << " bytes";
     return numap_class_stats{};
   }
   void SetUp() override { FakeOs::reset(); }
@@ -464,6 +468,7 @@ TEST_F(HeapTest, CapacityPurgesFreePagesThenFailsWithEnomem) {
 TEST_F(HeapTest, TransferCacheMovesWholeBatchesAndPurgeDrainsIt) {
   Options o;
   o.tcache_budget = 0;  // fixed list limits: the overflows below reach the transfer cache
+  o.handoff_bytes = 0;  // which the handoff (tested below) would otherwise take first
   make_with(o);
   // 64 B: a thread cache of 512 objects. Freeing 2048 overflows six times, 256 objects (16 KiB)
   // each: all six fit the transfer cache (32 batches, 128 KiB).
@@ -538,9 +543,13 @@ TEST_F(HeapTest, AnExitingThreadsRemoteFreesGoToTheNextThreadWhole) {
         memset(p, 1, 64);
       }
     }).join();
-    // Parked: the new thread's first two refills took the two batches whole, and got back exactly
-    // the objects the exited thread freed. Not parked: nothing was in the transfer cache.
-    EXPECT_EQ(stats().transfer_batches - before.transfer_batches, park ? 2u : 0u);
+    // Parked: the new thread's first two refills took the two batches whole (from the handoff,
+    // which an exit fills first), and got back exactly the objects the exited thread freed. Not
+    // parked: nothing was handed over.
+    // (The exited thread only freed the class, so it handed them over; the allocating thread's
+    // exit parked its own rest in the transfer cache, which these refills did not need.)
+    EXPECT_EQ(stats().handoff_batches - before.handoff_batches, park ? 2u : 0u);
+    EXPECT_EQ(stats().transfer_batches - before.transfer_batches, 0u);
     if (park) {
       EXPECT_EQ(std::set<void*>(again.begin(), again.end()), std::set<void*>(v.begin(), v.end()));
     }
@@ -591,11 +600,11 @@ TEST_F(HeapTest, AForkedChildTakesBatchesAnExitedThreadParked) {
   pid_t pid = fork();
   if (pid == 0) {
     heap.fork_child();
-    const std::uint64_t batches = stats().transfer_batches;
+    const std::uint64_t batches = stats().handoff_batches;
     std::set<void*> got;
     for (int i = 0; i < 300; ++i) got.insert(heap.malloc(64));
     if (got != std::set<void*>(v.begin(), v.end())) _exit(1);
-    if (stats().transfer_batches - batches != 2) _exit(2);
+    if (stats().handoff_batches - batches != 2) _exit(2);
     for (void* p : got) heap.free(p);
     heap.trim();
     _exit(stats().in_use_bytes == 0 && heap.mapped_bytes() == 0 ? 0 : 3);
@@ -612,6 +621,215 @@ TEST_F(HeapTest, AForkedChildTakesBatchesAnExitedThreadParked) {
   for (void* p : got) heap.free(p);
   EXPECT_GT(heap.trim(), 0u);
   EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
+// The handoff (issue 45, NUMAP_HANDOFF_BYTES): a consumer thread's overflows (a class it frees and
+// does not allocate) hand whole batches to the producer's refills with no Central lock on either
+// side. The consumer stays alive until
+// the producer is done, so what moves is its overflows, not its exit. 64 B: base limit 512,
+// batches of 256; 2048 frees overflow six times (1536 objects, 96 KiB), 512 stay in its list.
+struct Consumer {
+  std::mutex m;
+  std::condition_variable cv;
+  bool freed = false, done = false;
+  std::thread t;
+  Consumer(Heap& heap, const std::vector<void*>& v) {
+    t = std::thread([&heap, &v, this] {
+      for (void* p : v) heap.free(p);
+      std::unique_lock<std::mutex> l(m);
+      freed = true;
+      cv.notify_all();
+      cv.wait(l, [this] { return done; });
+    });
+    std::unique_lock<std::mutex> l(m);
+    cv.wait(l, [this] { return freed; });
+  }
+  ~Consumer() {
+    {
+      std::lock_guard<std::mutex> l(m);
+      done = true;
+    }
+    cv.notify_all();
+    t.join();
+  }
+};
+
+// 2048 blocks of 64 B for the consumer, allocated by this thread, whose list is then left empty
+// (what it held goes to *spare), so that its next 64 B mallocs are refills.
+std::vector<void*> for_the_consumer(Heap& heap, std::vector<void*>* spare) {
+  std::vector<void*> v(2048);
+  for (void*& p : v) {
+    p = heap.malloc(64);
+    memset(p, 0x5a, 64);
+  }
+  while (thread_cache_tls()->lists[small_class(64)].count != 0) spare->push_back(heap.malloc(64));
+  return v;
+}
+
+TEST_F(HeapTest, TheHandoffHandsOverflowsToRefillsWholeWithoutTheCentralLock) {
+  make_with(Options{});
+  std::vector<void*> spare;
+  const std::vector<void*> v = for_the_consumer(heap, &spare);
+  const std::uint64_t locked = small_class_entry(64).lock_acquisitions;
+  const Stats before = stats();
+  std::set<void*> got;
+  {
+    Consumer consumer(heap, v);
+    // The consumer's six overflows took no Central lock: one compare-exchange each.
+    EXPECT_EQ(small_class_entry(64).lock_acquisitions, locked);
+    EXPECT_EQ(stats().transfer_batches, before.transfer_batches);
+    // Handed over counts as freed (what the consumer's list holds is still in use).
+    EXPECT_EQ(before.in_use_bytes - stats().in_use_bytes, 1536u * 64);
+    // The producer's refills take them whole, still without the Central lock, each object once,
+    // and only objects the consumer freed.
+    for (int i = 0; i < 1536; ++i) {
+      void* p = heap.malloc(64);
+      memset(p, 1, 64);
+      got.insert(p);
+    }
+    EXPECT_EQ(got.size(), 1536u);
+    EXPECT_EQ(small_class_entry(64).lock_acquisitions, locked);
+    EXPECT_EQ(stats().handoff_batches - before.handoff_batches, 6u);
+    std::size_t foreign = 0;
+    for (void* p : got) foreign += std::find(v.begin(), v.end(), p) == v.end();
+    EXPECT_EQ(foreign, 0u);
+  }
+  for (void* p : got) heap.free(p);
+  for (void* p : spare) heap.free(p);
+  // Everything back (the consumer's exit parked its list; trim's purge drains every handoff).
+  EXPECT_GT(heap.trim(), 0u);
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+  EXPECT_EQ(heap.mapped_bytes(), 0u);
+}
+
+// A thread that allocates the class itself keeps the old path: its overflows go to the transfer
+// cache under the lock (its own frees it reuses, and a release empties their slabs as before).
+TEST_F(HeapTest, AThreadThatAllocatesTheClassDoesNotHandItsFreesOver) {
+  make_with(Options{});
+  const Stats before = stats();
+  std::thread([&] {
+    std::vector<void*> v(2048);
+    for (void*& p : v) p = heap.malloc(64);
+    for (void* p : v) heap.free(p);
+  }).join();
+  std::set<void*> got;
+  for (int i = 0; i < 2048; ++i) got.insert(heap.malloc(64));
+  EXPECT_EQ(got.size(), 2048u);
+  EXPECT_EQ(stats().handoff_batches, before.handoff_batches);
+  for (void* p : got) heap.free(p);
+  EXPECT_GT(heap.trim(), 0u);
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
+// Its bound holds: at 32 KiB (two batches) the other four overflows go to the transfer cache under
+// the lock, as before; every object is handed out once. Off (0), nothing goes through it.
+TEST_F(HeapTest, TheHandoffKeepsItsBoundAndTheRestTakesTheLockedPath) {
+  for (const std::uint64_t bound : {std::uint64_t{32} << 10, std::uint64_t{0}}) {
+    SCOPED_TRACE(bound);
+    Options o;
+    o.handoff_bytes = bound;
+    make_with(o);
+    std::vector<void*> spare;
+    const std::vector<void*> v = for_the_consumer(heap, &spare);
+    const Stats before = stats();
+    std::set<void*> got;
+    {
+      Consumer consumer(heap, v);
+      for (int i = 0; i < 1536; ++i) got.insert(heap.malloc(64));
+    }
+    EXPECT_EQ(got.size(), 1536u);
+    EXPECT_EQ(stats().handoff_batches - before.handoff_batches, bound != 0 ? 2u : 0u);
+    EXPECT_EQ(stats().transfer_batches - before.transfer_batches, bound != 0 ? 4u : 6u);
+    for (void* p : got) heap.free(p);
+    for (void* p : spare) heap.free(p);
+    EXPECT_GT(heap.trim(), 0u);
+    EXPECT_EQ(stats().in_use_bytes, 0u);
+    EXPECT_EQ(heap.mapped_bytes(), 0u);
+    heap.destroy();
+    heap_ready = false;
+    heap.~Heap();
+    new (&heap) Heap();
+  }
+}
+
+// Batches nobody takes do not pin their slabs for ever: a decay pass that finds them parked, as
+// its previous pass did, with no take in between, puts them back into their slabs (which empty).
+// A take between two passes keeps the rest parked.
+TEST_F(HeapTest, DecayPutsHandedOverBatchesNobodyTakesBackIntoTheirSlabs) {
+  Options o;
+  o.decay_ms = 40;  // a pass at most every 10 ms
+  o.decay_thread = false;
+  make_with(o);
+  std::vector<void*> spare;
+  const std::vector<void*> v = for_the_consumer(heap, &spare);
+  Consumer consumer(heap, v);
+  const auto pass = [&] {
+    FakeOs::now += 15;  // the heap's clock
+    heap.maybe_decay();
+  };
+  pass();  // parked: noted
+  void* p = nullptr;
+  std::thread([&] { p = heap.malloc(64); }).join();  // a take: a new thread's refill, one batch
+  const Stats taken = stats();
+  EXPECT_EQ(taken.handoff_batches, 1u);
+  pass();  // taken since: kept
+  pass();  // parked and untaken for a whole period: drained into the slabs
+  const Stats drained = stats();
+  for (int i = 0; i < 1000; ++i) heap.free(heap.malloc(64));
+  EXPECT_EQ(stats().handoff_batches, drained.handoff_batches);  // nothing left to take
+  EXPECT_EQ(drained.in_use_bytes, taken.in_use_bytes);  // handed over or in the slabs: freed either way
+  heap.free(p);
+  for (void* q : spare) heap.free(q);
+}
+
+// Producer and consumer at once, many rounds: no object is handed out twice while in use (each
+// carries its producer's sequence number until the consumer checks it), none is lost (a purge
+// after both exit leaves nothing in use or mapped), and the handoff carried batches. Under
+// ThreadSanitizer (numap.tsan.unit) this is the concurrent push/take/overflow check.
+TEST_F(HeapTest, AProducerAndAConsumerAtOnceLoseAndDuplicateNothing) {
+  make_with(Options{});
+  constexpr int kRounds = 200, kPerRound = 1024;
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<std::vector<std::uint64_t*>> queue;
+  bool bad = false;
+  std::thread producer([&] {
+    for (int r = 0; r < kRounds; ++r) {
+      std::vector<std::uint64_t*> b(kPerRound);
+      for (int i = 0; i < kPerRound; ++i) {
+        b[i] = static_cast<std::uint64_t*>(heap.malloc(64));
+        for (int w = 0; w < 8; ++w) b[i][w] = std::uint64_t(r) * kPerRound + i;
+      }
+      std::unique_lock<std::mutex> l(m);
+      cv.wait(l, [&] { return queue.size() < 8; });
+      queue.push_back(std::move(b));
+      cv.notify_all();
+    }
+  });
+  std::thread consumer([&] {
+    for (int r = 0; r < kRounds; ++r) {
+      std::vector<std::uint64_t*> b;
+      {
+        std::unique_lock<std::mutex> l(m);
+        cv.wait(l, [&] { return !queue.empty(); });
+        b = std::move(queue.front());
+        queue.erase(queue.begin());
+        cv.notify_all();
+      }
+      for (int i = 0; i < kPerRound; ++i) {
+        for (int w = 0; w < 8; ++w)
+          if (b[i][w] != std::uint64_t(r) * kPerRound + i) bad = true;
+        heap.free(b[i]);
+      }
+    }
+  });
+  producer.join();
+  consumer.join();
+  EXPECT_FALSE(bad);
+  EXPECT_GT(stats().handoff_batches, 0u);
+  EXPECT_GT(heap.purge(), 0u);
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+  EXPECT_EQ(heap.mapped_bytes(), 0u);
 }
 
 // Adaptive small-object lists (thread_cache.h). 256 B: base limit 128 objects (32 KiB), batches

@@ -30,6 +30,13 @@ class Lock {
     }
     lock_slow();
   }
+  // Acquires only when free (never waits): false when another thread holds it.
+  bool try_lock() {
+    std::uint32_t expected = 0;
+    if (!state_.compare_exchange_strong(expected, 1, std::memory_order_acquire)) return false;
+    bump(acquisitions_);
+    return true;
+  }
   void unlock() {
     if (state_.exchange(0, std::memory_order_release) == 2)
       ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);

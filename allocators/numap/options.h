@@ -52,6 +52,10 @@ inline constexpr const char* kPopulateNames[] = {"none", "auto", "all", nullptr}
   X(EXIT_TRANSFER, exit_transfer, bool, kBool, true, 0, 1, nullptr,                                            \
     "an exiting thread's small-object lists go to the transfer caches in batches for the next thread's "       \
     "refills (within the transfer caches' bound), the rest into the slabs; 0 = all into the slabs")             \
+  X(HANDOFF_BYTES, handoff_bytes, std::uint64_t, kSize, 16 << 20, 0, 1ll << 30, nullptr,                      \
+    "bytes of whole small-object batches per (node, class) that a thread freeing a class it does not "        \
+    "allocate (a consumer) hands to the next refill without a lock, ahead of the transfer caches; batches "    \
+    "nobody takes for a decay pass period go back to their slabs; 0 = off")                                    \
   X(SYSFS_ROOT, sysfs_root, const char*, kPath, "/sys", 0, 0, nullptr, "sysfs root for the topology (tests)")   \
   X(PRINT_OPTIONS, print, bool, kBool, false, 0, 1, nullptr, "print effective options to stderr at start")      \
   X(PAGE_CACHE_BYTES, page_cache_bytes, std::uint64_t, kSize, 512 << 10, 0, 1ll << 30, nullptr,                 \

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "allocators/numap/handoff.h"
 #include "allocators/numap/lock.h"
 #include "allocators/numap/size_classes.h"
 #include "allocators/numap/transfer_cache.h"
@@ -34,6 +35,8 @@ struct Central {
   // in_use_bytes, what the class's free objects pin (numap_class_stats' mapped_bytes).
   std::atomic<std::uint64_t> slab_bytes{0};
   TransferCache transfer;  // under the lock
+  // Whole batches outside the lock (NUMAP_HANDOFF_BYTES; issue 45): overflows push, refills take.
+  Handoff handoff;
   // Classes of objects above a page (Heap::slab_populate; issue 41): whether the program writes
   // their slabs through.
   WriteProbe written;

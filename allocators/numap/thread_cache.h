@@ -116,6 +116,10 @@ struct ThreadCache {
   // (Only held classes are looked at: a Central this thread never used is not touched.)
   std::uint64_t slow_classes;
   std::uint64_t held_classes;
+  // Bit c set when class c refilled since the last look (cleared there): a thread without it only
+  // frees the class, what other threads allocated, and its overflows go to the handoff (Heap::
+  // handoff_put, NUMAP_HANDOFF_BYTES); a thread with it reuses its own frees and keeps the old path.
+  std::uint64_t took_classes;
   std::uint32_t idle_looked_at;  // tick of the last look
   CacheList lists[kSmallClasses];
   // The lists' growth (slow paths only): bytes of limit above the base limits, all classes

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 11
+#define NUMAP_STATS_VERSION 12
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -119,6 +119,9 @@ struct numap_stats {
                                   checks that came due while one was queued joined it (NUMAP_PURGE_DELAY_MS) */
   uint64_t deferred_wait_ms;   /* ms from each queued check to the pass that took it, summed (coarse clock):
                                   / deferred_purges = the mean delay before the pages went back */
+  /* Version 12. */
+  uint64_t handoff_batches;    /* small-object batches a thread cache's overflow handed over without a lock and
+                                  a refill took whole (NUMAP_HANDOFF_BYTES) */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
