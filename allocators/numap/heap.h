@@ -82,6 +82,9 @@ struct alignas(4096) NodePart {
   // NUMAP_LARGE_CACHE_BYTES; free pages as far as the free limit is concerned). Its own line: every
   // thread's large-chunk cache hit writes it.
   alignas(64) std::atomic<std::uint64_t> large_cached{0};
+  // Bit c set once class c's handoff was first pushed to: what a decay pass looks at (the other
+  // classes' Centrals stay untouched, their pages unwritten).
+  std::atomic<std::uint64_t> handoff_classes{0};
 };
 
 class Heap {

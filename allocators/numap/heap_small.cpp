@@ -470,6 +470,8 @@ std::uint32_t Heap::handoff_put(ThreadCache* tc, int cls, int part, std::uint32_
   c.frees.fetch_add(n, std::memory_order_relaxed);
   c.in_use_bytes.fetch_sub(std::uint64_t{n} * size, std::memory_order_relaxed);
   c.handoff.push(first, prev);
+  std::atomic<std::uint64_t>& used = part_[part].handoff_classes;
+  if ((used.load(std::memory_order_relaxed) >> cls & 1) == 0) used.fetch_or(std::uint64_t{1} << cls, std::memory_order_relaxed);
   return n;
 }
 
@@ -488,9 +490,9 @@ std::uint64_t Heap::drain_handoff(int part, int cls) {
 void Heap::drain_untaken_handoffs() {
   if (opt_.handoff_bytes == 0) return;
   for (int p = 0; p < nparts_; ++p) {
-    if (!part_[p].slots[kSlabSlot].ready()) continue;  // no slab: nothing handed over (see refill)
+    const std::uint64_t used = part_[p].handoff_classes.load(std::memory_order_relaxed);
     for (int cls = 0; cls < kSmallClasses; ++cls)
-      if (part_[p].central[cls].handoff.untaken()) drain_handoff(p, cls);
+      if ((used >> cls & 1) != 0 && part_[p].central[cls].handoff.untaken()) drain_handoff(p, cls);
   }
 }
 
