@@ -29,6 +29,7 @@
 #include <optional>
 
 #include "harness/cli/common.h"
+#include "harness/record/record_keys.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/results_dir.h"
 #include "harness/runner/cell_runner.h"
@@ -138,7 +139,7 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
   runner::CellHooks hooks{nullptr, [] { return runner::g_interrupted.load(); }};
   runner::CellOutcome outcome = runner::run_cell_here(cell, settings, log.empty() ? "/dev/null" : log, hooks);
   if (outcome.interrupted) return kExitInterrupted;
-  if (spec.contains("attempt")) outcome.record["attempt"] = attempt;
+  if (spec.contains("attempt")) outcome.record[record::kRecordAttempt] = attempt;
   runner::stamp_record_ids(outcome.record, run_id);
   std::string text = outcome.record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";  // never lose a cell to a stray byte
   if (record_path.empty()) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "harness/record/record_keys.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/reporters/reporter.h"
 #include "harness/results/safe_text.h"
@@ -76,8 +77,8 @@ std::string random_id() {
 }
 
 void stamp_record_ids(nlohmann::json& record, const std::string& run_id) {
-  if (!record.contains("run_id")) record["run_id"] = run_id.empty() ? random_id() : run_id;
-  if (!record.contains(results::kRecordId)) record[results::kRecordId] = random_id();
+  if (!record.contains(record::kRecordRunId)) record[record::kRecordRunId] = run_id.empty() ? random_id() : run_id;
+  if (!record.contains(record::kRecordId)) record[record::kRecordId] = random_id();
 }
 
 std::vector<CellJob> pending_jobs(const matrix::Plan& plan, const results::ResultsDir& dir, bool retry_failed) {

@@ -12,6 +12,7 @@
 
 #include "harness/matrix/program.h"
 #include "harness/record/cell.h"
+#include "harness/record/record_keys.h"
 #include "harness/results/folder_layout.h"
 #include "harness/runner/cell_launcher.h"
 #include "harness/runner/environment.h"
@@ -61,7 +62,7 @@ Spawned spawn_program(const matrix::Cell& cell, const placement::Placement& wher
 // FNV-1a of a program's standard output: equal outputs under two allocators have equal sums.
 json stdout_summary(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return {{"stdout_bytes", nullptr}, {"stdout_checksum", nullptr}};
+  if (!in) return {{record::kRecordStdoutBytes, nullptr}, {record::kRecordStdoutChecksum, nullptr}};
   uint64_t h = 1469598103934665603ULL, bytes = 0;
   char buf[65536];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
@@ -70,7 +71,7 @@ json stdout_summary(const std::string& path) {
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return {{"stdout_bytes", bytes}, {"stdout_checksum", hex}};
+  return {{record::kRecordStdoutBytes, bytes}, {record::kRecordStdoutChecksum, hex}};
 }
 
 class ProgramLauncher : public CellLauncher {
@@ -132,18 +133,18 @@ class ProgramLauncher : public CellLauncher {
                         {"alloc_stats", exit_event_.is_object() ? exit_event_.value("alloc_stats", json::object()) : json::object()},
                         {"contention", exit_event_.is_object() ? exit_event_.value("contention", json()) : json()}});
     json extra = stdout_summary(stdout_path_);
-    extra["exit_code"] = WIFEXITED(end.wait_status) ? json(WEXITSTATUS(end.wait_status)) : json(nullptr);
-    extra["exit_signal"] = WIFSIGNALED(end.wait_status) ? json(WTERMSIG(end.wait_status)) : json(nullptr);
-    extra["phase_mark_errors"] = phases_->bad_lines();
-    extra["stdout"] = stdout_path_;
-    extra["outlived_by"] = end.outlived_by;
+    extra[record::kRecordExitCode] = WIFEXITED(end.wait_status) ? json(WEXITSTATUS(end.wait_status)) : json(nullptr);
+    extra[record::kRecordExitSignal] = WIFSIGNALED(end.wait_status) ? json(WTERMSIG(end.wait_status)) : json(nullptr);
+    extra[record::kRecordPhaseMarkErrors] = phases_->bad_lines();
+    extra[record::kRecordStdout] = stdout_path_;
+    extra[record::kRecordOutlivedBy] = end.outlived_by;
     json where = placement::to_json(placement_);
     const bool pinned = placement_.spec.kind != placement::PinSpec::Kind::none;
     where["program_cpus"] = pinned ? json(topology::format_list(placement_.candidate_cpus)) : json(nullptr);
     where["thread_cpus"] = where["thread_nodes"] = nullptr;  // the program's threads are placed by the kernel
     where["allowed"] = placement::to_json(placement::current_allowed());
-    extra["placement"] = where;
-    extra["pinned_cpus"] = nullptr;
+    extra[record::kRecordPlacement] = where;
+    extra[record::kRecordPinnedCpus] = nullptr;
     builder.annotate(extra);
   }
 

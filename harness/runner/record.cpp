@@ -1,8 +1,8 @@
 #include "harness/runner/record.h"
 
 #include "harness/record/cell.h"
+#include "harness/record/record_keys.h"
 #include "harness/results/model.h"
-#include "harness/results/record_identity.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::runner {
@@ -32,8 +32,11 @@ RecordBuilder::RecordBuilder(const matrix::Cell& cell, std::string log_path, int
   // The cell's fields are the codec's (its thp: the mode and how the cell got it, only on the thp
   // axis; cells off it ran under meta.json's machine.thp_enabled).
   json fields = record::record_cell(cell);
-  fields.update({{results::kRecordKey, cell.key()}, {"status", "failed"}, {"error", nullptr}, {"library", nullptr},
-                 {"log", std::move(log_path)}});
+  fields.update({{record::kRecordKey, cell.key()},
+                 {record::kRecordStatus, "failed"},
+                 {record::kRecordError, nullptr},
+                 {record::kRecordLibrary, nullptr},
+                 {record::kRecordLog, std::move(log_path)}});
   record_ = valid_utf8_strings(fields);
 }
 
@@ -44,14 +47,14 @@ void RecordBuilder::annotate(const json& fields) {
 void RecordBuilder::on_event(const json& ev) {
   const std::string kind = ev.value("event", "");
   if (kind == "start") {
-    record_["library"] = ev.value("library", json());
-    record_["allocator_version"] = ev.value("version", json());
-    record_["allocator_options"] = ev.value("options", json::object());
+    record_[record::kRecordLibrary] = ev.value("library", json());
+    record_[record::kRecordAllocatorVersion] = ev.value("version", json());
+    record_[record::kRecordAllocatorOptions] = ev.value("options", json::object());
   } else if (kind == "baseline") {
-    record_["idle_rss_bytes"] = ev.value("idle_rss_bytes", json());
-    record_["idle_alloc_stats"] = ev.value("alloc_stats", json::object());
-    if (ev.contains("pinned_cpus")) record_["pinned_cpus"] = ev["pinned_cpus"];
-    if (ev.contains("placement")) record_["placement"] = ev["placement"];
+    record_[record::kRecordIdleRssBytes] = ev.value("idle_rss_bytes", json());
+    record_[record::kRecordIdleAllocStats] = ev.value("alloc_stats", json::object());
+    if (ev.contains("pinned_cpus")) record_[record::kRecordPinnedCpus] = ev["pinned_cpus"];
+    if (ev.contains("placement")) record_[record::kRecordPlacement] = ev["placement"];
   } else if (kind == "phase_end" && ev.contains("phase") && ev["phase"].is_object()) {
     json p = ev["phase"];
     p["start_ms"] = (p.value("t_begin_ns", int64_t{0}) - start_ns_) / 1e6;
@@ -68,17 +71,17 @@ void RecordBuilder::on_event(const json& ev) {
 
 json RecordBuilder::finish(const json& timeline, uint64_t sampled_peak_rss, double wall_s, const CellStatus& status) const {
   json record = record_;
-  record["phases"] = phases_;
-  record["timeline"] = timeline;
-  record["sampled_peak_rss_bytes"] = sampled_peak_rss;
-  record["alloc_stats"] = done_.is_null() ? json::object() : done_.value("alloc_stats", json::object());
-  if (!done_.is_null() && done_.contains("contention")) record["contention"] = done_["contention"];
-  record["wall_s"] = wall_s;
-  record["status"] = status.status;
-  record["error"] = status.error;
+  record[record::kRecordPhases] = phases_;
+  record[record::kRecordTimeline] = timeline;
+  record[record::kRecordSampledPeakRssBytes] = sampled_peak_rss;
+  record[record::kRecordAllocStats] = done_.is_null() ? json::object() : done_.value("alloc_stats", json::object());
+  if (!done_.is_null() && done_.contains("contention")) record[record::kRecordContention] = done_["contention"];
+  record[record::kRecordWallS] = wall_s;
+  record[record::kRecordStatus] = status.status;
+  record[record::kRecordError] = status.error;
   // For the scripts that read results.jsonl: the schema's version, and the figures records always
   // carried beside the measurements, each computed by the results model's metric (one formula).
-  record["schema_version"] = results::kRecordSchemaVersion;
+  record[record::kRecordSchemaVersionKey] = results::kRecordSchemaVersion;
   results::add_figures_for_readers(record);
   return record;
 }

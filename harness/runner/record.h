@@ -10,6 +10,7 @@
 #include <string>
 
 #include "harness/matrix/plan.h"
+#include "harness/record/record_keys.h"
 #include "harness/runner/status.h"
 
 namespace allocmark::runner {
@@ -21,7 +22,7 @@ class RecordBuilder {
 
   void on_event(const nlohmann::json& event);
   bool saw_done() const { return !done_.is_null(); }
-  bool saw_start() const { return !record_["library"].is_null(); }
+  bool saw_start() const { return !record_[record::kRecordLibrary].is_null(); }
   // Fields the driver adds itself (a program cell's exit status and output checksum), their
   // strings made valid UTF-8.
   void annotate(const nlohmann::json& fields);
