@@ -151,7 +151,7 @@ int run_one(const std::string& spec_path, const std::string& record_path) {
       throw runner::RunStopped(e.what(), 0, record_path);
     }
   }
-  return outcome.record.value("status", "") == "ok" ? kExitOk : kExitCellsFailed;
+  return outcome.record.value(record::kRecordStatus, "") == "ok" ? kExitOk : kExitCellsFailed;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 // their shape: to a relative standard deviation of 1% for every cell, and to a relative MAD of 1%
 // for the cells with one mode (scaling a two-mode cell by its MAD would put its modes 10-25% apart).
 #include "harness/history/changepoints.h"
+#include "harness/record/record_keys.h"
 
 #include <nlohmann/json.hpp>
 
@@ -75,10 +76,12 @@ Noise read_noise(const std::string& path) {
   std::string line;
   while (std::getline(in, line)) {
     const auto record = nlohmann::json::parse(line, nullptr, false);
-    if (record.is_discarded() || record.value("status", "") != "ok" || !record.contains("peak_rss_bytes")) continue;
+    using allocmark::record::kRecordPeakRssBytes;
+    if (record.is_discarded() || record.value(allocmark::record::kRecordStatus, "") != "ok" || !record.contains(kRecordPeakRssBytes))
+      continue;
     const std::string cell = record.value("allocator", "?") + " " + record.value("workload", "?") + " t" +
                              std::to_string(record.value("threads", 0));
-    cells[cell].push_back(record["peak_rss_bytes"].get<double>());
+    cells[cell].push_back(record[kRecordPeakRssBytes].get<double>());
   }
   Noise noise;
   for (const auto& [cell, values] : cells) {

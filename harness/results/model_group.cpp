@@ -12,6 +12,7 @@
 #include "allocators/releases/releases.h"
 #include "harness/matrix/plan.h"
 #include "harness/record/cell.h"
+#include "harness/record/record_keys.h"
 #include "harness/results/model_labels.h"
 
 namespace allocmark::results {
@@ -153,9 +154,9 @@ void Grouper::count_cell(GroupBuilder& b, const CellResult& cell) {
   b.identity.add(record::record_key(CellField::params), id.params);
   b.identity.add(record::record_key(CellField::env), id.env);
   b.identity.add(record::record_key(CellField::library), json(id.preload));
-  if (!id.host.empty()) b.identity.add("host", json(id.host));
-  if (cell.library) b.identity.add("library", json(*cell.library));
-  if (cell.allocator_version) b.identity.add("allocator_version", json(*cell.allocator_version));
+  if (!id.host.empty()) b.identity.add(record::kRecordHost, json(id.host));
+  if (cell.library) b.identity.add(record::kRecordLibrary, json(*cell.library));
+  if (cell.allocator_version) b.identity.add(record::kRecordAllocatorVersion, json(*cell.allocator_version));
 }
 
 void Grouper::add_samples(GroupBuilder& b, const CellResult& cell, const PhaseValues& phase) {

@@ -3,6 +3,7 @@
 #include "harness/results/model_reader.h"
 
 #include "harness/record/cell.h"
+#include "harness/record/record_keys.h"
 #include "harness/results/safe_text.h"
 
 #include <cmath>
@@ -31,7 +32,7 @@ void check_plausible(const RecordReader& r, const CellResult& cell, const CellId
                        cell.threads, cell.rep, phase, terminal_line(cell.phases[phase].name), node, problem));
   };
   if (cell.idle_rss_bytes)
-    if (std::string problem = field_bytes_problem("idle_rss_bytes", *cell.idle_rss_bytes); !problem.empty())
+    if (std::string problem = field_bytes_problem(record::kRecordIdleRssBytes, *cell.idle_rss_bytes); !problem.empty())
       r.fail(fmt::format("cell {} {} t{} r{}: {}", terminal_line(id.allocator), terminal_line(id.workload), cell.threads,
                          cell.rep, problem));
   for (std::size_t i = 0; i < cell.phases.size(); ++i) {
@@ -70,9 +71,9 @@ std::optional<double> RecordReader::number_at(const json& holder, std::string_vi
 
 std::vector<PhaseValues> RecordReader::phases(const InternName& intern) const {
   std::vector<PhaseValues> out;
-  auto it = record_.find("phases");
+  auto it = record_.find(record::kRecordPhases);
   if (it == record_.end() || it->is_null()) return out;
-  if (!it->is_array()) fail("'phases' must be a list");
+  if (!it->is_array()) fail(fmt::format("'{}' must be a list", record::kRecordPhases));
   for (std::size_t i = 0; i < it->size(); ++i) {
     const json& p = (*it)[i];
     std::string context = fmt::format("phases[{}].", i);
@@ -130,12 +131,12 @@ ReadCell read_cell(const RecordReader& r, const json& record, const std::string&
   id.host = r.optional_string(kRecordHost).value_or(default_host);
   cell.rep = static_cast<int>(r.optional_integer(record_key(CellField::rep)).value_or(0));
   cell.attempt = static_cast<int>(r.optional_integer(kRecordAttempt).value_or(1));
-  cell.error = r.optional_string("error");
-  cell.library = r.optional_string("library");
-  cell.allocator_version = r.optional_string("allocator_version");
-  cell.idle_rss_bytes = r.optional_number(record, "idle_rss_bytes", "");
+  cell.error = r.optional_string(record::kRecordError);
+  cell.library = r.optional_string(record::kRecordLibrary);
+  cell.allocator_version = r.optional_string(record::kRecordAllocatorVersion);
+  cell.idle_rss_bytes = r.optional_number(record, record::kRecordIdleRssBytes, "");
   cell.phases = r.phases(intern);
-  cell.stdout_checksum = r.optional_string("stdout_checksum");
+  cell.stdout_checksum = r.optional_string(record::kRecordStdoutChecksum);
   check_plausible(r, cell, id);
   r.optional_object(record_key(CellField::thp));  // a thp that is not an object is an error
   cell.thp_how = record::thp_how_in(record);
@@ -149,14 +150,14 @@ using detail::RecordReader;
 void add_figures_for_readers(json& record) {
   const RecordReader r(record, "(record)", 0);
   CellResult cell;
-  cell.idle_rss_bytes = r.optional_number(record, "idle_rss_bytes", "");
+  cell.idle_rss_bytes = r.optional_number(record, record::kRecordIdleRssBytes, "");
   cell.phases = r.phases([](const std::string&) { return std::size_t{0}; });
   const auto figure = [&](Metric m, const PhaseValues& p) {
     auto v = metric_value(m, cell, p);
     return v ? json(*v) : json(nullptr);
   };
   for (std::size_t i = 0; i < cell.phases.size(); ++i) {
-    json& phase = record["phases"][i];
+    json& phase = record[record::kRecordPhases][i];
     phase["ops_per_s"] = figure(Metric::ops_per_s, cell.phases[i]);
     if (auto c = phase.find("contention"); c != phase.end() && c->is_object()) {
       (*c)["voluntary_ctx_switches_per_mop"] = figure(Metric::vol_ctx_switches_per_mop, cell.phases[i]);
@@ -169,9 +170,9 @@ void add_figures_for_readers(json& record) {
     auto v = metric_value(m, cell, whole);
     return v ? json(static_cast<int64_t>(std::llround(*v))) : json(nullptr);
   };
-  record["peak_rss_bytes"] = cell.phases.empty() ? json(nullptr) : bytes(Metric::peak_rss_bytes);
-  record["peak_live_bytes"] = bytes(Metric::peak_live_bytes);
-  if (auto ratio = metric_value(Metric::rss_above_idle_over_live, cell, whole)) record["fragmentation_ratio"] = *ratio;
+  record[record::kRecordPeakRssBytes] = cell.phases.empty() ? json(nullptr) : bytes(Metric::peak_rss_bytes);
+  record[record::kRecordPeakLiveBytes] = bytes(Metric::peak_live_bytes);
+  if (auto ratio = metric_value(Metric::rss_above_idle_over_live, cell, whole)) record[record::kRecordFragmentationRatio] = *ratio;
   if (cell.phases.empty()) return;
   // Sums over the phases (a figure no phase has is 0, as it always was), and ops/s over the sums.
   json totals = json::object();
@@ -182,7 +183,7 @@ void add_figures_for_readers(json& record) {
   ALLOCMARK_PROCESS_COUNTERS(ALLOCMARK_TOTAL)
 #undef ALLOCMARK_TOTAL
   totals["ops_per_s"] = figure(Metric::ops_per_s, whole);
-  record["totals"] = totals;
+  record[record::kRecordTotals] = totals;
 }
 
 std::size_t Model::intern_workload_metric(const std::string& name) {

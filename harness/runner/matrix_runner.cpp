@@ -159,10 +159,11 @@ class RunProgress {
                        dir_.recorded().size(), dir_.path());
     }
     ++report_.ran;
-    std::string status = record.value("status", "?");
+    std::string status = record.value(record::kRecordStatus, "?");
     if (status != "ok") ++report_.not_ok;
-    std::string error = record.contains("error") && record["error"].is_string() ? record["error"].get<std::string>() : "";
-    display_.finished(job.index, job.cell.label(), status, record.value("wall_s", 0.0), error);
+    auto error = record.find(record::kRecordError);
+    display_.finished(job.index, job.cell.label(), status, record.value(record::kRecordWallS, 0.0),
+                      error != record.end() && error->is_string() ? error->get<std::string>() : "");
   }
 
   MatrixRunReport& report_;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 
+#include "harness/record/record_keys.h"
 #include "harness/results/reporters/reporter.h"
 
 namespace allocmark::results {
@@ -85,10 +86,10 @@ std::string chart_timelines(const Model& model, const Grouping& grouping) {
       for (Metric m : {Metric::peak_rss_bytes, Metric::peak_live_bytes})
         if (auto v = metric_value(m, cell, whole)) out[std::string(metric_row(m).name)] = *v;
       const bool readable = record.is_object();
-      out["timeline"] = readable ? record.value("timeline", nlohmann::json::array()) : nlohmann::json::array();
-      out["phases"] = phase_edges(readable ? record.value("phases", nlohmann::json()) : nlohmann::json());
+      out["timeline"] = readable ? record.value(record::kRecordTimeline, nlohmann::json::array()) : nlohmann::json::array();
+      out["phases"] = phase_edges(readable ? record.value(record::kRecordPhases, nlohmann::json()) : nlohmann::json());
       // Only where there is one, so the timelines of folders without a settle read as they always did.
-      if (nlohmann::json curve = return_curve_points(readable ? record.value("phases", nlohmann::json()) : nlohmann::json());
+      if (nlohmann::json curve = return_curve_points(readable ? record.value(record::kRecordPhases, nlohmann::json()) : nlohmann::json());
           !curve.empty())
         out["return_curve"] = std::move(curve);
       lines[index] = out.dump() + "\n";
