@@ -1,5 +1,5 @@
-// The record's field table against what writes it (metrics::phase_record) and what documents it
-// (docs/results-schema.md).
+// The record's field tables (a phase's figures, a record's top-level keys) against what writes them
+// (metrics::phase_record) and what documents them (docs/results-schema.md).
 #include "harness/record/fields.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "harness/metrics/phase_record.h"
+#include "harness/record/cell.h"
+#include "harness/record/record_keys.h"
 
 namespace allocmark::record {
 namespace {
@@ -112,6 +114,23 @@ TEST(RecordFields, PhaseRecordWritesEveryFigureWhereTheModelReadsIt) {
     }
     EXPECT_TRUE(row.kind == Kind::figure || row.kind == Kind::recorded ? at->is_null() || at->is_number() : at->is_number())
         << row.phase_path;
+  }
+}
+
+// Every top-level key of a record (record_keys.h) is a row of the results.jsonl table, once, and
+// none is also a cell field's key (ALLOCMARK_CELL_FIELDS' rec column): one definition per key.
+TEST(RecordKeys, TheSchemaListsEveryTopLevelKey) {
+  const Table top = schema_table("## results.jsonl");
+  ASSERT_FALSE(top.empty());
+#define ALLOCMARK_CELL_RECORD_KEY(row, member, type, in, name, required, worker, rec, ...) rec,
+  const char* const cell_keys[] = {ALLOCMARK_CELL_FIELDS(ALLOCMARK_CELL_RECORD_KEY)};
+#undef ALLOCMARK_CELL_RECORD_KEY
+  std::set<std::string> keys;
+  for (const char* key : cell_keys)
+    if (key) keys.insert(key);
+  for (const RecordKeySpec& row : kRecordKeys) {
+    EXPECT_TRUE(keys.insert(row.key).second) << row.key << " is two rows, or a cell field's key too";
+    EXPECT_TRUE(top.count(row.key)) << "docs/results-schema.md's results.jsonl table does not list the record key " << row.key;
   }
 }
 
