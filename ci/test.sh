@@ -10,10 +10,15 @@ if [ -z "${ALLOCMARK_SOURCES:-}" ] && [ -d ../shared/sources ]; then
 fi
 ci/setup.sh --tests
 cd build
-# One "cpus" slot per core; every test holds one except the few that mostly wait (labelled
-# "waits", cmake/allocmark_test.cmake), which run beside the others: hence more jobs than cores.
+# "cpus" slots: every test holds one except the few that mostly wait (labelled "waits",
+# cmake/allocmark_test.cmake), which run beside the others: hence more jobs than slots. A test
+# holding a slot does not keep its core busy throughout (it starts processes and waits for them,
+# sleeps through idle phases and settles), so with one slot per core CI's cores were idle part of
+# the time: half a slot more per core fills them (docs/benchmarks.md, "CI's cores kept busy").
+cores=$(nproc)
+slots=$(( cores + (cores + 1) / 2 ))
 mkdir -p Testing/Temporary
-printf '{"version": {"major": 1, "minor": 0}, "local": [{"cpus": [{"id": "all", "slots": %d}]}]}\n' "$(nproc)" \
+printf '{"version": {"major": 1, "minor": 0}, "local": [{"cpus": [{"id": "all", "slots": %d}]}]}\n' "$slots" \
   > Testing/cpu-slots.json
 # A clean build has no timings yet: seed ctest's with the CI machine's (ci/test-costs.txt: name, runs,
 # mean seconds, the long lines of a CTestCostData.txt), so it starts the longest tests first.
@@ -21,7 +26,7 @@ printf '{"version": {"major": 1, "minor": 0}, "local": [{"cpus": [{"id": "all", 
 # Among them ci.Gate: allocmark gates itself, a confirmed peak-RSS regression of the CI matrix
 # failing the build (ci/gate.sh, docs/gate.md); its verdict is printed below either way.
 status=0
-ctest --output-on-failure -j"$(( $(nproc) + 4 ))" --resource-spec-file Testing/cpu-slots.json --timeout 900 || status=$?
+ctest --output-on-failure -j"$(( slots + 4 ))" --resource-spec-file Testing/cpu-slots.json --timeout 900 || status=$?
 if [ -f gate-verdict.md ]; then
   echo "ci.Gate's verdict (ci/gate.sh):"
   cat gate-verdict.md
