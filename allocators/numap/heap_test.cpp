@@ -183,6 +183,13 @@ class HeapTest : public ::testing::Test {
   void TearDown() override {
     if (heap_ready) heap.destroy();
   }
+  // A test whose body runs twice (an option on, then off) runs the second time on a new Heap.
+  void start_over() {
+    heap.destroy();
+    heap_ready = false;
+    heap.~Heap();
+    new (&heap) Heap();
+  }
   // The seed's eight nodes (configs/topologies/seed-8node.toml: CPU n on node n), `node_cap`
   // bytes each (MemTotal: no kernel free-memory files unless a test records them).
   void make_numa(std::uint64_t node_cap, int limit = 0, BeyondLimit beyond = BeyondLimit::kPurge,
@@ -559,10 +566,7 @@ TEST_F(HeapTest, AnExitingThreadsRemoteFreesGoToTheNextThreadWhole) {
     EXPECT_GT(heap.purge(), 0u);
     EXPECT_EQ(stats().in_use_bytes, 0u);
     EXPECT_EQ(heap.mapped_bytes(), 0u);
-    heap.destroy();
-    heap_ready = false;
-    heap.~Heap();
-    new (&heap) Heap();
+    start_over();
   }
 }
 
@@ -745,10 +749,7 @@ TEST_F(HeapTest, TheHandoffKeepsItsBoundAndTheRestTakesTheLockedPath) {
     EXPECT_GT(heap.trim(), 0u);
     EXPECT_EQ(stats().in_use_bytes, 0u);
     EXPECT_EQ(heap.mapped_bytes(), 0u);
-    heap.destroy();
-    heap_ready = false;
-    heap.~Heap();
-    new (&heap) Heap();
+    start_over();
   }
 }
 
@@ -1940,10 +1941,7 @@ TEST_F(HeapTest, ExchangeReleasesOtherClassesIdlePagesBeforeFreshPages) {
       EXPECT_EQ(heap.mapped_bytes(), 14u << 20);
     }
     heap.free(big);
-    heap.destroy();
-    heap_ready = false;
-    heap.~Heap();
-    new (&heap) Heap();
+    start_over();
   }
 }
 
