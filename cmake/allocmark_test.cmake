@@ -1,4 +1,4 @@
-# ci/test.sh runs ctest with one "cpus" slot per core (a resource spec file): every test holds one
+# ci/test.sh runs ctest with "cpus" slots (a resource spec file: one and a half per core): every test holds one
 # while it runs, except the few that spend their time waiting (ALLOCMARK_WAITING_SUITES in
 # tests/CMakeLists.txt), which run beside the others. Every add_test in the tree sets it.
 set(ALLOCMARK_USES_A_CPU RESOURCE_GROUPS cpus:1)
