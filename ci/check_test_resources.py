@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Fails when a ctest test neither holds a "cpus" slot nor is labelled "waits".
-ci/test.sh runs ctest with more jobs than slots and one and a half "cpus" slots per core: a test without a
-ci/test.sh runs ctest with more jobs than cores and one "cpus" slot per core: a test without a
-slot would run beside as many others as there are jobs, on cores that are already busy.
+
+ci/test.sh runs ctest with more jobs than slots and one and a half "cpus" slots per core: a test
+without a slot would run beside as many others as there are jobs, on cores that are already busy.
 Usage: check_test_resources.py BUILD_DIR
 """
 import json
