@@ -142,6 +142,21 @@ bool read_numa_maps(pid_t pid, NodeResidency& out) {
   return true;
 }
 
+bool read_mem_and_nodes(pid_t pid, MemAndNodes& out) {
+  MemStatus before{};
+  for (int attempt = 0; attempt < kSteadyTries; ++attempt) {
+    if (!read_mem_status(pid, before)) return false;
+    out.nodes = NodeResidency{};
+    out.nodes_ok = read_numa_maps(pid, out.nodes);
+    if (!read_mem_status(pid, out.mem)) return false;
+    const uint64_t drift = before.rss_bytes > out.mem.rss_bytes ? before.rss_bytes - out.mem.rss_bytes
+                                                                : out.mem.rss_bytes - before.rss_bytes;
+    out.steady = drift <= std::max<uint64_t>(out.mem.rss_bytes / 64, 64 << 10);
+    if (out.steady) break;
+  }
+  return true;
+}
+
 bool parse_node_meminfo_kib(const char* text, int node, const char* key, uint64_t& kib) {
   const std::size_t key_len = std::strlen(key);
   for (const char* line = text; line && *line; line = std::strchr(line, '\n') ? std::strchr(line, '\n') + 1 : nullptr) {

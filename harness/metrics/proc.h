@@ -82,6 +82,20 @@ struct NodeResidency {
 };
 // Allocation-free (streamed through a stack buffer): the worker calls it right after a phase.
 bool read_numa_maps(pid_t pid, NodeResidency& out);
+// VmRSS and numa_maps read as one moment. Between two reads an allocator's own thread (numap's
+// decay, jemalloc's background_thread) can give back megabytes: a program's companion at exit once
+// saw numa_maps 18 MB below VmRSS. So: status, numa_maps, status again, at most kSteadyTries times,
+// until the two status reads agree to max(1/64, 64 KiB); `mem` is the second read. `steady` says
+// whether they agreed. Allocation-free. False where status could not be read (`nodes_ok` says
+// whether numa_maps could).
+struct MemAndNodes {
+  MemStatus mem;
+  NodeResidency nodes;
+  bool nodes_ok = false;
+  bool steady = false;
+};
+inline constexpr int kSteadyTries = 8;
+bool read_mem_and_nodes(pid_t pid, MemAndNodes& out);
 // [bytes on node 0, node 1, ... up to the highest node with a count]: how a program cell's
 // companion reports it at exit.
 std::vector<uint64_t> residency_list(const NodeResidency& r);

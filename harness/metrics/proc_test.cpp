@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -241,6 +242,46 @@ TEST(NumaMaps, ThisProcessHasResidentBytesOnSomeNodeNearItsRss) {
   // shared library pages once per mapping here, so they agree within a few pages for a process
   // this small; 25 % leaves room for pages touched between the two reads.
   EXPECT_NEAR(static_cast<double>(r.total()), static_cast<double>(status.rss_bytes), 0.25 * status.rss_bytes);
+}
+
+// A thread maps, writes and unmaps 32 MiB every few milliseconds, as an allocator's decay thread
+// gives memory back while a phase edge is read: each steady snapshot's numa_maps total is VmRSS's
+// moment (within numa_maps' few left-out pages), never a reading from before a 32 MiB change.
+TEST(NumaMaps, ReadWithRssAsOneMomentWhileAnotherThreadGivesMemoryBack) {
+  constexpr std::size_t kBytes = 32u << 20;
+  // A real program's numa_maps has hundreds of lines (Python's about 400), each a mapping the
+  // kernel walks: 4000 one-page mappings of alternating protection make this one as slow to read.
+  constexpr std::size_t kMappings = 4000;
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  void* many = mmap(nullptr, kMappings * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(many, MAP_FAILED);
+  for (std::size_t i = 0; i < kMappings; i += 2) mprotect(static_cast<char*>(many) + i * page, page, PROT_READ);
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop.load()) {
+      void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return;
+      std::memset(p, 1, kBytes);
+      usleep(3000);
+      munmap(p, kBytes);
+      usleep(3000);
+    }
+  });
+  int steady = 0;
+  for (int i = 0; i < 60; ++i) {
+    MemAndNodes now;
+    ASSERT_TRUE(read_mem_and_nodes(0, now));
+    ASSERT_TRUE(now.nodes_ok);
+    if (!now.steady) continue;
+    ++steady;
+    const double rss = static_cast<double>(now.mem.rss_bytes);
+    EXPECT_NEAR(static_cast<double>(now.nodes.total()), rss, std::max(0.05 * rss, 2.0 * (1 << 20))) << "snapshot " << i;
+    usleep(1000);
+  }
+  stop = true;
+  churn.join();
+  munmap(many, kMappings * page);
+  EXPECT_GT(steady, 0) << "no snapshot in 60 found VmRSS still across its numa_maps read";
 }
 
 TEST(ProcParse, NodeMeminfoValueOfItsOwnNodeAndWholeName) {

@@ -93,13 +93,12 @@ bool reports_exit() { return g_fd >= 0 && !g_exit_reported && ::getpid() == g_pi
 void on_exit() {
   if (!reports_exit()) return;
   g_exit_reported = true;
-  allocmark::metrics::MemStatus mem{};
-  bool read_ok = allocmark::metrics::read_mem_status(0, mem);
+  allocmark::metrics::MemAndNodes now{};
+  bool read_ok = allocmark::metrics::read_mem_and_nodes(0, now);
   json done{{"event", "program_exit"}, {"t_ns", now_ns()},
-            {phase_key::peak_rss_bytes, read_ok ? json(mem.hwm_bytes) : json(nullptr)},
-            {phase_key::end_rss_bytes, read_ok ? json(mem.rss_bytes) : json(nullptr)}};
-  allocmark::metrics::NodeResidency residency;
-  if (allocmark::metrics::read_numa_maps(0, residency)) done["numa_resident_bytes"] = allocmark::metrics::residency_list(residency);
+            {phase_key::peak_rss_bytes, read_ok ? json(now.mem.hwm_bytes) : json(nullptr)},
+            {phase_key::end_rss_bytes, read_ok ? json(now.mem.rss_bytes) : json(nullptr)}};
+  if (now.nodes_ok) done["numa_resident_bytes"] = allocmark::metrics::residency_list(now.nodes);
   // The system's huge pages per node while this process's are still mapped (nodes not present: null).
   {
     int ids[allocmark::metrics::kMaxNumaNodes];

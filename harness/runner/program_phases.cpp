@@ -81,12 +81,12 @@ json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& en
 }
 
 json ProgramPhases::close_phase(const std::string& next, int64_t now_ns) {
-  metrics::MemStatus mem{};
+  metrics::MemAndNodes snapshot{};
+  const metrics::MemStatus& mem = snapshot.mem;
   metrics::TaskCounters now{};
-  bool read_ok = !ended_ && metrics::read_mem_status(pid_, mem) && metrics::read_task_counters(pid_, now);
+  bool read_ok = !ended_ && metrics::read_mem_and_nodes(pid_, snapshot) && metrics::read_task_counters(pid_, now);
   const bool sched_ok = !ended_ && sched_now_.read(pid_);
-  metrics::NodeResidency residency;
-  const json by_node = !ended_ && metrics::read_numa_maps(pid_, residency) ? json(metrics::residency_list(residency)) : json(nullptr);
+  const json by_node = !ended_ && snapshot.nodes_ok ? json(metrics::residency_list(snapshot.nodes)) : json(nullptr);
   uint64_t huge = 0;
   const std::optional<uint64_t> anon_huge =
       !ended_ && metrics::read_anon_huge_bytes(pid_, huge) ? std::optional<uint64_t>(huge) : std::nullopt;
