@@ -12,6 +12,7 @@
 // their shape: to a relative standard deviation of 1% for every cell, and to a relative MAD of 1%
 // for the cells with one mode (scaling a two-mode cell by its MAD would put its modes 10-25% apart).
 #include "harness/history/changepoints.h"
+#include "harness/record/cell.h"
 #include "harness/record/record_keys.h"
 
 #include <nlohmann/json.hpp>
@@ -79,8 +80,9 @@ Noise read_noise(const std::string& path) {
     using allocmark::record::kRecordPeakRssBytes;
     if (record.is_discarded() || record.value(allocmark::record::kRecordStatus, "") != "ok" || !record.contains(kRecordPeakRssBytes))
       continue;
-    const std::string cell = record.value("allocator", "?") + " " + record.value("workload", "?") + " t" +
-                             std::to_string(record.value("threads", 0));
+    // The cell as the record's codec reads it (leniently: a hand-written record may leave fields out).
+    const allocmark::record::Cell c = allocmark::record::cell_of_record(record);
+    const std::string cell = c.allocator.name + " " + c.workload + " t" + std::to_string(c.threads);
     cells[cell].push_back(record[kRecordPeakRssBytes].get<double>());
   }
   Noise noise;
