@@ -229,7 +229,10 @@ void OrcScan::consume_stripe(ThreadContext& ctx, ThreadState& me, Stripe& stripe
   unsigned sum = 0;
   for (std::size_t i = 0; i < stripe.count; ++i) {
     Buf& b = stripe.reads[i];
-    sum += read_pages(b.ptr, b.size);
+    // What the reader wrote, as a real consumer reads: under `writes` below `all`, reading the
+    // unwritten rest would be reading zeros no program reads, and makes those pages resident on a
+    // kernel without the shared zero page (this project's machines boot with pvm_no_zero_page=1).
+    sum += read_pages(b.ptr, written_bytes(b.size));
     workloads::release(b.ptr);
     ctx.live.add(-static_cast<int64_t>(b.size));
     b = Buf{};
