@@ -32,6 +32,7 @@
 #include "allocators/native_api.h"
 #include "harness/metrics/phase_record.h"
 #include "harness/metrics/proc.h"
+#include "harness/record/event_keys.h"
 #include "harness/record/phase_keys.h"
 #include "harness/worker/preload_check.h"
 #include "harness/worker/report_line.h"
@@ -41,6 +42,8 @@ namespace {
 
 using nlohmann::json;
 namespace phase_key = allocmark::record::phase_key;
+namespace event = allocmark::record::event;
+namespace event_key = allocmark::record::event_key;
 
 int g_fd = -1;
 pid_t g_pid = -1;
@@ -49,7 +52,7 @@ const allocmark::allocators::NativeApi* g_api = nullptr;
 
 // A path or an allocator's option text need not be UTF-8; JSON must be: such bytes become U+FFFD.
 void report(json event) {
-  event["pid"] = g_pid;
+  event[event_key::pid] = g_pid;
   allocmark::worker::write_report_line(g_fd, json::parse(event.dump(-1, ' ', false, json::error_handler_t::replace)));
 }
 
@@ -78,10 +81,11 @@ __attribute__((constructor)) void on_load() {
   // runs before they are destroyed.
   std::atexit(on_exit);
   std::string served = allocmark::worker::library_serving("malloc");
-  report({{"event", "start"}, {"library", served}, {"t_ns", now_ns()},
-          {"version", g_api ? g_api->version() : ""}, {"options", g_api ? g_api->read_options() : json::object()}});
+  report({{event_key::event, event::start}, {event_key::library, served}, {event_key::t_ns, now_ns()},
+          {event_key::version, g_api ? g_api->version() : ""},
+          {event_key::options, g_api ? g_api->read_options() : json::object()}});
   if (auto problem = allocmark::worker::check_served_by(served, expected); !problem.empty()) {
-    report({{"event", "error"}, {"error", problem}});
+    report({{event_key::event, event::error}, {event_key::error, problem}});
     g_exit_reported = true;
     exit_group(3);
   }
@@ -95,21 +99,21 @@ void on_exit() {
   g_exit_reported = true;
   allocmark::metrics::MemAndNodes now{};
   bool read_ok = allocmark::metrics::read_mem_and_nodes(0, now);
-  json done{{"event", "program_exit"}, {"t_ns", now_ns()},
+  json done{{event_key::event, event::program_exit}, {event_key::t_ns, now_ns()},
             {phase_key::peak_rss_bytes, read_ok ? json(now.mem.hwm_bytes) : json(nullptr)},
             {phase_key::end_rss_bytes, read_ok ? json(now.mem.rss_bytes) : json(nullptr)}};
-  if (now.nodes_ok) done["numa_resident_bytes"] = allocmark::metrics::residency_list(now.nodes);
+  if (now.nodes_ok) done[event_key::numa_resident_bytes] = allocmark::metrics::residency_list(now.nodes);
   // The system's huge pages per node while this process's are still mapped (nodes not present: null).
   {
     int ids[allocmark::metrics::kMaxNumaNodes];
     for (int n = 0; n < allocmark::metrics::kMaxNumaNodes; ++n) ids[n] = n;
     allocmark::metrics::SystemNodeHuge huge;
     allocmark::metrics::read_system_node_huge(ids, allocmark::metrics::kMaxNumaNodes, huge);
-    done["system_anon_huge_bytes"] = allocmark::metrics::system_node_huge_list(huge);
+    done[event_key::system_anon_huge_bytes] = allocmark::metrics::system_node_huge_list(huge);
   }
   if (g_api) {
-    done["alloc_stats"] = g_api->read_stats();
-    done["contention"] = g_api->read_contention();
+    done[event_key::alloc_stats] = g_api->read_stats();
+    done[event_key::contention] = g_api->read_contention();
   }
   report(done);
 }
@@ -141,8 +145,13 @@ char* put_number(char* out, int64_t value) {
 
 char* put_text(char* out, const char* text) { return std::strcpy(out, text) + std::strlen(text); }
 
-// ,"KEY":
-char* put_key(char* out, const char* key) { return put_text(put_text(put_text(out, ",\""), key), "\":"); }
+char* put_quoted(char* out, const char* text) { return put_text(put_text(put_text(out, "\""), text), "\""); }
+
+// ,"KEY": (`before` '{' for the first key)
+char* put_key(char* out, const char* key, char before = ',') {
+  *out++ = before;
+  return put_text(put_quoted(out, key), ":");
+}
 
 void report_exit_without_allocating() {
   if (!reports_exit()) return;
@@ -158,10 +167,9 @@ void report_exit_without_allocating() {
     ::close(fd);
   }
   char line[256];
-  char* p = put_text(line, "{\"event\":\"program_exit\",\"pid\":");
-  p = put_number(p, g_pid);
-  p = put_text(p, ",\"t_ns\":");
-  p = put_number(p, now_ns());
+  char* p = put_quoted(put_key(line, event_key::event, '{'), event::program_exit);
+  p = put_number(put_key(p, event_key::pid), g_pid);
+  p = put_number(put_key(p, event_key::t_ns), now_ns());
   p = put_key(p, phase_key::peak_rss_bytes);
   p = put_number(p, status_kib_field(status, "\nVmHWM:"));
   p = put_key(p, phase_key::end_rss_bytes);

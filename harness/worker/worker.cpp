@@ -25,6 +25,7 @@
 #include "allocators/backends.h"
 #include "allocators/native_api.h"
 #include "harness/record/cell.h"
+#include "harness/record/event_keys.h"
 #include "harness/settings/settings.h"
 #include "harness/metrics/phase_record.h"
 #include "harness/metrics/proc.h"
@@ -45,6 +46,8 @@ namespace {
 using nlohmann::json;
 namespace wl = allocmark::workloads;
 namespace metrics = allocmark::metrics;
+namespace event = allocmark::record::event;
+namespace event_key = allocmark::record::event_key;
 
 constexpr int kReportFd = 3;
 
@@ -54,7 +57,7 @@ void report(const json& event) { allocmark::worker::write_report_line(kReportFd,
 
 [[noreturn]] void fail(const std::string& error, int code = 3) {
   std::fprintf(stderr, "allocmark-worker: %s\n", error.c_str());
-  report({{"event", "error"}, {"error", error}});
+  report({{event_key::event, event::error}, {event_key::error, error}});
   std::exit(code);
 }
 
@@ -79,7 +82,14 @@ std::terminate_handler g_default_terminate = nullptr;
   char line[sizeof why + 64];
   std::size_t at = 0;
   auto put = [&](const char* t) { while (*t && at < sizeof line - 3) line[at++] = *t++; };
-  put("{\"event\":\"error\",\"error\":\"");
+  // The error event, spelled by the event table
+  put("{\"");
+  put(event_key::event);
+  put("\":\"");
+  put(event::error);
+  put("\",\"");
+  put(event_key::error);
+  put("\":\"");
   for (std::size_t i = 0; i < len && at < sizeof line - 3; ++i) {
     const unsigned char c = static_cast<unsigned char>(why[i]);
     line[at++] = c < 0x20 || c >= 0x7f || c == '"' || c == '\\' ? '?' : static_cast<char>(c);
@@ -214,19 +224,19 @@ json run_probe(const json& spec) {
   const allocmark::record::ResolvedAllocator allocator = allocmark::record::cell_of_worker(spec).allocator;
   const std::string& backend = allocator.backend;
   std::string served = allocmark::worker::library_serving("malloc");
-  json out{{"event", "probe"}, {"library", served}};
+  json out{{event_key::event, event::probe}, {event_key::library, served}};
   if (auto problem = allocmark::worker::check_served_by(served, allocator.library); !problem.empty())
-    out["error"] = problem;
+    out[event_key::error] = problem;
   const auto* info = allocmark::allocators::find_backend(backend);  // null for an unknown name
   if (info && !info->signature_symbol.empty()) {
     std::string sig = allocmark::worker::library_serving(info->signature_symbol.c_str());
     if (sig != served)
-      out["error"] = "not a " + backend + " library: " + info->signature_symbol +
+      out[event_key::error] = "not a " + backend + " library: " + info->signature_symbol +
                      (sig.empty() ? " is not exported" : " comes from " + sig);
   }
   if (const auto* api = native_for(backend)) {
-    out["version"] = api->version();
-    out["options"] = api->read_options();
+    out[event_key::version] = api->version();
+    out[event_key::options] = api->read_options();
   }
   return out;
 }
@@ -252,8 +262,9 @@ const NativeApi* start_cell(const json& spec, const allocmark::record::ResolvedA
   if (auto problem = allocmark::worker::check_served_by(served, allocator.library); !problem.empty())
     fail(problem);
   const auto* api = native_for(allocator.backend);
-  report({{"event", "start"}, {"library", served}, {"pid", getpid()}, {"t_ns", now_ns()},
-          {"version", api ? api->version() : ""}, {"options", api ? api->read_options() : json::object()}});
+  report({{event_key::event, event::start}, {event_key::library, served}, {event_key::pid, getpid()},
+          {event_key::t_ns, now_ns()}, {event_key::version, api ? api->version() : ""},
+          {event_key::options, api ? api->read_options() : json::object()}});
   return api;
 }
 
@@ -321,9 +332,9 @@ void report_baseline(const NativeApi* api, const PhaseCrew& crew, const pl::Plac
   placement_json["allowed"] = pl::to_json(allowed);
   metrics::MemStatus idle{};
   metrics::read_mem_status(0, idle);
-  report({{"event", "baseline"}, {"idle_rss_bytes", idle.rss_bytes}, {"t_ns", now_ns()},
-          {"alloc_stats", native_snapshot(api)}, {"pinned_cpus", pin ? json(crew.pinned_cpus()) : json(nullptr)},
-          {"placement", placement_json}});
+  report({{event_key::event, event::baseline}, {event_key::idle_rss_bytes, idle.rss_bytes}, {event_key::t_ns, now_ns()},
+          {event_key::alloc_stats, native_snapshot(api)},
+          {event_key::pinned_cpus, pin ? json(crew.pinned_cpus()) : json(nullptr)}, {event_key::placement, placement_json}});
 }
 
 // What was read around one phase, held on the stack and turned into JSON only once it is over.
@@ -446,11 +457,11 @@ void add_return_curve(json& phase, const ReturnCurve& curve, int settle_ms, int6
 
 void report_done(wl::Workload& workload, const NativeApi* api) {
   workload.teardown();
-  json done{{"event", "done"}, {"t_ns", now_ns()}};
+  json done{{event_key::event, event::done}, {event_key::t_ns, now_ns()}};
   if (api) {
-    done["alloc_stats"] = api->read_stats();
-    done["contention"] = api->read_contention();
-    done["options"] = api->read_options();
+    done[event_key::alloc_stats] = api->read_stats();
+    done[event_key::contention] = api->read_contention();
+    done[event_key::options] = api->read_options();
   }
   report(done);
 }
@@ -484,7 +495,7 @@ int measure_cell(const json& spec) {
 
   const auto& phases = workload->phases();
   for (std::size_t i = 0; i < phases.size(); ++i) {
-    report({{"event", "phase_begin"}, {"phase", phases[i]}, {"t_ns", now_ns()}});
+    report({{event_key::event, event::phase_begin}, {event_key::phase, phases[i]}, {event_key::t_ns, now_ns()}});
     PhaseReadings readings;
     measure_phase(crew, live, contention, static_cast<int>(i), readings);
     const bool last = i + 1 == phases.size();
@@ -499,7 +510,7 @@ int measure_cell(const json& spec) {
     if (json extra = workload->phase_metrics(i); !extra.empty()) phase["workload_metrics"] = extra;
     if (api) phase["alloc_stats"] = api->read_stats();
     phase["contention"] = contention.record();
-    report({{"event", "phase_end"}, {"phase", phase}});
+    report({{event_key::event, event::phase_end}, {event_key::phase, phase}});
   }
   report_done(*workload, api);
   return 0;
