@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "harness/metrics/proc.h"
+#include "harness/record/event_keys.h"
 #include "harness/record/fields.h"  // the phase figures' rows
 
 namespace allocmark::metrics {
@@ -54,8 +55,8 @@ inline nlohmann::json phase_record(const PhaseFigures& f) {
            {"wall_s", (f.end_ns - f.begin_ns) / 1e9},
            {"peak_rss_exact", f.peak_rss_reset && f.peak_rss_bytes.has_value()},
            {"thp_events", f.thp_events ? thp_events_record(*f.thp_events) : json(nullptr)},
-           {"t_begin_ns", f.begin_ns},
-           {"t_end_ns", f.end_ns}};
+           {record::event_key::t_begin_ns, f.begin_ns},  // the phase_end event's edges (record.cpp: start_ms, end_ms)
+           {record::event_key::t_end_ns, f.end_ns}};
 #define ALLOCMARK_FIGURE_KEY(kind, name, ...) ALLOCMARK_IF_MEMBER_##kind(out[#name] = figure_value(f.name);)
   ALLOCMARK_PHASE_FIELDS(ALLOCMARK_FIGURE_KEY)
 #undef ALLOCMARK_FIGURE_KEY

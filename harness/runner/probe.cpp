@@ -11,6 +11,7 @@
 
 #include "allocators/backends.h"
 #include "harness/record/cell.h"
+#include "harness/record/event_keys.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/process.h"
 #include "harness/runner/status.h"
@@ -18,6 +19,7 @@
 namespace allocmark::runner {
 
 using nlohmann::json;
+namespace event_key = record::event_key;  // probe_allocator's answer is the worker's probe event, or its error
 
 json probe_allocator(const matrix::ResolvedAllocator& allocator, const std::string& worker_path, double timeout_s) {
   char log[] = "/tmp/allocmark-probe-XXXXXX";
@@ -58,20 +60,20 @@ json probe_allocator(const matrix::ResolvedAllocator& allocator, const std::stri
   if (timed_out) {
     char limit[32];
     std::snprintf(limit, sizeof limit, "%g", timeout_s);
-    return {{"error", library + " did not finish loading within " + limit + " s (the probe worker was killed)" +
+    return {{event_key::error, library + " did not finish loading within " + limit + " s (the probe worker was killed)" +
                           (log_tail.empty() ? "" : ": " + log_tail)}};
   }
   if (!invalid.empty()) {
     std::string env;
     for (const auto& [k, v] : allocator.env) env += (env.empty() ? "" : " ") + k + "=" + v;
-    return {{"error", "the allocator says its configuration is invalid and would run without it: \"" + invalid + "\"" +
+    return {{event_key::error, "the allocator says its configuration is invalid and would run without it: \"" + invalid + "\"" +
                           (env.empty() ? "" : " (the variant sets " + env + ")")}};
   }
   json result = json::parse(out.substr(0, out.find('\n')), nullptr, false);
   if (result.is_discarded() || !result.is_object()) {
     std::string why = WIFSIGNALED(status) ? signal_reason(WTERMSIG(status))
                                           : "exit code " + std::to_string(WEXITSTATUS(status));
-    return {{"error", "the worker did not start with this library preloaded (" + why + ")" +
+    return {{event_key::error, "the worker did not start with this library preloaded (" + why + ")" +
                           (log_tail.empty() ? "" : ": " + log_tail)}};
   }
   return result;
@@ -90,10 +92,10 @@ json describe_backends(const std::string& worker_path) {
     try {
       auto resolved = matrix::resolve_allocator(b->name, {}, "list");
       json probe = probe_allocator(resolved, worker_path);
-      entry["library"] = resolved.library.empty() ? probe.value("library", "") : resolved.library;
-      entry["available"] = !probe.contains("error");
-      if (probe.contains("error")) entry["why_not"] = probe["error"];
-      entry["version"] = probe.value("version", "");
+      entry["library"] = resolved.library.empty() ? probe.value(event_key::library, "") : resolved.library;
+      entry["available"] = !probe.contains(event_key::error);
+      if (probe.contains(event_key::error)) entry["why_not"] = probe[event_key::error];
+      entry["version"] = probe.value(event_key::version, "");
     } catch (const matrix::ConfigError& e) {
       entry["available"] = false;
       entry["why_not"] = e.what();

@@ -12,6 +12,7 @@
 
 #include "harness/matrix/program.h"
 #include "harness/record/cell.h"
+#include "harness/record/event_keys.h"
 #include "harness/record/record_keys.h"
 #include "harness/results/folder_layout.h"
 #include "harness/runner/cell_launcher.h"
@@ -23,10 +24,12 @@ namespace allocmark::runner {
 namespace {
 
 using nlohmann::json;
+namespace event = record::event;
+namespace event_key = record::event_key;
 
 // A pid field of an event, -1 when absent or not a number.
 pid_t event_pid(const json& ev) {
-  auto it = ev.find("pid");
+  auto it = ev.find(event_key::pid);
   return it != ev.end() && it->is_number_integer() ? it->get<pid_t>() : -1;
 }
 
@@ -97,7 +100,7 @@ class ProgramLauncher : public CellLauncher {
 
   void take_event(const json& event, RecordBuilder& builder) override {
     if (event_pid(event) != spawned_.pid) return;  // not the measured process: an orphan of the program, reparented to the driver
-    if (event.value("event", "") == "program_exit")
+    if (event.value(event_key::event, "") == record::event::program_exit)
       exit_event_ = event;  // closes the last phase once the program has gone
     else
       builder.on_event(event);  // a later image's start (the program exec'd) replaces an earlier one's
@@ -119,19 +122,19 @@ class ProgramLauncher : public CellLauncher {
                                                               (end.exit_ns - end.start_ns) / 1e6)));
     const bool exit_zero = WIFEXITED(end.wait_status) && WEXITSTATUS(end.wait_status) == 0;
     if (exit_zero && !builder.saw_start())
-      builder.on_event({{"event", "error"},
-                        {"error", "no preload proof: the program never loaded allocmark's companion library (statically "
+      builder.on_event({{event_key::event, event::error},
+                        {event_key::error, "no preload proof: the program never loaded allocmark's companion library (statically "
                                   "linked, set-uid, or it replaced its environment), so which allocator served it is unknown"}});
     else if (exit_zero && !exit_event_.is_object())
-      builder.on_event({{"event", "error"},
-                        {"error", "no preload proof: the companion library reported at the start of process " +
+      builder.on_event({{event_key::event, event::error},
+                        {event_key::error, "no preload proof: the companion library reported at the start of process " +
                                       std::to_string(spawned_.pid) + ", but not at its exit: its final image did not load it "
                                       "(an exec without LD_PRELOAD), closed descriptor 3, or ended by the exit_group "
                                       "system call rather than exit() or _exit(), so which allocator served it is unknown"}});
     else if (builder.saw_start() && !end.timed_out && !end.interrupted)
-      builder.on_event({{"event", "done"},
-                        {"alloc_stats", exit_event_.is_object() ? exit_event_.value("alloc_stats", json::object()) : json::object()},
-                        {"contention", exit_event_.is_object() ? exit_event_.value("contention", json()) : json()}});
+      builder.on_event({{event_key::event, event::done},
+                        {event_key::alloc_stats, exit_event_.is_object() ? exit_event_.value(event_key::alloc_stats, json::object()) : json::object()},
+                        {event_key::contention, exit_event_.is_object() ? exit_event_.value(event_key::contention, json()) : json()}});
     json extra = stdout_summary(stdout_path_);
     extra[record::kRecordExitCode] = WIFEXITED(end.wait_status) ? json(WEXITSTATUS(end.wait_status)) : json(nullptr);
     extra[record::kRecordExitSignal] = WIFSIGNALED(end.wait_status) ? json(WTERMSIG(end.wait_status)) : json(nullptr);

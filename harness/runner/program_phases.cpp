@@ -4,12 +4,15 @@
 #include <optional>
 
 #include "harness/metrics/phase_record.h"
+#include "harness/record/event_keys.h"
 #include "harness/record/phase_keys.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::runner {
 
 using nlohmann::json;
+namespace event = record::event;
+namespace event_key = record::event_key;
 
 namespace {
 constexpr std::size_t kMaxLine = 256;
@@ -77,7 +80,7 @@ json ProgramPhases::phase_event(int64_t end_ns, const json& peak, const json& en
     nodes.push_back(metrics::node_record(n));
   }
   phase["nodes"] = nodes;
-  return {{"event", "phase_end"}, {"phase", phase}};
+  return {{event_key::event, event::phase_end}, {event_key::phase, phase}};
 }
 
 json ProgramPhases::close_phase(const std::string& next, int64_t now_ns) {
@@ -151,7 +154,7 @@ json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t
   json peak = reported ? exit_event.value(record::phase_key::peak_rss_bytes, json()) : json();
   json end_rss = reported ? exit_event.value(record::phase_key::end_rss_bytes, json()) : json();
   // Never before the phase began: its mark may have been read only after the program exited.
-  int64_t t_end = std::max(reported ? exit_event.value("t_ns", end_ns) : end_ns, begin_ns_);
+  int64_t t_end = std::max(reported ? exit_event.value(event_key::t_ns, end_ns) : end_ns, begin_ns_);
   const bool exact = !peak.is_null();
   if (peak.is_null() && sampled_peak > 0) peak = sampled_peak;
   // The program has gone, and its threads' scheduler figures with it: the last phase has none.
@@ -159,8 +162,8 @@ json ProgramPhases::finish(const json& exit_event, const rusage& totals, int64_t
   // system's per node was read by the companion as the program exited (its pages still mapped);
   // a reading here, after the exit, would no longer hold them, so without the report it is null.
   return phase_event(t_end, peak, end_rss, reset_ok_ && exact, std::nullopt, thp_events_now(), total, nullptr,
-                     reported ? exit_event.value("numa_resident_bytes", json()) : json(),
-                     reported ? exit_event.value("system_anon_huge_bytes", json()) : json());
+                     reported ? exit_event.value(event_key::numa_resident_bytes, json()) : json(),
+                     reported ? exit_event.value(event_key::system_anon_huge_bytes, json()) : json());
 }
 
 }  // namespace allocmark::runner

@@ -1,6 +1,7 @@
 #include "harness/runner/record.h"
 
 #include "harness/record/cell.h"
+#include "harness/record/event_keys.h"
 #include "harness/record/record_keys.h"
 #include "harness/results/model.h"
 #include "harness/results/safe_text.h"
@@ -8,6 +9,8 @@
 namespace allocmark::runner {
 
 using nlohmann::json;
+namespace event = record::event;
+namespace event_key = record::event_key;
 
 namespace {
 // `value` with every string in it (keys too) made valid UTF-8: a program's command, arguments and
@@ -45,26 +48,26 @@ void RecordBuilder::annotate(const json& fields) {
 }
 
 void RecordBuilder::on_event(const json& ev) {
-  const std::string kind = ev.value("event", "");
-  if (kind == "start") {
-    record_[record::kRecordLibrary] = ev.value("library", json());
-    record_[record::kRecordAllocatorVersion] = ev.value("version", json());
-    record_[record::kRecordAllocatorOptions] = ev.value("options", json::object());
-  } else if (kind == "baseline") {
-    record_[record::kRecordIdleRssBytes] = ev.value("idle_rss_bytes", json());
-    record_[record::kRecordIdleAllocStats] = ev.value("alloc_stats", json::object());
-    if (ev.contains("pinned_cpus")) record_[record::kRecordPinnedCpus] = ev["pinned_cpus"];
-    if (ev.contains("placement")) record_[record::kRecordPlacement] = ev["placement"];
-  } else if (kind == "phase_end" && ev.contains("phase") && ev["phase"].is_object()) {
-    json p = ev["phase"];
-    p["start_ms"] = (p.value("t_begin_ns", int64_t{0}) - start_ns_) / 1e6;
-    p["end_ms"] = (p.value("t_end_ns", int64_t{0}) - start_ns_) / 1e6;
-    p.erase("t_begin_ns");
-    p.erase("t_end_ns");
+  const std::string kind = ev.value(event_key::event, "");
+  if (kind == event::start) {
+    record_[record::kRecordLibrary] = ev.value(event_key::library, json());
+    record_[record::kRecordAllocatorVersion] = ev.value(event_key::version, json());
+    record_[record::kRecordAllocatorOptions] = ev.value(event_key::options, json::object());
+  } else if (kind == event::baseline) {
+    record_[record::kRecordIdleRssBytes] = ev.value(event_key::idle_rss_bytes, json());
+    record_[record::kRecordIdleAllocStats] = ev.value(event_key::alloc_stats, json::object());
+    if (ev.contains(event_key::pinned_cpus)) record_[record::kRecordPinnedCpus] = ev[event_key::pinned_cpus];
+    if (ev.contains(event_key::placement)) record_[record::kRecordPlacement] = ev[event_key::placement];
+  } else if (kind == event::phase_end && ev.contains(event_key::phase) && ev[event_key::phase].is_object()) {
+    json p = ev[event_key::phase];
+    p["start_ms"] = (p.value(event_key::t_begin_ns, int64_t{0}) - start_ns_) / 1e6;
+    p["end_ms"] = (p.value(event_key::t_end_ns, int64_t{0}) - start_ns_) / 1e6;
+    p.erase(event_key::t_begin_ns);
+    p.erase(event_key::t_end_ns);
     phases_.push_back(std::move(p));
-  } else if (kind == "done") {
+  } else if (kind == event::done) {
     done_ = ev;
-  } else if (kind == "error") {
+  } else if (kind == event::error) {
     error_event_ = ev;
   }
 }
@@ -74,8 +77,8 @@ json RecordBuilder::finish(const json& timeline, uint64_t sampled_peak_rss, doub
   record[record::kRecordPhases] = phases_;
   record[record::kRecordTimeline] = timeline;
   record[record::kRecordSampledPeakRssBytes] = sampled_peak_rss;
-  record[record::kRecordAllocStats] = done_.is_null() ? json::object() : done_.value("alloc_stats", json::object());
-  if (!done_.is_null() && done_.contains("contention")) record[record::kRecordContention] = done_["contention"];
+  record[record::kRecordAllocStats] = done_.is_null() ? json::object() : done_.value(event_key::alloc_stats, json::object());
+  if (!done_.is_null() && done_.contains(event_key::contention)) record[record::kRecordContention] = done_[event_key::contention];
   record[record::kRecordWallS] = wall_s;
   record[record::kRecordStatus] = status.status;
   record[record::kRecordError] = status.error;

@@ -9,6 +9,7 @@
 
 #include "harness/placement/placement.h"
 #include "harness/record/cell.h"
+#include "harness/record/event_keys.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/machine.h"
 #include "harness/results/meta.h"
@@ -36,17 +37,19 @@ json probe_plan_allocators(const mx::Plan& plan, const std::string& worker) {
   json out = json::array();
   for (const auto& a : plan.allocators) {
     json probe = probe_allocator(a, worker);
-    if (probe.contains("error") && a.backend != "generic")
+    namespace event_key = record::event_key;  // the worker's probe event (probe_allocator)
+    if (probe.contains(event_key::error) && a.backend != "generic")
       throw mx::ConfigError("allocator '" + a.name + "' (" + (a.library.empty() ? "C library" : a.library) +
-                            "): " + probe["error"].get<std::string>());
+                            "): " + probe[event_key::error].get<std::string>());
     // The allocator as the matrix has it, less its thp mode (meta.json's matrix.allocators says
     // that; this list is what served each allocator), and what the probe found.
     mx::ResolvedAllocator as_served = a;
     as_served.thp.clear();
     json entry = record::meta_allocator(as_served);
     namespace served = rs::meta::served;
-    entry.update({{served::kServedBy, probe.value("library", "")}, {served::kVersion, probe.value("version", "")},
-                  {served::kOptions, probe.value("options", json::object())}, {served::kPreloadCheck, probe.value("error", "ok")}});
+    entry.update({{served::kServedBy, probe.value(event_key::library, "")}, {served::kVersion, probe.value(event_key::version, "")},
+                  {served::kOptions, probe.value(event_key::options, json::object())},
+                  {served::kPreloadCheck, probe.value(event_key::error, "ok")}});
     out.push_back(std::move(entry));
   }
   return out;

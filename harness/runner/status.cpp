@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "harness/record/event_keys.h"
+
 namespace allocmark::runner {
 
 std::string signal_reason(int sig) {
@@ -28,7 +30,7 @@ CellStatus classify(const WorkerEnd& end) {
   const int code = WIFEXITED(end.wait_status) ? WEXITSTATUS(end.wait_status) : -1;
   if (code == 0 && end.saw_done) return {"ok", nullptr};
   std::string reason = "exit code " + std::to_string(code);
-  if (!end.error_event.is_null()) return {"failed", reason + ": " + end.error_event.value("error", "")};
+  if (!end.error_event.is_null()) return {"failed", reason + ": " + end.error_event.value(record::event_key::error, "")};
   if (code == 0) {
     reason += ": the worker ended without reporting `done`";
     if (end.partial_bytes) reason += " (its last report line was cut short)";
