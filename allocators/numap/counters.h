@@ -50,6 +50,7 @@
   X(tcache_hits, heap, 0, 1)            \
   X(transfer_batches, stats, 0, 1)      \
   X(handoff_batches, stats, 0, 1)       \
+  X(handoff_stale_bytes, heap, 0, 1)    \
   X(tcache_grows, heap, 0, 1)           \
   X(tcache_shrinks, heap, 0, 1)         \
   X(tcache_claimed_bytes, stats, 0, 1)  \

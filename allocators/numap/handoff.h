@@ -7,7 +7,10 @@
 //  - push: any thread, no lock: one compare-exchange for a whole chain of batches;
 //  - take: one thread at a time, behind a try-lock (a refill that finds another taker there goes
 //    to the Central instead: nobody waits), one compare-exchange for several batches;
-//  - drain (purge, decay, an idle class): the same lock, waited for, then one exchange.
+//  - drain (purge, decay, an idle class, a stale handoff): the same lock, waited for, then one exchange.
+// Its clock (age): batches no refill takes for NUMAP_HANDOFF_MS go back to their slabs (Heap::
+// handoff_put, drain_stale_handoffs): a consumer freeing what nobody allocates again would
+// otherwise keep up to the bound resident per class until a decay pass.
 // Why ABA cannot happen: the classic failure is a pop that read top A and A's next B, while
 // others popped A and B and pushed A again, so its compare-exchange (A -> B) succeeds with B in
 // use. Here only the holder of take_lock_ removes batches, so between its read of A and its
@@ -57,18 +60,25 @@ class Handoff {
     return false;
   }
   // Pushes the chain first..last (batches linked by header word 0; last's is overwritten) whose
-  // bytes reserve() granted.
-  void push(void* first, void* last) {
+  // bytes reserve() granted. True when it started the handoff's clock (none was running: the
+  // first push since a drain), so the caller can ask for a look once the age has passed.
+  bool push(void* first, void* last, std::uint32_t now) {
     void* top = head_.load(std::memory_order_relaxed);
     do {
       header(last, 0) = top;
     } while (!head_.compare_exchange_weak(top, first, std::memory_order_acq_rel, std::memory_order_relaxed));
+    if (since_.load(std::memory_order_relaxed) != 0) return false;
+    since_.store(now | 1, std::memory_order_relaxed);  // never 0 (0: no clock); odd ms do not matter
+    return true;
   }
 
   // Takes batches from the top while fewer than `want` objects are taken and the next batch still
   // fits within `most`, linked into one null-terminated list (*head); returns how many objects
   // (0: none parked, the first too long, or another thread taking).
-  std::uint32_t take(void** head, std::uint32_t want, std::uint32_t most, std::uint32_t size) {
+  // A take restarts the clock at now() (read only then): a producer is there, and what it left is
+  // young again.
+  template <class Now>
+  std::uint32_t take(void** head, std::uint32_t want, std::uint32_t most, std::uint32_t size, Now now) {
     if (head_.load(std::memory_order_relaxed) == nullptr || !take_lock_.try_lock()) return 0;
     void* top = head_.load(std::memory_order_acquire);
     void* below;
@@ -93,6 +103,7 @@ class Handoff {
       }
       bytes_.fetch_sub(std::uint64_t{got} * size, std::memory_order_relaxed);
       taken_.fetch_add(batches, std::memory_order_relaxed);
+      since_.store(now() | 1, std::memory_order_relaxed);
       *head = top;
     }
     take_lock_.unlock();
@@ -105,6 +116,7 @@ class Handoff {
     if (head_.load(std::memory_order_relaxed) == nullptr) return 0;
     take_lock_.lock();
     void* b = head_.exchange(nullptr, std::memory_order_acq_rel);
+    since_.store(0, std::memory_order_relaxed);  // a push after the exchange restarts it (or age() does)
     take_lock_.unlock();
     std::uint64_t objects = 0;
     while (b != nullptr) {
@@ -118,15 +130,19 @@ class Handoff {
     return objects;
   }
 
-  // A decay pass's look: true when batches were parked at its last look and still are, and no
-  // refill took any in between (parked a whole pass period untouched). The passes are one at a
-  // time (Heap::maybe_decay's pacer); seen_ is the taken_ count at the last look, times two, plus
-  // one when batches were parked then.
-  bool untaken() {
-    const std::uint64_t now = taken_.load(std::memory_order_relaxed) << 1 |
-                              (head_.load(std::memory_order_relaxed) != nullptr ? 1 : 0);
-    const std::uint64_t before = seen_.exchange(now, std::memory_order_relaxed);
-    return (now & 1) != 0 && now == before;
+  // How long batches have waited with no take: kEmpty, kYoung (less than `limit` ms since the
+  // first push after a drain, or since the last take) or kStale. Batches found without a clock (a
+  // push that raced a drain's reset) start it now: at most one look late.
+  enum Age { kEmpty, kYoung, kStale };
+  Age age(std::uint32_t now, std::uint32_t limit) {
+    if (head_.load(std::memory_order_relaxed) == nullptr) return kEmpty;
+    const std::uint32_t since = since_.load(std::memory_order_relaxed);
+    if (since == 0) {
+      since_.store(now | 1, std::memory_order_relaxed);
+      return kYoung;
+    }
+    // Signed: a take may stamp a later time than the caller's `now`, read before it.
+    return static_cast<std::int32_t>((now | 1) - since) >= static_cast<std::int32_t>(limit) ? kStale : kYoung;
   }
   // In a forked child (the only thread, holding take_lock_): a push in flight in another thread
   // at the fork had reserved bytes it never pushed; the bound counts what is there.
@@ -143,9 +159,11 @@ class Handoff {
 
  private:
   std::atomic<void*> head_{nullptr};
+  // The clock (ms, the heap's tick, odd: 0 is none), beside head_: pushes and takes touch that line anyway.
+  std::atomic<std::uint32_t> since_{0};
   std::atomic<std::uint64_t> bytes_{0};
   Lock take_lock_;
-  std::atomic<std::uint64_t> taken_{0}, seen_{0};
+  std::atomic<std::uint64_t> taken_{0};
 };
 
 }  // namespace numap

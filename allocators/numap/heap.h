@@ -392,8 +392,9 @@ class Heap {
   // the handoff is off, full, the thread allocates the class itself, or an object lives on another
   // node; a 16 B class's last one or two objects may stay).
   std::uint32_t handoff_put(ThreadCache* tc, int cls, int part, std::uint32_t n);
-  // Decay: the handoffs no refill took from since the last pass go back into their slabs.
-  void drain_untaken_handoffs();
+  // The handoffs no refill took from for NUMAP_HANDOFF_MS (0: a decay pass period) go back into
+  // their slabs (decay and background passes); true when some still hold younger batches.
+  bool drain_stale_handoffs();
   // One (node, class)'s handoff back into its slabs; returns how many objects.
   std::uint64_t drain_handoff(int part, int cls);
   // Every transfer cache's batches back into their slabs (purge, trim), so empty slabs can go.

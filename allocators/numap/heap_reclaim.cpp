@@ -89,9 +89,9 @@ void Heap::maybe_decay() {
   const std::uint32_t now = tick();
   if (!decay_pacer_.claim(now, decay_period_)) return;
   counters_.decay_passes.fetch_add(1, std::memory_order_relaxed);
-  // Batches handed over that nobody took for a pass keep their slabs from emptying: back first, so
-  // the slabs they empty age from now.
-  drain_untaken_handoffs();
+  // Batches handed over that nobody took for a while keep their slabs from emptying: back first,
+  // so the slabs they empty age from now.
+  drain_stale_handoffs();
   const std::uint64_t got =
       purge_pages(0, -1, -1, true, now - static_cast<std::uint32_t>(opt_.decay_ms));
   counters_.decay_bytes.fetch_add(got, std::memory_order_relaxed);
@@ -157,6 +157,9 @@ void Heap::limit_deferred(std::uint64_t bound, bool delayed) {
 void Heap::background_pass(void* heap) {
   Heap* h = static_cast<Heap*>(heap);
   h->limit_deferred(0, false);  // the thread waited PURGE_DELAY_MS after the request itself
+  // Handoffs holding batches not yet stale: look again after the delay (a push's request started
+  // this). Stops once every handoff is taken from or drained, so an idle program sleeps.
+  if (h->opt_.handoff_ms > 0 && h->drain_stale_handoffs()) h->decay_thread_.request();
   if (h->opt_.decay_ms > 0) h->maybe_decay();
 }
 

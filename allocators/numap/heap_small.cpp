@@ -124,7 +124,7 @@ void* Heap::refill(ThreadCache* tc, int cls) {
     if (part_[node].slots[kSlabSlot].ready()) {
       // Whole batches other threads' overflows handed over, taken without the Central's lock.
       if (tc != nullptr && attempt == 0 && opt_.handoff_bytes != 0)
-        got = c.handoff.take(&head, want, tc->lists[cls].limit, size);
+        got = c.handoff.take(&head, want, tc->lists[cls].limit, size, [this] { return tick(); });
       if (got == 0) {
         LockGuard g(c.lock);
         if (tc != nullptr) got = c.transfer.take(&head, size);  // a whole batch another overflow left
@@ -445,6 +445,13 @@ std::uint32_t Heap::handoff_put(ThreadCache* tc, int cls, int part, std::uint32_
   if (n > room) n = static_cast<std::uint32_t>(room / batch * batch);
   if (n % batch != 0 && n % batch < Handoff::kMinBatch) n -= n % batch;
   if (n == 0) return 0;
+  const std::uint32_t now = tick();
+  // Nobody took from it for HANDOFF_MS: no producer is there. What it holds goes back to the slabs
+  // and this overflow takes the locked path; the next push starts the clock again.
+  if (opt_.handoff_ms > 0 && c.handoff.age(now, static_cast<std::uint32_t>(opt_.handoff_ms)) == Handoff::kStale) {
+    counters_.handoff_stale_bytes.fetch_add(drain_handoff(part, cls) * size, std::memory_order_relaxed);
+    return 0;
+  }
   if (nparts_ != 1) {  // a list may hold objects of a node the thread has left
     void* o = list->head;
     for (std::uint32_t i = 0; i < n; ++i, o = Handoff::link(o))
@@ -469,9 +476,16 @@ std::uint32_t Heap::handoff_put(ThreadCache* tc, int cls, int part, std::uint32_
   list->count -= n;
   c.frees.fetch_add(n, std::memory_order_relaxed);
   c.in_use_bytes.fetch_sub(std::uint64_t{n} * size, std::memory_order_relaxed);
-  c.handoff.push(first, prev);
   std::atomic<std::uint64_t>& used = part_[part].handoff_classes;
   if ((used.load(std::memory_order_relaxed) >> cls & 1) == 0) used.fetch_or(std::uint64_t{1} << cls, std::memory_order_relaxed);
+  // A clock started: a background pass looks PURGE_DELAY_MS from now, and again until the batches
+  // are taken or stale, so the last push of a release is not left to the next decay pass. Batches
+  // that may have to go back are work for the thread as a free page is: it starts (at the end of
+  // this free, where no lock is held) if nothing started it yet.
+  if (c.handoff.push(first, prev, now) && opt_.handoff_ms > 0) {
+    note_given_back();
+    decay_thread_.request();
+  }
   return n;
 }
 
@@ -487,13 +501,23 @@ std::uint64_t Heap::drain_handoff(int part, int cls) {
   });
 }
 
-void Heap::drain_untaken_handoffs() {
-  if (opt_.handoff_bytes == 0) return;
+bool Heap::drain_stale_handoffs() {
+  if (opt_.handoff_bytes == 0) return false;
+  const std::uint32_t now = tick();
+  // No age bound: a decay pass period's wait, as a pass sees it.
+  const std::uint32_t limit = opt_.handoff_ms > 0 ? static_cast<std::uint32_t>(opt_.handoff_ms) : decay_period_;
+  bool young = false;
   for (int p = 0; p < nparts_; ++p) {
     const std::uint64_t used = part_[p].handoff_classes.load(std::memory_order_relaxed);
-    for (int cls = 0; cls < kSmallClasses; ++cls)
-      if ((used >> cls & 1) != 0 && part_[p].central[cls].handoff.untaken()) drain_handoff(p, cls);
+    for (int cls = 0; cls < kSmallClasses; ++cls) {
+      if ((used >> cls & 1) == 0) continue;
+      const Handoff::Age age = part_[p].central[cls].handoff.age(now, limit);
+      if (age == Handoff::kStale)
+        counters_.handoff_stale_bytes.fetch_add(drain_handoff(p, cls) * kSmallSize[cls], std::memory_order_relaxed);
+      young |= age == Handoff::kYoung;
+    }
   }
+  return young;
 }
 
 void Heap::drain_transfers() {

@@ -753,13 +753,14 @@ TEST_F(HeapTest, TheHandoffKeepsItsBoundAndTheRestTakesTheLockedPath) {
   }
 }
 
-// Batches nobody takes do not pin their slabs for ever: a decay pass that finds them parked, as
-// its previous pass did, with no take in between, puts them back into their slabs (which empty).
-// A take between two passes keeps the rest parked.
+// Batches nobody takes do not pin their slabs for ever: a decay pass that finds them parked with
+// no take for NUMAP_HANDOFF_MS (20 ms: since the first push, or since the last take) puts them
+// back into their slabs (which empty). A take restarts the clock and keeps the rest parked.
 TEST_F(HeapTest, DecayPutsHandedOverBatchesNobodyTakesBackIntoTheirSlabs) {
   Options o;
   o.decay_ms = 40;  // a pass at most every 10 ms
   o.decay_thread = false;
+  ASSERT_EQ(o.handoff_ms, 20);
   make_with(o);
   std::vector<void*> spare;
   const std::vector<void*> v = for_the_consumer(heap, &spare);
@@ -768,19 +769,101 @@ TEST_F(HeapTest, DecayPutsHandedOverBatchesNobodyTakesBackIntoTheirSlabs) {
     FakeOs::now += 15;  // the heap's clock
     heap.maybe_decay();
   };
-  pass();  // parked: noted
+  pass();  // pushed 15 ms ago: kept
   void* p = nullptr;
   std::thread([&] { p = heap.malloc(64); }).join();  // a take: a new thread's refill, one batch
   const Stats taken = stats();
   EXPECT_EQ(taken.handoff_batches, 1u);
-  pass();  // taken since: kept
-  pass();  // parked and untaken for a whole period: drained into the slabs
+  pass();  // taken 15 ms ago: kept
+  EXPECT_EQ(stats().handoff_stale_bytes, 0u);
+  pass();  // untaken for 30 ms: the five batches left drained into the slabs
   const Stats drained = stats();
+  EXPECT_EQ(drained.handoff_stale_bytes, 5u * 256 * 64);
   for (int i = 0; i < 1000; ++i) heap.free(heap.malloc(64));
   EXPECT_EQ(stats().handoff_batches, drained.handoff_batches);  // nothing left to take
   EXPECT_EQ(drained.in_use_bytes, taken.in_use_bytes);  // handed over or in the slabs: freed either way
   heap.free(p);
   for (void* q : spare) heap.free(q);
+}
+
+// The age bound at the next push (NUMAP_HANDOFF_MS, no decay pass): a push that finds the
+// handoff's batches untaken for 20 ms gives them back to their slabs and takes the locked path
+// itself; the next pushes start the clock again. A producer that takes within the 20 ms restarts
+// the clock, and every batch of both consumers still reaches it whole (pc's gain kept).
+TEST_F(HeapTest, TheNextPushGivesBackBatchesNobodyTookForHandoffMs) {
+  for (const bool producer : {false, true}) {
+    SCOPED_TRACE(producer);
+    Options o;
+    o.handoff_ms = 20;
+    o.decay_ms = 0;  // no decay pass, no idle look: the pushes alone
+    o.decay_thread = false;
+    make_with(o);
+    std::vector<void*> spare;
+    const std::vector<void*> first = for_the_consumer(heap, &spare);
+    const std::vector<void*> second = for_the_consumer(heap, &spare);
+    const Stats before = stats();
+    std::vector<void*> got;
+    const auto take = [&](int n) {
+      for (int i = 0; i < n; ++i) got.push_back(heap.malloc(64));
+    };
+    {
+      Consumer one(heap, first);  // six batches handed over
+      FakeOs::now += 15;
+      if (producer) take(1);  // one batch taken (the producer's list keeps the rest of it)
+      FakeOs::now += producer ? 15 : 5;  // 20 ms untaken; with the producer, 15 since its take
+      Consumer two(heap, second);  // six overflows more
+      const Stats after = stats();
+      EXPECT_EQ(after.handoff_stale_bytes - before.handoff_stale_bytes, producer ? 0u : 1536u * 64);
+      // Without a producer: five of two's batches in the handoff, its first overflow in the transfer
+      // cache, one's batches in the slabs. With it: eleven batches left, all handed over.
+      take(producer ? 11 * 256 : 6 * 256);  // with the producer: its list's 255, then all eleven
+      EXPECT_EQ(stats().handoff_batches - before.handoff_batches, producer ? 12u : 5u);
+      EXPECT_EQ(stats().transfer_batches - before.transfer_batches, producer ? 0u : 1u);
+      std::size_t of_second = 0, of_either = 0;
+      for (void* p : got) {
+        of_second += std::find(second.begin(), second.end(), p) != second.end();
+        of_either += std::find(first.begin(), first.end(), p) != first.end();
+      }
+      of_either += of_second;
+      EXPECT_EQ(of_either, got.size());  // only what the consumers freed, each once
+      EXPECT_EQ(std::set<void*>(got.begin(), got.end()).size(), got.size());
+      if (!producer) {
+        EXPECT_EQ(of_second, got.size());  // none of one's: they went to the slabs
+      }
+    }
+    for (void* p : got) heap.free(p);
+    for (void* p : spare) heap.free(p);
+    EXPECT_GT(heap.trim(), 0u);
+    EXPECT_EQ(stats().in_use_bytes, 0u);
+    EXPECT_EQ(heap.mapped_bytes(), 0u);
+    start_over();
+  }
+}
+
+bool eventually(const std::function<bool()>& done);  // below, with the free limit's tests
+
+// The end of a release: a consumer's last pushes, then no call at all. Its first push asked the
+// background thread for a look (and started it: nothing was given back before), which looks again
+// after each PURGE_DELAY_MS while the batches are young, and gives them back once they are stale,
+// with nobody calling numap.
+TEST_F(HeapTest, TheBackgroundThreadGivesBackAStaleHandoffWithNoFurtherCall) {
+  Options o;
+  o.handoff_ms = 20;
+  make_with(o);
+  std::vector<void*> spare;
+  const std::vector<void*> v = for_the_consumer(heap, &spare);
+  const Stats before = stats();
+  {
+    Consumer consumer(heap, v);  // six batches handed over, then the consumer waits
+    EXPECT_EQ(stats().handoff_stale_bytes, before.handoff_stale_bytes);
+    FakeOs::now += 20;  // the heap's clock: from here the batches are stale
+    EXPECT_TRUE(eventually([&] { return stats().handoff_stale_bytes - before.handoff_stale_bytes == 1536u * 64; }))
+        << stats().handoff_stale_bytes;
+    // Nothing left to take: the producer's refills go to the Central.
+    for (int i = 0; i < 512; ++i) spare.push_back(heap.malloc(64));
+    EXPECT_EQ(stats().handoff_batches, before.handoff_batches);
+  }
+  for (void* p : spare) heap.free(p);
 }
 
 // Producer and consumer at once, many rounds: no object is handed out twice while in use (each
@@ -1487,6 +1570,31 @@ TEST_P(PageCacheTest, CachedChunksKeepTheirChargedPagesAndTheByteBound) {
   EXPECT_EQ(page_class(64 << 10).in_use_bytes, 256u << 10);
   heap.purge();
   EXPECT_EQ(page_class(64 << 10).in_use_bytes, 0u);
+}
+
+// An empty stack's top entry is its header (thread_cache.h, PageCacheList::word): its count, 0,
+// reads as a chunk with no charged pages, so the inline pop finds nothing to hand out for any
+// request of any inline class, whatever the class's limit in the header's other half: each request
+// comes from its Slot.
+TEST_P(PageCacheTest, AnEmptyStackHandsOutNothingInline) {
+  FakeOs::no_membarrier = !GetParam();
+  make_single(0);
+  ASSERT_EQ(heap.asymmetric_page_guard(), GetParam());
+  heap.free(heap.malloc(64));  // this thread's cache, live
+  ThreadCache* tc = thread_cache_tls();
+  for (int c = 4; c < kLargeCachedClass; ++c) {
+    const std::size_t n = page_class_size(c);
+    heap.purge();  // every stack empty
+    ASSERT_EQ(tc->pages[c].count, 0u) << n;
+    ASSERT_NE(tc->pages[c].limit, 0u) << n;
+    const std::uint64_t allocs = page_class(n).allocs;
+    char* p = static_cast<char*>(heap.malloc(n));
+    ASSERT_NE(p, nullptr) << n;
+    EXPECT_EQ(page_class(n).allocs, allocs + 1) << n;  // from the Slot, not the empty stack
+    EXPECT_GE(heap.usable_size(p), n) << n;
+    p[n - 1] = 1;
+    heap.free(p);
+  }
 }
 
 // While a purger flushes this thread's page cache (its flag set, or its try-lock held where

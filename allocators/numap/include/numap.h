@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define NUMAP_STATS_VERSION 12
+#define NUMAP_STATS_VERSION 13
 #define NUMAP_MAX_NODES 64
 #define NUMAP_MAX_DISTANCES 16
 
@@ -122,6 +122,9 @@ struct numap_stats {
   /* Version 12. */
   uint64_t handoff_batches;    /* small-object batches a thread cache's overflow handed over without a lock and
                                   a refill took whole (NUMAP_HANDOFF_BYTES) */
+  /* Version 13. */
+  uint64_t handoff_stale_bytes; /* bytes of handed-over batches no refill took for NUMAP_HANDOFF_MS (0: a decay
+                                  pass period), put back into their slabs by the next push or a background pass */
 };
 
 /* Fills *out (out->struct_size must be set by the caller to sizeof its struct) and up to
