@@ -156,10 +156,17 @@ void Heap::limit_deferred(std::uint64_t bound, bool delayed) {
 
 void Heap::background_pass(void* heap) {
   Heap* h = static_cast<Heap*>(heap);
+  // Stale handoffs before the free limit, so the slabs they empty go back in this pass; looked at
+  // again after it, since a long limit pass (many scattered slabs: tens of ms) ages them too.
+  // Batches still young: another pass after the delay (a push's request started this); none once
+  // every handoff is taken from or drained, so an idle program's thread sleeps.
+  bool young = h->opt_.handoff_ms > 0 && h->drain_stale_handoffs();
   h->limit_deferred(0, false);  // the thread waited PURGE_DELAY_MS after the request itself
-  // Handoffs holding batches not yet stale: look again after the delay (a push's request started
-  // this). Stops once every handoff is taken from or drained, so an idle program sleeps.
-  if (h->opt_.handoff_ms > 0 && h->drain_stale_handoffs()) h->decay_thread_.request();
+  if (young) {
+    young = h->drain_stale_handoffs();
+    h->limit_deferred(0, false);  // what that drain emptied (one load when it queued nothing)
+    if (young) h->decay_thread_.request();
+  }
   if (h->opt_.decay_ms > 0) h->maybe_decay();
 }
 
