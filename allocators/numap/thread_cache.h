@@ -179,11 +179,27 @@ inline ThreadCache* thread_cache_tls() { return &tls_cache; }
 // is visible to it by then (it skips this cache) or the owner's later load sees page_flushing (it
 // backs off). A compare-exchange cost about as much as the rest of a hit. Without membarrier, a
 // try-lock. False: a purger is flushing this cache (Heap::page_enter waits for it).
+// (The plain store and load are 7 of a 64 KiB pair's ~86 instructions of malloc and free under
+// callgrind, 2026-12-07; docs/benchmarks.md, "Where a page-class pair's instructions go".)
+// The owner's read of page_flushing after its page_lock store (no reordering by the compiler; the
+// hardware's is the purger's membarrier). On x86 a compare with memory, one instruction: the
+// compiler does not fold an atomic load into a compare, and a hit is about 40 instructions. (Under
+// ThreadSanitizer the atomic load, which it sees.)
+__attribute__((always_inline)) inline bool page_flushing_seen(ThreadCache* tc) {
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+  bool seen;
+  asm volatile("cmpl $0, %1" : "=@ccnz"(seen) : "m"(tc->page_flushing) : "memory");
+  return seen;
+#else
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  return __atomic_load_n(&tc->page_flushing, __ATOMIC_ACQUIRE) != 0;
+#endif
+}
+
 __attribute__((always_inline)) inline bool page_try_enter(ThreadCache* tc) {
   if (__builtin_expect(tc->page_asym, 1)) {
     __atomic_store_n(&tc->page_lock, 1u, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (__builtin_expect(__atomic_load_n(&tc->page_flushing, __ATOMIC_ACQUIRE) == 0, 1)) return true;
+    if (__builtin_expect(!page_flushing_seen(tc), 1)) return true;
     __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE);
     return false;
   }
@@ -194,7 +210,7 @@ __attribute__((always_inline)) inline bool page_try_enter(ThreadCache* tc) {
 inline void page_unlock_own(ThreadCache* tc) { __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE); }
 
 // The fast paths, inline in every caller (the exported malloc/free, Heap::malloc/free): no lock,
-// no atomic read-modify-write (but the guard's compare-exchange where membarrier is refused), no
+// no atomic read-modify-write (but the guard's `lock bts` where membarrier is refused), no
 // call. False/null sends the caller to the slow path, which sets the cache up, refills or flushes it.
 
 // A page chunk of the home node below kLargeCachedClass (`off` from slab_base, past the slabs):
