@@ -760,7 +760,7 @@ TEST_F(HeapTest, DecayPutsHandedOverBatchesNobodyTakesBackIntoTheirSlabs) {
   Options o;
   o.decay_ms = 40;  // a pass at most every 10 ms
   o.decay_thread = false;
-  ASSERT_EQ(o.handoff_ms, 20);
+  o.handoff_ms = 20;
   make_with(o);
   std::vector<void*> spare;
   const std::vector<void*> v = for_the_consumer(heap, &spare);

@@ -56,7 +56,7 @@ inline constexpr const char* kPopulateNames[] = {"none", "auto", "all", nullptr}
     "bytes of whole small-object batches per (node, class) that a thread freeing a class it does not "        \
     "allocate (a consumer) hands to the next refill without a lock, ahead of the transfer caches; batches "    \
     "nobody takes for HANDOFF_MS go back to their slabs; 0 = off")                                           \
-  X(HANDOFF_MS, handoff_ms, long long, kInt, 20, 0, 3600000, nullptr,                                           \
+  X(HANDOFF_MS, handoff_ms, long long, kInt, 50, 0, 3600000, nullptr,                                           \
     "ms a handoff's batches may wait with no refill taking any before they go back to their slabs (the next "  \
     "push or a background pass drains them); 0 = only a decay pass period's look")                             \
   X(SYSFS_ROOT, sysfs_root, const char*, kPath, "/sys", 0, 0, nullptr, "sysfs root for the topology (tests)")   \
