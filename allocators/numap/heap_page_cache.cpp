@@ -184,13 +184,13 @@ void Heap::flush_all_page_caches() {
     });
     return;
   }
+  // No membarrier: this side of the guard is a sequentially consistent exchange and load, as the
+  // owner's is (page_enter_fenced).
   registry_.for_each([&](ThreadCache* tc) {
-    std::uint32_t expected = 0;
-    // A thread busy with its own cache (or one that held it when a parent forked) is skipped.
-    if (!__atomic_compare_exchange_n(&tc->page_lock, &expected, 1u, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-      return;
-    flush_pages(tc);
-    page_unlock_own(tc);
+    __atomic_exchange_n(&tc->page_flushing, 1u, __ATOMIC_SEQ_CST);
+    // A thread busy with its own cache (or one that was when a parent forked) is skipped.
+    if (__atomic_load_n(&tc->page_lock, __ATOMIC_SEQ_CST) == 0) flush_pages(tc);
+    __atomic_store_n(&tc->page_flushing, 0u, __ATOMIC_RELEASE);
   });
 }
 

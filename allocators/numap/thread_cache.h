@@ -115,7 +115,20 @@ struct ThreadCache {
   Slot* node_slots;  // the home node's Slots (slot s: page class s - 1; a chunk's free reads its extent there)
   std::int64_t page_room;
   std::uint8_t span_shift;
-  std::uint8_t page_asym;  // the heap's asymmetric_page_guard(): how the owner takes page_lock
+  // The page cache's guard (page_try_enter): page_lock, written by the owner only, is set while
+  // the owner is inside a page-cache operation; page_flushing is set by a purger while it flushes
+  // (or decides whether to flush) this cache. page_asym: the heap had membarrier when the cache was
+  // made (Heap::asymmetric_page_guard). The two share `page_gate`, one aligned word the owner
+  // compares with 1 (membarrier, no purger) in one instruction; the bytes between stay 0.
+  std::uint32_t page_lock;  // __atomic builtins only (TLS must be trivially initialised)
+  union {
+    std::uint64_t page_gate;
+    struct {
+      std::uint8_t page_asym;
+      std::uint8_t page_gate_zero_[3];
+      std::uint32_t page_flushing;  // __atomic builtins only
+    };
+  };
   Heap* owner;
   CacheState state;
   std::int32_t node;             // partition the cache refills from
@@ -157,60 +170,66 @@ struct ThreadCache {
   std::uint32_t large_taken;
   std::uint32_t large_again;
   // The page cache is the one part another thread touches: purge() flushes every registered
-  // thread's page cache unless its owner is inside a page-cache operation (page_lock set; the
-  // purger never waits for a busy thread). With membarrier (Heap::asymmetric_page_guard) the
-  // owner sets page_lock with a plain store and checks page_flushing, which a purger sets before its
-  // membarrier and clears when done; without it page_lock is a try-lock (one compare-exchange).
-  std::uint32_t page_lock;       // __atomic builtins only (TLS must be trivially initialised)
-  std::uint32_t page_flushing;
+  // thread's page cache unless its owner is inside a page-cache operation (page_lock above; the
+  // purger never waits for a busy thread).
   ThreadCache* reg_prev;         // the heap's registry of live caches
   ThreadCache* reg_next;
   PageCacheList pages[kPageCacheClasses];
 };
+static_assert(offsetof(ThreadCache, page_gate) % 8 == 0 && offsetof(ThreadCache, page_asym) == offsetof(ThreadCache, page_gate) &&
+                  offsetof(ThreadCache, page_flushing) == offsetof(ThreadCache, page_gate) + 4,
+              "page_gate is page_asym in its low byte and page_flushing in its high half (little-endian, above)");
 
 // The calling thread's cache (zero-initialised, initial-exec TLS: one %fs-relative address).
 extern __thread ThreadCache tls_cache __attribute__((tls_model("initial-exec")));
 inline ThreadCache* thread_cache_tls() { return &tls_cache; }
 
-// The owner's side of the page cache's guard against a purging thread (ThreadCache::page_lock),
-// one try: true when the owner may touch its page cache, until page_unlock_own. With membarrier
-// (page_asym) a plain store and load: a purger stores page_flushing, then membarrier() makes every
-// running thread pass a full barrier, then reads page_lock, so either the owner's page_lock store
-// is visible to it by then (it skips this cache) or the owner's later load sees page_flushing (it
-// backs off). A compare-exchange cost about as much as the rest of a hit. Without membarrier, a
-// try-lock. False: a purger is flushing this cache (Heap::page_enter waits for it).
-// (The plain store and load are 7 of a 64 KiB pair's ~86 instructions of malloc and free under
-// callgrind, 2026-12-07; docs/benchmarks.md, "Where a page-class pair's instructions go".)
-// The owner's read of page_flushing after its page_lock store (no reordering by the compiler; the
-// hardware's is the purger's membarrier). On x86 a compare with memory, one instruction: the
-// compiler does not fold an atomic load into a compare, and a hit is about 40 instructions. (Under
-// ThreadSanitizer the atomic load, which it sees.)
-__attribute__((always_inline)) inline bool page_flushing_seen(ThreadCache* tc) {
+// The owner's side of the page cache's guard against a purging thread, one try: true when the
+// owner may touch its page cache, until page_unlock_own; false while a purger flushes it
+// (Heap::page_enter waits). The owner stores page_lock, then reads page_flushing; a purger stores
+// page_flushing, then reads page_lock, and flushes only when it finds it 0 (Dekker's pattern: each
+// side's store must be visible to the other's later load, or both could go on). With membarrier
+// (page_asym) the owner's side is a plain store and load: the purger's membarrier() makes every
+// running thread pass a full barrier between its two steps. Without it each side's store is a
+// sequentially consistent exchange and its load sequentially consistent (the owner's in
+// page_enter_fenced, the purger's in Heap::flush_all_page_caches). The common case is
+// one store and one compare of page_gate with 1 (membarrier, no purger): on x86 a compare against
+// memory, which GCC never makes of an atomic load (ThreadSanitizer builds keep the atomic load it
+// sees). The guard is 4 of a 64 KiB malloc's 36 instructions and of a free's 44 under callgrind
+// (2026-12-07; docs/benchmarks.md, "Where a page-class pair's instructions go").
+__attribute__((always_inline)) inline bool page_gate_open(ThreadCache* tc) {
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-  bool seen;
-  asm volatile("cmpl $0, %1" : "=@ccnz"(seen) : "m"(tc->page_flushing) : "memory");
-  return seen;
+  bool open;
+  asm volatile("cmpq $1, %1" : "=@ccz"(open) : "m"(tc->page_gate) : "memory");
+  return open;
 #else
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  return __atomic_load_n(&tc->page_flushing, __ATOMIC_ACQUIRE) != 0;
+  return __atomic_load_n(&tc->page_gate, __ATOMIC_ACQUIRE) == 1;
 #endif
 }
 
-__attribute__((always_inline)) inline bool page_try_enter(ThreadCache* tc) {
-  if (__builtin_expect(tc->page_asym, 1)) {
-    __atomic_store_n(&tc->page_lock, 1u, __ATOMIC_RELAXED);
-    if (__builtin_expect(!page_flushing_seen(tc), 1)) return true;
-    __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE);
-    return false;
+// page_try_enter's other cases: no membarrier, or a purger at work (inline too: a call here would
+// make the exported free save registers on its small-object path).
+__attribute__((always_inline)) inline bool page_enter_fenced(ThreadCache* tc) {
+  if (!tc->page_asym) {
+    // The store again as a sequentially consistent exchange (a locked instruction: a full barrier,
+    // and unlike a fence one that ThreadSanitizer models), then the load.
+    __atomic_exchange_n(&tc->page_lock, 1u, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&tc->page_flushing, __ATOMIC_SEQ_CST) == 0) return true;
   }
-  // page_lock is only ever 0 or 1: a fetch-or (one `lock bts`) is the try-lock, with no expected
-  // value to set up and reload (two instructions fewer than a compare-exchange on each hit).
-  return (__atomic_fetch_or(&tc->page_lock, 1u, __ATOMIC_ACQUIRE) & 1u) == 0;
+  __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE);
+  return false;
+}
+
+__attribute__((always_inline)) inline bool page_try_enter(ThreadCache* tc) {
+  __atomic_store_n(&tc->page_lock, 1u, __ATOMIC_RELAXED);
+  if (__builtin_expect(page_gate_open(tc), 1)) return true;
+  return page_enter_fenced(tc);
 }
 inline void page_unlock_own(ThreadCache* tc) { __atomic_store_n(&tc->page_lock, 0u, __ATOMIC_RELEASE); }
 
 // The fast paths, inline in every caller (the exported malloc/free, Heap::malloc/free): no lock,
-// no atomic read-modify-write (but the guard's `lock bts` where membarrier is refused), no
+// no atomic read-modify-write and no fence (but the guard's where membarrier is refused), no
 // call. False/null sends the caller to the slow path, which sets the cache up, refills or flushes it.
 
 // A page chunk of the home node below kLargeCachedClass (`off` from slab_base, past the slabs):
