@@ -1,7 +1,8 @@
 // The heap's registry of live thread caches, one component: so that a purge (capacity pressure,
 // numap_purge, malloc_trim) can return every thread's cached page chunks. A cache is linked in
 // when set up and out when it flushes for good (thread exit, a change of heap). Lock order: this
-// lock, then a cache's page_lock, then Slot locks.
+// lock, then Slot locks; a purger takes a cache's page chunks through its page_flushing flag, never
+// a lock its owner could wait on (thread_cache.h, the page cache's guard).
 #pragma once
 
 #include "allocators/numap/lock.h"

@@ -380,8 +380,8 @@ void Heap::fork_child() {
     if (part_[p].slots[kSlabSlot].ready())
       for (int c = 0; c < kSmallClasses; ++c) part_[p].central[c].handoff.recount(kSmallSize[c]);
   }
-  // The child is a new process for membarrier: register it again (or fall back to the try-lock
-  // while it is still single-threaded).
+  // The child is a new process for membarrier: register it again (or fall back to the fenced
+  // guard, page_enter_fenced, while it is still single-threaded).
   if (asym_guard_) asym_guard_ = os_->register_barrier();
   if (own->owner == this) own->page_asym = asym_guard_;  // the only thread: no purger meanwhile
   // The child applies the decay on its allocation slow path only. An exec starts afresh.
