@@ -356,15 +356,18 @@ void Heap::for_each_used_lock(void (*fn)(Lock&)) {
 void Heap::fork_prepare() {
   registry_.lock().lock();
   slot_init_lock_.lock();
+  give_back_lock_.lock();
   for_each_used_lock([](Lock& l) { l.lock(); });
 }
 void Heap::fork_parent() {
   for_each_used_lock([](Lock& l) { l.unlock(); });
+  give_back_lock_.unlock();
   slot_init_lock_.unlock();
   registry_.lock().unlock();
 }
 void Heap::fork_child() {
   for_each_used_lock([](Lock& l) { l.reset(); });
+  give_back_lock_.reset();  // the queue stays: the child's slow paths apply it
   slot_init_lock_.reset();
   registry_.lock().reset();
   // The other threads are gone and so is their use for list growth: the child's pool is the total

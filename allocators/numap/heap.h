@@ -235,6 +235,23 @@ class Heap {
   void* chunk_alloc(int node, int slot, std::uint64_t bytes, std::uint64_t* old_bytes, int* out_part,
                     bool borrow = false);
   void chunk_free(int part, int slot, std::uint64_t index);
+  // A freed chunk of kGiveBackAtOnce or more under the free limit: glibc unmaps blocks that large,
+  // and a hash table's old array, freed before its doubled successor (another class) is built,
+  // would otherwise stay resident beside it within the allowance. free() only queues its give-back
+  // (Frees never wait for the kernel): the chunk stays out of its Slot's free chunks, so nothing
+  // reuses it while queued, until the next fresh charge (chunk_alloc, grow_extent: the successor's
+  // malloc pays the madvise, before its own pages are charged, so the peak is as before), the
+  // background thread PURGE_DELAY_MS later, a slow path where there is no thread, or a purge
+  // advises it away and gives it to the Slot. The queue is the heap's, not a thread's: a thread's
+  // exit leaves it to those; a forked child keeps it (its slow paths apply it). False when the
+  // queue is full (the caller gives the chunk back at once).
+  bool queue_give_back(int part, int slot, std::uint64_t index);
+  // The queued give-backs applied (delayed: only those queued PURGE_DELAY_MS ago); bytes advised away.
+  std::uint64_t apply_give_backs(bool delayed);
+  // Chunk `index` advised away (its charge returned) and given to its Slot; bytes advised away
+  // (0 where the advice failed: the chunk is then free and resident, as any other).
+  std::uint64_t release_chunk(int part, int slot, std::uint64_t index);
+  bool give_backs_queued() const { return give_backs_queued_.load(std::memory_order_relaxed); }
   // Charges chunk `index` up to `bytes`; *dirty (when given): its bytes that may hold old data after
   // (pages moved in from another class are not zero, as fresh ones are).
   bool grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes, std::uint64_t* dirty = nullptr);
@@ -440,6 +457,7 @@ class Heap {
     // Free-limit checks that free() queued, where no background thread takes them (one load).
     if (__builtin_expect(limit_queued_.load(std::memory_order_relaxed), 0) && !decay_thread_.running())
       limit_deferred(kDeferredStep, true);
+    if (__builtin_expect(give_backs_queued(), 0) && !decay_thread_.running()) apply_give_backs(true);
   }
   // The background thread has work once a resident chunk is free in a Slot (decay ages nothing
   // else): note_given_back() marks that, start_decay_thread() starts the thread then, from the
@@ -524,6 +542,18 @@ class Heap {
   std::atomic<bool> populate_off_{false};  // MADV_POPULATE_WRITE refused: none again
   std::atomic<bool> decay_start_due_{false};  // ... and the background thread is wanted, not yet started
   std::atomic<bool> limit_queued_{false};  // a node's FreeLimit has a queued check (limit_due)
+  // Freed chunks of kGiveBackAtOnce or more whose give-back is queued (queue_give_back); held
+  // across fork. 64 of 32 MiB and more is 2 GiB freed within one PURGE_DELAY_MS: past that, at once.
+  struct GiveBack {
+    int part, slot;
+    std::uint64_t index;
+    std::uint32_t at;  // tick queued
+  };
+  static constexpr int kMaxGiveBacks = 64;
+  Lock give_back_lock_;
+  GiveBack give_backs_[kMaxGiveBacks] = {};
+  int ngive_backs_ = 0;  // under give_back_lock_
+  std::atomic<bool> give_backs_queued_{false};  // ngive_backs_ != 0 (one relaxed load on the slow paths)
   HugeAllocations huge_;
   NodeBudget budget_;
   HeapCounters counters_;

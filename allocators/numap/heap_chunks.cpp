@@ -46,6 +46,7 @@ void* Heap::chunk_alloc(int node, int slot0, std::uint64_t bytes, std::uint64_t*
       if (ext < need) ext += static_cast<std::uint32_t>(move_in(m, slot, static_cast<std::uint64_t>(i), ext, need));
       const std::uint64_t had = ext;
       if (ext < need) {
+        apply_give_backs(false);  // freed large chunks queued: given back before fresh pages are charged
         const Charge r = budget_.charge(m, (need - ext) * kPage);
         if (r != Charge::kOk) {
           sl.give(static_cast<std::uint64_t>(i), tick());
@@ -84,26 +85,76 @@ void Heap::chunk_free(int part, int slot, std::uint64_t index) {
   Slot& sl = part_[part].slots[slot];
   sl.frees.fetch_add(1, std::memory_order_relaxed);
   sl.in_use_bytes.fetch_sub(sl.chunk(), std::memory_order_relaxed);
-  std::uint64_t resident = std::uint64_t{sl.extent(index)} * kPage;
-  // Under the free limit a chunk of kGiveBackAtOnce or more goes back to the kernel as it is freed,
-  // as glibc unmaps every block that large: a hash table's old array, freed before its doubled
-  // successor (another class) is built, would otherwise stay resident within the allowance of 12%
-  // of everything in use. The chunk is still ours here: no lock, nothing else can take it.
-  if (opt_.free_percent > 0 && sl.chunk() >= kGiveBackAtOnce && resident != 0 &&
-      discard_run(part, sl, index, 1, resident)) {
-    sl.extent(index) = 0;
-    budget_.uncharge(part, resident);
-    sl.mapped_bytes.fetch_sub(resident, std::memory_order_relaxed);
-    sl.advised_bytes.fetch_add(resident, std::memory_order_relaxed);
-    counters_.advised_bytes.fetch_add(resident, std::memory_order_relaxed);
-    counters_.limited_bytes.fetch_add(resident, std::memory_order_relaxed);
-    resident = 0;
+  const std::uint64_t resident = std::uint64_t{sl.extent(index)} * kPage;
+  // The chunk is still ours here: no lock, nothing else can take it (see queue_give_back).
+  if (opt_.free_percent > 0 && sl.chunk() >= kGiveBackAtOnce && resident != 0) {
+    if (opt_.purge_delay_ms < 0 || !queue_give_back(part, slot, index)) release_chunk(part, slot, index);
+    return;
   }
   sl.give(index, tick());
   if (resident != 0) {
     note_given_back();
     note_freed(part, resident);
   }
+}
+
+std::uint64_t Heap::release_chunk(int part, int slot, std::uint64_t index) {
+  Slot& sl = part_[part].slots[slot];
+  const std::uint64_t resident = std::uint64_t{sl.extent(index)} * kPage;
+  const bool gone = resident != 0 && discard_run(part, sl, index, 1, resident);
+  if (gone) {
+    sl.extent(index) = 0;
+    budget_.uncharge(part, resident);
+    sl.mapped_bytes.fetch_sub(resident, std::memory_order_relaxed);
+    sl.advised_bytes.fetch_add(resident, std::memory_order_relaxed);
+    counters_.advised_bytes.fetch_add(resident, std::memory_order_relaxed);
+    counters_.limited_bytes.fetch_add(resident, std::memory_order_relaxed);
+  }
+  sl.give(index, tick());
+  if (resident != 0 && !gone) {
+    note_given_back();
+    note_freed(part, resident);
+  }
+  return gone ? resident : 0;
+}
+
+bool Heap::queue_give_back(int part, int slot, std::uint64_t index) {
+  {
+    LockGuard g(give_back_lock_);
+    if (ngive_backs_ == kMaxGiveBacks) return false;
+    give_backs_[ngive_backs_++] = GiveBack{part, slot, index, tick()};
+    give_backs_queued_.store(true, std::memory_order_relaxed);
+  }
+  counters_.deferred_purges.fetch_add(1, std::memory_order_relaxed);
+  note_given_back();  // the background thread is wanted (started where no lock is held)
+  decay_thread_.request();
+  return true;
+}
+
+std::uint64_t Heap::apply_give_backs(bool delayed) {
+  if (!give_backs_queued()) return 0;
+  GiveBack due[kMaxGiveBacks];
+  int n = 0;
+  const std::uint32_t now = tick();
+  {
+    LockGuard g(give_back_lock_);
+    int kept = 0;
+    for (int k = 0; k < ngive_backs_; ++k) {
+      const GiveBack& e = give_backs_[k];
+      if (delayed && static_cast<std::int64_t>(now - e.at) < opt_.purge_delay_ms)
+        give_backs_[kept++] = e;
+      else
+        due[n++] = e;
+    }
+    ngive_backs_ = kept;
+    give_backs_queued_.store(kept != 0, std::memory_order_relaxed);
+  }
+  std::uint64_t got = 0;
+  for (int k = 0; k < n; ++k) {
+    counters_.deferred_wait_ms.fetch_add(now - due[k].at, std::memory_order_relaxed);
+    got += release_chunk(due[k].part, due[k].slot, due[k].index);
+  }
+  return got;
 }
 
 bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t bytes, std::uint64_t* dirty) {
@@ -115,6 +166,7 @@ bool Heap::grow_extent(int part, int slot, std::uint64_t index, std::uint64_t by
   if (dirty != nullptr) *dirty = std::uint64_t{ext} * kPage;
   if (ext >= need) return true;
   refresh_capacity(false);
+  apply_give_backs(false);  // as chunk_alloc, before the fresh charge
   for (int pass = 0; pass < 2; ++pass) {
     const Charge r = budget_.charge(part, (need - ext) * kPage);
     if (r == Charge::kOk) {

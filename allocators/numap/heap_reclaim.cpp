@@ -16,7 +16,11 @@ std::size_t Heap::purge(std::uint64_t want, int only_part) {
   drain_transfers();  // parked batches keep their slabs from emptying
   // Cached page chunks are charged but not free in their Slots: return every thread's first.
   flush_all_page_caches();
-  const std::size_t got = purge_pages(want, only_part, -1, false, 0);
+  // Queued give-backs of freed large chunks, whatever the delay (numap_purge, malloc_trim, capacity);
+  // they count toward `want` only for a purge of every node (they may be any node's).
+  std::size_t got = apply_give_backs(false);
+  const std::uint64_t counted = only_part < 0 ? got : 0;
+  if (want == 0 || counted < want) got += purge_pages(want == 0 ? 0 : want - counted, only_part, -1, false, 0);
   start_decay_thread();  // what the flushes gave back and a partial purge left (no lock is held)
   return got;
 }
@@ -162,6 +166,9 @@ void Heap::background_pass(void* heap) {
   // every handoff is taken from or drained, so an idle program's thread sleeps.
   bool young = h->opt_.handoff_ms > 0 && h->drain_stale_handoffs();
   h->limit_deferred(0, false);  // the thread waited PURGE_DELAY_MS after the request itself
+  // Freed large chunks queued PURGE_DELAY_MS ago; those queued since the request, a pass later.
+  h->apply_give_backs(true);
+  if (h->give_backs_queued()) h->decay_thread_.request();
   if (young) {
     young = h->drain_stale_handoffs();
     h->limit_deferred(0, false);  // what that drain emptied (one load when it queued nothing)
