@@ -57,6 +57,10 @@ constexpr std::uint32_t kPopulateObjectMax = 4096;
 // thread takes them (NUMAP_DECAY_THREAD=0, a forked child): about this much a node (the runs stop
 // at the first chunk that reaches it), one madvise per run in it: 32 for scattered 64 KiB slabs.
 constexpr std::uint64_t kDeferredStep = 2ull << 20;
+// The background thread's limit pass goes in steps of kThreadStep, freed large chunks that came due
+// given back between them (Heap::limit_in_steps); at most kThreadSteps (4 GiB) a pass.
+constexpr std::uint64_t kThreadStep = 16ull << 20;
+constexpr int kThreadSteps = 256;
 
 // Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
 // threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), above which it unmaps every freed block.
@@ -82,6 +86,10 @@ struct alignas(4096) NodePart {
   // NUMAP_LARGE_CACHE_BYTES; free pages as far as the free limit is concerned). Its own line: every
   // thread's large-chunk cache hit writes it.
   alignas(64) std::atomic<std::uint64_t> large_cached{0};
+  // Resident bytes of this node's freed chunks whose give-back is queued (Heap::queue_give_back):
+  // neither in use nor in a Slot, so the free limit would otherwise count them as in use and
+  // allow that much more of the small classes' free pages to stay after the release.
+  std::atomic<std::uint64_t> give_back_queued{0};
   // Bit c set once class c's handoff was first pushed to: what a decay pass looks at (the other
   // classes' Centrals stay untouched, their pages unwritten).
   std::atomic<std::uint64_t> handoff_classes{0};
@@ -507,6 +515,7 @@ class Heap {
   // node's excess over its allowance advised away, at most `bound` bytes a node (0: all; what is
   // left stays queued). delayed: only checks queued PURGE_DELAY_MS ago (the thread waited itself).
   void limit_deferred(std::uint64_t bound, bool delayed);
+  void limit_in_steps();  // the background thread's (background_pass)
   // The node's free resident bytes above NUMAP_FREE_PERCENT of its in-use bytes (and above
   // NUMAP_FREE_FLOOR) are advised away now, those idle for EXCHANGE_MS first: a program that frees
   // most of what it holds (a release phase, a structure dropped before the next is built) gives the

@@ -165,16 +165,28 @@ void Heap::background_pass(void* heap) {
   // Batches still young: another pass after the delay (a push's request started this); none once
   // every handoff is taken from or drained, so an idle program's thread sleeps.
   bool young = h->opt_.handoff_ms > 0 && h->drain_stale_handoffs();
-  h->limit_deferred(0, false);  // the thread waited PURGE_DELAY_MS after the request itself
-  // Freed large chunks queued PURGE_DELAY_MS ago; those queued since the request, a pass later.
-  h->apply_give_backs(true);
-  if (h->give_backs_queued()) h->decay_thread_.request();
+  h->limit_in_steps();  // the thread waited PURGE_DELAY_MS after the request itself
   if (young) {
     young = h->drain_stale_handoffs();
-    h->limit_deferred(0, false);  // what that drain emptied (one load when it queued nothing)
+    h->limit_in_steps();  // what that drain emptied (one load when it queued nothing)
     if (young) h->decay_thread_.request();
   }
+  if (h->give_backs_queued()) h->decay_thread_.request();  // those not due yet: a pass later
   if (h->opt_.decay_ms > 0) h->maybe_decay();
+}
+
+// The thread's limit pass, kThreadStep at a time, with the freed large chunks that came due given
+// back before each step: one madvise each returns the most bytes per call, and a release's
+// scattered runs take the thread about 3 ms a MiB on this project's machine (hash_build's 500 MiB:
+// 200 ms), which the chunks freed during the release waited behind, past the return curve's
+// +100 ms (docs/benchmarks.md, "Queued give-backs before the limit pass").
+void Heap::limit_in_steps() {
+  for (int step = 0; step < kThreadSteps; ++step) {
+    apply_give_backs(true);
+    if (!limit_queued_.load(std::memory_order_relaxed)) return;
+    limit_deferred(kThreadStep, false);
+  }
+  decay_thread_.request();  // a release larger than the steps: the rest a pass later
 }
 
 std::uint64_t Heap::limit_free(int part, std::uint64_t bound) {
@@ -196,7 +208,10 @@ std::uint64_t Heap::limit_pass(int part, std::uint64_t bound) {
   // pages for them, so the cache holds part of the allowance instead of adding to it.
   free += np.large_cached.load(std::memory_order_relaxed);
   const std::uint64_t mapped = np.charge.mapped.load(std::memory_order_relaxed);
-  const std::uint64_t in_use = mapped > free ? mapped - free : 0;
+  // Chunks whose give-back is queued are going back anyway: neither in use (on which the allowance
+  // is a percentage) nor free pages this pass could take.
+  const std::uint64_t gone = free + np.give_back_queued.load(std::memory_order_relaxed);
+  const std::uint64_t in_use = mapped > gone ? mapped - gone : 0;
   const std::uint32_t now = tick();
   bool new_window;
   const std::uint64_t allowed = np.free_limit.allowance(now, free, in_use, opt_, &new_window);

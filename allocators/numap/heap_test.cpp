@@ -63,9 +63,15 @@ struct FakeOs {
   }
   static int unmap(void* p, std::size_t b) { return real_os().unmap(p, b); }
   static inline std::function<void()> on_advise;  // runs at the next advise (then cleared)
+  static inline std::mutex advised_lock;
+  static inline std::vector<std::size_t> advised_sizes;  // every advise's bytes, in order
   static int advise_free(void* p, std::size_t b) {
     ++advises;
     ++advises_here;
+    {
+      std::lock_guard<std::mutex> g(advised_lock);
+      advised_sizes.push_back(b);
+    }
     if (on_advise) std::exchange(on_advise, nullptr)();
     if (!fail_advise) return real_os().advise_free(p, b);
     errno = EINVAL;  // as madvise sets it
@@ -146,6 +152,7 @@ struct FakeOs {
     advises = 0;
     on_advise = nullptr;
     huge_advice.clear();
+    advised_sizes.clear();
     populated.clear();
     fail_populate = 0;
     files.clear();
@@ -1968,6 +1975,30 @@ TEST_F(HeapTest, AFreed32MiBChunkIsGivenBackByTheThreadAfterTheDelay) {
   EXPECT_EQ(FakeOs::advises_here, here);  // the thread's madvise, not this thread's
   EXPECT_EQ(stats().limited_bytes, 32u << 20);
   for (void* p : held) heap.free(p);
+}
+
+// A long limit pass (a release's scattered runs: 200 ms for hash_build's 500 MiB here) goes in
+// steps, and a freed 32 MiB chunk that comes due meanwhile is given back before the next step, not
+// after the whole pass: here it is freed, and its delay passes, at the pass's first madvise.
+TEST_F(HeapTest, TheThreadGivesAChunkThatCameDueBackBetweenStepsOfALongLimitPass) {
+  move_pieces = 0;
+  make_limit(12, kMiB, 10);
+  void* big = touched(1, 32 << 20)[0];
+  std::vector<void*> small = touched(96, kMiB);
+  FakeOs::on_advise = [&] {
+    heap.free(big);
+    FakeOs::now += 20;
+  };
+  for (void* p : small) heap.free(p);
+  EXPECT_TRUE(eventually([&] { return heap.mapped_bytes() <= kMiB; })) << heap.mapped_bytes();
+  std::lock_guard<std::mutex> g(FakeOs::advised_lock);
+  const auto& sizes = FakeOs::advised_sizes;
+  const auto chunk = std::find(sizes.begin(), sizes.end(), std::size_t{32} << 20);
+  ASSERT_NE(chunk, sizes.end());
+  std::uint64_t before = 0;
+  for (auto it = sizes.begin(); it != chunk; ++it) before += *it;
+  EXPECT_LE(before, 2 * kThreadStep);  // at most the step it came due in, and the one running
+  EXPECT_GE(stats().limited_bytes, (32u << 20) + 94 * kMiB);
 }
 
 // A queued chunk is not reused while queued (a new 32 MiB block takes another chunk), and a block
