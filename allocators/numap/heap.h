@@ -57,10 +57,9 @@ constexpr std::uint32_t kPopulateObjectMax = 4096;
 // thread takes them (NUMAP_DECAY_THREAD=0, a forked child): about this much a node (the runs stop
 // at the first chunk that reaches it), one madvise per run in it: 32 for scattered 64 KiB slabs.
 constexpr std::uint64_t kDeferredStep = 2ull << 20;
-// The background thread's limit pass goes in steps of kThreadStep, freed large chunks that came due
-// given back between them (Heap::limit_in_steps); at most kThreadSteps (4 GiB) a pass.
-constexpr std::uint64_t kThreadStep = 16ull << 20;
-constexpr int kThreadSteps = 256;
+// A purge (the free limit's, decay's, purge()'s) advises at most this many runs per batch, and
+// gives freed large chunks that came due back between batches (Heap::purge_pages).
+constexpr int kPurgeBatchRuns = 32;
 
 // Chunks this large are advised away when freed (under the free limit): glibc's largest mmap
 // threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), above which it unmaps every freed block.
@@ -515,7 +514,6 @@ class Heap {
   // node's excess over its allowance advised away, at most `bound` bytes a node (0: all; what is
   // left stays queued). delayed: only checks queued PURGE_DELAY_MS ago (the thread waited itself).
   void limit_deferred(std::uint64_t bound, bool delayed);
-  void limit_in_steps();  // the background thread's (background_pass)
   // The node's free resident bytes above NUMAP_FREE_PERCENT of its in-use bytes (and above
   // NUMAP_FREE_FLOOR) are advised away now, those idle for EXCHANGE_MS first: a program that frees
   // most of what it holds (a release phase, a structure dropped before the next is built) gives the

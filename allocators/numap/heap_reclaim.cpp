@@ -28,7 +28,7 @@ std::size_t Heap::purge(std::uint64_t want, int only_part) {
 std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot, bool aged, std::uint32_t freed_by,
                                 bool owe, FreeLimit::Given* given) {
   std::uint64_t got = 0;
-  PurgeRun runs[32];
+  PurgeRun runs[kPurgeBatchRuns];
   // Largest classes first: the fewest calls for the most bytes, and the slabs (64 KiB) in their place.
   for (int c = npage_ - 1; c >= 0; --c) {
     int slots[2] = {c + 1, -1};
@@ -39,7 +39,7 @@ std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot
         if (only_part >= 0 && p != only_part) continue;
         Slot& sl = part_[p].slots[si];
         while (sl.free_mapped() != 0) {
-          const int n = sl.purge_begin(runs, 32, want != 0 ? want - got : 0, aged, freed_by);
+          const int n = sl.purge_begin(runs, kPurgeBatchRuns, want != 0 ? want - got : 0, aged, freed_by);
           if (n == 0) break;
           std::uint64_t released = 0;
           for (int r = 0; r < n; ++r) {
@@ -67,6 +67,12 @@ std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot
           if (owe) sl.limit_owed.fetch_add(released, std::memory_order_relaxed);
           counters_.advised_bytes.fetch_add(released, std::memory_order_relaxed);
           got += released;
+          // Freed large chunks that came due meanwhile go back between batches, not after the
+          // whole walk: one madvise each returns the most bytes per call, and a release's
+          // scattered runs take the thread about 3 ms a MiB here (hash_build's 500 MiB: 200 ms),
+          // past the return curve's +100 ms. Not counted in `got`: the free limit never counted
+          // them (queued chunks are neither in use nor free to it).
+          if (give_backs_queued()) apply_give_backs(true);
           if (released == 0) break;  // advice failing: do not spin
           if (want != 0 && got >= want) return got;
         }
@@ -164,29 +170,19 @@ void Heap::background_pass(void* heap) {
   // again after it, since a long limit pass (many scattered slabs: tens of ms) ages them too.
   // Batches still young: another pass after the delay (a push's request started this); none once
   // every handoff is taken from or drained, so an idle program's thread sleeps.
+  // Freed large chunks that came due go back first, and during the limit pass between its batches
+  // of runs (purge_pages); those not due yet, a pass later.
+  h->apply_give_backs(true);
   bool young = h->opt_.handoff_ms > 0 && h->drain_stale_handoffs();
-  h->limit_in_steps();  // the thread waited PURGE_DELAY_MS after the request itself
+  h->limit_deferred(0, false);  // the thread waited PURGE_DELAY_MS after the request itself
   if (young) {
     young = h->drain_stale_handoffs();
-    h->limit_in_steps();  // what that drain emptied (one load when it queued nothing)
+    h->limit_deferred(0, false);  // what that drain emptied (one load when it queued nothing)
     if (young) h->decay_thread_.request();
   }
-  if (h->give_backs_queued()) h->decay_thread_.request();  // those not due yet: a pass later
+  h->apply_give_backs(true);
+  if (h->give_backs_queued()) h->decay_thread_.request();
   if (h->opt_.decay_ms > 0) h->maybe_decay();
-}
-
-// The thread's limit pass, kThreadStep at a time, with the freed large chunks that came due given
-// back before each step: one madvise each returns the most bytes per call, and a release's
-// scattered runs take the thread about 3 ms a MiB on this project's machine (hash_build's 500 MiB:
-// 200 ms), which the chunks freed during the release waited behind, past the return curve's
-// +100 ms (docs/benchmarks.md, "Queued give-backs before the limit pass").
-void Heap::limit_in_steps() {
-  for (int step = 0; step < kThreadSteps; ++step) {
-    apply_give_backs(true);
-    if (!limit_queued_.load(std::memory_order_relaxed)) return;
-    limit_deferred(kThreadStep, false);
-  }
-  decay_thread_.request();  // a release larger than the steps: the rest a pass later
 }
 
 std::uint64_t Heap::limit_free(int part, std::uint64_t bound) {
