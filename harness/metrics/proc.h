@@ -86,7 +86,8 @@ bool read_numa_maps(pid_t pid, NodeResidency& out);
 // decay, jemalloc's background_thread) can give back megabytes: a program's companion at exit once
 // saw numa_maps 18 MB below VmRSS. So: status, numa_maps, status again, at most kSteadyTries times,
 // until the two status reads agree to max(1/64, 64 KiB); `mem` is the second read. `steady` says
-// whether they agreed. Allocation-free. False where status could not be read (`nodes_ok` says
+// whether they agreed. A munmap under way is beyond any reader: the kernel takes the mapping out of
+// what numa_maps walks before it zaps the pages VmRSS still counts (proc_test.cpp, NumaMaps). Allocation-free. False where status could not be read (`nodes_ok` says
 // whether numa_maps could).
 struct MemAndNodes {
   MemStatus mem;
