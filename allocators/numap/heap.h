@@ -555,6 +555,7 @@ class Heap {
     int part, slot;
     std::uint64_t index;
     std::uint32_t at;  // tick queued
+    std::uint64_t resident;  // its extent when queued (NodePart::give_back_queued)
   };
   static constexpr int kMaxGiveBacks = 64;
   Lock give_back_lock_;

@@ -119,14 +119,15 @@ std::uint64_t Heap::release_chunk(int part, int slot, std::uint64_t index) {
 }
 
 bool Heap::queue_give_back(int part, int slot, std::uint64_t index) {
+  // Read while the chunk is still this thread's: once queued, another thread may apply it.
+  const std::uint64_t resident = std::uint64_t{part_[part].slots[slot].extent(index)} * kPage;
   {
     LockGuard g(give_back_lock_);
     if (ngive_backs_ == kMaxGiveBacks) return false;
-    give_backs_[ngive_backs_++] = GiveBack{part, slot, index, tick()};
+    give_backs_[ngive_backs_++] = GiveBack{part, slot, index, tick(), resident};
+    part_[part].give_back_queued.fetch_add(resident, std::memory_order_relaxed);
     give_backs_queued_.store(true, std::memory_order_relaxed);
   }
-  const std::uint64_t resident = std::uint64_t{part_[part].slots[slot].extent(index)} * kPage;
-  part_[part].give_back_queued.fetch_add(resident, std::memory_order_relaxed);
   counters_.deferred_purges.fetch_add(1, std::memory_order_relaxed);
   note_given_back();  // the background thread is wanted (started where no lock is held)
   decay_thread_.request();
@@ -153,11 +154,10 @@ std::uint64_t Heap::apply_give_backs(bool delayed) {
   }
   std::uint64_t got = 0;
   for (int k = 0; k < n; ++k) {
-    counters_.deferred_wait_ms.fetch_add(now - due[k].at, std::memory_order_relaxed);
     const GiveBack& e = due[k];
-    const std::uint64_t resident = std::uint64_t{part_[e.part].slots[e.slot].extent(e.index)} * kPage;
+    counters_.deferred_wait_ms.fetch_add(now - e.at, std::memory_order_relaxed);
     got += release_chunk(e.part, e.slot, e.index);
-    part_[e.part].give_back_queued.fetch_sub(resident, std::memory_order_relaxed);
+    part_[e.part].give_back_queued.fetch_sub(e.resident, std::memory_order_relaxed);
   }
   return got;
 }
