@@ -9,6 +9,7 @@
 #include "harness/cli/common.h"
 #include "harness/results/safe_text.h"
 #include "harness/runner/trace_recording.h"
+#include "harness/trace/header_keys.h"
 #include "harness/trace/summary.h"
 #include "units/input_file.h"
 
@@ -57,7 +58,7 @@ Subcommand add_trace_command(CLI::App& app) {
               }
               const auto& t = got.trace;
               std::cerr << fmt::format("allocmark: recorded {} events of {} thread(s), {} blocks allocated, into {}\n", t.events,
-                                       t.threads.size(), t.header.value("objects", uint64_t{0}), a->out);
+                                       t.threads.size(), t.header.value(trace::header_key::objects, uint64_t{0}), a->out);
               if (!t.ended) {
                 std::cerr << "allocmark: " << (program_status ? "warning" : "error")
                           << ": the program did not end by exit or _exit"

@@ -20,6 +20,7 @@
 #include "harness/results/machine.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/process.h"
+#include "harness/trace/header_keys.h"
 #include "harness/trace/summary.h"
 
 namespace allocmark::runner {
@@ -146,25 +147,26 @@ void fill_header(trace::Trace& t, const TraceRecording& r, const RecordedTrace& 
   json summary = trace::summarize(t);
   std::error_code ec;
   std::string cwd = std::filesystem::current_path(ec).string();
+  namespace hk = trace::header_key;
   json& h = t.header;
-  h["program"] = r.command[0];
-  h["arguments"] = std::vector<std::string>(r.command.begin() + 1, r.command.end());
-  h["cwd"] = cwd;
-  h["allocator"] = {{"name", r.allocator.name}, {"library", r.allocator.library}};
-  h["machine"] = results::machine_info();
-  h["recorded_at"] = started_at;
-  h["wall_s"] = wall_s;
-  h["exit_code"] = out.exit_code >= 0 ? json(out.exit_code) : json();
-  h["exit_signal"] = out.exit_signal ? json(out.exit_signal) : json();
-  h["ended"] = t.ended;
-  h["images"] = t.images;
-  h["threads"] = t.threads.size();
-  h["events"] = t.events;
-  h["objects"] = summary["objects"];
-  h["unknown_frees"] = t.unknown_frees;
-  h["lost_events"] = t.lost_events;
-  h["phases"] = t.phase_names;
-  h["calls"] = summary["calls"];
+  h[hk::program] = r.command[0];
+  h[hk::arguments] = std::vector<std::string>(r.command.begin() + 1, r.command.end());
+  h[hk::cwd] = cwd;
+  h[hk::allocator] = {{"name", r.allocator.name}, {"library", r.allocator.library}};
+  h[hk::machine] = results::machine_info();
+  h[hk::recorded_at] = started_at;
+  h[hk::wall_s] = wall_s;
+  h[hk::exit_code] = out.exit_code >= 0 ? json(out.exit_code) : json();
+  h[hk::exit_signal] = out.exit_signal ? json(out.exit_signal) : json();
+  h[hk::ended] = t.ended;
+  h[hk::images] = t.images;
+  h[hk::threads] = t.threads.size();
+  h[hk::events] = t.events;
+  h[hk::objects] = summary["objects"];
+  h[hk::unknown_frees] = t.unknown_frees;
+  h[hk::lost_events] = t.lost_events;
+  h[hk::phases] = t.phase_names;
+  h[hk::calls] = summary["calls"];
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "harness/trace/summary.h"
 
+#include "harness/trace/header_keys.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -76,7 +78,7 @@ class TraceTally {
 
   json to_json(const Trace& t) const {
     json j;
-    j["program"] = t.header.value("program", json());
+    j["program"] = t.header.value(header_key::program, json());
     j["events"] = t.events;
     j["duration_s"] = static_cast<double>(end_us_) / 1e6;
     j["threads"] = t.threads.size();
