@@ -9,6 +9,7 @@ namespace allocmark::history {
 
 namespace {
 
+namespace k = export_key;
 using detail::Statement;
 using nlohmann::ordered_json;
 
@@ -23,8 +24,8 @@ ordered_json cells_json(const HistoryDb& db) {
               "SELECT cell_id, allocator, backend, workload, threads, params_digest, params FROM cells ORDER BY cell_id");
   ordered_json cells = ordered_json::array();
   while (s.step())
-    cells.push_back({{"cell", s.text(0)}, {"allocator", s.text(1)}, {"backend", s.text(2)}, {"workload", s.text(3)},
-                     {"threads", s.integer(4)}, {"params_digest", s.text(5)}, {"params", json_or_text(s.text(6))}});
+    cells.push_back({{k::kCell, s.text(0)}, {k::kAllocator, s.text(1)}, {k::kBackend, s.text(2)}, {k::kWorkload, s.text(3)},
+                     {k::kThreads, s.integer(4)}, {k::kParamsDigest, s.text(5)}, {k::kParams, json_or_text(s.text(6))}});
   return cells;
 }
 
@@ -47,10 +48,10 @@ ordered_json run_cells_json(const HistoryDb& db, long long run, const Metrics& m
     ordered_json values = ordered_json::object();
     while (v.step())
       if (metrics.empty() || metrics.contains(v.text(1))) values[v.text(0)][v.text(1)].push_back(v.real(2));
-    ordered_json cell = identities ? identities->at(s.text(0)) : ordered_json{{"cell", s.text(0)}};
-    cell["allocator_version"] = s.text(1);
-    cell["library"] = s.text(2);
-    cell["values"] = std::move(values);
+    ordered_json cell = identities ? identities->at(s.text(0)) : ordered_json{{k::kCell, s.text(0)}};
+    cell[k::kAllocatorVersion] = s.text(1);
+    cell[k::kLibrary] = s.text(2);
+    cell[k::kValues] = std::move(values);
     cells.push_back(std::move(cell));
   }
   return cells;
@@ -63,17 +64,17 @@ ordered_json runs_json(const HistoryDb& db, const Metrics& metrics, const Identi
   ordered_json runs = ordered_json::array();
   while (s.step()) {
     // A line names its format first, so a file of lines says what it is on every line.
-    ordered_json r = identities ? ordered_json{{"allocmark_history_export", kExportFormat}} : ordered_json::object();
-    r["commit"] = s.text(1);
-    r["branch"] = s.text(2);
-    r["time"] = s.text(3);
-    r["testbed"] = s.text(4);
-    r["machine_fingerprint"] = s.text(5);
-    r["machine"] = json_or_text(s.text(6));
-    r["run_ids"] = s.text(7);
-    r["allocmark_version"] = s.text(8);
-    r["added"] = s.text(9);
-    r["cells"] = run_cells_json(db, s.integer(0), metrics, identities);
+    ordered_json r = identities ? ordered_json{{k::kFormat, kExportFormat}} : ordered_json::object();
+    r[k::kCommit] = s.text(1);
+    r[k::kBranch] = s.text(2);
+    r[k::kTime] = s.text(3);
+    r[k::kTestbed] = s.text(4);
+    r[k::kMachineFingerprint] = s.text(5);
+    r[k::kMachine] = json_or_text(s.text(6));
+    r[k::kRunIds] = s.text(7);
+    r[k::kAllocmarkVersion] = s.text(8);
+    r[k::kAdded] = s.text(9);
+    r[k::kCells] = run_cells_json(db, s.integer(0), metrics, identities);
     runs.push_back(std::move(r));
   }
   return runs;
@@ -82,14 +83,14 @@ ordered_json runs_json(const HistoryDb& db, const Metrics& metrics, const Identi
 }  // namespace
 
 ordered_json export_json(const HistoryDb& db, const std::vector<std::string>& metrics) {
-  return {{"allocmark_history_export", kExportFormat}, {"history", db.path()}, {"schema_version", db.version()},
-          {"cells", cells_json(db)}, {"runs", runs_json(db, Metrics(metrics.begin(), metrics.end()), nullptr)}};
+  return {{k::kFormat, kExportFormat}, {k::kHistory, db.path()}, {k::kSchemaVersion, db.version()},
+          {k::kCells, cells_json(db)}, {k::kRuns, runs_json(db, Metrics(metrics.begin(), metrics.end()), nullptr)}};
 }
 
 std::string export_lines(const HistoryDb& db, const std::vector<std::string>& metrics) {
   Identities identities;
   for (auto& cell : cells_json(db)) {
-    const std::string id = cell["cell"].get<std::string>();  // before the move: operator= takes its side first
+    const std::string id = cell[k::kCell].get<std::string>();  // before the move: operator= takes its side first
     identities[id] = std::move(cell);
   }
   std::string out;

@@ -15,6 +15,7 @@ namespace allocmark::history {
 
 namespace {
 
+namespace k = export_key;
 using nlohmann::ordered_json;
 using CellIdentities = std::map<std::string, CellInfo>;
 
@@ -42,24 +43,24 @@ std::string json_text(const ordered_json& o, const char* key, const std::string&
 
 CellInfo cell_identity(const ordered_json& c, const std::string& at) {
   CellInfo info;
-  info.cell_id = text_field(c, "cell", at, false);
+  info.cell_id = text_field(c, k::kCell, at, false);
   const std::string where = at + ", cell " + results::terminal_line(info.cell_id);
-  info.allocator = text_field(c, "allocator", where, false);
-  info.backend = text_field(c, "backend", where);
-  info.workload = text_field(c, "workload", where, false);
-  info.params_digest = text_field(c, "params_digest", where);
-  info.params_json = json_text(c, "params", where);
-  const ordered_json& threads = field(c, "threads", where);
+  info.allocator = text_field(c, k::kAllocator, where, false);
+  info.backend = text_field(c, k::kBackend, where);
+  info.workload = text_field(c, k::kWorkload, where, false);
+  info.params_digest = text_field(c, k::kParamsDigest, where);
+  info.params_json = json_text(c, k::kParams, where);
+  const ordered_json& threads = field(c, k::kThreads, where);
   if (!threads.is_number_integer() || threads.get<long long>() < 1 || threads.get<long long>() > 1 << 20)
-    bad(where, "\"threads\" is not a thread count");
+    bad(where, fmt::format("\"{}\" is not a thread count", k::kThreads));
   info.threads = threads.get<int>();
   return info;
 }
 
 // {phase: {metric: [repetition 0, 1, ...]}}, every value a finite number.
 std::vector<Value> values_of(const ordered_json& c, const std::string& at) {
-  const ordered_json& phases = field(c, "values", at);
-  if (!phases.is_object()) bad(at, "\"values\" is not an object of phases");
+  const ordered_json& phases = field(c, k::kValues, at);
+  if (!phases.is_object()) bad(at, fmt::format("\"{}\" is not an object of phases", k::kValues));
   std::vector<Value> out;
   for (const auto& [phase, metrics] : phases.items()) {
     if (!metrics.is_object()) bad(at, fmt::format("phase '{}' is not an object of metrics", results::terminal_line(phase)));
@@ -82,7 +83,7 @@ CellRun cell_run(const ordered_json& c, const std::string& at, const CellIdentit
   if (!c.is_object()) bad(at, "a cell that is not an object");
   CellRun out;
   if (known) {
-    const std::string id = text_field(c, "cell", at, false);
+    const std::string id = text_field(c, k::kCell, at, false);
     const auto found = known->find(id);
     if (found == known->end()) bad(at, fmt::format("cell {} is not among the file's cells", results::terminal_line(id)));
     out.cell = found->second;
@@ -90,8 +91,8 @@ CellRun cell_run(const ordered_json& c, const std::string& at, const CellIdentit
     out.cell = cell_identity(c, at);
   }
   const std::string where = at + ", cell " + results::terminal_line(out.cell.cell_id);
-  out.allocator_version = text_field(c, "allocator_version", where);
-  out.library = text_field(c, "library", where);
+  out.allocator_version = text_field(c, k::kAllocatorVersion, where);
+  out.library = text_field(c, k::kLibrary, where);
   out.values = values_of(c, where);
   return out;
 }
@@ -100,18 +101,18 @@ ImportedRun run_of(const ordered_json& r, const std::string& at, const CellIdent
   if (!r.is_object()) bad(at, "not a JSON object (a run)");
   ImportedRun out;
   RunInfo& info = out.run;
-  info.commit = text_field(r, "commit", at);
-  if (std::string problem = commit_problem(info.commit, "\"commit\""); !problem.empty()) bad(at, problem);
-  info.branch = text_field(r, "branch", at, false);
-  info.time = normalise_time(text_field(r, "time", at), at + ": \"time\"");
-  info.testbed = text_field(r, "testbed", at, false);
-  info.machine_fingerprint = text_field(r, "machine_fingerprint", at);
-  info.machine_json = json_text(r, "machine", at);
-  info.run_ids = text_field(r, "run_ids", at, false);
-  info.allocmark_version = text_field(r, "allocmark_version", at);
-  info.added = normalise_time(text_field(r, "added", at), at + ": \"added\"");
-  const ordered_json& cells = field(r, "cells", at);
-  if (!cells.is_array()) bad(at, "\"cells\" is not a list");
+  info.commit = text_field(r, k::kCommit, at);
+  if (std::string problem = commit_problem(info.commit, fmt::format("\"{}\"", k::kCommit)); !problem.empty()) bad(at, problem);
+  info.branch = text_field(r, k::kBranch, at, false);
+  info.time = normalise_time(text_field(r, k::kTime, at), at + fmt::format(": \"{}\"", k::kTime));
+  info.testbed = text_field(r, k::kTestbed, at, false);
+  info.machine_fingerprint = text_field(r, k::kMachineFingerprint, at);
+  info.machine_json = json_text(r, k::kMachine, at);
+  info.run_ids = text_field(r, k::kRunIds, at, false);
+  info.allocmark_version = text_field(r, k::kAllocmarkVersion, at);
+  info.added = normalise_time(text_field(r, k::kAdded, at), at + fmt::format(": \"{}\"", k::kAdded));
+  const ordered_json& cells = field(r, k::kCells, at);
+  if (!cells.is_array()) bad(at, fmt::format("\"{}\" is not a list", k::kCells));
   std::set<std::string> seen;
   for (const auto& c : cells) {
     out.cells.push_back(cell_run(c, at, known));
@@ -122,9 +123,9 @@ ImportedRun run_of(const ordered_json& r, const std::string& at, const CellIdent
 }
 
 void check_format(const ordered_json& o, const std::string& at) {
-  if (!o.is_object() || !o.contains("allocmark_history_export"))
-    bad(at, "not what `allocmark history export` writes (no \"allocmark_history_export\")");
-  const ordered_json& format = o.at("allocmark_history_export");
+  if (!o.is_object() || !o.contains(k::kFormat))
+    bad(at, fmt::format("not what `allocmark history export` writes (no \"{}\")", k::kFormat));
+  const ordered_json& format = o.at(k::kFormat);
   if (format != kExportFormat)
     bad(at, fmt::format("export format {}; this allocmark reads format {} (a newer allocmark wrote it?)",
                         results::terminal_line(format.dump()), kExportFormat));
@@ -132,9 +133,9 @@ void check_format(const ordered_json& o, const std::string& at) {
 
 std::vector<ImportedRun> document_runs(const ordered_json& doc, const std::string& name) {
   check_format(doc, name);
-  const ordered_json& cells = field(doc, "cells", name);
-  const ordered_json& runs = field(doc, "runs", name);
-  if (!cells.is_array() || !runs.is_array()) bad(name, "\"cells\" and \"runs\" are not lists");
+  const ordered_json& cells = field(doc, k::kCells, name);
+  const ordered_json& runs = field(doc, k::kRuns, name);
+  if (!cells.is_array() || !runs.is_array()) bad(name, fmt::format("\"{}\" and \"{}\" are not lists", k::kCells, k::kRuns));
   CellIdentities known;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     if (!cells[i].is_object()) bad(fmt::format("{} cells[{}]", name, i), "not an object");
@@ -172,7 +173,7 @@ std::vector<ImportedRun> line_runs(const std::string& text, const std::string& n
 std::vector<ImportedRun> read_export(const std::string& text, const std::string& name) {
   // The document is one JSON value holding "runs"; a file of lines is many values (or one run).
   const ordered_json whole = ordered_json::parse(text, nullptr, false);
-  if (!whole.is_discarded() && whole.is_object() && whole.contains("runs")) return document_runs(whole, name);
+  if (!whole.is_discarded() && whole.is_object() && whole.contains(k::kRuns)) return document_runs(whole, name);
   return line_runs(text, name);
 }
 
