@@ -184,11 +184,15 @@ class Advise(TempDirTest):
         out = self.advise("small-blocks")
         # The backends' real spread, with how sure.
         self.assertRegex(out, r"backends by peak RSS: jemalloc [\d.]+ MiB, glibc [\d.]+ MiB \+\d+\.\d% \(clear\)")
-        self.assertIn("=> use jemalloc: peak RSS ", out)
-        self.assertRegex(out, r"\n  setting: LD_PRELOAD=\S*libjemalloc\.so\.2\n")
-        # The variant's purging changes nothing this program holds: it never beats jemalloc on
-        # memory. (Its wall time is a sub-second program's on a shared machine: not asserted.)
-        self.assertNotIn("=> use jemalloc:bg", out)
+        # jemalloc, or its variant where the variant's repetitions were all faster: a sub-second
+        # program's wall time on a shared machine, which this test does not assert (a loaded clean
+        # clone once had jemalloc:bg 4.9% faster in every repetition, and advise rightly took it).
+        chosen = re.search(r"=> use (jemalloc(?::bg)?): peak RSS ", out)
+        self.assertIsNotNone(chosen, out)
+        self.assertRegex(out, r"\n  setting: LD_PRELOAD=\S*libjemalloc\.so\.2( MALLOC_CONF=background_thread:true)?\n")
+        if chosen.group(1) == "jemalloc:bg":
+            self.assertIn("variant jemalloc:bg beats jemalloc on wall time", out)
+        # The variant's purging changes nothing this program holds: it never beats jemalloc on memory.
         self.assertNotRegex(out, r"variant jemalloc:bg beats jemalloc on (peak|held) RSS")
         # Every comparing line says how sure it is.
         for line in out.splitlines():
