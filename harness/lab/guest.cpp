@@ -29,12 +29,12 @@ echo 0 > /proc/sys/kernel/numa_balancing
 facts={out}/{facts}
 {{
   echo "kernel=$(uname -r)"
-  echo "nodes_online=$(cat /sys/devices/system/node/online)"
+  echo "{nodes_online}=$(cat /sys/devices/system/node/online)"
   echo "cpus_online=$(cat /sys/devices/system/cpu/online)"
   echo "numa_balancing=$(cat /proc/sys/kernel/numa_balancing)"
   echo "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled)"
   for n in /sys/devices/system/node/node[0-9]*; do
-    echo "$(basename $n)_memtotal_kib=$(awk '/MemTotal/ {{print $4}}' $n/meminfo)"
+    echo "$(basename $n)_{memtotal_kib}=$(awk '/MemTotal/ {{print $4}}' $n/meminfo)"
     echo "$(basename $n)_cpus=$(cat $n/cpulist)"
   done
 }} > $facts
@@ -43,7 +43,8 @@ echo "{begins}"
 )INIT",
                      fmt::arg("busybox", kGuestBusybox), fmt::arg("out", kGuestOut), fmt::arg("results", kGuestResults),
                      fmt::arg("facts", kGuestFacts), fmt::arg("hostname", runner::shell_quoted(command.hostname)),
-                     fmt::arg("booted", kBootedMarker), fmt::arg("begins", kCommandBegins));
+                     fmt::arg("booted", kBootedMarker), fmt::arg("begins", kCommandBegins),
+                     fmt::arg("nodes_online", fact::kNodesOnline), fmt::arg("memtotal_kib", fact::kNodeMemTotalKiB));
 }
 
 std::string init_watchdog_part() {
@@ -92,8 +93,8 @@ std::string init_command_part(const GuestCommand& command) {
 {exports}cd {cwd} && exec {busybox} sh -c 'echo $$ > "$0"; exec "$@"' $pidfile {argv} )
 rc=$?
 [ -n "$watchdog" ] && kill $watchdog 2>/dev/null
-[ -e {out}/{stopped} ] && echo "stopped_by_timeout=1" >> $facts
-echo "exit=$rc" >> $facts
+[ -e {out}/{stopped} ] && echo "{stopped_fact}=1" >> $facts
+echo "{exit_fact}=$rc" >> $facts
 echo "{ended} (exit $rc)"
 # The whole kernel log (OOM kills, allocation failures, migrations), not only what the console showed.
 dmesg > {out}/dmesg.txt
@@ -111,7 +112,8 @@ poweroff -f
                      fmt::arg("ended", kCommandEnded), fmt::arg("cwd", runner::shell_quoted(command.cwd)), fmt::arg("argv", argv),
                      fmt::arg("exports", exports), fmt::arg("data_begin", kDataBegin), fmt::arg("data_end", kDataEnd),
                      fmt::arg("path", runner::shell_quoted(command.path.empty() ? "/lab/bin" : command.path + ":/lab/bin")),
-                     fmt::arg("stopped", kGuestStoppedFlag));
+                     fmt::arg("stopped", kGuestStoppedFlag), fmt::arg("stopped_fact", fact::kStoppedByTimeout),
+                     fmt::arg("exit_fact", fact::kExit));
 }
 
 }  // namespace

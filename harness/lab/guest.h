@@ -33,6 +33,16 @@ inline constexpr const char* kGuestResults = "/lab/out/results";
 inline constexpr const char* kGuestFacts = "guest.env";  // in kGuestOut: key=value lines
 inline constexpr const char* kGuestStoppedFlag = "stopped-by-timeout";  // in kGuestOut: the deadline stopped the command
 
+// The keys of guest.env that the host reads by name; /init writes them and lab_meta keeps the
+// rest as they are in meta.json's lab.guest. A node's facts are NODE_KEY (node3_memtotal_kib),
+// NODE being the kernel's own name for it under /sys/devices/system/node.
+namespace fact {
+inline constexpr const char* kExit = "exit";                            // the command's exit status
+inline constexpr const char* kStoppedByTimeout = "stopped_by_timeout";  // present when the deadline stopped it
+inline constexpr const char* kNodesOnline = "nodes_online";             // kept as it is, not a node's fact
+inline constexpr const char* kNodeMemTotalKiB = "memtotal_kib";         // read as a number
+}  // namespace fact
+
 // Seconds between the guest deadline's SIGTERM and its SIGKILL of a command that ignored it.
 inline constexpr int kGuestStopGrace_s = 5;
 

@@ -209,15 +209,15 @@ json lab_meta(const LabRequest& request, const std::map<std::string, std::string
   json nodes = json::object();
   for (const auto& [key, value] : facts) {
     // node3_memtotal_kib, node3_cpus: one object per node; the rest as they are.
-    if (key.rfind("node", 0) == 0 && key.find('_') != std::string::npos && key != "nodes_online") {
+    if (key.rfind("node", 0) == 0 && key.find('_') != std::string::npos && key != fact::kNodesOnline) {
       const std::string node = key.substr(0, key.find('_')), field = key.substr(key.find('_') + 1);
-      if (field == "memtotal_kib") nodes[node][field] = std::strtoull(value.c_str(), nullptr, 10);
+      if (field == fact::kNodeMemTotalKiB) nodes[node][field] = std::strtoull(value.c_str(), nullptr, 10);
       else nodes[node][field] = value;
-    } else if (key != "exit" && key != "stopped_by_timeout") {
+    } else if (key != fact::kExit && key != fact::kStoppedByTimeout) {
       guest[key] = value;
     }
   }
-  guest["nodes"] = nodes;
+  guest[results::meta::lab_entry::kGuestNodes] = nodes;
   std::string guest_command;
   for (const auto& w : request.guest_prefix) guest_command += w + " ";
   guest_command += request.allocmark_run ? "allocmark" : request.program;
@@ -401,8 +401,8 @@ void bring_back(const std::string& payload, const LabRequest& request, const std
   } remove_staging{staging};
   unpack_payload(payload, work, staging);
   const auto facts = parse_facts(read_all(staging + "/" + kGuestFacts));
-  if (auto it = facts.find("exit"); it != facts.end()) outcome.guest_exit = std::atoi(it->second.c_str());
-  outcome.stopped_by_timeout = facts.count("stopped_by_timeout") > 0;
+  if (auto it = facts.find(fact::kExit); it != facts.end()) outcome.guest_exit = std::atoi(it->second.c_str());
+  outcome.stopped_by_timeout = facts.count(fact::kStoppedByTimeout) > 0;
   const std::string results = staging + "/results";
   if (!fs::is_directory(results)) return;
   write_lab_record(request, facts, outcome, kernel, results, work);

@@ -50,6 +50,7 @@ inline constexpr const char* kAccel = "accel";  // kvm or tcg
 inline constexpr const char* kQemu = "qemu";
 inline constexpr const char* kKernelImage = "kernel_image";
 inline constexpr const char* kGuest = "guest";  // what the guest found: its facts, one object a node
+inline constexpr const char* kGuestNodes = "nodes";  // in kGuest: NODE -> that node's facts (lab/guest.h fact)
 inline constexpr const char* kCommand = "command";
 inline constexpr const char* kGuestCommand = "guest_command";
 inline constexpr const char* kCarried = "carried";
