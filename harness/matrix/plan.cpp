@@ -340,7 +340,7 @@ class PlanBuilder {
         flags_.cells_machine_thp ? flags_.cells_machine : "this machine (/sys/kernel/mm/transparent_hugepage/enabled)";
     for (const auto& m : modes) {
       if (auto problem = thp_mode_problem(m); !problem.empty()) throw ConfigError(ctx + ": " + problem);
-      if (m != "never" && m != machine)
+      if (thp_obtained_by(m) != record::kThpHowPrctl && m != machine)
         throw ConfigError(fmt::format(
             "{}: {}: the transparent huge pages of {} are {}, and only 'never' can be set for one cell; run the {} cells "
             "where it is the kernel's mode, e.g. in the lab: `allocmark lab --topology configs/topologies/two-node.toml "
@@ -364,7 +364,8 @@ class PlanBuilder {
         with.thp = m;
         with.name = a.name + kThpNameMark + m;
         with.description += (with.description.empty() ? "" : "; ") + std::string("transparent huge pages ") + m +
-                            (m == "never" ? " (PR_SET_THP_DISABLE for the cell's process)" : " (the machine's mode)");
+                            (thp_obtained_by(m) == record::kThpHowPrctl ? " (PR_SET_THP_DISABLE for the cell's process)"
+                                                                        : " (the machine's mode)");
         crossed.push_back(std::move(with));
       }
     plan_.allocators = std::move(crossed);

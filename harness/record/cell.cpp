@@ -159,6 +159,8 @@ std::string thp_mode_problem(const std::string& mode) {
   return "'" + mode + "' is not a transparent huge page mode (valid: never, madvise, always)";
 }
 
+// The one mode a process can set for itself (PR_SET_THP_DISABLE): the runner sets it by this rule
+// and the plan refuses other modes the machine does not run by it.
 std::string thp_obtained_by(const std::string& mode) { return mode == "never" ? kThpHowPrctl : kThpHowMachine; }
 
 // The key's text is today's, byte for byte: the keys in results folders already written (what

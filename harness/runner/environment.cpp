@@ -16,7 +16,8 @@ bool strip(const std::string& entry) {
 
 void apply_thp_mode(const matrix::ResolvedAllocator& allocator, SpawnOptions& options) {
   if (allocator.thp.empty()) return;
-  if (allocator.thp == "never") {
+  // The record says how the cell got its mode (thp_obtained_by): the same rule decides it here.
+  if (record::thp_obtained_by(allocator.thp) == record::kThpHowPrctl) {
     options.thp_disable = true;
     return;
   }
