@@ -360,12 +360,13 @@ class Heap {
   // Lowers the grown classes' limits, round robin, until `bytes` of growth are released (or none is
   // left), then settles the claim.
   void lists_release_growth(ThreadCache* tc, std::uint64_t bytes);
-  // The free of an object of class cls on node `part` found its list full: half the limit goes
-  // back in one step; a grown list that keeps overflowing gives a batch of its limit back.
+  // The free of an object of class cls on node `part` found its list full (or over its limit):
+  // half the limit goes back, at most kOverflowMove objects; a grown list that keeps overflowing
+  // gives a batch of its limit back.
   void list_overflow(ThreadCache* tc, int cls, int part);
   // Lowers class cls's limit by up to `batches` batches (not below its base), returning what the
-  // list holds beyond the new limit.
-  void list_shrink(ThreadCache* tc, int cls, std::uint32_t batches);
+  // list holds beyond the new limit unless `release` is false (an overflow: later frees return it).
+  void list_shrink(ThreadCache* tc, int cls, std::uint32_t batches, bool release = true);
   // Every list back to its base limit when the heap's pressure epoch moved since the cache last
   // looked (slow paths only; the owner's own lists: no other thread touches them).
   // Also honours another thread's request for budget (ThreadCache::give_back), and looks at the

@@ -259,7 +259,7 @@ void Heap::lists_release_growth(ThreadCache* tc, std::uint64_t bytes) {
   settle_claim(tc);
 }
 
-void Heap::list_shrink(ThreadCache* tc, int cls, std::uint32_t batches) {
+void Heap::list_shrink(ThreadCache* tc, int cls, std::uint32_t batches, bool release) {
   // (The claim is settled by the caller, once for all the classes it shrinks.)
   CacheList& l = tc->lists[cls];
   tc->overages[cls] = 0;
@@ -269,8 +269,8 @@ void Heap::list_shrink(ThreadCache* tc, int cls, std::uint32_t batches) {
   l.limit -= n;
   tc->grown_bytes -= std::uint64_t{n} * kSmallSize[cls];
   counters_.tcache_shrinks.fetch_add(1, std::memory_order_relaxed);
-  // What the list holds beyond its new limit goes back in one step.
-  if (l.count > l.limit) list_release(tc, cls, tc->node, l.count - l.limit);
+  // What the list holds beyond its new limit goes back in one step (or by the next overflows).
+  if (release && l.count > l.limit) list_release(tc, cls, tc->node, l.count - l.limit);
 }
 
 void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
@@ -278,15 +278,18 @@ void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
   lists_check_pressure(tc);
   CacheList& l = tc->lists[cls];
   if (l.count < l.limit) return;  // the pressure check made room
+  const std::uint32_t half = l.limit / 2 > 0 ? l.limit / 2 : 1;
+  const std::uint32_t n = half < kOverflowMove ? half : kOverflowMove;
   // A grown list that keeps overflowing holds more than its thread reuses (a thread that frees
-  // what others allocated): after kMaxOverages more, its limit loses a batch (ListTooLong).
-  if (l.limit > base_limit_[cls] && ++tc->overages[cls] > kMaxOverages) {
-    list_shrink(tc, cls, 1);
+  // what others allocated): once its overflows have returned kMaxOverages halves of its limit, the
+  // limit loses a batch (ListTooLong). What the list holds past the new limit stays for now: each
+  // free that finds the list over its limit overflows again, so no free moves more than n.
+  if (l.limit > base_limit_[cls] && (tc->overages[cls] += n) > kMaxOverages * half) {
+    list_shrink(tc, cls, 1, false);
     settle_claim(tc);
   }
-  // Half the limit goes back, in one step (the caller then pushes one object: the list stays
-  // within its limit). At the base limit that is one batch, as before the lists adapted.
-  list_release(tc, cls, part, l.limit / 2 > 0 ? l.limit / 2 : 1);
+  // The caller then pushes one object: a list within its limit stays within it.
+  list_release(tc, cls, part, n);
 }
 
 void Heap::lists_return_idle(ThreadCache* tc) {
@@ -420,8 +423,7 @@ bool Heap::transfer_put(CacheList* list, int cls, int part, std::uint32_t n) {
   Central& c = part_[part].central[cls];
   {
     LockGuard g(c.lock);
-    if (!c.transfer.park(list->head, n, kSmallSize[cls])) return false;
-    *static_cast<void**>(tail) = nullptr;
+    if (!c.transfer.park(list->head, tail, n, kSmallSize[cls], list_batch(cls))) return false;
     c.frees.fetch_add(n, std::memory_order_relaxed);
     c.in_use_bytes.fetch_sub(std::uint64_t{n} * kSmallSize[cls], std::memory_order_relaxed);
   }

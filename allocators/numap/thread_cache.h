@@ -4,8 +4,10 @@
 // half the limit from the Central in one locked step and raises the limit by half (at least a
 // batch, half the base limit), up to 8192 objects and within the thread's NUMAP_TCACHE_BUDGET for
 // all classes' growth together (a class that needs more takes batches back from other grown
-// classes). An overflow returns half the limit in one step; a list that overflows kMaxOverages+1
-// times while grown gives a batch of its limit back. At the base limit this is the fixed policy.
+// classes). An overflow returns half the limit, at most kOverflowMove objects per free; a grown
+// list whose overflows have returned kMaxOverages halves of its limit gives a batch of its limit
+// back, and what it then holds past the new limit goes back kOverflowMove at a time by the frees
+// that follow. At the base limit this is the fixed policy.
 // The growth of all threads together is bounded too (NUMAP_TCACHE_TOTAL, after gperftools'
 // overall_thread_cache_size): a thread claims each growth from the heap's shared pool on its slow
 // path (one atomic) and gives it back when its lists shrink or it exits; when the pool is short,
@@ -37,8 +39,14 @@ struct CacheList {
 
 static_assert(kSmallClasses <= 64, "ThreadCache::slow_classes has a bit per small class");
 
-// Overflows of a grown list before it gives a batch of its limit back (tcmalloc's kMaxOverages).
-constexpr std::uint8_t kMaxOverages = 3;
+// Halves of its limit a grown list's overflows return before it gives a batch of its limit back
+// (tcmalloc's kMaxOverages, counted in objects since an overflow returns at most kOverflowMove).
+constexpr std::uint32_t kMaxOverages = 3;
+// The most objects one overflow moves (tcmalloc's bound on a batch to and from the central lists,
+// kMaxObjectsToMove, is 32 for small classes): half a 64 B list's limit is 256 objects, each into
+// its slab once the transfer cache is full (a cache miss apiece in a shuffled release), which put
+// free()'s p99.9 at 20 us (docs/benchmarks.md, "free()'s tail latency: the overflow's batch").
+constexpr std::uint32_t kOverflowMove = 32;
 // The most objects a small list may grow to (tcmalloc's kMaxDynamicFreeListLength).
 constexpr std::uint32_t kMaxListLength = 8192;
 // A thread whose growth the shared pool cannot cover asks the others for budget on the first such
@@ -162,7 +170,7 @@ struct ThreadCache {
   std::uint32_t give_back;
   std::uint32_t ask_skip;
   std::uint32_t ask_every;  // the shortfalls to skip after the next ask (kAskEvery .. kAskMost)
-  std::uint8_t overages[kSmallClasses];
+  std::uint32_t overages[kSmallClasses];  // objects a grown list's overflows returned (kMaxOverages)
   std::uint32_t steal_next;
   std::uint32_t epoch;
   // Bit c - kLargeCachedClass: this thread has allocated a chunk of large class c (large_taken),

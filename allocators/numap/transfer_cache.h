@@ -15,14 +15,25 @@ constexpr std::uint32_t kTransferBytes = 128 << 10;
 
 class TransferCache {
  public:
-  // Parks the null-terminated list at head, `count` objects of `object_size` bytes; false (nothing
-  // parked) when the cache is full.
-  bool park(void* head, std::uint32_t count, std::uint32_t object_size) {
+  // Parks the list from head to tail, `count` objects of `object_size` bytes, and ends it at tail;
+  // false (nothing changed) when the cache is full. The list joins the batch parked last while
+  // that stays within `batch` objects (overflows move at most kOverflowMove objects, refills take a
+  // batch whole), else it starts a batch.
+  bool park(void* head, void* tail, std::uint32_t count, std::uint32_t object_size, std::uint32_t batch) {
     const std::uint32_t bytes = count * object_size;
-    if (nbatches_ == kTransferBatches || parked_bytes_ + bytes > kTransferBytes) return false;
+    if (parked_bytes_ + bytes > kTransferBytes) return false;
+    const bool join = nbatches_ != 0 && count_[nbatches_ - 1] + count <= batch;
+    if (!join && nbatches_ == kTransferBatches) return false;
     parked_bytes_ += bytes;
-    batch_[nbatches_] = head;
-    count_[nbatches_++] = count;
+    if (join) {
+      *static_cast<void**>(tail) = batch_[nbatches_ - 1];
+      batch_[nbatches_ - 1] = head;
+      count_[nbatches_ - 1] += count;
+    } else {
+      *static_cast<void**>(tail) = nullptr;
+      batch_[nbatches_] = head;
+      count_[nbatches_++] = count;
+    }
     return true;
   }
   // The batch parked last into *head; its length, 0 when none is parked.
