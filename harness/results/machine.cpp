@@ -37,12 +37,18 @@ std::string cpu_model() {
 
 }  // namespace
 
+std::string host_name() {
+  utsname u{};
+  uname(&u);
+  return u.nodename;
+}
+
 nlohmann::json machine_info() {
   namespace key = machine_key;
   nlohmann::json j;
   utsname u{};
   uname(&u);
-  j[key::host] = u.nodename;
+  j[key::host] = host_name();
   j[key::kernel] = std::string(u.sysname) + " " + u.release + " " + u.version;
   j[key::arch] = u.machine;
   j[key::cpu_model] = cpu_model();

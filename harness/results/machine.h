@@ -61,6 +61,10 @@ inline constexpr MachineField kMachineFields[] = {
 
 nlohmann::json machine_info();
 
+// This host's name (uname's nodename): machine_info's host and every record's, which readers
+// match to find a record's machine, so both take it from here.
+std::string host_name();
+
 // What differs between two machine descriptions in what decides whether their cells are
 // comparable (host, CPU model, usable CPUs, kernel, THP and overcommit modes, glibc, NUMA nodes);
 // "" when nothing does.

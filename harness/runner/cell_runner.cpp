@@ -2,7 +2,6 @@
 
 #include <poll.h>
 #include <sys/resource.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include "harness/matrix/program.h"
 #include "harness/metrics/proc.h"
 #include "harness/record/record_keys.h"
+#include "harness/results/machine.h"
 #include "harness/os/clock.h"
 #include "harness/runner/cell_launcher.h"
 #include "harness/runner/events.h"
@@ -162,9 +162,7 @@ CellOutcome CellLoop::finish() {
   json record = builder_.finish(timeline_.to_json(), timeline_.max_rss(), wall_s, classify(end_));
   // The host the cell ran on, in the record itself: cells of one folder may come from many nodes
   // (a Slurm array), and readers never pool cells of different hosts.
-  utsname host{};
-  ::uname(&host);
-  record[record::kRecordHost] = host.nodename;
+  record[record::kRecordHost] = results::host_name();
   return {std::move(record), process_.interrupted};
 }
 
