@@ -279,17 +279,23 @@ void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
   CacheList& l = tc->lists[cls];
   if (l.count < l.limit) return;  // the pressure check made room
   const std::uint32_t half = l.limit / 2 > 0 ? l.limit / 2 : 1;
-  const std::uint32_t n = half < kOverflowMove ? half : kOverflowMove;
+  // A consumer's overflow goes to the handoff, up to a refill's batch: no lock, a walk of objects
+  // it has just freed. What takes a lock (the transfer cache, the slabs: a cache miss an object in a
+  // shuffled release) moves at most kOverflowMove objects per free. The caller then pushes one
+  // object: a list within its limit stays within it.
+  std::uint32_t n = handoff_put(tc, cls, part, half < list_batch(cls) ? half : list_batch(cls));
+  if (n == 0) {
+    n = half < kOverflowMove ? half : kOverflowMove;
+    if (!transfer_put(&l, cls, part, n)) flush_list(&l, n);
+  }
   // A grown list that keeps overflowing holds more than its thread reuses (a thread that frees
   // what others allocated): once its overflows have returned kMaxOverages halves of its limit, the
   // limit loses a batch (ListTooLong). What the list holds past the new limit stays for now: each
-  // free that finds the list over its limit overflows again, so no free moves more than n.
+  // free that finds the list over its limit overflows again, so no free moves more than above.
   if (l.limit > base_limit_[cls] && (tc->overages[cls] += n) > kMaxOverages * half) {
     list_shrink(tc, cls, 1, false);
     settle_claim(tc);
   }
-  // The caller then pushes one object: a list within its limit stays within it.
-  list_release(tc, cls, part, n);
 }
 
 void Heap::lists_return_idle(ThreadCache* tc) {

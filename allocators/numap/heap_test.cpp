@@ -701,8 +701,7 @@ TEST_F(HeapTest, TheHandoffHandsOverflowsToRefillsWholeWithoutTheCentralLock) {
   std::set<void*> got;
   {
     Consumer consumer(heap, v);
-    // The consumer's overflows (kOverflowMove objects each) took no Central lock: one
-    // compare-exchange each.
+    // The consumer's six overflows took no Central lock: one compare-exchange each.
     EXPECT_EQ(small_class_entry(64).lock_acquisitions, locked);
     EXPECT_EQ(stats().transfer_batches, before.transfer_batches);
     // Handed over counts as freed (what the consumer's list holds is still in use).
@@ -716,7 +715,7 @@ TEST_F(HeapTest, TheHandoffHandsOverflowsToRefillsWholeWithoutTheCentralLock) {
     }
     EXPECT_EQ(got.size(), 1536u);
     EXPECT_EQ(small_class_entry(64).lock_acquisitions, locked);
-    EXPECT_EQ(stats().handoff_batches - before.handoff_batches, 1536u / kOverflowMove);
+    EXPECT_EQ(stats().handoff_batches - before.handoff_batches, 6u);
     std::size_t foreign = 0;
     for (void* p : got) foreign += std::find(v.begin(), v.end(), p) == v.end();
     EXPECT_EQ(foreign, 0u);
@@ -748,9 +747,8 @@ TEST_F(HeapTest, AThreadThatAllocatesTheClassDoesNotHandItsFreesOver) {
   EXPECT_EQ(stats().in_use_bytes, 0u);
 }
 
-// Its bound holds: at 32 KiB (512 objects of 64 B) the other overflows go to the transfer cache
-// under the lock, as before, where they join into batches of a refill's size (four); every object
-// is handed out once. Off (0), nothing goes through it.
+// Its bound holds: at 32 KiB (two batches) the other four overflows go to the transfer cache under
+// the lock, as before; every object is handed out once. Off (0), nothing goes through it.
 TEST_F(HeapTest, TheHandoffKeepsItsBoundAndTheRestTakesTheLockedPath) {
   for (const std::uint64_t bound : {std::uint64_t{32} << 10, std::uint64_t{0}}) {
     SCOPED_TRACE(bound);
@@ -766,7 +764,7 @@ TEST_F(HeapTest, TheHandoffKeepsItsBoundAndTheRestTakesTheLockedPath) {
       for (int i = 0; i < 1536; ++i) got.insert(heap.malloc(64));
     }
     EXPECT_EQ(got.size(), 1536u);
-    EXPECT_EQ(stats().handoff_batches - before.handoff_batches, bound != 0 ? 512u / kOverflowMove : 0u);
+    EXPECT_EQ(stats().handoff_batches - before.handoff_batches, bound != 0 ? 2u : 0u);
     EXPECT_EQ(stats().transfer_batches - before.transfer_batches, bound != 0 ? 4u : 6u);
     free_all_and_start_over(got, spare);
   }
@@ -790,9 +788,9 @@ TEST_F(HeapTest, DecayPutsHandedOverBatchesNobodyTakesBackIntoTheirSlabs) {
   };
   pass();  // pushed 15 ms ago: kept
   void* p = nullptr;
-  std::thread([&] { p = heap.malloc(64); }).join();  // a take: a new thread's refill, 256 objects
+  std::thread([&] { p = heap.malloc(64); }).join();  // a take: a new thread's refill, one batch
   const Stats taken = stats();
-  EXPECT_EQ(taken.handoff_batches, 256u / kOverflowMove);
+  EXPECT_EQ(taken.handoff_batches, 1u);
   pass();  // taken 15 ms ago: kept
   EXPECT_EQ(stats().handoff_stale_bytes, 0u);
   pass();  // untaken for 30 ms: the five batches left drained into the slabs
@@ -826,20 +824,19 @@ TEST_F(HeapTest, TheNextPushGivesBackBatchesNobodyTookForHandoffMs) {
       for (int i = 0; i < n; ++i) got.push_back(heap.malloc(64));
     };
     {
-      Consumer one(heap, first);  // 1536 objects handed over
+      Consumer one(heap, first);  // six batches handed over
       FakeOs::now += 15;
-      if (producer) take(1);  // a refill's 256 taken (the producer's list keeps 255 of them)
+      if (producer) take(1);  // one batch taken (the producer's list keeps the rest of it)
       FakeOs::now += producer ? 15 : 5;  // 20 ms untaken; with the producer, 15 since its take
-      Consumer two(heap, second);  // 1536 more
+      Consumer two(heap, second);  // six overflows more
       const Stats after = stats();
       EXPECT_EQ(after.handoff_stale_bytes - before.handoff_stale_bytes, producer ? 0u : 1536u * 64);
-      // Without a producer: two's overflows in the handoff but its first, in the transfer cache;
-      // one's in the slabs. With it: 11 * 256 objects left, all handed over.
-      take(producer ? 11 * 256 : 6 * 256);  // with the producer: its list's 255, then all the rest
-      // (In overflows of kOverflowMove objects: all of both consumers', or two's but its first.)
-      EXPECT_EQ(stats().handoff_batches - before.handoff_batches,
-                producer ? 12u * 256 / kOverflowMove : (1536u - kOverflowMove) / kOverflowMove);
-      EXPECT_EQ(stats().transfer_batches - before.transfer_batches, producer ? 0u : 1u);
+      // Without a producer: six of two's batches in the handoff, its first overflow (kOverflowMove
+      // objects: the locked path) in the transfer cache, one's batches in the slabs. With it: eleven
+      // batches left, all handed over.
+      take(producer ? 11 * 256 : 6 * 256);  // with the producer: its list's 255, then all eleven
+      EXPECT_EQ(stats().handoff_batches - before.handoff_batches, producer ? 12u : 6u);
+      EXPECT_EQ(stats().transfer_batches - before.transfer_batches, 0u);
       std::size_t of_second = 0, of_either = 0;
       for (void* p : got) {
         of_second += std::find(second.begin(), second.end(), p) != second.end();
@@ -870,7 +867,7 @@ TEST_F(HeapTest, TheBackgroundThreadGivesBackAStaleHandoffWithNoFurtherCall) {
   const std::vector<void*> v = for_the_consumer(heap, &spare);
   const Stats before = stats();
   {
-    Consumer consumer(heap, v);  // 1536 objects handed over, then the consumer waits
+    Consumer consumer(heap, v);  // six batches handed over, then the consumer waits
     EXPECT_EQ(stats().handoff_stale_bytes, before.handoff_stale_bytes);
     FakeOs::now += 20;  // the heap's clock: from here the batches are stale
     EXPECT_TRUE(eventually([&] { return stats().handoff_stale_bytes - before.handoff_stale_bytes == 1536u * 64; }))
@@ -1037,9 +1034,10 @@ TEST_F(HeapTest, ListLimitsShrinkBackUnderPressureAndOverflows) {
   EXPECT_EQ(stats().in_use_bytes, 0u);
 }
 
-// No free moves more than kOverflowMove objects (free()'s tail: half a grown list's limit went back
-// in one free before), including where an overflow lowers a grown list's limit: what the list then
-// holds past its new limit goes back by the frees that follow, kOverflowMove at a time.
+// No free of a class its thread allocates (the locked paths: the transfer cache, the slabs) moves
+// more than kOverflowMove objects (free()'s tail: half a grown list's limit went back in one free
+// before), including where an overflow lowers a grown list's limit: what the list then holds past
+// its new limit goes back by the frees that follow, kOverflowMove at a time.
 TEST_F(HeapTest, NoFreeMovesMoreThanAnOverflowsWorthOfObjects) {
   make_with(Options{});
   const int cls = small_class(kListObject);

@@ -4,7 +4,8 @@
 // half the limit from the Central in one locked step and raises the limit by half (at least a
 // batch, half the base limit), up to 8192 objects and within the thread's NUMAP_TCACHE_BUDGET for
 // all classes' growth together (a class that needs more takes batches back from other grown
-// classes). An overflow returns half the limit, at most kOverflowMove objects per free; a grown
+// classes). An overflow returns half the limit, at most kOverflowMove objects per free where it
+// takes a lock (a consumer's overflow to the handoff moves up to a batch without one); a grown
 // list whose overflows have returned kMaxOverages halves of its limit gives a batch of its limit
 // back, and what it then holds past the new limit goes back kOverflowMove at a time by the frees
 // that follow. At the base limit this is the fixed policy.
@@ -42,8 +43,8 @@ static_assert(kSmallClasses <= 64, "ThreadCache::slow_classes has a bit per smal
 // Halves of its limit a grown list's overflows return before it gives a batch of its limit back
 // (tcmalloc's kMaxOverages, counted in objects since an overflow returns at most kOverflowMove).
 constexpr std::uint32_t kMaxOverages = 3;
-// The most objects one overflow moves (tcmalloc's bound on a batch to and from the central lists,
-// kMaxObjectsToMove, is 32 for small classes): half a 64 B list's limit is 256 objects, each into
+// The most objects one overflow moves under a lock (tcmalloc's bound on a batch to and from the
+// central lists, kMaxObjectsToMove, is 32 for small classes): half a 64 B list's limit is 256, each into
 // its slab once the transfer cache is full (a cache miss apiece in a shuffled release), which put
 // free()'s p99.9 at 20 us (docs/benchmarks.md, "free()'s tail latency: the overflow's batch").
 constexpr std::uint32_t kOverflowMove = 32;
