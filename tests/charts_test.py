@@ -99,9 +99,11 @@ class SmallMultiples(Plotted):
                 self.assert_every_png_within_the_cap(described, out)
 
 
+# AlignedTimelines and Oversubscription draw only the kind they read: `--only` describes a chart
+# exactly as the full draw does, and SmallMultiples draws every chart of the same fixtures.
 class AlignedTimelines(Plotted):
     def test_each_allocator_on_its_own_phase_clock_cut_at_its_last_phase(self):
-        _, described, _ = self.plot(self.fixture("threads-sweep"))
+        _, described, _ = self.plot(self.fixture("threads-sweep"), "--only", "timeline")
         with open(os.path.join(FIXTURES, "threads-sweep", "timelines.jsonl")) as f:
             cells = [json.loads(line) for line in f]
         for t in (1, 2, 4):
@@ -126,12 +128,12 @@ class AlignedTimelines(Plotted):
 
 class Oversubscription(Plotted):
     def test_a_warning_on_the_chart_when_threads_outnumber_usable_cpus(self):
-        _, described, _ = self.plot(self.fixture("threads-sweep"))  # 1, 2 and 4 threads on 2 usable CPUs
+        _, described, _ = self.plot(self.fixture("threads-sweep"), "--only", "contention")  # 1, 2 and 4 threads on 2 usable CPUs
         warnings = described["charts"]["contention-size_mix.png"]["warnings"]
         self.assertTrue(any(w.startswith("4 threads on 2 usable CPUs (oversubscribed)") for w in warnings), warnings)
 
     def test_no_warning_within_the_cpus(self):
-        _, described, _ = self.plot(self.fixture("results-small"))  # 1 thread on 2 usable CPUs
+        _, described, _ = self.plot(self.fixture("results-small"), "--only", "contention")  # 1 thread on 2 usable CPUs
         warnings = described["charts"]["contention-size_mix.png"]["warnings"]
         self.assertFalse([w for w in warnings if "oversubscribed" in w], warnings)
 
