@@ -5,12 +5,15 @@ import os
 import shutil
 import unittest
 
-from e2e_test import ALLOCMARK, TempDirTest, run
+from e2e_test import ALLOCMARK, OneRunPerClass, run
 
 MATRIX = ["-a", "glibc,jemalloc", "-w", "size_mix", "-t", "2", "-r", "3", "--set", "size_mix.ops=20000"]
 
 
-class Gate(TempDirTest):
+class Gate(OneRunPerClass):
+    # The run each test gates first, made once for the class (e2e_test.OneRunPerClass).
+    RUN = MATRIX + ["--set", "size_mix.live_mib=32"]
+
     def make_run(self, name, live_mib):
         out = os.path.join(self.tmp, name)
         p = run(["run"] + MATRIX + ["--set", f"size_mix.live_mib={live_mib}", "--out", out])
@@ -28,7 +31,7 @@ class Gate(TempDirTest):
         return run(["gate", "--baseline", baseline, "--results", results, "--format", "json", *extra])
 
     def test_a_planted_regression_trips_the_gate_and_a_rerun_does_not(self):
-        before = self.make_run("before", 32)
+        before = self.class_run("before")
         baseline, base = self.make_baseline(before)
         self.assertIn("cpu_model", base["machine"])
         self.assertEqual(len(base["cells"][0]["values"]["peak_rss_bytes"]), 3)
@@ -54,7 +57,7 @@ class Gate(TempDirTest):
         self.assertIn("--strict", p.stdout)
 
     def test_confirm_reruns_only_the_flagged_cells_and_keeps_what_they_repeat(self):
-        runs = self.make_run("runs", 32)
+        runs = self.class_run("runs")
         baseline, base = self.make_baseline(runs)
         # A baseline that glibc's fill phase now exceeds by 25% (a real, repeatable regression):
         # --confirm reruns only glibc's cells, which flag it again.
@@ -105,7 +108,7 @@ class Gate(TempDirTest):
         self.assertIn("--confirm-out: needs --confirm", p.stderr)
 
     def test_not_comparable_and_bad_baselines(self):
-        before = self.make_run("before", 16)
+        before = self.class_run("before")
         baseline, base = self.make_baseline(before)
         base["machine"]["cpu_model"] = "another CPU"
         other = os.path.join(self.tmp, "other.json")

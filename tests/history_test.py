@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import unittest
 
-from e2e_test import ALLOCMARK, TempDirTest, run
+from e2e_test import ALLOCMARK, OneRunPerClass, TempDirTest, run
 
 MATRIX = ["-a", "glibc", "-w", "size_mix", "-t", "1", "-r", "3", "--set", "size_mix.ops=20000"]
 
@@ -21,6 +21,12 @@ def make_run(tmp, name):
     p = run(["run"] + MATRIX + ["--out", out])
     assert p.returncode == 0, p.stderr
     return out
+
+
+class MatrixRun(OneRunPerClass):
+    """MATRIX's run, made once for the class: each of its tests read a copy of it (make_run's, per
+    test, were the same matrix each time)."""
+    RUN = MATRIX
 
 
 def show_json(db, *extra):
@@ -78,9 +84,9 @@ def commits_in(db):
         return sorted(row[0] for row in c.execute("SELECT commit_sha FROM runs"))
 
 
-class HistoryCommands(TempDirTest):
+class HistoryCommands(MatrixRun):
     def test_add_then_show_gives_each_series_newest_first(self):
-        first, second = make_run(self.tmp, "first"), make_run(self.tmp, "second")
+        first, second = self.class_run("first"), make_run(self.tmp, "second")
         db = os.path.join(self.tmp, "history.db")
         p = run(["history", "add", db, first, "--commit", "aaaaaaa", "--time", "2026-12-01T10:00:00Z", "--testbed", "ci"])
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -110,7 +116,7 @@ class HistoryCommands(TempDirTest):
         self.assertNotIn("ops_per_s", table.stdout)
 
     def test_adding_the_same_folder_twice_is_a_no_op(self):
-        folder = make_run(self.tmp, "once")
+        folder = self.class_run("once")
         db = os.path.join(self.tmp, "history.db")
         args = ["history", "add", db, folder, "--commit", "abcdef0123", "--testbed", "ci"]
         self.assertEqual(run(args).returncode, 0)
@@ -124,7 +130,7 @@ class HistoryCommands(TempDirTest):
             self.assertEqual(c.execute("SELECT COUNT(*) FROM metric_values").fetchone()[0], values)
 
     def test_bad_input_is_exit_2(self):
-        folder = make_run(self.tmp, "f")
+        folder = self.class_run("f")
         db = os.path.join(self.tmp, "history.db")
         for bad, said in ((["--commit", "HEAD"], "--commit: 'HEAD' is not a commit"),
                           (["--commit", "abcdef0", "--time", "yesterday"], "--time: 'yesterday'")):
@@ -141,9 +147,9 @@ class HistoryCommands(TempDirTest):
         self.assertIn("no such history", p.stderr)
 
 
-class HistoryFiles(TempDirTest):
+class HistoryFiles(MatrixRun):
     def test_two_adds_at_once_both_land(self):
-        folders = [make_run(self.tmp, f"job{i}") for i in range(2)]
+        folders = [self.class_run("job0"), make_run(self.tmp, "job1")]
         db = os.path.join(self.tmp, "shared.db")
         # Two CI jobs on one new file: each creates, migrates and adds while the other does.
         procs = [subprocess.Popen([ALLOCMARK, "history", "add", db, folder, "--commit", sha, "--testbed", "ci"],
@@ -155,7 +161,7 @@ class HistoryFiles(TempDirTest):
         self.assertEqual(commits_in(db), ["1111111", "2222222"])
 
     def test_a_newer_schema_is_refused_and_left_alone(self):
-        folder = make_run(self.tmp, "f")
+        folder = self.class_run("f")
         db = os.path.join(self.tmp, "newer.db")
         self.assertEqual(run(["history", "add", db, folder, "--commit", "abcdef0"]).returncode, 0)
         with sqlite3.connect(db) as c:
@@ -173,7 +179,7 @@ class HistoryFiles(TempDirTest):
             self.assertEqual(f.read(), before)
 
     def test_a_text_file_is_refused_and_unchanged(self):
-        folder = make_run(self.tmp, "f")
+        folder = self.class_run("f")
         notes = os.path.join(self.tmp, "notes.txt")
         with open(notes, "w") as f:
             f.write("a text file, not a history\n")
@@ -186,7 +192,7 @@ class HistoryFiles(TempDirTest):
         self.assertEqual(sorted(os.listdir(self.tmp)), ["f", "notes.txt"])
 
     def test_another_programs_database_is_refused(self):
-        folder = make_run(self.tmp, "f")
+        folder = self.class_run("f")
         other = os.path.join(self.tmp, "other.db")
         with sqlite3.connect(other) as c:
             c.execute("CREATE TABLE accounts(id INTEGER)")
@@ -197,9 +203,9 @@ class HistoryFiles(TempDirTest):
             self.assertEqual([r[0] for r in c.execute("SELECT name FROM sqlite_master")], ["accounts"])
 
 
-class HistoryChanges(TempDirTest):
+class HistoryChanges(MatrixRun):
     def test_a_clean_series_has_no_change(self):
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         add_series(self.tmp, db, source, [1.0] * 12)
         found = changes_json(db)
@@ -212,7 +218,7 @@ class HistoryChanges(TempDirTest):
         self.assertIn("no change in %d series judged" % found["series_judged"], table.stdout)
 
     def test_a_step_is_reported_at_its_commit_with_the_series_that_moved_with_it(self):
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         add_series(self.tmp, db, source, [1.0] * 7 + [1.10] * 9)
         found = changes_json(db)
@@ -237,7 +243,7 @@ class HistoryChanges(TempDirTest):
         self.assertEqual(len(changes_json(db, "--since", sha(8))["changes"]), 1)
 
     def test_short_series_are_counted_and_bad_filters_are_exit_2(self):
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         add_series(self.tmp, db, source, [1.0] * 3)
         found = changes_json(db)
@@ -258,9 +264,9 @@ class HistoryChanges(TempDirTest):
             self.assertIn(said, p.stderr)
 
 
-class GateHistory(TempDirTest):
+class GateHistory(MatrixRun):
     def test_gate_adds_the_judged_run(self):
-        before = make_run(self.tmp, "before")
+        before = self.class_run("before")
         baseline = os.path.join(self.tmp, "base.json")
         self.assertEqual(run(["baseline", before, "-o", baseline]).returncode, 0)
         db = os.path.join(self.tmp, "history.db")
@@ -279,7 +285,7 @@ class GateHistory(TempDirTest):
     def test_creep_of_small_steps_fails_the_gate_by_the_fourth(self):
         """Five +2% steps, each within the 5% band against the baseline before it: the gate against
         the history's last stable segment fails by the fourth, saying how far and since when."""
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         add_series(self.tmp, db, source, [1.0] * 6)
         previous = os.path.join(self.tmp, "c6")
@@ -318,7 +324,7 @@ class GateHistory(TempDirTest):
         run's ordinary move from one machine to the next would read as creep (ci.Gate failed so at
         +5.1% over one committed run, 2026-12-07). Creep waits for the change-point method's
         minimum segment (3 commits), says so, and then judges as ever."""
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         baseline = os.path.join(self.tmp, "base.json")
         self.assertEqual(run(["baseline", source, "-o", baseline]).returncode, 0)
         folder = scaled_copy(source, os.path.join(self.tmp, "now"), 1.04)  # within the baseline's 5%
@@ -341,7 +347,7 @@ class GateHistory(TempDirTest):
         (its peak is the live set; gate_test.py says why); the first reading, without --confirm, on
         a copy of the same history, must flag creep. The rerun is real: the baseline's cells as
         configured, at the run's own level (1.0). Returns (first reading, confirmed, rerun folder)."""
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         add_series(self.tmp, db, source, [segment_factor] * 4)
         baseline = os.path.join(self.tmp, "base.json")
@@ -401,7 +407,7 @@ class GateHistory(TempDirTest):
                          r"segment \(regressed, p = [0-9.]+, n = 3\) \|$")
 
     def test_gate_history_flags_are_checked_before_judging(self):
-        before = make_run(self.tmp, "before")
+        before = self.class_run("before")
         baseline = os.path.join(self.tmp, "base.json")
         self.assertEqual(run(["baseline", before, "-o", baseline]).returncode, 0)
         db = os.path.join(self.tmp, "history.db")
@@ -449,9 +455,9 @@ def shown_metrics(db):
     return set(re.findall(r", phase [^,]+, (\w+) \[", p.stdout))
 
 
-class HistoryReport(TempDirTest):
+class HistoryReport(MatrixRun):
     def test_the_trend_page_shows_the_planted_change_and_every_series(self):
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         repo, shas = subject_repo(self.tmp, 16)
         db = os.path.join(self.tmp, "history.db")
         for i, factor in enumerate([1.0] * 7 + [1.10] * 9, start=1):
@@ -498,7 +504,7 @@ class HistoryReport(TempDirTest):
         """What plots/history_plots.py is given is computed in C++: each point is the commit's median and
         min-max in MiB, and the change's commit range is marked with its size. A copy of plots/ (through
         ALLOCMARK_PLOTS_DIR) keeps the JSON it was given, then draws as ever."""
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         add_series(self.tmp, db, source, [1.0] * 6 + [1.2] * 6)  # 4 + 4 is too short to be sure at alpha 0.01
         plots = os.path.join(self.tmp, "plots")
@@ -537,7 +543,7 @@ class HistoryReport(TempDirTest):
             self.assertEqual(f.read().count('<img src="data:image/png;base64,'), 2)
 
     def test_a_short_history_draws_its_series_and_says_none_was_judged(self):
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         add_series(self.tmp, db, source, [1.0, 1.0, 1.2])
         page = os.path.join(self.tmp, "p.html")
@@ -550,7 +556,7 @@ class HistoryReport(TempDirTest):
         self.assertIn("too short to judge", text)
 
     def test_bad_input_is_exit_2_and_writes_nothing(self):
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         add_series(self.tmp, db, source, [1.0] * 2)
         with open(db, "rb") as f:
@@ -572,9 +578,9 @@ class HistoryReport(TempDirTest):
             self.assertEqual(f.read(), before)
 
 
-class HistoryExport(TempDirTest):
+class HistoryExport(MatrixRun):
     def test_bmf_gives_the_newest_commits_figures_as_bencher_reads_them(self):
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         add_series(self.tmp, db, source, [1.0, 1.0, 1.1])
         p = run(["history", "show", db, "--format", "bmf"])
@@ -599,7 +605,7 @@ class HistoryExport(TempDirTest):
         self.assertEqual({k for m in more.values() for k in m}, {"peak_rss_bytes", "wall_s"})
 
     def test_bmf_of_two_testbeds_needs_a_choice(self):
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         for testbed in ("a", "b"):
             os.mkdir(os.path.join(self.tmp, testbed))
@@ -615,7 +621,7 @@ class HistoryExport(TempDirTest):
     def test_show_gate_and_history_write_one_bmf(self):
         """One definition of the benchmark names and figures: a folder's BMF from `show` is its BMF
         from the history it was added to, and `gate --format bmf` gives the judged metrics of it."""
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         self.assertEqual(run(["history", "add", db, source, "--commit", sha(1), "--testbed", "ci"]).returncode, 0)
         shown = run(["show", source, "--format", "bmf"])
@@ -640,7 +646,7 @@ class HistoryExport(TempDirTest):
             self.assertEqual(p.stdout, "")
 
     def test_export_is_the_whole_history_and_stable(self):
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         add_series(self.tmp, db, source, [1.0, 1.05, 1.1])
         p = run(["history", "export", db, "--format", "json"])
@@ -671,7 +677,7 @@ class HistoryExport(TempDirTest):
         self.assertEqual(again, exported)
 
     def test_bad_input_is_exit_2(self):
-        source = make_run(self.tmp, "real")
+        source = self.class_run("real")
         db = os.path.join(self.tmp, "history.db")
         add_series(self.tmp, db, source, [1.0])
         for args, said in ((["export", db, "--format", "csv"], "--format: 'csv'"),
