@@ -11,6 +11,7 @@
 #include <set>
 
 #include "harness/history/sqlite.h"
+#include "harness/os/clock.h"
 
 namespace allocmark::history {
 
@@ -67,12 +68,12 @@ std::string now_iso8601() {
 // Switching to WAL takes the file's lock once; a process creating the same new file at the same
 // moment holds it briefly, and this pragma does not always wait through busy_timeout itself.
 void use_wal(sqlite3* db, const std::string& path) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  const auto deadline = os::Clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
   for (;;) {
     const int rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
     if (rc == SQLITE_OK) return;
     if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) fail(db, path, "cannot switch to WAL");
-    if (std::chrono::steady_clock::now() > deadline) fail(db, path, "cannot switch to WAL");
+    if (os::Clock::now() > deadline) fail(db, path, "cannot switch to WAL");
     sqlite3_sleep(20);
   }
 }

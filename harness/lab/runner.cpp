@@ -20,6 +20,7 @@
 
 #include "harness/lab/guest.h"
 #include "harness/lab/initramfs.h"
+#include "harness/os/clock.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/meta.h"
 #include "harness/results/results_dir.h"
@@ -162,7 +163,7 @@ struct Boot {
 Boot boot(const std::vector<std::string>& argv, const std::string& work, double timeout_s, ConsoleFollower& console) {
   runner::Spawned qemu = runner::spawn_process(argv, host_environment(), work + "/qemu.log", {});
   ::close(qemu.report_fd);
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = os::Clock::now();
   const auto deadline = start + std::chrono::duration<double>(timeout_s);
   Boot b;
   bool announced = false;
@@ -173,13 +174,13 @@ Boot boot(const std::vector<std::string>& argv, const std::string& work, double 
     if (console.booted() && !announced) {
       announced = true;
       std::cerr << fmt::format("allocmark lab: the guest booted after {:.0f} s: {}\n",
-                               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), console.booted_line());
+                               std::chrono::duration<double>(os::Clock::now() - start).count(), console.booted_line());
     }
     if (done == qemu.pid) {
       b.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
       break;
     }
-    if (g_stop || std::chrono::steady_clock::now() > deadline) {
+    if (g_stop || os::Clock::now() > deadline) {
       (g_stop ? b.stopped : b.timed_out) = true;
       runner::kill_group(qemu.pid);
       while (::waitpid(qemu.pid, &ws, 0) < 0 && errno == EINTR) {

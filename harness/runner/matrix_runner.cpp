@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "harness/os/clock.h"
 #include "harness/record/record_keys.h"
 #include "harness/results/folder_layout.h"
 #include "harness/results/reporters/reporter.h"
@@ -34,7 +35,7 @@ class SummaryWriter {
  public:
   explicit SummaryWriter(results::ResultsDir& dir) : dir_(dir) {}
   void after_cell() {
-    if (std::chrono::steady_clock::now() - last_end_ >= 10 * last_cost_) write();
+    if (os::Clock::now() - last_end_ >= 10 * last_cost_) write();
     else stale_ = true;
   }
   void final() {
@@ -49,17 +50,17 @@ class SummaryWriter {
 
  private:
   void write() {
-    auto t0 = std::chrono::steady_clock::now();
+    auto t0 = os::Clock::now();
     stale_ = true;
     results::write_summaries(dir_.path());
     stale_ = false;
-    last_end_ = std::chrono::steady_clock::now();
+    last_end_ = os::Clock::now();
     last_cost_ = last_end_ - t0;
   }
   results::ResultsDir& dir_;
   bool stale_ = false;
-  std::chrono::steady_clock::time_point last_end_{};
-  std::chrono::steady_clock::duration last_cost_{};
+  os::Clock::time_point last_end_{};
+  os::Clock::duration last_cost_{};
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "allocators/backends.h"
+#include "harness/os/clock.h"
 #include "harness/record/cell.h"
 #include "harness/record/event_keys.h"
 #include "harness/runner/environment.h"
@@ -27,12 +28,12 @@ json probe_allocator(const matrix::ResolvedAllocator& allocator, const std::stri
   if (fd >= 0) ::close(fd);
   const json spec = record::worker_cell(record::Cell{allocator});  // the worker reads the allocator only
   Spawned w = spawn_worker(worker_path, {"--probe", spec.dump()}, worker_environment(allocator), log);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto deadline = os::Clock::now() + std::chrono::duration<double>(timeout_s);
   std::string out;
   bool timed_out = false;
   char buf[4096];
   for (;;) {
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - os::Clock::now()).count());
     if (left <= 0) {
       timed_out = true;
       break;

@@ -13,6 +13,7 @@
 #include <ostream>
 #include <string>
 
+#include "harness/os/clock.h"
 #include "harness/results/safe_text.h"
 
 namespace allocmark::runner {
@@ -27,9 +28,9 @@ inline std::string clock_text(double seconds) {
 
 class ProgressDisplay {
  public:
-  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  using Clock = std::function<os::Clock::time_point()>;
   ProgressDisplay(std::ostream& msg, bool tty, std::size_t total, std::size_t jobs,
-                  Clock clock = [] { return std::chrono::steady_clock::now(); })
+                  Clock clock = [] { return os::Clock::now(); })
       : msg_(msg), tty_(tty), total_(total), jobs_(jobs), clock_(std::move(clock)), t0_(clock_()), last_line_(t0_) {}
 
   bool redraws() const { return tty_; }
@@ -63,12 +64,12 @@ class ProgressDisplay {
   }
 
  private:
-  static double seconds_since(std::chrono::steady_clock::time_point t, std::chrono::steady_clock::time_point now) {
+  static double seconds_since(os::Clock::time_point t, os::Clock::time_point now) {
     return std::chrono::duration<double>(now - t).count();
   }
   // Both clocks, named: a single "elapsed" counted from the run's start was once read as the cell's
   // (a 2.5 min cell taken for 7.5 min, docs/validation.md issue 43).
-  std::string clocks(std::chrono::steady_clock::time_point now) const {
+  std::string clocks(os::Clock::time_point now) const {
     return fmt::format("cell {}, run {}", clock_text(seconds_since(cell_t0_, now)), clock_text(seconds_since(t0_, now)));
   }
   void redraw() {
@@ -93,8 +94,8 @@ class ProgressDisplay {
   const bool tty_;
   const std::size_t total_, jobs_;
   const Clock clock_;
-  const std::chrono::steady_clock::time_point t0_;
-  std::chrono::steady_clock::time_point last_line_, cell_t0_;
+  const os::Clock::time_point t0_;
+  os::Clock::time_point last_line_, cell_t0_;
   std::size_t index_ = 0, ran_ = 0;
   std::string label_;
   bool running_ = false;

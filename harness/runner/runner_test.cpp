@@ -354,7 +354,7 @@ TEST(EndLeftovers, EndsTheGroupAndWhatWasReparentedAndCountsThem) {
 // for the minutes a real hanging cell would take.
 TEST(ProgressDisplay, OutsideATerminalAHeartbeatComesEveryThirtySecondsOfACellAndNoSooner) {
   using namespace std::chrono;
-  steady_clock::time_point now{};
+  allocmark::os::Clock::time_point now{};
   std::ostringstream out;
   ProgressDisplay display(out, /*tty=*/false, 3, 3, [&] { return now; });
   display.tick();  // no cell yet: nothing
@@ -394,7 +394,7 @@ TEST(ProgressDisplay, OutsideATerminalAHeartbeatComesEveryThirtySecondsOfACellAn
 // read as 7.5 min. A later cell's heartbeat names its own clock and the run's, apart.
 TEST(ProgressDisplay, AHeartbeatNamesTheCellsOwnElapsedTimeAndTheRunsApart) {
   using namespace std::chrono;
-  steady_clock::time_point now{};
+  allocmark::os::Clock::time_point now{};
   std::ostringstream out;
   ProgressDisplay display(out, /*tty=*/false, 2, 2, [&] { return now; });
   now += seconds(300);  // the run's first five minutes went before this cell (a probe, a build, a cell)
@@ -406,7 +406,7 @@ TEST(ProgressDisplay, AHeartbeatNamesTheCellsOwnElapsedTimeAndTheRunsApart) {
 
 TEST(ProgressDisplay, OnATerminalOneLineIsRedrawnAndOnlyCellsNotOkStay) {
   using namespace std::chrono;
-  steady_clock::time_point now{};
+  allocmark::os::Clock::time_point now{};
   std::ostringstream out;
   ProgressDisplay display(out, /*tty=*/true, 2, 2, [&] { return now; });
   display.started(1, "glibc size_mix t1 r1");

@@ -17,6 +17,7 @@
 #include <map>
 #include <thread>
 
+#include "harness/os/clock.h"
 #include "harness/matrix/config.h"
 #include "harness/record/cell.h"
 #include "harness/results/folder_layout.h"
@@ -110,12 +111,12 @@ class ArrayFollower {
 
   // Throws std::runtime_error when the array ended with cells that never wrote a record, unless it was cancelled.
   void follow() {
-    auto next_poll = std::chrono::steady_clock::now();
+    auto next_poll = os::Clock::now();
     for (;;) {
       gather();
       cancel_if_stop_requested();
-      if (std::chrono::steady_clock::now() >= next_poll) {
-        next_poll = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      if (os::Clock::now() >= next_poll) {
+        next_poll = os::Clock::now() + std::chrono::seconds(2);
         const Poll poll = look_at_queue();
         if (poll == Poll::ended) break;
         if (poll == Poll::failed) continue;
