@@ -8,9 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 
 #include "harness/os/files.h"
 #include "harness/results/folder_layout.h"
@@ -51,9 +49,8 @@ std::string worker_path() {
 }
 
 std::string command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), out;
-  for (char c : raw) out += c == '\0' ? ' ' : c;
+  std::string out = os::read_text("/proc/self/cmdline");
+  std::replace(out.begin(), out.end(), '\0', ' ');
   while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
 }

@@ -1,11 +1,13 @@
 #include "harness/os/files.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -82,6 +84,31 @@ void proc_path(char* out, std::size_t size, pid_t pid, const char* file) {
     std::snprintf(out, size, "/proc/self/%s", file);
   else
     std::snprintf(out, size, "/proc/%d/%s", static_cast<int>(pid), file);
+}
+
+std::string read_text(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = read_some(fd, buf, sizeof buf);
+    if (n < 0) text.clear();
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  close_keeping_errno(fd);
+  return text;
+}
+
+std::vector<pid_t> process_ids() {
+  std::vector<pid_t> pids;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return pids;
+  while (const dirent* e = ::readdir(proc))
+    if (e->d_name[0] >= '1' && e->d_name[0] <= '9') pids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+  ::closedir(proc);
+  return pids;
 }
 
 std::string self_exe_path() {

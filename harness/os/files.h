@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace allocmark::os {
 
@@ -22,6 +23,15 @@ bool read_lines(const char* path, char* buf, std::size_t size, void (*line)(void
 
 // "/proc/self/FILE" for pid 0, else "/proc/PID/FILE", into out.
 void proc_path(char* out, std::size_t size, pid_t pid, const char* file);
+
+// The whole file at `path` (a /proc or /sys file, read as read_file does), "" when it cannot be
+// opened or read. Allocates: for the driver (its command line, the machine's description), not for
+// phase edges.
+std::string read_text(const std::string& path);
+
+// The pid of every process now in /proc (its folders named by a number); empty when /proc cannot
+// be listed. Allocates: for the driver (the sweep of a cell's leftover processes).
+std::vector<pid_t> process_ids();
 
 // The running program's own path (/proc/self/exe). Allocates: for the driver, not for phase edges.
 // Throws std::runtime_error when the link cannot be read.

@@ -37,6 +37,7 @@
 #include "harness/worker/preload_check.h"
 #include "harness/worker/report_line.h"
 #include "harness/os/clock.h"
+#include "harness/os/files.h"
 
 namespace {
 
@@ -158,14 +159,7 @@ void report_exit_without_allocating() {
   g_exit_reported = true;
   const int saved_errno = errno;
   char status[8192];
-  status[0] = '\0';
-  if (int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC); fd >= 0) {
-    std::size_t used = 0;
-    for (ssize_t n; used < sizeof status - 1 && ((n = ::read(fd, status + used, sizeof status - 1 - used)) > 0 || (n < 0 && errno == EINTR));)
-      if (n > 0) used += static_cast<std::size_t>(n);
-    status[used] = '\0';
-    ::close(fd);
-  }
+  if (allocmark::os::read_file("/proc/self/status", status, sizeof status) < 0) status[0] = '\0';
   char line[256];
   char* p = put_quoted(put_key(line, event_key::event, '{'), event::program_exit);
   p = put_number(put_key(p, event_key::pid), g_pid);

@@ -6,29 +6,25 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include "harness/metrics/proc.h"
+#include "harness/os/files.h"
 #include "harness/results/meta.h"
 #include "harness/topology/topology.h"
 
 namespace allocmark::results {
 namespace {
 
-std::string read_trimmed(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
+std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }
 
 std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
+  std::istringstream in(os::read_text("/proc/cpuinfo"));
   std::string line;
   while (std::getline(in, line))
     if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
@@ -61,7 +57,7 @@ nlohmann::json machine_info() {
   j[key::page_size] = sysconf(_SC_PAGESIZE);
   j[key::thp_enabled] = metrics::thp_enabled_mode();
   j[key::thp_defrag] = metrics::thp_defrag_mode();
-  j[key::overcommit_memory] = read_trimmed("/proc/sys/vm/overcommit_memory");
+  j[key::overcommit_memory] = trimmed(os::read_text("/proc/sys/vm/overcommit_memory"));
   j[key::glibc_version] = gnu_get_libc_version();
   nlohmann::json numa;
   if (numa_available() >= 0) {

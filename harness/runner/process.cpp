@@ -1,6 +1,5 @@
 #include "harness/runner/process.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -138,18 +137,14 @@ struct ProcessEntry {
 // taken after the last ')'.
 std::vector<ProcessEntry> all_processes() {
   std::vector<ProcessEntry> out;
-  DIR* proc = ::opendir("/proc");
-  if (!proc) return out;
-  while (dirent* e = ::readdir(proc)) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+  for (const pid_t pid : os::process_ids()) {
     char path[300], text[512];
-    ProcessEntry p{static_cast<pid_t>(std::atoi(e->d_name)), 0, 0, '?'};
+    ProcessEntry p{pid, 0, 0, '?'};
     os::proc_path(path, sizeof path, p.pid, "stat");
     if (os::read_file(path, text, sizeof text) <= 0) continue;
     const char* fields = std::strrchr(text, ')');
     if (fields && std::sscanf(fields + 1, " %c %d %d", &p.state, &p.parent, &p.group) == 3) out.push_back(p);
   }
-  ::closedir(proc);
   return out;
 }
 }  // namespace

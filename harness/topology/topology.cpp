@@ -5,13 +5,13 @@
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include <toml++/toml.h>
 
+#include "harness/os/files.h"
 #include "harness/toml/unknown_keys.h"
 
 #include "units/input_file.h"
@@ -42,12 +42,7 @@ const toml::node& required(const std::string& path, const toml::table& table, co
   return *node;
 }
 
-std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
+std::string read_text(const std::filesystem::path& file) { return os::read_text(file.string()); }
 
 std::uint64_t meminfo_total_bytes(const std::string& text, const std::string& label) {
   std::istringstream in(text);
@@ -238,7 +233,7 @@ Topology detect(const std::string& sysfs_root) {
       only.cpus = parse_list(read_text(fs::path(sysfs_root) / "devices/system/cpu/online"));
     } catch (const std::invalid_argument&) {
     }
-    only.memory_bytes = meminfo_total_bytes(read_text("/proc/meminfo"), "MemTotal:");
+    only.memory_bytes = meminfo_total_bytes(os::read_text("/proc/meminfo"), "MemTotal:");
     only.distances = {kLocalDistance};
     t.nodes.push_back(only);
     return t;
