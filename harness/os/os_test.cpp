@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -178,6 +180,46 @@ TEST(Spawn, ThpDisableReachesTheProgram) {
   EXPECT_EQ(out.read_all(), "THP_enabled:\t0\n");
 }
 
+// What a `run` child found, written to its fd 3 with system calls only (it is a child of a
+// threaded test program): the descriptor it was told of, its session and SIGTERM's disposition.
+static int report_what_the_child_has(const void* arg) {
+  const int unpassed = *static_cast<const int*>(arg);
+  struct sigaction term {};
+  ::sigaction(SIGTERM, nullptr, &term);
+  const char* lines[] = {::fcntl(unpassed, F_GETFD) < 0 && errno == EBADF ? "closed\n" : "open\n",
+                         ::getsid(0) == ::getpid() ? "own session\n" : "caller's session\n",
+                         term.sa_handler == SIG_IGN ? "SIGTERM ignored\n" : "SIGTERM default\n"};
+  for (const char* line : lines) (void)!::write(3, line, std::strlen(line));
+  return 7;
+}
+
+TEST(Spawn, ARunChildRunsTheFunctionInItsOwnSessionWithOnlyTheDescriptorsPassed) {
+  Pipe out;
+  // Not close-on-exec, and not fd 3: only the run child's own closing keeps it from the function.
+  const int unpassed = ::fcntl(out.fds[1], F_DUPFD, 10);
+  ASSERT_GE(unpassed, 0);
+  SpawnOptions o;
+  o.run = report_what_the_child_has;
+  o.run_arg = &unpassed;
+  o.new_session = true;
+  o.ignore_signals = {SIGTERM};
+  o.fds = {{out.fds[1], 3}};
+  SpawnResult r = spawn(o);
+  ::close(unpassed);
+  ASSERT_GT(r.pid, 0) << r.error;
+  EXPECT_EQ(exit_status(r.pid), 7);
+  EXPECT_EQ(out.read_all(), "closed\nown session\nSIGTERM ignored\n");
+}
+
+TEST(Spawn, ASessionAndAGroupTogetherAreRefused) {
+  SpawnOptions o;
+  o.argv = {"/bin/true"};
+  o.new_session = o.new_group = true;
+  SpawnResult r = spawn(o);
+  EXPECT_EQ(r.pid, -1);
+  EXPECT_EQ(r.error_number, EINVAL);
+}
+
 TEST(ProcFiles, ReadFileFillsTheCallersBufferAndCutsWhatDoesNotFit) {
   char buf[8192];
   ASSERT_GT(read_file("/proc/self/status", buf, sizeof buf), 0);
@@ -204,6 +246,28 @@ TEST(ProcFiles, ReadLinesStreamsEveryLineThroughASmallBuffer) {
   EXPECT_EQ(joined, whole);
 }
 
+TEST(ProcFiles, ReadTextIsTheWholeFileBeyondAnyBufferAndNothingWhenUnreadable) {
+  // /proc/self/maps of a gtest program is longer than read_text's 4 KiB steps.
+  const std::string maps = read_text("/proc/self/maps");
+  EXPECT_GT(maps.size(), 4096u);
+  EXPECT_EQ(maps.back(), '\n');
+  EXPECT_NE(maps.find("metrics_test"), std::string::npos);
+  EXPECT_EQ(read_text("/nonexistent"), "");
+  EXPECT_EQ(read_text("/proc"), "");  // a folder: open succeeds, read does not
+}
+
+TEST(ProcFiles, ProcessIdsHoldThisProcessAndAChildWhileItRuns) {
+  SpawnOptions o;
+  o.argv = {"/bin/sleep", "5"};
+  SpawnResult r = spawn(o);
+  ASSERT_GT(r.pid, 0) << r.error;
+  const std::vector<pid_t> pids = process_ids();
+  ::kill(r.pid, SIGKILL);
+  exit_status(r.pid);
+  EXPECT_NE(std::find(pids.begin(), pids.end(), ::getpid()), pids.end());
+  EXPECT_NE(std::find(pids.begin(), pids.end(), r.pid), pids.end());
+}
+
 TEST(ProcFiles, SelfExePathIsThisProgram) {
   const std::string path = self_exe_path();
   EXPECT_EQ(path.substr(path.rfind('/') + 1), "metrics_test");
@@ -216,4 +280,10 @@ TEST(Clock, MonotonicNanosecondsAndSecondsAreOneClock) {
   EXPECT_LE(a, b);
   EXPECT_GE(s, a * 1e-9 - 1e-6);
   EXPECT_LE(s, b * 1e-9 + 1e-6);
+  // os::Clock is the same clock: its time points are monotonic_ns's nanoseconds.
+  const int64_t c = monotonic_ns();
+  const int64_t t = Clock::now().time_since_epoch().count();
+  const int64_t d = monotonic_ns();
+  EXPECT_LE(c, t);
+  EXPECT_LE(t, d);
 }

@@ -97,7 +97,22 @@ bool copy_fds(const std::vector<FdCopy>& fds, Prepared& p) {
   return true;
 }
 
+// What exec does for the close-on-exec descriptors, done for a `run` child to all but 0-2 and the
+// copies' `to` (the error pipe's end too: the parent's read of it then ends, the child started).
+void close_all_but_copies(const std::vector<FdCopy>& fds) {
+  unsigned from = 3;
+  for (;;) {
+    unsigned next = ~0u;  // the lowest kept descriptor at or above `from`
+    for (const FdCopy& c : fds)
+      if (c.to >= 0 && static_cast<unsigned>(c.to) >= from && static_cast<unsigned>(c.to) < next) next = static_cast<unsigned>(c.to);
+    if (next > from) ::syscall(SYS_close_range, from, next == ~0u ? ~0u : next - 1, 0u);
+    if (next == ~0u) return;
+    from = next + 1;
+  }
+}
+
 [[noreturn]] void run_child(const SpawnOptions& o, Prepared& p) {
+  if (o.new_session) ::setsid();
   if (o.new_group) ::setpgid(0, 0);
   if (o.pdeathsig != 0) {
     // The signal follows the thread that forked; the second check closes the window in which
@@ -106,12 +121,17 @@ bool copy_fds(const std::vector<FdCopy>& fds, Prepared& p) {
     if (::getppid() != p.parent) ::_exit(127);
   }
   ::signal(SIGPIPE, SIG_DFL);
+  for (int sig : o.ignore_signals) ::signal(sig, SIG_IGN);
   if (!copy_fds(o.fds, p)) child_fails(o, p, kFds, errno);
   if (!o.refuse.empty()) child_fails(o, p, kRefuse, 0);
   if (o.thp_disable && ::prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0) child_fails(o, p, kThp, errno);
   if (!o.cpus.empty() && ::sched_setaffinity(0, sizeof p.cpus, &p.cpus) != 0) child_fails(o, p, kAffinity, errno);
   if (!o.membind.empty() && ::syscall(SYS_set_mempolicy, MPOL_BIND, p.nodes, kNodeBits) != 0) child_fails(o, p, kMemory, errno);
   if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) child_fails(o, p, kCwd, errno);
+  if (o.run) {
+    close_all_but_copies(o.fds);
+    ::_exit(o.run(o.run_arg));
+  }
   if (o.search_path)
     ::execvpe(p.argv[0], p.argv.data(), p.env);
   else
@@ -145,7 +165,8 @@ SpawnResult outcome(pid_t pid, int error_read_fd, const Prepared& p) {
 }  // namespace
 
 SpawnResult spawn(const SpawnOptions& options) {
-  if (options.argv.empty()) return {-1, EINVAL, "spawn: no program"};
+  if (options.argv.empty() && !options.run) return {-1, EINVAL, "spawn: no program"};
+  if (options.new_session && options.new_group) return {-1, EINVAL, "spawn: new_session and new_group both asked"};
   if (options.fds.size() > kMaxFdCopies) return {-1, EINVAL, "spawn: too many descriptors to pass"};
   Prepared p;
   prepare(options, p);

@@ -1,11 +1,13 @@
 // Starting a process: the harness's one launcher (cells, programs, helper tools, the plotting
-// script). Everything is built before fork; the child only sets itself up from what was prepared
-// (it allocates nothing: the driver is threaded) and execs.
+// script, the --system-thp restorer). Everything is built before fork; the child only sets itself
+// up from what was prepared (it allocates nothing: the driver is threaded) and execs, or runs one
+// function of the driver's (`run`) and exits.
 //
-// In the child, in this order: its own process group (new_group), the parent-death signal (and
-// _exit(127) if the parent is already gone), SIGPIPE back to its default (the driver ignores it;
-// an ignored signal would stay ignored across exec), the descriptors of `fds`, `refuse`,
-// PR_SET_THP_DISABLE, the CPU affinity, the memory policy, the working folder, then exec.
+// In the child, in this order: its own session (new_session) or process group (new_group), the
+// parent-death signal (and _exit(127) if the parent is already gone), SIGPIPE back to its default
+// (the driver ignores it; an ignored signal would stay ignored across exec), `ignore_signals`, the
+// descriptors of `fds`, `refuse`, PR_SET_THP_DISABLE, the CPU affinity, the memory policy, the
+// working folder, then exec (or, with `run`, every descriptor but 0-2 and the copies closed, and run).
 #pragma once
 
 #include <sys/types.h>
@@ -43,6 +45,16 @@ struct SpawnOptions {
   // standard error (after `fds`: a cell's log) and exits 127, and spawn returns its pid.
   bool fail_in_child = false;
   std::string exec_failure;  // WHAT when exec fails; "" = "cannot execute ARGV0"
+  // Not "": the child leads a session of its own (setsid; no controlling terminal, its own group),
+  // so a terminal's or a group's signal does not reach it. Not together with new_group.
+  bool new_session = false;
+  std::vector<int> ignore_signals;  // set to SIG_IGN in the child (they stay ignored across exec)
+  // Instead of exec (argv may then be empty): the child calls run(run_arg) and _exits with what it
+  // returns, for a helper that is the driver's own code rather than a program (the --system-thp
+  // restorer). Like the rest of the child it may only make system calls (no allocation, no lock),
+  // and it keeps descriptors 0-2 and the copies' `to` only: no exec closes the others for it.
+  int (*run)(const void* run_arg) = nullptr;
+  const void* run_arg = nullptr;
 };
 
 struct SpawnResult {

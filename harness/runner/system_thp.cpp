@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <stdexcept>
 
 #include "harness/metrics/proc.h"
+#include "harness/os/spawn.h"
 #include "harness/runner/process.h"
 
 namespace allocmark::runner {
@@ -23,6 +23,23 @@ bool write_mode(const std::string& mode) {
   if (fd < 0) return false;
   bool ok = ::write(fd, mode.data(), mode.size()) == static_cast<ssize_t>(mode.size());
   return ::close(fd) == 0 && ok;
+}
+
+constexpr int kKeepaliveFd = 3, kLockFd = 4;
+
+// The restorer: waits until no driver holds the keepalive pipe's write end (the driver ended, however),
+// then writes the original mode (*arg) back. Only system calls: it runs in a child of a threaded driver.
+int restore_when_the_driver_is_gone(const void* arg) {
+  const auto& original = *static_cast<const std::string*>(arg);
+  for (char byte;;) {
+    const ssize_t n = ::read(kKeepaliveFd, &byte, 1);
+    if (n == 0 || (n < 0 && errno != EINTR)) break;
+  }
+  if (int fd = ::open(kThpEnabledPath, O_WRONLY); fd >= 0) {
+    (void)!::write(fd, original.data(), original.size());
+    ::close(fd);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -73,42 +90,34 @@ SystemThpSwitch::SystemThpSwitch(const std::string& mode, const SystemThpLock& l
   if (auto problem = system_thp_problem(); !problem.empty()) throw std::runtime_error("--system-thp: " + problem);
   int keepalive[2];
   if (::pipe2(keepalive, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  // Everything the restorer uses is ready before fork: the child of a threaded driver may only
-  // make system calls.
-  const std::string original = original_;
-  const int lock_fd = lock.fd();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) {
+    const int err = errno;
     ::close(keepalive[0]);
     ::close(keepalive[1]);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    throw std::runtime_error(std::string("cannot open /dev/null: ") + std::strerror(err));
   }
-  if (pid == 0) {
-    // Its own session, deaf to the signals that stop a run: it outlives the driver by design.
-    ::setsid();
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);
-    // fd 3: the keepalive pipe; fd 4: the machine's lock, held until the mode is back. Moved
-    // above 10 first, so that neither dup2 overwrites the other.
-    const int keep = ::fcntl(keepalive[0], F_DUPFD, 10), held = ::fcntl(lock_fd, F_DUPFD, 10);
-    ::dup2(keep, 3);
-    ::dup2(held, 4);
-    int null = ::open("/dev/null", O_RDWR);
-    for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
-    ::syscall(SYS_close_range, 5u, ~0u, 0u);  // the results folder's lock and logs are not the restorer's
-    for (char byte;;) {
-      const ssize_t n = ::read(3, &byte, 1);
-      if (n == 0 || (n < 0 && errno != EINTR)) break;  // EOF: no driver holds the pipe any more
-    }
-    if (int fd = ::open(kThpEnabledPath, O_WRONLY); fd >= 0) {
-      (void)!::write(fd, original.data(), original.size());
-      ::close(fd);
-    }
-    ::_exit(0);
+  // The restorer is the driver's own code (os::spawn's `run`): a session of its own, deaf to the
+  // signals that stop a run, since it outlives the driver by design. fd 3: the keepalive pipe;
+  // fd 4: the machine's lock, held until the mode is back; the results folder's lock and logs are
+  // closed in it.
+  os::SpawnOptions o;
+  o.run = restore_when_the_driver_is_gone;
+  o.run_arg = &original_;
+  o.new_session = true;
+  o.ignore_signals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+  o.fds = {{null, 0}, {null, 1}, {null, 2}, {keepalive[0], kKeepaliveFd}, {lock.fd(), kLockFd}};
+  const os::SpawnResult started = os::spawn(o);
+  ::close(null);
+  if (started.pid < 0) {
+    ::close(keepalive[0]);
+    ::close(keepalive[1]);
+    throw std::runtime_error("--system-thp: cannot start the process that puts the mode back: " + started.error);
   }
   ::close(keepalive[0]);
   keepalive_fd_ = keepalive[1];
-  restorer_ = pid;
-  spare_from_leftovers(pid);  // the driver's child, but not a cell's
+  restorer_ = started.pid;
+  spare_from_leftovers(restorer_);  // the driver's child, but not a cell's
   const bool written = write_mode(mode);
   const std::string why = written ? "it reads back as '" + metrics::thp_enabled_mode() + "'" : std::strerror(errno);
   if (!written || metrics::thp_enabled_mode() != mode) {
