@@ -96,5 +96,55 @@ class IncludeFloors(unittest.TestCase):
                 self.assertIn(f'"{target}"', f.read(), f"{path} no longer includes {target}: drop it from ALLOWED")
 
 
+# The OS layer (harness/os/, docs/ARCHITECTURE.md): the harness and the workloads start processes,
+# read the clock and read /proc only through it. /proc is also read by harness/metrics (the
+# measured readers, raw calls at phase edges); a /proc path elsewhere is an os:: reader's argument.
+OS_LAYER = ("harness/os/",)
+PROC_READERS = ("harness/os/", "harness/metrics/")
+CLOCK = re.compile(r"\b(steady_clock|system_clock|high_resolution_clock|clock_gettime|gettimeofday)\b")
+LAUNCH = re.compile(r"(?<![\w.>])(?:::)?(fork|vfork|clone|posix_spawnp?|execv|execve|execvp|execvpe|execl|execle|execlp|"
+                    r"fexecve|popen|system)\s*\(")
+PROC_PATH = re.compile(r'"/proc[/"]')
+OS_READER_CALL = re.compile(r"os::\w+\(\s*$")
+# Uses kept on purpose, each with its reason: (path, name).
+OS_ALLOWED = {
+    # The trace recorder interposes the exec family to follow the traced program across exec: it
+    # defines and forwards them, it starts nothing of the harness's.
+    ("harness/trace/record_preload.cpp", name)
+    for name in ("execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle")
+}
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def bypasses_of_the_os_layer():
+    found = []
+    for path in sources():
+        if path.startswith("units/") or path.startswith("allocators/") or path.startswith(OS_LAYER):
+            continue
+        with open(os.path.join(ROOT, path), encoding="utf-8", errors="replace") as f:
+            text = COMMENT.sub("", f.read())
+        for m in CLOCK.finditer(text):
+            found.append(f"{path}: {m.group(1)} (use os::Clock or os::monotonic_ns, harness/os/clock.h)")
+        for m in LAUNCH.finditer(text):
+            if (path, m.group(1)) not in OS_ALLOWED:
+                found.append(f"{path}: {m.group(1)}() (start processes with os::spawn, harness/os/spawn.h)")
+        if not path.startswith(PROC_READERS):
+            for m in PROC_PATH.finditer(text):
+                if not OS_READER_CALL.search(text[: m.start()]):
+                    found.append(f"{path}: reads /proc itself (use an os:: reader, harness/os/files.h)")
+    return found
+
+
+class OsLayer(unittest.TestCase):
+    def test_processes_the_clock_and_proc_go_through_harness_os(self):
+        found = bypasses_of_the_os_layer()
+        self.assertEqual(found, [], "\n" + "\n".join(found))
+
+    def test_the_allow_list_holds_only_uses_that_exist(self):
+        for path, name in OS_ALLOWED:
+            with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+                self.assertRegex(COMMENT.sub("", f.read()), rf"\b{name}\s*\(", f"{path} no longer uses {name}: drop it from OS_ALLOWED")
+
+
 if __name__ == "__main__":
     unittest.main()
