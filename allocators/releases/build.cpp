@@ -21,6 +21,7 @@
 
 #include "allocators/releases/command.h"
 #include "allocators/releases/releases.h"
+#include "harness/os/clock.h"
 
 namespace allocmark::allocators::releases {
 namespace fs = std::filesystem;
@@ -190,7 +191,7 @@ class ReleaseBuild {
     fs::create_directories(tmp_ + "/entry");
     fs::create_directories(tmp_ + "/work/build");
     if (source_.folder) fs::create_directories(tmp_ + "/work/" + top);
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = os::Clock::now();
     const double cpu0 = children_cpu_seconds();
     try {
       // A source folder is copied whole, so the build never writes into the user's tree.
@@ -201,7 +202,7 @@ class ReleaseBuild {
       values_ = {{"{src}", src}, {"{build}", build}, {"{jobs}", std::to_string(jobs())}, {"{version}", r_.version}};
       for (std::size_t i = 0; i < recipe_.steps.size(); ++i) step(expand(recipe_.steps[i], values_), src, progress, i + 1);
       const std::string library = install_library();
-      wall_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      wall_ = std::chrono::duration<double>(os::Clock::now() - start).count();
       cpu_ = children_cpu_seconds() - cpu0;
       return register_entry(library);
     } catch (...) {  // a full disk (filesystem_error) as much as a failed step: nothing half-built stays
