@@ -9,34 +9,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "harness/os/files.h"
+
 namespace allocmark::metrics {
 namespace {
 
-// Reads a whole small /proc file into buf (NUL-terminated); returns bytes read or -1.
-ssize_t read_small_file(const char* path, char* buf, std::size_t size) {
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  std::size_t used = 0;
-  while (used + 1 < size) {
-    ssize_t n = ::read(fd, buf + used, size - 1 - used);
-    if (n < 0) {
-      ::close(fd);
-      return -1;
-    }
-    if (n == 0) break;
-    used += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  buf[used] = '\0';
-  return static_cast<ssize_t>(used);
-}
-
-void proc_path(char* out, std::size_t size, pid_t pid, const char* file) {
-  if (pid == 0)
-    std::snprintf(out, size, "/proc/self/%s", file);
-  else
-    std::snprintf(out, size, "/proc/%d/%s", static_cast<int>(pid), file);
-}
+// The OS layer's readers (harness/os/files.h): raw, no allocation, so phase edges may call them.
+using os::proc_path;
+using os::read_file;
 
 const long kPageSize = ::sysconf(_SC_PAGESIZE);
 
@@ -112,34 +92,10 @@ void add_numa_maps_line(const char* line, std::size_t length, NodeResidency& out
 bool read_numa_maps(pid_t pid, NodeResidency& out) {
   char path[64];
   proc_path(path, sizeof path, pid, "numa_maps");
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[65536];
-  std::size_t used = 0;
-  for (;;) {
-    ssize_t n = ::read(fd, buf + used, sizeof buf - used);
-    if (n < 0) {
-      ::close(fd);
-      return false;
-    }
-    used += static_cast<std::size_t>(n);
-    std::size_t start = 0;
-    for (;;) {
-      auto* nl = static_cast<char*>(std::memchr(buf + start, '\n', used - start));
-      if (!nl) break;
-      add_numa_maps_line(buf + start, static_cast<std::size_t>(nl - (buf + start)), out);
-      start = static_cast<std::size_t>(nl - buf) + 1;
-    }
-    if (n == 0) {
-      if (start < used) add_numa_maps_line(buf + start, used - start, out);
-      break;
-    }
-    std::memmove(buf, buf + start, used - start);
-    used -= start;
-    if (used == sizeof buf) used = 0;  // a line longer than the buffer: cannot be a real mapping line
-  }
-  ::close(fd);
-  return true;
+  char buf[65536];  // a longer line cannot be a real mapping line: read_lines skips it
+  return os::read_lines(path, buf, sizeof buf, [](void* ctx, const char* text, std::size_t length) {
+    add_numa_maps_line(text, length, *static_cast<NodeResidency*>(ctx));
+  }, &out);
 }
 
 bool read_mem_and_nodes(pid_t pid, MemAndNodes& out) {
@@ -188,7 +144,7 @@ bool read_system_node_huge(const int* ids, std::size_t count, SystemNodeHuge& ou
     char buf[8192];  // a node's meminfo is about 1.3 KiB on Debian 12's kernels
     std::snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", id);
     uint64_t kib = 0;
-    if (read_small_file(path, buf, sizeof buf) > 0 && parse_node_meminfo_kib(buf, id, "AnonHugePages", kib))
+    if (read_file(path, buf, sizeof buf) > 0 && parse_node_meminfo_kib(buf, id, "AnonHugePages", kib))
       out.bytes[id] = kib * 1024;
     else
       all = false;
@@ -200,7 +156,7 @@ bool read_mem_status(pid_t pid, MemStatus& out) {
   char path[64];
   char buf[4096];
   proc_path(path, sizeof path, pid, "status");
-  if (read_small_file(path, buf, sizeof buf) <= 0) return false;
+  if (read_file(path, buf, sizeof buf) <= 0) return false;
   uint64_t rss_kib = 0, hwm_kib = 0;
   if (!parse_status_kib(buf, "VmRSS", rss_kib) || !parse_status_kib(buf, "VmHWM", hwm_kib)) return false;
   out.rss_bytes = rss_kib * 1024;
@@ -212,7 +168,7 @@ bool read_anon_huge_bytes(pid_t pid, uint64_t& bytes) {
   char path[64];
   char buf[4096];
   proc_path(path, sizeof path, pid, "smaps_rollup");
-  if (read_small_file(path, buf, sizeof buf) <= 0) return false;
+  if (read_file(path, buf, sizeof buf) <= 0) return false;
   uint64_t kib = 0;
   if (!parse_status_kib(buf, "AnonHugePages", kib)) return false;
   bytes = kib * 1024;
@@ -230,11 +186,7 @@ std::string bracketed_choice(const std::string& text) {
 namespace {
 std::string sysfs_choice(const char* path) {
   char buf[256];
-  ssize_t n = 0;
-  if (int fd = ::open(path, O_RDONLY | O_CLOEXEC); fd >= 0) {
-    n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-  }
+  const ssize_t n = read_file(path, buf, sizeof buf);
   std::string text(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text.empty() ? "" : bracketed_choice(text);
@@ -246,7 +198,7 @@ std::string thp_defrag_mode() { return sysfs_choice("/sys/kernel/mm/transparent_
 
 bool read_thp_events(ThpEvents& out) {
   char buf[16384];  // /proc/vmstat is about 6 KiB on Debian 12's kernels
-  if (read_small_file("/proc/vmstat", buf, sizeof buf) <= 0) return false;
+  if (read_file("/proc/vmstat", buf, sizeof buf) <= 0) return false;
 #define ALLOCMARK_READ_THP(name) parse_vmstat_value(buf, "thp_" #name, out.name) &&
   return ALLOCMARK_THP_EVENTS(ALLOCMARK_READ_THP) true;
 #undef ALLOCMARK_READ_THP
@@ -299,9 +251,9 @@ bool read_task_counters(pid_t pid, TaskCounters& out) {
   char path[64];
   char buf[4096];
   proc_path(path, sizeof path, pid, "stat");
-  if (read_small_file(path, buf, sizeof buf) <= 0 || !parse_stat_counters(buf, out)) return false;
+  if (read_file(path, buf, sizeof buf) <= 0 || !parse_stat_counters(buf, out)) return false;
   proc_path(path, sizeof path, pid, "status");
-  if (read_small_file(path, buf, sizeof buf) <= 0) return false;
+  if (read_file(path, buf, sizeof buf) <= 0) return false;
   uint64_t vol = 0, invol = 0;
   if (!parse_status_kib(buf, "voluntary_ctxt_switches", vol) || !parse_status_kib(buf, "nonvoluntary_ctxt_switches", invol))
     return false;
@@ -314,7 +266,7 @@ bool read_statm_rss(pid_t pid, uint64_t& rss_bytes) {
   char path[64];
   char buf[256];
   proc_path(path, sizeof path, pid, "statm");
-  if (read_small_file(path, buf, sizeof buf) <= 0) return false;
+  if (read_file(path, buf, sizeof buf) <= 0) return false;
   uint64_t pages = 0;
   if (!parse_statm_resident_pages(buf, pages)) return false;
   rss_bytes = pages * static_cast<uint64_t>(kPageSize);
@@ -360,7 +312,7 @@ bool SchedSnapshot::read(pid_t pid) {
       std::snprintf(file, sizeof file, "%s/%ld/schedstat", path, tid);
       Task t{static_cast<pid_t>(tid), 0, 0};
       // A thread that ended between the listing and this read has nothing more to say.
-      if (read_small_file(file, buf, sizeof buf) > 0 && parse_schedstat(buf, t.run_ns, t.wait_ns)) tasks_.push_back(t);
+      if (read_file(file, buf, sizeof buf) > 0 && parse_schedstat(buf, t.run_ns, t.wait_ns)) tasks_.push_back(t);
     }
   }
   ::close(dir);
@@ -383,7 +335,6 @@ SchedTotals SchedSnapshot::since(const SchedSnapshot& earlier) const {
 
 }  // namespace allocmark::metrics
 
-#include <fstream>
 #include <sstream>
 
 namespace allocmark::metrics {
@@ -413,12 +364,7 @@ nlohmann::json summarize_maps_text(const std::string& text) {
   return {{"mappings", total}, {"anonymous", anonymous}, {"anonymous_bytes", anon_bytes}, {"aligned_64mib_anonymous", heaps64}};
 }
 
-nlohmann::json summarize_maps() {
-  std::ifstream in("/proc/self/maps");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return summarize_maps_text(ss.str());
-}
+nlohmann::json summarize_maps() { return summarize_maps_text(os::read_text("/proc/self/maps")); }
 
 TaskCounters counters_of(const struct rusage& usage) {
   TaskCounters c;
