@@ -392,7 +392,9 @@ void Heap::flush_list(CacheList* list, std::uint32_t n) {
     NodePart& np = part_[w.part];
     SlabMeta* s = &np.slab_meta[w.index];
     Central* c = &np.central[s->cls];
-    if (c != held) {
+    // A Central's lock is held for at most kOverflowMove objects: a drain of thousands (a stale
+    // handoff, the transfer caches, an idle list) must not keep an overflow's free waiting for it.
+    if (c != held || held_count == kOverflowMove) {
       drop();
       c->lock.lock();
       held = c;
@@ -454,10 +456,15 @@ std::uint32_t Heap::handoff_put(ThreadCache* tc, int cls, int part, std::uint32_
   if (n % batch != 0 && n % batch < Handoff::kMinBatch) n -= n % batch;
   if (n == 0) return 0;
   const std::uint32_t now = tick();
-  // Nobody took from it for HANDOFF_MS: no producer is there. What it holds goes back to the slabs
-  // and this overflow takes the locked path; the next push starts the clock again.
+  // Nobody took from it for HANDOFF_MS: no producer is there, and this overflow takes the locked
+  // path. What the handoff holds goes back to the slabs from the background thread, asked now (a
+  // release's 50 ms of pushes is thousands of objects, which put free()'s tail at 10-30 us when a
+  // free drained them); without one, here. The next push after the drain starts the clock again.
   if (opt_.handoff_ms > 0 && c.handoff.age(now, static_cast<std::uint32_t>(opt_.handoff_ms)) == Handoff::kStale) {
-    counters_.handoff_stale_bytes.fetch_add(drain_handoff(part, cls) * size, std::memory_order_relaxed);
+    if (decay_thread_.running())
+      decay_thread_.request();
+    else
+      counters_.handoff_stale_bytes.fetch_add(drain_handoff(part, cls) * size, std::memory_order_relaxed);
     return 0;
   }
   if (nparts_ != 1) {  // a list may hold objects of a node the thread has left

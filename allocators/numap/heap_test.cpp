@@ -879,6 +879,32 @@ TEST_F(HeapTest, TheBackgroundThreadGivesBackAStaleHandoffWithNoFurtherCall) {
   for (void* p : spare) heap.free(p);
 }
 
+// With the background thread running, a free that finds the handoff stale leaves its batches to
+// the thread (a release's 50 ms of pushes is thousands of objects, free()'s tail when a free drained
+// them) and takes the locked path itself; the thread's passes are far away here (100 s), so nothing
+// is drained until trim's purge.
+TEST_F(HeapTest, AFreeLeavesAStaleHandoffToTheBackgroundThread) {
+  Options o;
+  o.handoff_ms = 20;
+  o.decay_ms = 400000;         // a pass every 100 s
+  o.purge_delay_ms = 100000;   // and 100 s after a request
+  make_with(o);
+  std::vector<void*> spare;
+  const std::vector<void*> first = for_the_consumer(heap, &spare);
+  const std::vector<void*> second = for_the_consumer(heap, &spare);
+  const Stats before = stats();
+  {
+    Consumer one(heap, first);  // six batches handed over; the first push started the thread
+    FakeOs::now += 20;           // the heap's clock: from here they are stale
+    Consumer two(heap, second);  // every overflow finds them stale
+    EXPECT_EQ(stats().handoff_stale_bytes, before.handoff_stale_bytes);  // no free drained them
+    EXPECT_EQ(before.in_use_bytes - stats().in_use_bytes, 3072u * 64);   // both consumers' frees count
+  }
+  for (void* p : spare) heap.free(p);
+  EXPECT_GT(heap.trim(), 0u);  // the purge drains the handoff
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
 // Producer and consumer at once, many rounds: no object is handed out twice while in use (each
 // carries its producer's sequence number until the consumer checks it), none is lost (a purge
 // after both exit leaves nothing in use or mapped), and the handoff carried batches. Under
