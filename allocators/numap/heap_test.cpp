@@ -966,6 +966,22 @@ void batch_round(Heap& heap, std::vector<void*>& v) {
   for (void* p : v) heap.free(p);
 }
 
+// The calling thread's list of kListObject grown by a batch round of 1000; its cache.
+ThreadCache* grown_list(Heap& heap) {
+  std::vector<void*> v(1000);
+  batch_round(heap, v);
+  return thread_cache_tls();
+}
+
+// n blocks allocated by another thread: what the calling thread then frees is a consumer's.
+std::vector<void*> allocated_elsewhere(Heap& heap, std::size_t n) {
+  std::vector<void*> v(n);
+  std::thread([&] {
+    for (void*& p : v) p = heap.malloc(kListObject);
+  }).join();
+  return v;
+}
+
 TEST_F(HeapTest, ListLimitsGrowUnderABatchPatternUntilTheBatchFits) {
   make_with(Options{});  // the default budget, 1 MiB
   const int cls = small_class(kListObject);
@@ -1026,9 +1042,7 @@ TEST_F(HeapTest, ListLimitsShrinkBackUnderPressureAndOverflows) {
   make_with(Options{});
   const int cls = small_class(kListObject);
   std::thread([&] {
-    ThreadCache* tc = thread_cache_tls();
-    std::vector<void*> v(1000);
-    batch_round(heap, v);
+    ThreadCache* tc = grown_list(heap);
     const std::uint32_t grown = tc->lists[cls].limit;
     ASSERT_GE(grown, 1000u);
     // A purge by another thread (capacity pressure, numap_purge): this thread's next slow path
@@ -1039,10 +1053,7 @@ TEST_F(HeapTest, ListLimitsShrinkBackUnderPressureAndOverflows) {
     EXPECT_LE(tc->lists[cls].limit, grown - 64 * 2);
     // Objects this thread never allocated (a consumer): overflows, and once they have returned
     // three halves of the limit, the limit loses a batch, not below the base.
-    std::vector<void*> other(3000);
-    std::thread([&] {
-      for (void*& p : other) p = heap.malloc(kListObject);
-    }).join();
+    const std::vector<void*> other = allocated_elsewhere(heap, 3000);
     const std::uint32_t before = tc->lists[cls].limit;
     const std::uint64_t shrinks = stats().tcache_shrinks;
     for (void* p : w) heap.free(p);
@@ -1068,14 +1079,9 @@ TEST_F(HeapTest, NoFreeMovesMoreThanAnOverflowsWorthOfObjects) {
   make_with(Options{});
   const int cls = small_class(kListObject);
   std::thread([&] {
-    ThreadCache* tc = thread_cache_tls();
-    std::vector<void*> v(1000);
-    batch_round(heap, v);
+    ThreadCache* tc = grown_list(heap);
     ASSERT_GE(tc->lists[cls].limit, 1000u);
-    std::vector<void*> other(6000);  // a consumer's frees: the list overflows and shrinks
-    std::thread([&] {
-      for (void*& p : other) p = heap.malloc(kListObject);
-    }).join();
+    const std::vector<void*> other = allocated_elsewhere(heap, 6000);  // a consumer's frees: the list overflows and shrinks
     const std::uint64_t shrinks = stats().tcache_shrinks;
     std::uint32_t most_moved = 0;
     bool over_limit = false;
@@ -1284,10 +1290,7 @@ TEST_F(HeapTest, ClaimsGoBackOnShrinkPressureTrimAndExit) {
     EXPECT_EQ(stats().tcache_claimed_bytes, grown);
     // Overflows with objects another thread allocated: the limit loses batches, and the pool gets
     // them back at once.
-    std::vector<void*> other(10000);
-    std::thread([&] {
-      for (void*& p : other) p = heap.malloc(kListObject);
-    }).join();
+    const std::vector<void*> other = allocated_elsewhere(heap, 10000);
     for (void* p : other) heap.free(p);
     EXPECT_LT(tc->grown_bytes, grown);
     EXPECT_EQ(tc->claimed_bytes, tc->grown_bytes);
