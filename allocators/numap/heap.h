@@ -424,9 +424,9 @@ class Heap {
   std::uint64_t drain_handoff(int part, int cls);
   // Every transfer cache's batches back into their slabs (purge, trim), so empty slabs can go.
   void drain_transfers();
-  // One (node, class)'s parked batches (transfer cache and handoff) back into their slabs;
-  // returns their bytes.
-  std::uint64_t drain_transfer(int part, int cls);
+  // One (node, class)'s parked batches (transfer cache and, unless `handoff` is false, handoff)
+  // back into their slabs; returns their bytes.
+  std::uint64_t drain_transfer(int part, int cls, bool handoff = true);
   void recheck_node(ThreadCache* tc);
   // Points the fast paths' ranges (slab_base/span, page_fast_span) at the cache's node, tc->node.
   void set_home(ThreadCache* tc);

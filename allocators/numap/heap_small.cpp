@@ -291,7 +291,9 @@ void Heap::list_overflow(ThreadCache* tc, int cls, int part) {
   // A grown list that keeps overflowing holds more than its thread reuses (a thread that frees
   // what others allocated): once its overflows have returned kMaxOverages halves of its limit, the
   // limit loses a batch (ListTooLong). What the list holds past the new limit stays for now: each
-  // free that finds the list over its limit overflows again, so no free moves more than above.
+  // free that finds the list over its limit overflows again, so no overflow moves more than above
+  // (an idle look, a pressure epoch or a budget request, at most once per DECAY_MS or per event,
+  // still put whole lists back).
   if (l.limit > base_limit_[cls] && (tc->overages[cls] += n) > kMaxOverages * half) {
     list_shrink(tc, cls, 1, false);
     settle_claim(tc);
@@ -316,8 +318,10 @@ void Heap::lists_return_idle(ThreadCache* tc) {
     CacheList& l = tc->lists[c];
     // Into the slabs, not the transfer cache: an object parked there pins its slab as well. The
     // batches this thread's overflows parked on its node go back too (another thread still
-    // using the class refills from the slabs instead).
-    const std::uint64_t bytes = drain_transfer(tc->node, c) + std::uint64_t{l.count} * kSmallSize[c];
+    // using the class refills from the slabs instead); a handoff's only where no background
+    // thread drains it by its age (it may hold NUMAP_HANDOFF_BYTES: not a free's work).
+    const std::uint64_t bytes =
+        drain_transfer(tc->node, c, !decay_thread_.running()) + std::uint64_t{l.count} * kSmallSize[c];
     if (bytes != 0) counters_.tcache_idle_bytes.fetch_add(bytes, std::memory_order_relaxed);
     flush_list(&l, l.count);
     if (l.limit > base_limit_[c]) {
@@ -392,9 +396,7 @@ void Heap::flush_list(CacheList* list, std::uint32_t n) {
     NodePart& np = part_[w.part];
     SlabMeta* s = &np.slab_meta[w.index];
     Central* c = &np.central[s->cls];
-    // A Central's lock is held for at most kOverflowMove objects: a drain of thousands (a stale
-    // handoff, the transfer caches, an idle list) must not keep an overflow's free waiting for it.
-    if (c != held || held_count == kOverflowMove) {
+    if (c != held) {
       drop();
       c->lock.lock();
       held = c;
@@ -540,7 +542,7 @@ void Heap::drain_transfers() {
     for (int cls = 0; cls < kSmallClasses; ++cls) drain_transfer(p, cls);
 }
 
-std::uint64_t Heap::drain_transfer(int part, int cls) {
+std::uint64_t Heap::drain_transfer(int part, int cls, bool handoff) {
   if (!part_[part].slots[kSlabSlot].ready()) return 0;  // no slab yet: nothing parked (see refill)
   Central& c = part_[part].central[cls];
   CacheList taken[kTransferBatches];
@@ -558,7 +560,7 @@ std::uint64_t Heap::drain_transfer(int part, int cls) {
     }
   }
   for (int i = 0; i < n; ++i) flush_list(&taken[i], taken[i].count);  // n is 0 for most classes
-  objects += drain_handoff(part, cls);
+  if (handoff) objects += drain_handoff(part, cls);
   return objects * kSmallSize[cls];
 }
 

@@ -896,12 +896,45 @@ TEST_F(HeapTest, AFreeLeavesAStaleHandoffToTheBackgroundThread) {
   {
     Consumer one(heap, first);  // six batches handed over; the first push started the thread
     FakeOs::now += 20;           // the heap's clock: from here they are stale
+    const std::uint64_t locked = small_class_entry(64).lock_acquisitions;
     Consumer two(heap, second);  // every overflow finds them stale
     EXPECT_EQ(stats().handoff_stale_bytes, before.handoff_stale_bytes);  // no free drained them
+    EXPECT_GT(small_class_entry(64).lock_acquisitions, locked);          // two took the locked path
     EXPECT_EQ(before.in_use_bytes - stats().in_use_bytes, 3072u * 64);   // both consumers' frees count
   }
   for (void* p : spare) heap.free(p);
-  EXPECT_GT(heap.trim(), 0u);  // the purge drains the handoff
+  EXPECT_GT(heap.trim(), 0u);  // the purge drains the handoff: every slab goes
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+  EXPECT_EQ(heap.mapped_bytes(), 0u);
+}
+
+// An idle look at a consumer's lists (a slow path DECAY_MS after the last, the class not overflowed
+// since) leaves the handoff to the background thread, which drains it by its age: a handoff may
+// hold NUMAP_HANDOFF_BYTES, not a free's work. The producer then still takes the batches whole.
+TEST_F(HeapTest, AnIdleLookLeavesTheHandoffToTheBackgroundThread) {
+  Options o;
+  o.handoff_ms = 100000;        // never stale here
+  o.decay_ms = 400;             // an idle look every 400 ms of the heap's clock
+  o.purge_delay_ms = 100000;
+  make_with(o);
+  std::vector<void*> spare;
+  const std::vector<void*> v = for_the_consumer(heap, &spare);
+  const Stats before = stats();
+  std::vector<void*> mine;
+  std::thread([&] {
+    for (void* p : v) heap.free(p);  // 1536 objects handed over; the first push started the thread
+    FakeOs::now += 400;
+    mine.push_back(heap.malloc(1024));  // a slow path: the look (64 B overflowed since the last: kept)
+    FakeOs::now += 400;
+    mine.push_back(heap.malloc(2048));  // the next look: 64 B idle, its list back to the slabs
+  }).join();
+  std::set<void*> got;
+  for (int i = 0; i < 1536; ++i) got.insert(heap.malloc(64));
+  EXPECT_EQ(stats().handoff_batches - before.handoff_batches, 6u);  // all six still there, whole
+  for (void* p : got) heap.free(p);
+  for (void* p : mine) heap.free(p);
+  for (void* p : spare) heap.free(p);
+  EXPECT_GT(heap.trim(), 0u);
   EXPECT_EQ(stats().in_use_bytes, 0u);
 }
 
@@ -1075,7 +1108,7 @@ TEST_F(HeapTest, ListLimitsShrinkBackUnderPressureAndOverflows) {
 // more than kOverflowMove objects (free()'s tail: half a grown list's limit went back in one free
 // before), including where an overflow lowers a grown list's limit: what the list then holds past
 // its new limit goes back by the frees that follow, kOverflowMove at a time.
-TEST_F(HeapTest, NoFreeMovesMoreThanAnOverflowsWorthOfObjects) {
+TEST_F(HeapTest, NoOverflowUnderALockMovesMoreThanKOverflowMoveObjects) {
   make_with(Options{});
   const int cls = small_class(kListObject);
   std::thread([&] {
