@@ -450,13 +450,6 @@ std::uint32_t Heap::handoff_put(ThreadCache* tc, int cls, int part, std::uint32_
       n < Handoff::kMinBatch || list->count < n)
     return 0;
   Central& c = part_[part].central[cls];
-  // As many whole batches as there is room for now (reserve() checks again); every batch holds its
-  // header's objects, so a shorter remainder (a 16 B class's) stays in the list.
-  const std::uint64_t held = c.handoff.bytes();
-  const std::uint64_t room = opt_.handoff_bytes > held ? (opt_.handoff_bytes - held) / size : 0;
-  if (n > room) n = static_cast<std::uint32_t>(room / batch * batch);
-  if (n % batch != 0 && n % batch < Handoff::kMinBatch) n -= n % batch;
-  if (n == 0) return 0;
   const std::uint32_t now = tick();
   // Nobody took from it for HANDOFF_MS: no producer is there, and this overflow takes the locked
   // path. What the handoff holds goes back to the slabs from the background thread, asked now (a
@@ -469,6 +462,14 @@ std::uint32_t Heap::handoff_put(ThreadCache* tc, int cls, int part, std::uint32_
       counters_.handoff_stale_bytes.fetch_add(drain_handoff(part, cls) * size, std::memory_order_relaxed);
     return 0;
   }
+  // As many whole batches as there is room for now (reserve() checks again); every batch holds its
+  // header's objects, so a shorter remainder (a 16 B class's) stays in the list. After the age: a
+  // full handoff nobody takes from is stale too.
+  const std::uint64_t held = c.handoff.bytes();
+  const std::uint64_t room = opt_.handoff_bytes > held ? (opt_.handoff_bytes - held) / size : 0;
+  if (n > room) n = static_cast<std::uint32_t>(room / batch * batch);
+  if (n % batch != 0 && n % batch < Handoff::kMinBatch) n -= n % batch;
+  if (n == 0) return 0;
   if (nparts_ != 1) {  // a list may hold objects of a node the thread has left
     void* o = list->head;
     for (std::uint32_t i = 0; i < n; ++i, o = Handoff::link(o))

@@ -855,6 +855,30 @@ TEST_F(HeapTest, TheNextPushGivesBackBatchesNobodyTookForHandoffMs) {
 
 bool eventually(const std::function<bool()>& done);  // below, with the free limit's tests
 
+// A handoff at its bound that nobody takes from is found stale by the next push too (the age is
+// read before the room): without the background thread that push puts its batches back.
+TEST_F(HeapTest, AFullHandoffNobodyTakesFromIsFoundStale) {
+  Options o;
+  o.handoff_bytes = 32 << 10;  // two batches of 256 objects of 64 B
+  o.handoff_ms = 20;
+  o.decay_ms = 0;
+  o.decay_thread = false;
+  make_with(o);
+  std::vector<void*> spare;
+  const std::vector<void*> first = for_the_consumer(heap, &spare);
+  const std::vector<void*> second = for_the_consumer(heap, &spare);
+  const Stats before = stats();
+  {
+    Consumer one(heap, first);  // the handoff full, the rest through the transfer cache
+    FakeOs::now += 20;
+    Consumer two(heap, second);
+    EXPECT_EQ(stats().handoff_stale_bytes - before.handoff_stale_bytes, 512u * 64);
+  }
+  for (void* p : spare) heap.free(p);
+  EXPECT_GT(heap.trim(), 0u);
+  EXPECT_EQ(stats().in_use_bytes, 0u);
+}
+
 // The end of a release: a consumer's last pushes, then no call at all. Its first push asked the
 // background thread for a look (and started it: nothing was given back before), which looks again
 // after each PURGE_DELAY_MS while the batches are young, and gives them back once they are stale,
