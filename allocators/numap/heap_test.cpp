@@ -803,6 +803,16 @@ TEST_F(HeapTest, DecayPutsHandedOverBatchesNobodyTakesBackIntoTheirSlabs) {
   for (void* q : spare) heap.free(q);
 }
 
+// A handoff's age bound of 20 ms with no decay pass, no idle look and no background thread: what
+// the pushes alone do.
+Options pushes_alone() {
+  Options o;
+  o.handoff_ms = 20;
+  o.decay_ms = 0;
+  o.decay_thread = false;
+  return o;
+}
+
 // The age bound at the next push (NUMAP_HANDOFF_MS, no decay pass): a push that finds the
 // handoff's batches untaken for 20 ms gives them back to their slabs and takes the locked path
 // itself; the next pushes start the clock again. A producer that takes within the 20 ms restarts
@@ -810,11 +820,7 @@ TEST_F(HeapTest, DecayPutsHandedOverBatchesNobodyTakesBackIntoTheirSlabs) {
 TEST_F(HeapTest, TheNextPushGivesBackBatchesNobodyTookForHandoffMs) {
   for (const bool producer : {false, true}) {
     SCOPED_TRACE(producer);
-    Options o;
-    o.handoff_ms = 20;
-    o.decay_ms = 0;  // no decay pass, no idle look: the pushes alone
-    o.decay_thread = false;
-    make_with(o);
+    make_with(pushes_alone());
     std::vector<void*> spare;
     const std::vector<void*> first = for_the_consumer(heap, &spare);
     const std::vector<void*> second = for_the_consumer(heap, &spare);
@@ -858,11 +864,8 @@ bool eventually(const std::function<bool()>& done);  // below, with the free lim
 // A handoff at its bound that nobody takes from is found stale by the next push too (the age is
 // read before the room): without the background thread that push puts its batches back.
 TEST_F(HeapTest, AFullHandoffNobodyTakesFromIsFoundStale) {
-  Options o;
+  Options o = pushes_alone();
   o.handoff_bytes = 32 << 10;  // two batches of 256 objects of 64 B
-  o.handoff_ms = 20;
-  o.decay_ms = 0;
-  o.decay_thread = false;
   make_with(o);
   std::vector<void*> spare;
   const std::vector<void*> first = for_the_consumer(heap, &spare);
