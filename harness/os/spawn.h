@@ -45,7 +45,7 @@ struct SpawnOptions {
   // standard error (after `fds`: a cell's log) and exits 127, and spawn returns its pid.
   bool fail_in_child = false;
   std::string exec_failure;  // WHAT when exec fails; "" = "cannot execute ARGV0"
-  // Not "": the child leads a session of its own (setsid; no controlling terminal, its own group),
+  // True: the child leads a session of its own (setsid; no controlling terminal, its own group),
   // so a terminal's or a group's signal does not reach it. Not together with new_group.
   bool new_session = false;
   std::vector<int> ignore_signals;  // set to SIG_IGN in the child (they stay ignored across exec)
