@@ -117,13 +117,13 @@ bool Heap::init_at(const Options& options, const Topology& topology, Os* os) {
     part->slab_class = reinterpret_cast<std::uint8_t*>(region);
     char* base = arena_ + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(nslots_) * span_;
     for (int s = 0; s < nslots_; ++s)
-      if (slot_grain(s) > 1) os_->advise_huge(base + static_cast<std::uint64_t>(s) * span_, span_, true);
+      if (slot_grain(s) > 1 || opt_.thp_every_class) os_->advise_huge(base + static_cast<std::uint64_t>(s) * span_, span_, true);
     budget_.attach(i, &part->charge);
     // Bound before first touch: every page of the partition faults in on its node.
     if (numa_) bind_part(base, static_cast<std::uint64_t>(nslots_) * span_, i);
   }
   huge_.init(m);
-  if (!opt_.thp) os_->advise_huge(arena_, arena_bytes_, false);
+  if (!thp()) os_->advise_huge(arena_, arena_bytes_, false);
   budget_.follow_kernel();
   refresh_capacity(true);
   return true;

@@ -218,8 +218,10 @@ class Heap {
                      static_cast<std::uint64_t>(slot)) * span_;
   }
   static std::uint64_t slot_chunk(int slot) { return slot == kSlabSlot ? kSlabBytes : page_class_size(slot - 1); }
+  // Huge pages asked for (NUMAP_THP, or NUMAP_THP_EVERY_CLASS, which implies it).
+  bool thp() const { return opt_.thp || opt_.thp_every_class; }
   std::uint32_t slot_grain(int slot) const {
-    return opt_.thp && slot_chunk(slot) % (std::uint64_t{2} << 20) == 0 ? (2u << 20) / kPage : 1;
+    return thp() && slot_chunk(slot) % (std::uint64_t{2} << 20) == 0 ? (2u << 20) / kPage : 1;
   }
   // The Slot, initialised if this is its first use: a class or node never used touches no page of
   // its metadata (the pages were bound to their node at init, so they fault in there).

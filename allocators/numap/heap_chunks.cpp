@@ -224,7 +224,7 @@ void Heap::populate(char* p, std::uint64_t bytes) {
 std::uint64_t Heap::move_in(int part, int slot, std::uint64_t index, std::uint64_t have, std::uint64_t need) {
   // A move costs a system call and a TLB shootdown (~5 us here) whatever its size, a fault and a
   // zeroed page ~1.4 us per page: below 16 pages faulting is cheaper.
-  if (need - have < kMoveMinPages || opt_.move_pieces <= 0 || opt_.thp || moves_off_.load(std::memory_order_relaxed))
+  if (need - have < kMoveMinPages || opt_.move_pieces <= 0 || thp() || moves_off_.load(std::memory_order_relaxed))
     return 0;
   Slot& dst = part_[part].slots[slot];
   NodePart& np = part_[part];
@@ -318,7 +318,7 @@ bool Heap::discard_run(int part, Slot& sl, std::uint64_t first, std::uint64_t co
 bool Heap::remap_fresh(int part, char* p, std::uint64_t bytes) {
   if (!os_->replace(p, bytes)) return false;
   // The arena's advice and binding (init), so the fresh mapping merges with its neighbours.
-  if (!opt_.thp) os_->advise_huge(p, bytes, false);
+  if (!thp()) os_->advise_huge(p, bytes, false);
   if (numa_) bind_part(p, bytes, part);
   return true;
 }

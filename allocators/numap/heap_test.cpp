@@ -3055,6 +3055,45 @@ TEST_F(HeapTest, MetadataIsNeverHugePagesAndLivesOnItsNode) {
   EXPECT_TRUE(metadata_nohuge());
 }
 
+// NUMAP_THP_EVERY_CLASS (issue 45, target 1's time): every class's span asks for huge pages, the
+// small-object slabs' and the page classes' too, as NUMAP_THP alone asks only for the 2 MiB-multiple
+// classes'; the rest of the arena is advised NOHUGEPAGE only with neither, the metadata never huge.
+TEST_F(HeapTest, ThpEveryClassAsksForHugePagesOnEveryClassSpan) {
+  for (const bool every : {false, true}) {
+    FakeOs::reset();
+    Options o;
+    o.thp = !every;  // every class implies THP
+    o.thp_every_class = every;
+    make_with(o);
+    const auto meta = reinterpret_cast<std::uintptr_t>(heap.metadata());
+    std::vector<std::uintptr_t> huge;  // the spans advised MADV_HUGEPAGE
+    bool nohuge_beyond_metadata = false;
+    for (const auto& a : FakeOs::huge_advice) {
+      if (a.huge) {
+        EXPECT_EQ(a.bytes, 1ull << 30);  // a whole class span, never the metadata
+        huge.push_back(a.addr);
+      }
+      nohuge_beyond_metadata |= !a.huge && a.addr != meta;
+    }
+    EXPECT_FALSE(nohuge_beyond_metadata);
+    auto in_huge_span = [&](void* p) {
+      const auto at = reinterpret_cast<std::uintptr_t>(p);
+      return std::any_of(huge.begin(), huge.end(), [&](std::uintptr_t s) { return at >= s && at - s < (1ull << 30); });
+    };
+    void* small = heap.malloc(64);
+    void* page_class = heap.malloc(64 << 10);
+    void* two_mib = heap.malloc(2 << 20);
+    EXPECT_EQ(in_huge_span(small), every);
+    EXPECT_EQ(in_huge_span(page_class), every);
+    EXPECT_TRUE(in_huge_span(two_mib));
+    heap.free(small);
+    heap.free(page_class);
+    heap.free(two_mib);
+    heap.destroy();
+    heap_ready = false;
+  }
+}
+
 TEST_F(HeapTest, ThreadsOutsideAMembindSetSpreadByFreeMemory) {
   // numactl --membind=0,1: CPUs on nodes 2-7 have no allowed local node; 0 and 1 are equally near
   // to 2 and 3. They must not all pile onto node 0.
