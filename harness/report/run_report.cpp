@@ -105,6 +105,7 @@ void machine_section(html::Document& doc, const json& meta) {
     add("kernel", field(machine, k::kernel));
     add("transparent huge pages", fmt::format("enabled: {}, defrag: {}", field(machine, k::thp_enabled), field(machine, k::thp_defrag)));
     add("overcommit_memory", field(machine, k::overcommit_memory));
+    if (!rs::page_reporting_notice(meta).empty()) add("free page reporting", "active: see the note above");
     add("glibc", field(machine, k::glibc_version));
     add("page size", field(machine, k::page_size));
     if (meta.contains(m::kAllocmark))
@@ -447,6 +448,8 @@ RunReport build_run_report(const std::string& dir, const std::string& page, cons
                 "note");
   if (std::string notice = rs::lab_notice(meta); !notice.empty())
     doc.paragraph("These are " + notice + ".", "warn");
+  if (std::string notice = rs::page_reporting_notice(meta); !notice.empty())
+    doc.paragraph("Times: " + notice + " (docs/benchmarks.md, \"Free page reporting\").", "warn");
   bool any_ok = statuses.count("ok") > 0;
   if (!any_ok)
     doc.paragraph(fmt::format("Every cell failed: no figures to compare. The {} cells and their reasons are listed "

@@ -28,6 +28,7 @@
   X(page_size, describes)           \
   X(thp_defrag, describes)          \
   X(thp_enabled_set_by_run, describes) /* only after `run --system-thp` */ \
+  X(free_page_reporting, describes)  \
   X(numa, describes)
 
 namespace allocmark::results {
@@ -44,6 +45,12 @@ namespace machine_key {
 ALLOCMARK_MACHINE_FIELDS(ALLOCMARK_MACHINE_KEY)
 #undef ALLOCMARK_MACHINE_KEY
 }  // namespace machine_key
+
+// Inside `free_page_reporting`.
+namespace page_reporting_key {
+inline constexpr const char kActive[] = "active";          // a virtio balloon reports free pages to the hypervisor
+inline constexpr const char kBlockBytes[] = "block_bytes";  // the blocks it reports (page_reporting_order)
+}  // namespace page_reporting_key
 
 // Inside `numa`.
 namespace numa_key {
@@ -73,5 +80,9 @@ std::string machine_differences(const nlohmann::json& recorded, const nlohmann::
 // For a folder `allocmark lab` brought back from its virtual machine (meta.json `lab`): one line
 // saying so, the topology and emulator, and what its figures are worth; "" for any other folder.
 std::string lab_notice(const nlohmann::json& meta);
+
+// For a folder whose machine hands free memory back to its hypervisor (free_page_reporting.active):
+// one line saying what that does to the times of phases that fault memory in; "" otherwise.
+std::string page_reporting_notice(const nlohmann::json& meta);
 
 }  // namespace allocmark::results

@@ -816,8 +816,10 @@ TEST(Machine, TheDescriptionHoldsTheTablesFieldsAndDifferencesNameWhatDecides) {
   for (const auto& [key, role] : kMachineFields)
     if (std::string(key) != machine_key::thp_enabled_set_by_run) rows.insert(key);
   EXPECT_EQ(written, rows);
-  EXPECT_EQ(rows, (std::set<std::string>{"arch", "cpu_model", "cpus_online", "cpus_usable", "glibc_version", "host", "kernel",
-                                         "memory_bytes", "numa", "overcommit_memory", "page_size", "thp_defrag", "thp_enabled"}));
+  EXPECT_EQ(rows, (std::set<std::string>{"arch", "cpu_model", "cpus_online", "cpus_usable", "free_page_reporting", "glibc_version",
+                                         "host", "kernel", "memory_bytes", "numa", "overcommit_memory", "page_size", "thp_defrag",
+                                         "thp_enabled"}));
+  EXPECT_TRUE(now["free_page_reporting"]["active"].is_boolean());
   EXPECT_TRUE(now["numa"].contains("nodes"));
   json other = now;
   other["arch"] = "elsewhere";
@@ -829,6 +831,23 @@ TEST(Machine, TheDescriptionHoldsTheTablesFieldsAndDifferencesNameWhatDecides) {
   EXPECT_EQ(machine_differences(now, other),
             "host " + now["host"].dump() + " recorded, \"h2\" now; kernel " + now["kernel"].dump() + " recorded, \"k2\" now; NUMA nodes " +
                 std::to_string(now["numa"]["nodes"].get<int>()) + " recorded, " + std::to_string(other["numa"]["nodes"].get<int>()) + " now");
+}
+
+// Free page reporting describes the machine and decides nothing; its notice is said only where a
+// folder's machine had it active (not for older folders, which lack the field, nor a bare machine).
+TEST(Machine, FreePageReportingIsANoticeWhereItWasActive) {
+  const json machine = machine_info();
+  json with = machine, without = machine;
+  with["free_page_reporting"] = {{"active", true}, {"block_bytes", 2 << 20}};
+  without["free_page_reporting"] = {{"active", false}};
+  EXPECT_EQ(machine_differences(with, without), "");
+  EXPECT_NE(page_reporting_notice(json{{"machine", with}}).find("free page reporting"), std::string::npos);
+  EXPECT_EQ(page_reporting_notice(json{{"machine", without}}), "");
+  json old = machine;
+  old.erase("free_page_reporting");
+  EXPECT_EQ(page_reporting_notice(json{{"machine", old}}), "");
+  EXPECT_EQ(page_reporting_notice(json{{"machine", {{"free_page_reporting", "yes"}}}}), "");
+  EXPECT_EQ(page_reporting_notice(json::object()), "");
 }
 
 }  // namespace model_test
