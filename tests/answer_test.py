@@ -158,6 +158,15 @@ class TerminalSummary(TempDirTest):
         for phase in ("fill", "churn", "release"):
             self.assertNotRegex(p.stdout, r"\b%s\b" % phase)
         self.assertIn("allocmark show " + self.out, p.stdout)
+        # Where the machine hands free memory to its hypervisor (meta.json says which), the answer's
+        # times carry a note on cell order; elsewhere no such note.
+        with open(os.path.join(self.out, "meta.json")) as f:
+            reporting = json.load(f)["machine"]["free_page_reporting"]
+        self.assertIsInstance(reporting["active"], bool)
+        if reporting["active"]:
+            self.assertIn("Note on time: this machine hands memory", p.stdout)
+        else:
+            self.assertNotIn("Note on time", p.stdout)
 
 
 class Advise(TempDirTest):

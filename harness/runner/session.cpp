@@ -213,6 +213,9 @@ std::string session_summary(const SessionOutcome& outcome, std::ostream& message
     for (const auto& w : model.warnings()) messages << "allocmark: warning: " << w << "\n";
     // The answer per workload, not every phase: `show` prints the full table.
     if (with_recommendation) text = rs::text::recommendation_text(rs::recommend(model), folder);
+    // The recommendation ranks time too: say where this machine makes times depend on cell order.
+    if (std::string notice = rs::page_reporting_notice(rs::meta::read(folder).value); !notice.empty() && !text.empty())
+      text += "\nNote on time: " + notice + " (docs/benchmarks.md, \"Free page reporting\").\n";
   } catch (const rs::ResultsError&) {
   }
   namespace lay = rs::layout;
