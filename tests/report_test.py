@@ -413,6 +413,34 @@ if __name__ == "__main__":
     unittest.main()
 
 
+class PageReporting(unittest.TestCase):
+    """A folder whose machine handed free memory to its hypervisor (meta.json machine.free_page_reporting,
+    docs/benchmarks.md "Free page reporting") gets the note on times under the header and a line in the
+    machine's facts; one whose machine did not, or an older folder without the field, gets neither."""
+
+    def test_the_note_follows_the_machines_field(self):
+        with tempfile.TemporaryDirectory(prefix="allocmark-reporting-") as tmp:
+            for state in ("active", "inactive", "absent"):
+                with self.subTest(state=state):
+                    folder = fixture_copy("single-allocator", tempfile.mkdtemp(dir=tmp))
+                    meta_path = os.path.join(folder, "meta.json")
+                    with open(meta_path) as f:
+                        meta = json.load(f)
+                    self.assertNotIn("free_page_reporting", meta["machine"])  # a folder from before the field
+                    if state != "absent":
+                        meta["machine"]["free_page_reporting"] = (
+                            {"active": True, "block_bytes": 2 << 20} if state == "active" else {"active": False})
+                    with open(meta_path, "w") as f:
+                        json.dump(meta, f)
+                    proc = run_allocmark("report", folder)
+                    self.assertEqual(proc.returncode, 0, proc.stderr)
+                    with open(os.path.join(folder, "report.html")) as f:
+                        page = f.read()
+                    noted = "Times: this machine hands memory that stays free for about 2 s back to its hypervisor" in page
+                    listed = "active, blocks of 2048 KiB and up" in page
+                    self.assertEqual((noted, listed), (state == "active", state == "active"))
+
+
 class Versions(unittest.TestCase):
     """Releases of one allocator (issue 43, docs/report.md "Versions"): a real seed-004 folder
     (tests/fixtures/versions: insert_phases under jemalloc 4.4.0, 5.0.1, 5.2.1, 5.2.1:bg, 5.3.1 and

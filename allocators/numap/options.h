@@ -42,7 +42,8 @@ inline constexpr const char* kPopulateNames[] = {"none", "auto", "all", nullptr}
   X(THP, thp, bool, kBool, false, 0, 1, nullptr, "transparent huge pages for 2 MiB-multiple classes")           \
   X(THP_EVERY_CLASS, thp_every_class, bool, kBool, false, 0, 1, nullptr,                                        \
     "implies THP, and asks for huge pages on every class's span too (small slabs, page classes): a fill "     \
-    "faults 2 MiB at a time, as mimalloc 3 does (faster fills, higher peak; giving back part of one splits it)") \
+    "faults 2 MiB at a time, as mimalloc 3 does (faster fills, higher peak; giving back part of one splits it; " \
+    "their charges stay in pages, so CAPACITY no longer bounds RSS exactly)")                                   \
   X(TCACHE, tcache, bool, kBool, true, 0, 1, nullptr, "per-thread caches for small objects")                    \
   X(TCACHE_BYTES, tcache_bytes, std::uint64_t, kSize, 32 << 10, 1 << 10, 1 << 24, nullptr,                      \
     "thread cache bytes per small class: each list's base limit (TCACHE_BYTES / size, 4..512 objects)")        \

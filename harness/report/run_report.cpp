@@ -105,7 +105,13 @@ void machine_section(html::Document& doc, const json& meta) {
     add("kernel", field(machine, k::kernel));
     add("transparent huge pages", fmt::format("enabled: {}, defrag: {}", field(machine, k::thp_enabled), field(machine, k::thp_defrag)));
     add("overcommit_memory", field(machine, k::overcommit_memory));
-    if (!rs::page_reporting_notice(meta).empty()) add("free page reporting", "active: see the note above");
+    if (!rs::page_reporting_notice(meta).empty()) {
+      const json reporting = machine.value(k::free_page_reporting, json::object());
+      const json block = reporting.is_object() ? reporting.value(rs::page_reporting_key::kBlockBytes, json()) : json();
+      add("free page reporting",
+          block.is_number_unsigned() ? fmt::format("active, blocks of {} KiB and up: see the note above", block.get<std::uint64_t>() / 1024)
+                                     : "active: see the note above");
+    }
     add("glibc", field(machine, k::glibc_version));
     add("page size", field(machine, k::page_size));
     if (meta.contains(m::kAllocmark))

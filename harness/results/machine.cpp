@@ -32,29 +32,34 @@ std::string cpu_model() {
   return "";
 }
 
-// Free page reporting (a virtio balloon with VIRTIO_BALLOON_F_REPORTING, feature bit 5): the guest
-// hands blocks that stay free for about 2 s back to the hypervisor, whose next touch is a host fault
-// as well as the guest's. The time of a phase that faults memory in then depends on what ran before
-// it (docs/benchmarks.md, "Free page reporting").
-nlohmann::json free_page_reporting(long page_size) {
+}  // namespace
+
+// Free page reporting (a virtio balloon with VIRTIO_BALLOON_F_REPORTING, feature bit 5; the
+// features file has one '0' or '1' per bit, lowest first): the guest hands blocks that stay free for
+// about 2 s back to the hypervisor, whose next touch is a host fault as well as the guest's. The time
+// of a phase that faults memory in then depends on what ran before it (docs/benchmarks.md, "Free
+// page reporting"). Hyper-V's balloon reports free pages too and is not detected.
+nlohmann::json free_page_reporting(const std::string& sysfs, long page_size) {
   namespace k = page_reporting_key;
   constexpr char kBalloon[] = "0x0005";
   constexpr std::size_t kReportingBit = 5;
   bool active = false;
   std::error_code ec;
-  for (const auto& device : std::filesystem::directory_iterator("/sys/bus/virtio/devices", ec)) {
+  for (const auto& device : std::filesystem::directory_iterator(sysfs + "/bus/virtio/devices", ec)) {
     const std::string dir = device.path().string();
     const std::string features = trimmed(os::read_text(dir + "/features"));
     active |= trimmed(os::read_text(dir + "/device")) == kBalloon && features.size() > kReportingBit &&
               features[kReportingBit] == '1';
   }
   nlohmann::json j{{k::kActive, active}};
-  const std::string order = trimmed(os::read_text("/sys/module/page_reporting/parameters/page_reporting_order"));
-  if (active && !order.empty() && order.find_first_not_of("0123456789") == std::string::npos && order.size() < 3)
+  // The smallest block it reports (page_reporting_order: -1 until a device registers; at most 10).
+  const std::string order = trimmed(os::read_text(sysfs + "/module/page_reporting/parameters/page_reporting_order"));
+  if (active && (order.size() == 1 || order == "10") && order.find_first_not_of("0123456789") == std::string::npos)
     j[k::kBlockBytes] = static_cast<std::uint64_t>(page_size) << std::stoi(order);
   return j;
 }
 
+namespace {
 }  // namespace
 
 std::string host_name() {
@@ -83,7 +88,7 @@ nlohmann::json machine_info() {
   j[key::thp_defrag] = metrics::thp_defrag_mode();
   j[key::overcommit_memory] = trimmed(os::read_text("/proc/sys/vm/overcommit_memory"));
   j[key::glibc_version] = gnu_get_libc_version();
-  j[key::free_page_reporting] = free_page_reporting(sysconf(_SC_PAGESIZE));
+  j[key::free_page_reporting] = free_page_reporting("/sys", sysconf(_SC_PAGESIZE));
   nlohmann::json numa;
   if (numa_available() >= 0) {
     int nodes = numa_max_node() + 1;
@@ -138,11 +143,14 @@ std::string lab_notice(const nlohmann::json& recorded) {
 
 std::string page_reporting_notice(const nlohmann::json& meta) {
   namespace k = page_reporting_key;
-  if (!meta.is_object() || !meta.contains(meta::kMachine) || !meta[meta::kMachine].is_object()) return "";
-  const nlohmann::json& machine = meta[meta::kMachine];
-  if (!machine.contains(machine_key::free_page_reporting)) return "";
-  const nlohmann::json& reporting = machine[machine_key::free_page_reporting];
-  if (!reporting.is_object() || !reporting.contains(k::kActive) || reporting[k::kActive] != true) return "";
+  // Any machine the cells ran on (Slurm's batch nodes and merged folders' hosts are in `machines`).
+  bool active = false;
+  for (const auto& [host, machine] : meta::machines(meta)) {
+    if (!machine.is_object() || !machine.contains(machine_key::free_page_reporting)) continue;
+    const nlohmann::json& reporting = machine[machine_key::free_page_reporting];
+    active |= reporting.is_object() && reporting.contains(k::kActive) && reporting[k::kActive] == true;
+  }
+  if (!active) return "";
   return "this machine hands memory that stays free for about 2 s back to its hypervisor (free page reporting), "
          "and a later first touch of it is a host fault as well: the times of phases that fault memory in depend "
          "on what ran just before them (up to 3x seen), so compare them across allocators with care";

@@ -49,7 +49,7 @@ ALLOCMARK_MACHINE_FIELDS(ALLOCMARK_MACHINE_KEY)
 // Inside `free_page_reporting`.
 namespace page_reporting_key {
 inline constexpr const char kActive[] = "active";          // a virtio balloon reports free pages to the hypervisor
-inline constexpr const char kBlockBytes[] = "block_bytes";  // the blocks it reports (page_reporting_order)
+inline constexpr const char kBlockBytes[] = "block_bytes";  // the smallest block it reports (page_reporting_order)
 }  // namespace page_reporting_key
 
 // Inside `numa`.
@@ -81,7 +81,11 @@ std::string machine_differences(const nlohmann::json& recorded, const nlohmann::
 // saying so, the topology and emulator, and what its figures are worth; "" for any other folder.
 std::string lab_notice(const nlohmann::json& meta);
 
-// For a folder whose machine hands free memory back to its hypervisor (free_page_reporting.active):
+// A virtio balloon's free page reporting under the sysfs root `sysfs` ("/sys"): meta.json's
+// machine.free_page_reporting ({"active": bool, "block_bytes" when active}).
+nlohmann::json free_page_reporting(const std::string& sysfs, long page_size);
+
+// For a folder any of whose machines hands free memory back to its hypervisor (free_page_reporting.active):
 // one line saying what that does to the times of phases that fault memory in; "" otherwise.
 std::string page_reporting_notice(const nlohmann::json& meta);
 

@@ -850,4 +850,30 @@ TEST(Machine, FreePageReportingIsANoticeWhereItWasActive) {
   EXPECT_EQ(page_reporting_notice(json::object()), "");
 }
 
+// The balloon is found by its device type (0x0005) and its negotiated feature bit 5, whatever the
+// other devices say; the block size only from a page_reporting_order the kernel could have set.
+TEST(Machine, FreePageReportingIsReadFromTheVirtioBalloonsFeatures) {
+  const std::filesystem::path root = std::filesystem::temp_directory_path() / ("allocmark-sysfs-" + std::to_string(getpid()));
+  std::filesystem::remove_all(root);
+  auto write = [&](const std::string& rel, const std::string& text) {
+    std::filesystem::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text << "\n";
+  };
+  auto read = [&] { return free_page_reporting(root.string(), 4096); };
+  EXPECT_EQ(read(), (json{{"active", false}}));  // no virtio bus at all
+  write("bus/virtio/devices/virtio1/device", "0x0001");  // a network device with bit 5 set
+  write("bus/virtio/devices/virtio1/features", "0000010000000000");
+  write("bus/virtio/devices/virtio0/device", "0x0005");  // the balloon, reporting not negotiated
+  write("bus/virtio/devices/virtio0/features", "0110000100000000");
+  write("module/page_reporting/parameters/page_reporting_order", "9");
+  EXPECT_EQ(read(), (json{{"active", false}}));
+  write("bus/virtio/devices/virtio0/features", "0110010100000000");
+  EXPECT_EQ(read(), (json{{"active", true}, {"block_bytes", 2u << 20}}));
+  for (const char* order : {"-1", "4294967295", "64", ""}) {
+    write("module/page_reporting/parameters/page_reporting_order", order);
+    EXPECT_EQ(read(), (json{{"active", true}})) << order;
+  }
+  std::filesystem::remove_all(root);
+}
+
 }  // namespace model_test
