@@ -59,9 +59,6 @@ nlohmann::json free_page_reporting(const std::string& sysfs, long page_size) {
   return j;
 }
 
-namespace {
-}  // namespace
-
 std::string host_name() {
   utsname u{};
   uname(&u);
