@@ -416,7 +416,8 @@ if __name__ == "__main__":
 class PageReporting(unittest.TestCase):
     """A folder whose machine handed free memory to its hypervisor (meta.json machine.free_page_reporting,
     docs/benchmarks.md "Free page reporting") gets the note on times under the header and a line in the
-    machine's facts; one whose machine did not, or an older folder without the field, gets neither."""
+    machine's facts, and `show` and `compare` a note on stderr; one whose machine did not, or an older
+    folder without the field, gets none of them."""
 
     def test_the_note_follows_the_machines_field(self):
         with tempfile.TemporaryDirectory(prefix="allocmark-reporting-") as tmp:
@@ -439,6 +440,16 @@ class PageReporting(unittest.TestCase):
                     noted = "Times: this machine hands memory that stays free for about 2 s back to its hypervisor" in page
                     listed = "active, blocks of 2048 KiB and up" in page
                     self.assertEqual((noted, listed), (state == "active", state == "active"))
+                    # show and compare, the other readers of times, say it on stderr, naming the folder;
+                    # compare against a folder without it too, in either order.
+                    plain = fixture_copy("single-allocator", tempfile.mkdtemp(dir=tmp))
+                    for command in (["show", folder], ["compare", folder, plain], ["compare", plain, folder]):
+                        proc = run_allocmark(*command)
+                        self.assertEqual(proc.returncode, 0, proc.stderr)
+                        self.assertEqual("allocmark: note on time (%s): this machine hands memory" % folder in proc.stderr,
+                                         state == "active", (command, proc.stderr))
+                        self.assertNotIn("note on time", proc.stdout)
+                    self.assertNotIn("note on time", run_allocmark("show", plain).stderr)
 
 
 class Versions(unittest.TestCase):

@@ -12,6 +12,8 @@
 
 #include "harness/os/files.h"
 #include "harness/results/folder_layout.h"
+#include "harness/results/machine.h"
+#include "harness/results/meta.h"
 #include "harness/results/model.h"
 #include "harness/results/safe_text.h"
 
@@ -147,6 +149,20 @@ void check_output_folder(const std::string& out, const std::string& flag, const 
 void print_reading_notes(const results::Model& model) {
   for (const auto& n : model.writer_notices()) std::cerr << "allocmark: " << results::terminal_line(n) << "\n";
   for (const auto& w : model.warnings()) std::cerr << "allocmark: warning: " << results::terminal_line(w) << "\n";
+}
+
+void print_time_notes(const std::vector<std::string>& dirs) {
+  std::vector<std::string> noted;
+  std::string notice;
+  for (const auto& dir : dirs)
+    if (std::string n = results::page_reporting_notice(results::meta::read(dir).value);
+        !n.empty() && std::find(noted.begin(), noted.end(), dir) == noted.end()) {
+      noted.push_back(dir);
+      notice = n;
+    }
+  if (!noted.empty())
+    std::cerr << "allocmark: note on time (" << results::terminal_line(fmt::format("{}", fmt::join(noted, ", "))) << "): " << notice
+              << "\n";
 }
 
 void print_writer_notice(const std::string& dir) {

@@ -78,6 +78,10 @@ void check_output_folder(const std::string& out, const std::string& flag, const 
 void print_reading_notes(const results::Model& model);
 // The same for a folder read without a Model of its own here (compare, plot): results::writer_notice.
 void print_writer_notice(const std::string& dir);
+// Where the machine of any of `dirs` makes times depend on cell order (results::page_reporting_notice:
+// free page reporting), one note on stderr naming those folders: the readers of times (show,
+// compare) say it as `run`'s recommendation and the report do.
+void print_time_notes(const std::vector<std::string>& dirs);
 
 // --metric of gate and compare: gate metric names, checked; `fallback` when none is given.
 std::vector<std::string> parse_gate_metrics(const std::vector<std::string>& raw, const std::vector<std::string>& fallback);

@@ -455,7 +455,7 @@ RunReport build_run_report(const std::string& dir, const std::string& page, cons
   if (std::string notice = rs::lab_notice(meta); !notice.empty())
     doc.paragraph("These are " + notice + ".", "warn");
   if (std::string notice = rs::page_reporting_notice(meta); !notice.empty())
-    doc.paragraph("Times: " + notice + " (docs/benchmarks.md, \"Free page reporting\").", "warn");
+    doc.paragraph("Times: " + notice + ".", "warn");
   bool any_ok = statuses.count("ok") > 0;
   if (!any_ok)
     doc.paragraph(fmt::format("Every cell failed: no figures to compare. The {} cells and their reasons are listed "

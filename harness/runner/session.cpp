@@ -215,7 +215,7 @@ std::string session_summary(const SessionOutcome& outcome, std::ostream& message
     if (with_recommendation) text = rs::text::recommendation_text(rs::recommend(model), folder);
     // The recommendation ranks time too: say where this machine makes times depend on cell order.
     if (std::string notice = rs::page_reporting_notice(rs::meta::read(folder).value); !notice.empty() && !text.empty())
-      text += "\nNote on time: " + notice + " (docs/benchmarks.md, \"Free page reporting\").\n";
+      text += "\nNote on time: " + notice + ".\n";
   } catch (const rs::ResultsError&) {
   }
   namespace lay = rs::layout;
