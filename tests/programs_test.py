@@ -107,6 +107,24 @@ class EveryBackend(ProgramTest):
             with open(r["stdout"]) as f:
                 self.assertEqual(f.read(), "1\n2\n3\n")
 
+    def test_workloads_pick_programs_of_a_matrix_by_their_cell_name(self):
+        matrix = os.path.join(self.tmp, "m.toml")
+        with open(matrix, "w") as f:
+            f.write('[matrix]\nallocators = ["glibc"]\nreps = 1\n'
+                    '[programs.one]\ncommand = "echo one"\n[programs.two]\ncommand = "echo two"\n')
+        p = run(["run", matrix, "-w", "program:two", "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual([r["workload"] for r in records(self.out)], ["program:two"])
+        both = os.path.join(self.tmp, "both")
+        p = run(["run", matrix, "-w", "program:one,program:two", "--out", both])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(sorted(r["workload"] for r in records(both)), ["program:one", "program:two"])
+        nothing = os.path.join(self.tmp, "nothing")
+        p = run(["run", matrix, "-w", "program:three", "--out", nothing])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("workload 'program:three' names no program of this matrix (program:one, program:two)", p.stderr)
+        self.assertFalse(os.path.exists(nothing))
+
     def test_a_program_runs_on_the_cpus_and_nodes_its_placement_chose(self):
         # The program reports what the kernel let it use; the record says what was chosen.
         script = os.path.join(self.tmp, "where.py")

@@ -384,6 +384,26 @@ class PlanBuilder {
     for (const auto& [name, def] : programs_) check_program(def);
   }
 
+  // `program:NAME` among the workloads (the cell's own workload name) picks that program of the
+  // matrix's: naming one runs only the programs named (and any built-in workloads named beside them).
+  void pick_programs(const std::string& ctx) {
+    std::map<std::string, ProgramDef> picked;
+    std::erase_if(workloads_.names, [&](const std::string& name) {
+      if (!is_program(name)) return false;
+      const std::string program = name.substr(std::string(kProgramPrefix).size());
+      auto it = programs_.find(program);
+      if (it == programs_.end()) {
+        std::vector<std::string> names;
+        for (const auto& [n, def] : programs_) names.push_back(kProgramPrefix + n);
+        throw ConfigError(ctx + ": workload '" + name + "' names no program of this matrix (" +
+                          (names.empty() ? std::string("it defines none: [programs.NAME] or --program") : join(names)) + ")");
+      }
+      picked.insert(*it);
+      return true;
+    });
+    if (!picked.empty()) programs_ = std::move(picked);
+  }
+
   // Traces: the file's [traces.*], cells of the replay workload; like programs, a matrix that names
   // traces runs only them unless it also names workloads.
   void collect_traces() {
@@ -397,6 +417,7 @@ class PlanBuilder {
                            programs_.empty() && traces_.empty() ? runnable_workload_names() : std::vector<std::string>{});
     dedupe(workloads_.names, "workload", plan_.notes);
     const std::string& ctx = workloads_.origin;
+    pick_programs(ctx);
     if (workloads_.names.empty() && programs_.empty() && traces_.empty()) throw ConfigError(ctx + ": no workload named");
     for (const auto& name : workloads_.names)
       if (!wl::find_workload(name))
