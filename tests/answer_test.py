@@ -164,7 +164,7 @@ class TerminalSummary(TempDirTest):
             reporting = json.load(f)["machine"]["free_page_reporting"]
         self.assertIsInstance(reporting["active"], bool)
         if reporting["active"]:
-            self.assertIn("Note on time: this machine hands memory", p.stdout)
+            self.assertIn("Note on time: the machine these cells ran on hands memory", p.stdout)
         else:
             self.assertNotIn("Note on time", p.stdout)
 

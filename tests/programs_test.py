@@ -124,6 +124,30 @@ class EveryBackend(ProgramTest):
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("workload 'program:three' names no program of this matrix (program:one, program:two)", p.stderr)
         self.assertFalse(os.path.exists(nothing))
+        p = run(["run", matrix, "-w", "two", "--out", nothing])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("unknown workload 'two'", p.stderr)
+        self.assertIn("did you mean program:two?", p.stderr)
+        self.assertFalse(os.path.exists(nothing))
+
+    def test_a_matrix_file_picks_its_programs_and_leaves_the_others_unchecked(self):
+        # The file's own workloads list picks too, beside a built-in workload; a program left out
+        # may name an executable this machine lacks.
+        matrix = os.path.join(self.tmp, "m.toml")
+        with open(matrix, "w") as f:
+            f.write('[matrix]\nallocators = ["glibc"]\nreps = 1\nthreads = [1]\nsize = "quick"\n'
+                    'workloads = ["program:one", "scatter_free"]\n'
+                    '[programs.one]\ncommand = "echo one"\n[programs.elsewhere]\ncommand = "/no/such/tool"\n')
+        p = run(["run", matrix, "--out", self.out])
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(sorted(r["workload"] for r in records(self.out)), ["program:one", "scatter_free"])
+        self.assertIn("not run: program:elsewhere", p.stdout + p.stderr)
+        # Picked, the missing executable is refused before anything runs.
+        refused = os.path.join(self.tmp, "refused")
+        p = run(["run", matrix, "-w", "program:elsewhere", "--out", refused])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("/no/such/tool", p.stderr)
+        self.assertFalse(os.path.exists(refused))
 
     def test_a_program_runs_on_the_cpus_and_nodes_its_placement_chose(self):
         # The program reports what the kernel let it use; the record says what was chosen.

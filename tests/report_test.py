@@ -437,7 +437,7 @@ class PageReporting(unittest.TestCase):
                     self.assertEqual(proc.returncode, 0, proc.stderr)
                     with open(os.path.join(folder, "report.html")) as f:
                         page = f.read()
-                    noted = "Times: this machine hands memory that stays free for about 2 s back to its hypervisor" in page
+                    noted = "Times: the machine these cells ran on hands memory that stays free for about 2 s back to its hypervisor" in page
                     listed = "active, blocks of 2048 KiB and up" in page
                     self.assertEqual((noted, listed), (state == "active", state == "active"))
                     # show and compare, the other readers of times, say it on stderr, naming the folder;
@@ -446,7 +446,7 @@ class PageReporting(unittest.TestCase):
                     for command in (["show", folder], ["compare", folder, plain], ["compare", plain, folder]):
                         proc = run_allocmark(*command)
                         self.assertEqual(proc.returncode, 0, proc.stderr)
-                        self.assertEqual("allocmark: note on time (%s): this machine hands memory" % folder in proc.stderr,
+                        self.assertEqual("allocmark: note on time (%s): the machine these cells ran on hands memory" % folder in proc.stderr,
                                          state == "active", (command, proc.stderr))
                         self.assertNotIn("note on time", proc.stdout)
                     self.assertNotIn("note on time", run_allocmark("show", plain).stderr)

@@ -1,6 +1,7 @@
 #include "harness/cli/common.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <cstring>

@@ -79,8 +79,9 @@ void print_reading_notes(const results::Model& model);
 // The same for a folder read without a Model of its own here (compare, plot): results::writer_notice.
 void print_writer_notice(const std::string& dir);
 // Where the machine of any of `dirs` makes times depend on cell order (results::page_reporting_notice:
-// free page reporting), one note on stderr naming those folders: the readers of times (show,
-// compare) say it as `run`'s recommendation and the report do.
+// free page reporting), one note on stderr naming those folders: the readers that rank or compare
+// times (show, compare) say it as `run`'s recommendation and the report do (plot draws them and
+// leaves the note to the report beside its charts).
 void print_time_notes(const std::vector<std::string>& dirs);
 
 // --metric of gate and compare: gate metric names, checked; `fallback` when none is given.

@@ -53,8 +53,8 @@ Subcommand add_compare_command(CLI::App& app) {
             if (!f->html.empty()) check_output_file(f->html, f->html_by_old_flag.empty() ? "--report" : "-o", {f->before, f->after});
             if (!f->charts.empty()) check_output_folder(f->charts, "--charts", {f->before, f->after});
             for (const auto& dir : {f->before, f->after}) print_writer_notice(dir);
-            print_time_notes({f->before, f->after});
             const compare::Comparison comparison = compare::compare_runs(f->before, f->after, metrics);
+            print_time_notes({f->before, f->after});
             std::cout << compare::render_comparison(comparison, f->format);
             if (f->charts.empty() && f->html.empty()) return static_cast<int>(kExitOk);
             for (const auto& dir : {f->before, f->after}) report::ensure_summaries(dir);

@@ -224,7 +224,7 @@ void add_run_flags(CLI::App* run_cmd, RunFlags& f) {
   run_cmd->add_option("matrix", f.matrix_path,
                       fmt::format("matrix file (TOML); default configs/{} when no axis flag is given", kPlainMatrix));
   run_cmd->add_option("--allocators,-a", f.allocators_raw, "allocators or variants, comma separated (e.g. glibc,jemalloc:bg)");
-  run_cmd->add_option("--workloads,-w", f.workloads_raw, "workloads, comma separated; program:NAME picks one of the matrix's programs");
+  run_cmd->add_option("--workloads,-w", f.workloads_raw, "workloads, comma separated; " + std::string(mx::kProgramPrefix) + "NAME picks one of the matrix's programs");
   std::string plain_threads;
   if (plain && !plain->threads.empty()) plain_threads = fmt::format("; configs/{}, which a plain `run` runs: {}", kPlainMatrix,
                                                                     help_value(nlohmann::json(plain->threads)));

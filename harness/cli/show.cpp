@@ -122,9 +122,9 @@ Subcommand add_show_command(CLI::App& app) {
             }
             rs::Model model = rs::Model::load(opts->dirs);
             print_reading_notes(model);
-            print_time_notes(opts->dirs);
             if (std::string problem = model.unknown_filter_value(report.filter); !problem.empty())
               throw std::invalid_argument(problem);
+            print_time_notes(opts->dirs);
             if (bmf) {
               std::cout << bmf_of(model, report);
               return kExitOk;

@@ -188,7 +188,7 @@ class Planner {
                                           m.path, setup_difference(setup, from_matrix)));
     }
     if (mx::is_program(c.workload)) {
-      const std::string program = c.workload.substr(std::string(mx::kProgramPrefix).size());
+      const std::string program = mx::program_name(c.workload);
       if (auto it = m.programs.find(program); it != m.programs.end()) {
         record::Cell program_cell = record::cell_of_setup(setup);
         program_cell.params = mx::program_params(it->second);

@@ -381,27 +381,36 @@ class PlanBuilder {
         throw ConfigError(def.origin + ": program '" + def.name + "' is defined twice (also at " + programs_[def.name].origin + ")");
       programs_[def.name] = def;
     }
-    for (const auto& [name, def] : programs_) check_program(def);
   }
 
   // `program:NAME` among the workloads (the cell's own workload name) picks that program of the
-  // matrix's: naming one runs only the programs named (and any built-in workloads named beside them).
+  // matrix's: naming one runs only the programs named (and any built-in workloads named beside
+  // them); the others are not checked (a program of the file another machine lacks is no error
+  // here) and a note names them. Then the programs that run are checked.
   void pick_programs(const std::string& ctx) {
     std::map<std::string, ProgramDef> picked;
     std::erase_if(workloads_.names, [&](const std::string& name) {
       if (!is_program(name)) return false;
-      const std::string program = name.substr(std::string(kProgramPrefix).size());
-      auto it = programs_.find(program);
-      if (it == programs_.end()) {
-        std::vector<std::string> names;
-        for (const auto& [n, def] : programs_) names.push_back(kProgramPrefix + n);
+      auto it = programs_.find(program_name(name));
+      if (it == programs_.end())
         throw ConfigError(ctx + ": workload '" + name + "' names no program of this matrix (" +
-                          (names.empty() ? std::string("it defines none: [programs.NAME] or --program") : join(names)) + ")");
-      }
+                          (programs_.empty() ? std::string("it defines none: [programs.NAME] or --program") : join(program_workloads())) + ")");
       picked.insert(*it);
       return true;
     });
-    if (!picked.empty()) programs_ = std::move(picked);
+    if (!picked.empty()) {
+      std::vector<std::string> left;
+      for (const auto& [name, def] : programs_)
+        if (!picked.count(name)) left.push_back(program_workload(name));
+      if (!left.empty()) plan_.notes.push_back("not run: " + join(left) + " (" + ctx + " names other programs)");
+      programs_ = std::move(picked);
+    }
+    for (const auto& [name, def] : programs_) check_program(def);
+  }
+  std::vector<std::string> program_workloads() const {
+    std::vector<std::string> names;
+    for (const auto& [name, def] : programs_) names.push_back(program_workload(name));
+    return names;
   }
 
   // Traces: the file's [traces.*], cells of the replay workload; like programs, a matrix that names
@@ -421,7 +430,8 @@ class PlanBuilder {
     if (workloads_.names.empty() && programs_.empty() && traces_.empty()) throw ConfigError(ctx + ": no workload named");
     for (const auto& name : workloads_.names)
       if (!wl::find_workload(name))
-        throw ConfigError(ctx + ": unknown workload '" + name + "' (valid: " + join(all_workload_names()) + ")");
+        throw ConfigError(ctx + ": unknown workload '" + name + "' (valid: " + join(all_workload_names()) + ")" +
+                          (programs_.count(name) ? "; did you mean " + program_workload(name) + "?" : ""));
   }
 
   void pick_threads() {
@@ -525,7 +535,7 @@ class PlanBuilder {
           for (const auto& a : plan_.allocators) plan_.cells.push_back(Cell{a, instances_[i].workload, t, rep, texts[i]});
       // A program runs with its own threads: the threads axis does not apply, each is one cell per allocator.
       for (const auto& [name, def] : programs_)
-        for (const auto& a : plan_.allocators) plan_.cells.push_back(Cell{a, kProgramPrefix + name, 1, rep, program_params(def)});
+        for (const auto& a : plan_.allocators) plan_.cells.push_back(Cell{a, program_workload(name), 1, rep, program_params(def)});
     }
   }
 

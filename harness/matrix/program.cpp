@@ -14,6 +14,7 @@
 namespace allocmark::matrix {
 
 bool is_program(const std::string& workload) { return workload.rfind(kProgramPrefix, 0) == 0; }
+std::string program_name(const std::string& workload) { return workload.substr(std::string(kProgramPrefix).size()); }
 
 std::map<std::string, std::string> program_params(const ProgramDef& def) {
   std::map<std::string, std::string> p{{"command", def.command}, {"cwd", def.cwd}, {"input", def.input}};
@@ -23,7 +24,7 @@ std::map<std::string, std::string> program_params(const ProgramDef& def) {
 
 ProgramDef program_from_params(const std::string& workload, const std::map<std::string, std::string>& params) {
   ProgramDef def;
-  def.name = workload.substr(std::string(kProgramPrefix).size());
+  def.name = program_name(workload);
   auto get = [&](const char* k) {
     auto it = params.find(k);
     return it == params.end() ? std::string() : it->second;

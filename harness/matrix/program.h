@@ -23,6 +23,9 @@ struct ProgramDef {
 };
 
 bool is_program(const std::string& workload);
+// The program's name of a program cell's workload ("program:NAME" -> "NAME"), and back.
+std::string program_name(const std::string& workload);
+inline std::string program_workload(const std::string& name) { return kProgramPrefix + name; }
 // A program's or a trace's name in a matrix: letters, digits, '_', '-' or '.'.
 bool valid_name(const std::string& name);
 // The cell parameters of a program ("command", "cwd", "input", "env.NAME") and back.

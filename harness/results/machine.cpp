@@ -148,7 +148,8 @@ std::string page_reporting_notice(const nlohmann::json& meta) {
     active |= reporting.is_object() && reporting.contains(k::kActive) && reporting[k::kActive] == true;
   }
   if (!active) return "";
-  return "this machine hands memory that stays free for about 2 s back to its hypervisor (free page reporting), "
+  return "the machine these cells ran on hands memory that stays free for about 2 s back to its hypervisor "
+         "(free page reporting), "
          "and a later first touch of it is a host fault as well: the times of phases that fault memory in depend "
          "on what ran just before them (up to 3x seen), so compare them across allocators with care "
          "(docs/benchmarks.md, \"Free page reporting\")";
