@@ -39,18 +39,22 @@ std::uint64_t Heap::purge_pages(std::uint64_t want, int only_part, int skip_slot
         if (only_part >= 0 && p != only_part) continue;
         Slot& sl = part_[p].slots[si];
         while (sl.free_mapped() != 0) {
-          const int n = sl.purge_begin(runs, kPurgeBatchRuns, want != 0 ? want - got : 0, aged, freed_by);
+          const int n = sl.purge_begin(runs, kPurgeBatchRuns, want != 0 ? want - got : 0, aged, freed_by, /*spans=*/true);
           if (n == 0) break;
           std::uint64_t released = 0;
           for (int r = 0; r < n; ++r) {
             const bool count = given != nullptr && si != kSlabSlot && runs[r].bytes != 0;
             std::uint64_t sample = 0, was = 0;
             if (count && given->sampled < FreeLimit::kSampleBytes) {
+              // Charged pages only: a run that spans chunks charged in part has uncharged pages
+              // after its first chunk's extent, so its sample stays inside that extent.
+              const std::uint64_t charged = runs[r].span == runs[r].bytes ? runs[r].bytes
+                                                                            : std::uint64_t{sl.extent(runs[r].first)} * kPage;
               sample = FreeLimit::kSampleBytes - given->sampled;
-              if (sample > runs[r].bytes) sample = runs[r].bytes;
+              if (sample > charged) sample = charged;
               was = os_->resident_bytes(sl.address(runs[r].first), sample);
             }
-            runs[r].ok = runs[r].bytes == 0 || discard_run(p, sl, runs[r].first, runs[r].count, runs[r].bytes);
+            runs[r].ok = runs[r].bytes == 0 || discard_run(p, sl, runs[r].first, runs[r].count, runs[r].span);
             if (runs[r].ok) {
               released += runs[r].bytes;
               if (count) {

@@ -2169,6 +2169,34 @@ TEST_F(HeapTest, PurgeAndTrimGiveQueuedChunksBack) {
   for (void* p : held) heap.free(p);
 }
 
+// A give-back of neighbouring free chunks is one madvise however much of each was charged: eight
+// 60 KiB blocks (15 of their 64 KiB chunks' 16 pages) were eight calls, one a chunk, since a run
+// ended at a chunk charged in part. The call spans the uncharged pages between (which hold
+// nothing), the accounting counts only the charged ones, and every page is given back.
+TEST_F(HeapTest, AGiveBackOfNeighbouringChunksChargedInPartIsOneCall) {
+  make_limit(0, 0, -1, false);
+  const std::size_t bytes = 60 << 10, chunk = 64 << 10;
+  std::vector<void*> blocks = touched(8, bytes);
+  for (std::size_t k = 1; k < blocks.size(); ++k)
+    ASSERT_EQ(static_cast<char*>(blocks[k]), static_cast<char*>(blocks[k - 1]) + chunk) << "neighbouring chunks, in order";
+  const std::uint64_t mapped = heap.mapped_bytes(), advised = stats().advised_bytes;
+  for (void* p : blocks) heap.free(p);
+  {
+    std::lock_guard<std::mutex> g(FakeOs::advised_lock);
+    FakeOs::advised_sizes.clear();
+  }
+  EXPECT_EQ(heap.purge(), 8 * bytes);
+  {
+    std::lock_guard<std::mutex> g(FakeOs::advised_lock);
+    EXPECT_EQ(FakeOs::advised_sizes, std::vector<std::size_t>{7 * chunk + bytes});
+  }
+  EXPECT_EQ(stats().advised_bytes - advised, 8 * bytes);
+  EXPECT_EQ(heap.mapped_bytes(), mapped - 8 * bytes);
+  std::vector<unsigned char> in_core((7 * chunk + bytes) / kPage);
+  ASSERT_EQ(::mincore(blocks[0], 7 * chunk + bytes, in_core.data()), 0);
+  for (std::size_t pg = 0; pg < in_core.size(); ++pg) EXPECT_EQ(in_core[pg] & 1, 0) << "page " << pg << " still resident";
+}
+
 TEST_F(HeapTest, WithoutTheFreeLimitLargeChunksStayResident) {
   make_limit(0, 8 << 20);
   std::vector<void*> held = held_unwritten(10, 32 << 20);

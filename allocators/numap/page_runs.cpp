@@ -138,7 +138,8 @@ void Slot::mark_free_locked(std::uint64_t i) {
   refresh(w);
 }
 
-int Slot::purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes, bool aged, std::uint32_t freed_by) {
+int Slot::purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes, bool aged, std::uint32_t freed_by,
+                      bool spans) {
   LockGuard g(lock);
   int n = 0;
   std::uint64_t got = 0;
@@ -174,12 +175,13 @@ int Slot::purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes, bo
         const std::uint64_t bytes = std::uint64_t{extent_[i]} * kPage;
         if (want_bytes != 0 && got >= want_bytes) goto done;  // no more than asked (exchange, capacity)
         if (open && runs[n - 1].first + runs[n - 1].count == i &&
-            runs[n - 1].bytes == std::uint64_t{runs[n - 1].count} * chunk_) {
+            (spans || runs[n - 1].span == std::uint64_t{runs[n - 1].count} * chunk_)) {
+          runs[n - 1].span = std::uint64_t{runs[n - 1].count} * chunk_ + bytes;
           runs[n - 1].count++;
           runs[n - 1].bytes += bytes;
         } else {
           if (n == max_runs) goto done;
-          runs[n++] = PurgeRun{static_cast<std::uint32_t>(i), 1, bytes, false};
+          runs[n++] = PurgeRun{static_cast<std::uint32_t>(i), 1, bytes, bytes, false};
         }
         open = true;
         got += bytes;

@@ -37,7 +37,9 @@ struct ChunkDivider {
 struct PurgeRun {
   std::uint32_t first;   // chunk index
   std::uint32_t count;   // chunks
-  std::uint64_t bytes;   // resident bytes to advise away, from the first chunk's start
+  std::uint64_t bytes;   // charged (resident) bytes: the chunks' extents together
+  std::uint64_t span;    // bytes to advise away from the first chunk's start: `bytes` unless the
+                         // run spans chunks charged in part (purge_begin's `spans`)
   bool ok;               // set by the caller: the advice succeeded (else the pages stay charged)
 };
 
@@ -66,8 +68,13 @@ class Slot {
   // Marks up to max_runs runs of free mapped chunks as being purged (taken) and clears their
   // mapped bits; returns how many runs. The caller advises them away, then calls purge_done.
   // With `aged`, only chunks given back at or before tick `freed_by` qualify (decay by age).
+  // With `spans`, a run goes on past a chunk charged in part (its `span` covers the uncharged
+  // pages between, which hold nothing: discarding them is free): one call for neighbouring free
+  // chunks however much of each was written (a release of 60 KiB blocks in 64 KiB chunks made
+  // one madvise per chunk). Without it (moves, which keep each chunk's first pages), a run ends
+  // at such a chunk and every chunk but its last is whole.
   int purge_begin(PurgeRun* runs, int max_runs, std::uint64_t want_bytes, bool aged = false,
-                  std::uint32_t freed_by = 0);
+                  std::uint32_t freed_by = 0, bool spans = false);
   void purge_done(const PurgeRun* runs, int n);
   // After the last (run.bytes - kept) bytes of a purge_begin run were moved away: the run's chunks
   // are free again, each resident up to what is left of the first `kept` bytes (mapped iff any).
