@@ -28,6 +28,21 @@ class ProgramTest(unittest.TestCase):
     def tearDown(self):
         self._tmp.cleanup()
 
+    def write_matrix(self, text):
+        matrix = os.path.join(self.tmp, "m.toml")
+        with open(matrix, "w") as f:
+            f.write(text)
+        return matrix
+
+    def assert_refused(self, args, *words):
+        """`allocmark run ARGS --out X` exits 2 naming each of `words`, and writes nothing."""
+        out = os.path.join(self.tmp, "refused")
+        p = run(["run", *args, "--out", out])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        for w in words:
+            self.assertIn(w, p.stderr)
+        self.assertFalse(os.path.exists(out))
+
 
 class EveryBackend(ProgramTest):
     def test_c_and_python_programs_with_phase_marks(self):
@@ -108,46 +123,29 @@ class EveryBackend(ProgramTest):
                 self.assertEqual(f.read(), "1\n2\n3\n")
 
     def test_workloads_pick_programs_of_a_matrix_by_their_cell_name(self):
-        matrix = os.path.join(self.tmp, "m.toml")
-        with open(matrix, "w") as f:
-            f.write('[matrix]\nallocators = ["glibc"]\nreps = 1\n'
-                    '[programs.one]\ncommand = "echo one"\n[programs.two]\ncommand = "echo two"\n')
-        p = run(["run", matrix, "-w", "program:two", "--out", self.out])
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertEqual([r["workload"] for r in records(self.out)], ["program:two"])
-        both = os.path.join(self.tmp, "both")
-        p = run(["run", matrix, "-w", "program:one,program:two", "--out", both])
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertEqual(sorted(r["workload"] for r in records(both)), ["program:one", "program:two"])
-        nothing = os.path.join(self.tmp, "nothing")
-        p = run(["run", matrix, "-w", "program:three", "--out", nothing])
-        self.assertEqual(p.returncode, 2, p.stderr)
-        self.assertIn("workload 'program:three' names no program of this matrix (program:one, program:two)", p.stderr)
-        self.assertFalse(os.path.exists(nothing))
-        p = run(["run", matrix, "-w", "two", "--out", nothing])
-        self.assertEqual(p.returncode, 2, p.stderr)
-        self.assertIn("unknown workload 'two'", p.stderr)
-        self.assertIn("did you mean program:two?", p.stderr)
-        self.assertFalse(os.path.exists(nothing))
+        matrix = self.write_matrix('[matrix]\nallocators = ["glibc"]\nreps = 1\n'
+                                   '[programs.one]\ncommand = "echo one"\n[programs.two]\ncommand = "echo two"\n')
+        for picked in (["program:two"], ["program:one", "program:two"]):
+            out = os.path.join(self.tmp, "-".join(picked))
+            p = run(["run", matrix, "-w", ",".join(picked), "--out", out])
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertEqual(sorted(r["workload"] for r in records(out)), picked)
+        self.assert_refused([matrix, "-w", "program:three"],
+                            "workload 'program:three' names no program of this matrix (program:one, program:two)")
+        self.assert_refused([matrix, "-w", "two"], "unknown workload 'two'", "did you mean program:two?")
 
     def test_a_matrix_file_picks_its_programs_and_leaves_the_others_unchecked(self):
         # The file's own workloads list picks too, beside a built-in workload; a program left out
         # may name an executable this machine lacks.
-        matrix = os.path.join(self.tmp, "m.toml")
-        with open(matrix, "w") as f:
-            f.write('[matrix]\nallocators = ["glibc"]\nreps = 1\nthreads = [1]\nsize = "quick"\n'
-                    'workloads = ["program:one", "scatter_free"]\n'
-                    '[programs.one]\ncommand = "echo one"\n[programs.elsewhere]\ncommand = "/no/such/tool"\n')
+        matrix = self.write_matrix('[matrix]\nallocators = ["glibc"]\nreps = 1\nthreads = [1]\nsize = "quick"\n'
+                                   'workloads = ["program:one", "scatter_free"]\n'
+                                   '[programs.one]\ncommand = "echo one"\n[programs.elsewhere]\ncommand = "/no/such/tool"\n')
         p = run(["run", matrix, "--out", self.out])
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertEqual(sorted(r["workload"] for r in records(self.out)), ["program:one", "scatter_free"])
         self.assertIn("not run: program:elsewhere", p.stdout + p.stderr)
         # Picked, the missing executable is refused before anything runs.
-        refused = os.path.join(self.tmp, "refused")
-        p = run(["run", matrix, "-w", "program:elsewhere", "--out", refused])
-        self.assertEqual(p.returncode, 2, p.stderr)
-        self.assertIn("/no/such/tool", p.stderr)
-        self.assertFalse(os.path.exists(refused))
+        self.assert_refused([matrix, "-w", "program:elsewhere"], "/no/such/tool")
 
     def test_a_program_runs_on_the_cpus_and_nodes_its_placement_chose(self):
         # The program reports what the kernel let it use; the record says what was chosen.
