@@ -1,6 +1,7 @@
 #include "harness/results/recommendation.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -128,11 +129,19 @@ class ScopeTally {
       else
         s.details.push_back(rank(Figure::phase_ops_per_s, item, Metric::ops_per_s, false, item_values_[item]));
     }
-    if (!s.details.empty()) {
-      const std::size_t n = s.details.size();
+    // Phases every allocator ran in under kShortestTimedPhaseS are shown but not in the time
+    // headline: their rate is timer and scheduler noise (rss_budget's release, 0.2-0.6 ms, read
+    // 57k to 185k ops/s across allocators and counted as much as a one-second build).
+    std::vector<Ranking> timed;
+    std::vector<std::string> too_short;
+    for (const auto& r : s.details) (timed_phase(r.what) ? timed.push_back(r) : too_short.push_back(r.what));
+    if (!timed.empty()) {
+      const std::size_t n = timed.size();
       std::string what = benchmarks_ ? fmt::format("time (geomean of {} {} ns/op)", n, n == 1 ? "benchmark's" : "benchmarks'")
                                      : fmt::format("time (geomean of {} {} ops/s)", n, n == 1 ? "phase's" : "phases'");
-      s.headline.push_back(time_score(s.details, per_cell_, std::move(what)));
+      if (!too_short.empty())
+        what.insert(what.size() - 1, fmt::format("; {} under {:g} ms left out", too_short.size(), kShortestTimedPhaseS * 1000));
+      s.headline.push_back(time_score(timed, per_cell_, std::move(what)));
     } else if (!wall_.order.empty() && !rates_left_out_) {
       // A program: its phase does no counted operations, so its wall time is the figure.
       s.headline.push_back(rank(Figure::time, "wall time", Metric::wall_s, true, wall_));
@@ -168,11 +177,22 @@ class ScopeTally {
     }
   }
 
+  // Whether some allocator's median wall time in phase `item` reached kShortestTimedPhaseS (a
+  // benchmark's ns/op is timed by its own repetitions: always).
+  bool timed_phase(const std::string& item) const {
+    auto it = item_wall_.find(item);
+    if (benchmarks_ || it == item_wall_.end()) return true;
+    for (const auto& [allocator, walls] : it->second.of)
+      if (spread_of(walls).median >= kShortestTimedPhaseS) return true;
+    return false;
+  }
+
   void add_rate(const std::string& allocator, const CellResult& cell, const PhaseValues& p,
                 std::vector<std::pair<std::string, double>>& figures) {
     auto rate = metric_value(Metric::ops_per_s, cell, p);
     auto ops = p.get(Field::ops);
     if (!rate) return;
+    if (auto wall = metric_value(Metric::wall_s, cell, p)) item_wall_[p.name].add(allocator, *wall);
     const CellIdentity& id = model_.identity(cell);
     if (!ops_per_s_not_a_speed(id.workload, id.params, p.name).empty()) {
       rates_left_out_ = true;
@@ -223,6 +243,7 @@ class ScopeTally {
   std::map<std::string, bool> item_worked_;
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>> per_cell_;
   bool rates_left_out_ = false;  // some phase's ops/s is the workload's schedule, not a speed
+  std::map<std::string, Values> item_wall_;  // each phase's wall times, per allocator (timed_phase)
 };
 
 void rank_scope(ScopeCells& sc, const Model& model) {

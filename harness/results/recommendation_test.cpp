@@ -129,6 +129,32 @@ TEST(Recommendation, TimeLeavesOutIdlePhasesAndIsTheGeomeanOfThePhasesThatWork) 
   EXPECT_NEAR(time.standings[1].spread.median, 2.0, 1e-9);
 }
 
+TEST(Recommendation, TimeLeavesOutPhasesTooShortToTime) {
+  // Phase p: one second, a twice b's rate (ops over wall). Phase s: under 10 ms for both, b ten times a's rate (a
+  // few hundred µs is the machine's timer, not the allocator): ranked on its own, left out of the
+  // headline, which says so. Phase t: 5 ms under a but 20 ms under b: timed (b really is slower).
+  std::vector<json> records;
+  for (int rep = 0; rep < 2; ++rep) {
+    records.push_back(cell("a", rep, json::array({phase("p", 100, 50, 2000, 1.0), phase("s", 100, 50, 100, 0.001)})));
+    records.push_back(cell("b", rep, json::array({phase("p", 100, 50, 1000, 1.0), phase("s", 100, 50, 1000, 0.0001)})));
+  }
+  Recommendation rec = recommend(Model::from_records(records));
+  ASSERT_EQ(rec.scopes[0].details.size(), 2u);  // p and s, each ranked
+  EXPECT_EQ(rec.scopes[0].details[1].standings[0].allocator, "b");
+  const Ranking& time = headline(rec, Figure::time);
+  EXPECT_EQ(time.what, "time (geomean of 1 phase's ops/s; 1 under 10 ms left out)");
+  EXPECT_EQ(time.standings[0].allocator, "a");
+  EXPECT_NEAR(time.standings[1].spread.median, 2.0, 1e-9);  // b: p alone
+
+  records.clear();
+  for (int rep = 0; rep < 2; ++rep) {
+    records.push_back(cell("a", rep, json::array({phase("p", 100, 50, 2000, 1.0), phase("t", 100, 50, 1000, 0.005)})));
+    records.push_back(cell("b", rep, json::array({phase("p", 100, 50, 1000, 2.0), phase("t", 100, 50, 250, 0.020)})));
+  }
+  rec = recommend(Model::from_records(records));
+  EXPECT_EQ(headline(rec, Figure::time).what, "time (geomean of 2 phases' ops/s)");
+}
+
 TEST(Recommendation, TimeLeavesOutPhasesWhoseRateTheWorkloadFixes) {
   // rocksdb's q phases run for q_seconds beside rate-limited writers (its ops_per_s_not_a_speed):
   // b's 10x there must not make it the time leader; a is faster where the rate is a speed.
