@@ -2275,11 +2275,11 @@ bool eventually(const std::function<bool()>& done) {
   return done();
 }
 
-// The default (PURGE_DELAY_MS=10): a release over the limit makes no system call on the freeing
+// The default (PURGE_DELAY_MS=30): a release over the limit makes no system call on the freeing
 // thread; the checks that come due are queued and the background thread gives the pages back,
 // down to the floor as free() did in v4.
 TEST_F(HeapTest, AReleaseOverTheLimitMakesNoSystemCallInFreeAndTheThreadGivesItBack) {
-  ASSERT_EQ(Options{}.purge_delay_ms, 10);
+  ASSERT_EQ(Options{}.purge_delay_ms, 30);
   make_limit(12, kMiB, Options{}.purge_delay_ms);
   std::vector<void*> held = touched(64, kMiB);
   const int here = FakeOs::advises_here;

@@ -83,7 +83,7 @@ inline constexpr const char* kPopulateNames[] = {"none", "auto", "all", nullptr}
     "are advised away at once; 0 = no limit")                                                                   \
   X(FREE_FLOOR, free_floor, std::uint64_t, kSize, 8 << 20, 0, 1ll << 40, nullptr,                               \
     "free resident bytes a node may always keep, whatever FREE_PERCENT says")                                   \
-  X(PURGE_DELAY_MS, purge_delay_ms, long long, kInt, 10, -1, 10000, nullptr,                                   \
+  X(PURGE_DELAY_MS, purge_delay_ms, long long, kInt, 30, -1, 10000, nullptr,                                   \
     "free() never advises pages away: free pages over FREE_PERCENT are queued and given back this many ms "     \
     "later by the background thread (without it, by later allocation slow paths, about 2 MiB per call); "      \
     "-1 = inside the free that finds them (numap v4)")                                                          \
