@@ -134,7 +134,10 @@ class ScopeTally {
     // 57k to 185k ops/s across allocators and counted as much as a one-second build).
     std::vector<Ranking> timed;
     std::vector<std::string> too_short;
-    for (const auto& r : s.details) (timed_phase(r.what) ? timed.push_back(r) : too_short.push_back(r.what));
+    for (const auto& r : s.details) {
+      if (timed_phase(r.what)) timed.push_back(r);
+      else too_short.push_back(r.what);
+    }
     if (!timed.empty()) {
       const std::size_t n = timed.size();
       std::string what = benchmarks_ ? fmt::format("time (geomean of {} {} ns/op)", n, n == 1 ? "benchmark's" : "benchmarks'")
