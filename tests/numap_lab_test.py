@@ -31,8 +31,10 @@ SCENARIOS = ["overflow", "huge", "membind", "metadata", "limit", "bind"]
 CONTRAST = "(glibc-contrast)"  # bind's glibc run: the only process the guest's OOM killer may kill
 SEEDS = ["arena_churn", "hash_build", "insert_phases", "orc_scan", "rss_budget", "size_mix"]
 # The seed workloads at 8 threads, sized for the emulated guest (one cell under TCG takes tens of
-# seconds): size_mix as issue 41 ran it (numap crashed in 2 of 3 such cells on 618abae), the others
-# a few MiB per thread, each phase still run. The stress: 2000 checked calls per thread.
+# seconds): size_mix with issue 41's live set (numap crashed in 2 of 3 such cells on 618abae, at
+# 100000 calls per thread) and 30000 calls per thread, which still makes hundreds of page moves,
+# the path that crashed (asserted below; 100000 took two thirds of the test's CPU), the others a
+# few MiB per thread, each phase still run. The stress: 2000 checked calls per thread.
 MATRIX = """
 [matrix]
 allocators = ["numap"]
@@ -43,7 +45,7 @@ size = "quick"
 pin = "scatter"
 
 [params.size_mix]
-ops = 100000
+ops = 30000
 live_mib = 32
 [params.arena_churn]
 pool_threads = 8
@@ -132,6 +134,10 @@ class NumapOnRealKernel(unittest.TestCase):
             print("nodes holding >= 1 MiB of the cell's memory (the most in a phase):", spread)
             # One thread per node: size_mix's threads each fill their own node.
             self.assertEqual(spread["size_mix"], 8, spread)
+            # Issue 41's path ran: numap moved pages (mremap) under size_mix's churn in this kernel.
+            moves = by["size_mix"]["phases"][-1]["alloc_stats"]["mremap_calls"]
+            print("size_mix: numap's page moves (mremap calls):", moves)
+            self.assertGreater(moves, 0)
             for w, n in spread.items():
                 self.assertGreaterEqual(n, 2, (w, spread))
 
