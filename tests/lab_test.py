@@ -41,7 +41,21 @@ class TempDirTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.out), "something was written")
 
 
-class Boot(TempDirTest):
+def read_records(folder):
+    with open(os.path.join(folder, "results.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+class ProgramTest(TempDirTest):
+    def setUp(self):
+        super().setUp()
+        self.assertTrue(os.access(PHASE_DEMO, os.X_OK), "PHASE_DEMO (the phase_demo test program) is not built: " + PHASE_DEMO)
+
+
+class Boot(ProgramTest):
+    """One boot of the seed's 8-node guest (a TCG boot is most of a lab test's CPU): a built-in
+    workload's cells and three program cells in one matrix."""
+
     def test_prerequisites_are_installed(self):
         for tool, package in [("qemu-system-x86_64", "qemu-system-x86"), ("busybox", "busybox-static"), ("cpio", "cpio"),
                               ("numactl", "numactl")]:
@@ -49,20 +63,38 @@ class Boot(TempDirTest):
         kernels = [f for f in os.listdir("/boot") if f.startswith("vmlinuz-")] if os.path.isdir("/boot") else []
         self.assertTrue(kernels, "no /boot/vmlinuz-*: install Debian's linux-image-amd64 (ci/setup.sh)")
 
-    def test_seed_8node_runs_a_matrix_and_brings_results_back(self):
+    def test_seed_8node_runs_workloads_and_programs_and_brings_results_back(self):
+        # Programs: a C program with phase marks (carried with its libraries), a Debian program
+        # reading an input file from its own folder (both carried at their paths), and a shell
+        # command line whose commands are busybox's in the guest (docs/lab.md). Naming size_mix
+        # keeps every program in (docs/programs.md).
+        work = os.path.join(self.tmp, "work dir")
+        os.mkdir(work)
+        with open(os.path.join(work, "numbers.txt"), "w") as f:
+            f.write("3\n1\n2\n")
+        matrix = os.path.join(self.tmp, "lab.toml")
+        with open(matrix, "w") as f:
+            f.write('[matrix]\nallocators = ["glibc", "numap"]\nworkloads = ["size_mix"]\nthreads = [2]\nreps = 1\n'
+                    '[params.size_mix]\nlive_mib = 4\nops = 5000\n'
+                    f'[programs.cdemo]\ncommand = "{PHASE_DEMO}"\n'
+                    f'[programs.sorter]\ncommand = "sort -n"\ncwd = "{work}"\ninput = "numbers.txt"\n'
+                    '[programs.shell]\ncommand = "sh -c \'seq 3 | wc -l\'"\n')
         # Under numactl bound to the second group's CPUs: --under reaches the guest's allocmark.
-        p = lab(["--topology", SEED8, "--under", "numactl --cpunodebind=4-7", "--out", self.out, "--",
-                 "run", "-w", "size_mix", "-a", "glibc,numap", "-t", "2", "-r", "1"] + TINY)
+        p = lab(["--topology", SEED8, "--under", "numactl --cpunodebind=4-7", "--out", self.out, "--", "run", matrix])
         self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr[-3000:])
-        with open(os.path.join(self.out, "results.jsonl")) as f:
-            recs = [json.loads(line) for line in f]
-        self.assertEqual(sorted(r["allocator"] for r in recs), ["glibc", "numap"])
+        recs = read_records(self.out)
+        self.assertEqual(sorted((r["workload"], r["allocator"]) for r in recs),
+                         sorted((w, a) for w in ("size_mix", "program:cdemo", "program:sorter", "program:shell")
+                                for a in ("glibc", "numap")))
         for r in recs:
-            self.assertEqual(r["status"], "ok", r.get("error"))
+            self.assertEqual(r["status"], "ok", (r["workload"], r["allocator"], r.get("error")))
+        for r in (r for r in recs if r["workload"] == "size_mix"):
             self.assertTrue(set(r["pinned_cpus"]) <= {4, 5, 6, 7}, r["pinned_cpus"])
+        self.check_programs([r for r in recs if r["workload"].startswith("program:")])
         with open(os.path.join(self.out, "meta.json")) as f:
             meta = json.load(f)
         lab_meta = meta["lab"]
+        self.assertFalse(lab_meta["stopped_by_timeout"])
         # What the guest kernel itself saw, read in the guest from /sys.
         self.assertEqual(lab_meta["guest"]["nodes_online"], "0-7")
         self.assertEqual(sorted(lab_meta["guest"]["nodes"]), [f"node{i}" for i in range(8)])
@@ -86,40 +118,8 @@ class Boot(TempDirTest):
         self.assertEqual(show.returncode, 0, show.stderr)
         self.assertIn("lab results from a virtual machine (topology seed-8node, 8 nodes", show.stderr)
 
-
-def read_records(folder):
-    with open(os.path.join(folder, "results.jsonl")) as f:
-        return [json.loads(line) for line in f]
-
-
-class ProgramTest(TempDirTest):
-    def setUp(self):
-        super().setUp()
-        self.assertTrue(os.access(PHASE_DEMO, os.X_OK), "PHASE_DEMO (the phase_demo test program) is not built: " + PHASE_DEMO)
-
-
-class LabPrograms(ProgramTest):
-    def test_program_cells_run_in_the_guest(self):
-        # A C program with phase marks (carried with its libraries), a Debian program reading an
-        # input file from its own folder (both carried at their paths), and a shell command line
-        # whose commands are busybox's in the guest (docs/lab.md).
-        work = os.path.join(self.tmp, "work dir")
-        os.mkdir(work)
-        with open(os.path.join(work, "numbers.txt"), "w") as f:
-            f.write("3\n1\n2\n")
-        matrix = os.path.join(self.tmp, "programs.toml")
-        with open(matrix, "w") as f:
-            f.write('[matrix]\nallocators = ["glibc", "numap"]\nreps = 1\n'
-                    f'[programs.cdemo]\ncommand = "{PHASE_DEMO}"\n'
-                    f'[programs.sorter]\ncommand = "sort -n"\ncwd = "{work}"\ninput = "numbers.txt"\n'
-                    '[programs.shell]\ncommand = "sh -c \'seq 3 | wc -l\'"\n')
-        p = lab(["--topology", SEED8, "--out", self.out, "--", "run", matrix])
-        self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr[-3000:])
-        recs = read_records(self.out)
-        self.assertEqual(sorted((r["workload"], r["allocator"]) for r in recs),
-                         sorted((f"program:{w}", a) for w in ("cdemo", "sorter", "shell") for a in ("glibc", "numap")))
+    def check_programs(self, recs):
         for r in recs:
-            self.assertEqual(r["status"], "ok", (r["workload"], r["allocator"], r.get("error")))
             self.assertEqual(r["exit_code"], 0)
             # The preload proof, made in the guest by the carried companion library.
             self.assertEqual(os.path.basename(r["library"]).split(".so")[0], "libc" if r["allocator"] == "glibc" else "libnumap",
@@ -134,8 +134,6 @@ class LabPrograms(ProgramTest):
         # What the programs printed: "1 2 3" sorted from the carried input, busybox's "3".
         self.assertEqual({r["stdout_bytes"] for r in recs if r["workload"] == "program:sorter"}, {6})
         self.assertEqual({r["stdout_bytes"] for r in recs if r["workload"] == "program:shell"}, {2})
-        with open(os.path.join(self.out, "meta.json")) as f:
-            self.assertFalse(json.load(f)["lab"]["stopped_by_timeout"])
 
 
 class LabTimeout(ProgramTest):
