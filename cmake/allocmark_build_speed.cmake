@@ -18,21 +18,15 @@ option(ALLOCMARK_PRECOMPILED_HEADERS "Precompile the heavy third-party headers o
 # A precompiled header saves the parsing only: every file still compiles, at -O2, the inline
 # functions and template instantiations it uses from those headers (CLI11 is header-only, and each
 # cli/ file instantiates most of it). A unity build (`allocmark_unity`) compiles a target's files
-# in batches of up to 32 as one translation unit, so that code is compiled once per batch: the 17
-# cli/ files took 163 CPU s as separate files and 29 s as one; batches of 32 instead of 8 made a
-# clean build 688 CPU s instead of 863 (docs/benchmarks.md "Build and test time"), at the price
-# of a longer rebuild after one edit (-DALLOCMARK_UNITY_BATCH=8 or -DALLOCMARK_UNITY_BUILD=OFF
-# while iterating). Only the driver's libraries and the test binaries use it, never measured code:
-# the worker, workloads, allocator backends and numap are compiled file by file, so what the
-# compiler inlines into a measured loop does not depend on the batching.
+# in batches of 8 as one translation unit, so that code is compiled once per batch: the 17 cli/
+# files took 163 CPU s as separate files and 29 s as one (docs/benchmarks.md "Build and test
+# time"). Only the driver's libraries and the test binaries use it, never measured code: the
+# worker, workloads, allocator backends and numap are compiled file by file, so what the compiler
+# inlines into a measured loop does not depend on the batching.
 option(ALLOCMARK_UNITY_BUILD "Compile the driver's and the tests' files in batches (unity build)" ON)
-set(ALLOCMARK_UNITY_BATCH 32 CACHE STRING "Files per unity batch (ALLOCMARK_UNITY_BUILD)")
-if(NOT ALLOCMARK_UNITY_BATCH MATCHES "^[1-9][0-9]*$")
-  message(FATAL_ERROR "ALLOCMARK_UNITY_BATCH must be a whole number of files, 1 or more, not '${ALLOCMARK_UNITY_BATCH}'")
-endif()
 # A precompiled header pays only where several translation units of a target read it: building it
 # costs more than parsing it (gtest with nlohmann-json: 5.5-11 CPU s), and each unit then loads it
-# instead of parsing. A target compiled as one unit (one unity batch: most test
+# instead of parsing. A target compiled as one unit (a unity batch of up to 8 files: most test
 # binaries, gate, report) parses the headers once either way, so it gets none: results_test,
 # harness_test and topology_test took 28.6, 25.1 and 12.0 CPU s with theirs, 22.9, 19.7 and 8.1
 # without (docs/benchmarks.md "Build and test time"). Decided at the end of the target's
@@ -75,6 +69,6 @@ function(allocmark_precompile_if_shared target)
 endfunction()
 function(allocmark_unity target)
   if(ALLOCMARK_UNITY_BUILD)
-    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ALLOCMARK_UNITY_BATCH})
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
   endif()
 endfunction()
